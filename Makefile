@@ -1,0 +1,52 @@
+# attest-gateway: make deps | build | test | run | bench | bench-verify | fuzz
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+SWIFT ?= swift
+APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server openssl
+BENCH_PACKAGES := nginx haproxy wrk
+
+.PHONY: deps bench-deps build release test run bench bench-verify fuzz clean
+
+# Installs the system packages only when one is missing (idempotent, no prompt).
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+bench-deps: deps
+	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+# Unit, integration (real redis-server, started by the tests) and end-to-end tests.
+test: deps
+	$(SWIFT) build
+	$(SWIFT) test
+	bash scripts/check-all.sh
+
+run: release
+	bash scripts/run-demo.sh
+
+bench: bench-deps release
+	bash scripts/bench.sh
+
+bench-verify: release
+	bash scripts/bench-verify.sh
+
+# Every Fuzz/<target>/run.sh, each bounded in time; FUZZ_RUNS overrides the run count.
+fuzz: deps
+	bash scripts/fuzz.sh
+
+clean:
+	rm -rf .build .fuzz

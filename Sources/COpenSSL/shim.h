@@ -1,0 +1,63 @@
+#ifndef C_OPENSSL_SHIM_H
+#define C_OPENSSL_SHIM_H
+
+// Hide everything OpenSSL 3 deprecates (SHA256_Init, EC_KEY_*, ECDSA_do_verify, ...):
+// Swift would otherwise import them with only a warning. Must precede the includes.
+#define OPENSSL_API_COMPAT 30000
+#define OPENSSL_NO_DEPRECATED 1
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/sha.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/rand.h>
+#include <openssl/pkcs7.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+
+// Function-like and compound macros are not imported by Swift and variadic C
+// functions cannot be called from it: each one we need gets a `static inline`
+// wrapper here, prefixed with the module name.
+
+/// `OPENSSL_free` is a macro over `CRYPTO_free(ptr, __FILE__, __LINE__)`.
+static inline void COpenSSL_free(void *ptr) {
+    OPENSSL_free(ptr);
+}
+
+/// `EVP_EC_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`. (Simulator only.)
+static inline EVP_PKEY *COpenSSL_EVP_EC_gen(const char *curve) {
+    return EVP_EC_gen(curve);
+}
+
+/// Compound macro `(EVP_PKEY_KEY_PARAMETERS | OSSL_KEYMGMT_SELECT_PUBLIC_KEY)`: not imported.
+static const int COpenSSL_EVP_PKEY_PUBLIC_KEY = EVP_PKEY_PUBLIC_KEY;
+
+/// Build an EC public key from an X9.62 point. Done in C because OSSL_PARAM keeps the
+/// *pointer* to its key name: a Swift String passed as `const char *` dies after the call.
+static inline EVP_PKEY *COpenSSL_EC_public_key_from_point(const char *group,
+                                                          const unsigned char *point,
+                                                          size_t point_len) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (ctx == NULL) return NULL;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)group, 0),
+        OSSL_PARAM_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, point_len),
+        OSSL_PARAM_END,
+    };
+    if (EVP_PKEY_fromdata_init(ctx) != 1 ||
+        EVP_PKEY_fromdata(ctx, &key, EVP_PKEY_PUBLIC_KEY, params) != 1) {
+        key = NULL;
+    }
+    EVP_PKEY_CTX_free(ctx);
+    return key;
+}
+
+#endif

@@ -1,0 +1,24 @@
+/// Timeouts and limits of the proxy, modelled on nginx and Envoy defaults.
+/// One value for the whole process; `policies.yaml` `limits:` overrides fields.
+public struct GatewayLimits: Sendable, Hashable {
+    /// Time to receive a complete request head (slowloris guard). nginx client_header_timeout: 60 s; default 10 s.
+    public var headerReadTimeout: Duration = .seconds(10)
+    /// Longest pause between two reads of a request body. nginx client_body_timeout: 60 s; default 30 s.
+    public var bodyReadIdleTimeout: Duration = .seconds(30)
+    /// Upstream TCP connect. Envoy connect_timeout: 5 s.
+    public var upstreamConnectTimeout: Duration = .seconds(5)
+    /// Upstream response head after the request was sent. nginx proxy_read_timeout: 60 s.
+    public var upstreamResponseTimeout: Duration = .seconds(60)
+    /// Idle keep-alive client connection. nginx keepalive_timeout: 75 s; default 60 s.
+    public var keepAliveIdleTimeout: Duration = .seconds(60)
+    /// Open client connections; beyond it new ones are closed at accept.
+    public var maxConnections: Int = 16_384
+    /// Request line plus headers. 431 beyond. nginx large_client_header_buffers ~ 32 KiB; Envoy 60 KiB; default 16 KiB.
+    public var maxHeaderBytes: Int = 16 * 1024
+    /// Number of header fields. Envoy max_headers_count: 100.
+    public var maxHeaderCount: Int = 100
+    /// Time allowed for in-flight requests after SIGTERM.
+    public var shutdownDrainTimeout: Duration = .seconds(20)
+
+    public init() {}
+}

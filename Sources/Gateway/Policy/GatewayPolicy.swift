@@ -1,0 +1,163 @@
+
+/// Everything `policies.yaml` says, validated. Built by `PolicyLoader`; immutable and
+/// shared by every queue (a reload swaps the whole value).
+public struct GatewayPolicy: Sendable {
+    /// Where the proxy listens (`listen:`), e.g. `0.0.0.0:8080` or `[::]:8080`.
+    public var listen: [ListenAddress]
+    /// Admin listener for /metrics, /healthz, /readyz (`admin_listen:`); nil = none.
+    public var adminListen: ListenAddress?
+    public var store: StoreConfiguration
+    public var appIDs: [String]
+    public var environment: EnvironmentPolicy
+    public var challengeTTLSeconds: Int
+    /// Extra trust roots (PEM file paths). Development only: logged loudly at start.
+    public var trustRoots: [String]
+    public var limits: GatewayLimits
+    public var upstreams: [String: UpstreamConfiguration]
+    public var endpoints: EndpointPaths
+    /// In order; the first match wins.
+    public var routes: [RoutePolicy]
+    /// The file this policy came from (for log messages).
+    public var sourcePath: String
+
+    public init(
+        listen: [ListenAddress],
+        adminListen: ListenAddress? = nil,
+        store: StoreConfiguration = .memory,
+        appIDs: [String] = [],
+        environment: EnvironmentPolicy = .production,
+        challengeTTLSeconds: Int = 300,
+        trustRoots: [String] = [],
+        limits: GatewayLimits = GatewayLimits(),
+        upstreams: [String: UpstreamConfiguration],
+        endpoints: EndpointPaths = EndpointPaths(),
+        routes: [RoutePolicy],
+        sourcePath: String = "<memory>"
+    ) {
+        self.listen = listen
+        self.adminListen = adminListen
+        self.store = store
+        self.appIDs = appIDs
+        self.environment = environment
+        self.challengeTTLSeconds = challengeTTLSeconds
+        self.trustRoots = trustRoots
+        self.limits = limits
+        self.upstreams = upstreams
+        self.endpoints = endpoints
+        self.routes = routes
+        self.sourcePath = sourcePath
+    }
+}
+
+/// `host:port`; host is an IPv4 or IPv6 literal (`[::1]:8080`) or `localhost`.
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+    public var description: String { self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)" }
+}
+
+public enum StoreConfiguration: Sendable, Hashable {
+    /// `redis://[:password@]host:port/db` or `unix:///path`.
+    case redis(url: String)
+    /// In-process store: a single development node only.
+    case memory
+}
+
+public enum EnvironmentPolicy: String, Sendable, Hashable {
+    case production, development, any
+}
+
+public struct EndpointPaths: Sendable, Hashable {
+    public var challenge: String
+    public var attest: String
+    public init(challenge: String = "/app-attest/challenge", attest: String = "/app-attest/attest") {
+        self.challenge = challenge
+        self.attest = attest
+    }
+}
+
+public struct UpstreamConfiguration: Sendable, Hashable {
+    public var name: String
+    /// `http://host:port` (no TLS to upstreams yet).
+    public var host: String
+    public var port: UInt16
+    /// Keep-alive pool size per gateway process.
+    public var maxConnections: Int
+    public var connectTimeout: Duration
+    /// Time allowed for the upstream to send its response head.
+    public var responseTimeout: Duration
+
+    public init(
+        name: String,
+        host: String,
+        port: UInt16,
+        maxConnections: Int = 64,
+        connectTimeout: Duration = .seconds(5),
+        responseTimeout: Duration = .seconds(60)
+    ) {
+        self.name = name
+        self.host = host
+        self.port = port
+        self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
+        self.responseTimeout = responseTimeout
+    }
+}
+
+public struct RoutePolicy: Sendable, Hashable {
+    public enum Mode: String, Sendable, Hashable { case enforce, monitor, off }
+    public enum Challenge: String, Sendable, Hashable { case required, none }
+    public enum Binding: String, Sendable, Hashable { case request, body }
+    public enum StoreErrorAction: String, Sendable, Hashable { case deny, allow }
+
+    public struct Match: Sendable, Hashable {
+        public var pathPrefix: String?
+        public var path: String?
+        /// nil = every method.
+        public var methods: [String]?
+        public init(pathPrefix: String? = nil, path: String? = nil, methods: [String]? = nil) {
+            self.pathPrefix = pathPrefix
+            self.path = path
+            self.methods = methods
+        }
+    }
+
+    /// A name for logs and metrics: `name:` or "route<index>".
+    public var name: String
+    public var match: Match
+    public var upstream: String
+    public var mode: Mode
+    public var challenge: Challenge
+    public var binding: Binding
+    /// For `binding: body` with a challenge: the JSON string field holding it.
+    public var challengeField: String
+    /// Cap on a buffered body (binding body/request); beyond it 413.
+    public var maxBodyBytes: Int
+    public var onStoreError: StoreErrorAction
+
+    public init(
+        name: String,
+        match: Match,
+        upstream: String,
+        mode: Mode = .off,
+        challenge: Challenge = .none,
+        binding: Binding = .request,
+        challengeField: String = "challenge",
+        maxBodyBytes: Int = 1_048_576,
+        onStoreError: StoreErrorAction = .deny
+    ) {
+        self.name = name
+        self.match = match
+        self.upstream = upstream
+        self.mode = mode
+        self.challenge = challenge
+        self.binding = binding
+        self.challengeField = challengeField
+        self.maxBodyBytes = maxBodyBytes
+        self.onStoreError = onStoreError
+    }
+}

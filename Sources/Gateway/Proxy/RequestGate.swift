@@ -1,0 +1,77 @@
+/// The one point where enforcement plugs into the proxy.
+///
+/// The connection calls `classify` on its queue as soon as a request head is parsed,
+/// then (if the classification asks for it) reads the body up to the cap, then calls
+/// `decide`. Nothing is sent upstream before `decide` completes with `.forward`.
+package protocol RequestGate: Sendable {
+    /// Chooses the route for a head. Must be cheap and non-blocking.
+    func classify(_ head: HTTPRequestHead) -> GateClassification
+
+    /// Decides the request's fate. `body` is the complete body when the
+    /// classification asked for buffering, else nil. `completion` may run on any
+    /// queue, exactly once; the connection hops back to its own queue.
+    func decide(
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    )
+}
+
+package struct GateClassification: Sendable {
+    /// Route name for logs and metrics ("-" when none matched).
+    package var routeName: String
+    /// Upstream name to forward to; nil when the gateway answers itself (endpoints, no route).
+    package var upstream: String?
+    /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
+    /// nil = stream the body; `decide` is called with the head only.
+    package var bufferBodyUpTo: Int?
+
+    package init(routeName: String, upstream: String?, bufferBodyUpTo: Int?) {
+        self.routeName = routeName
+        self.upstream = upstream
+        self.bufferBodyUpTo = bufferBodyUpTo
+    }
+}
+
+package enum GateDecision: Sendable {
+    /// Forward with this (rewritten) head: the gate already removed client-sent
+    /// identity headers and added its own.
+    case forward(HTTPRequestHead, GateLogInfo)
+    /// Answer locally and do not contact the upstream.
+    case respond(LocalResponse, GateLogInfo)
+}
+
+/// What the access log records about the gate's verdict.
+package struct GateLogInfo: Sendable {
+    /// `verified`, `skipped`, `missing`, `invalid_signature`, ... (the metrics verdict label).
+    package var verdict: String
+    /// First 8 characters of the key ID, or nil.
+    package var keyIDPrefix: String?
+
+    package init(verdict: String, keyIDPrefix: String? = nil) {
+        self.verdict = verdict
+        self.keyIDPrefix = keyIDPrefix
+    }
+}
+
+/// A complete response produced by the gateway itself.
+package struct LocalResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
+
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// `{"error": code, "message": message}` with `Content-Type: application/json`.
+    package static func jsonError(status: Int, code: String, message: String) -> LocalResponse {
+        let body = "{\"error\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))}"
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        return LocalResponse(status: status, headers: headers, body: Array(body.utf8))
+    }
+}

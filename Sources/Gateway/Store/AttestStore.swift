@@ -1,0 +1,99 @@
+package import Foundation
+
+/// Shared state of the gateway: challenges, attested keys and their counters.
+///
+/// Every method is asynchronous and never blocks the caller: `completion` runs
+/// later on the store's own queue (callers hop back to their queue). Every call
+/// completes exactly once, with `.failure(StoreError)` on timeout, disconnect or
+/// a bad reply. Implementations: `RedisStore` (shared, production) and
+/// `MemoryStore` (tests, `store: memory` single node); one conformance suite.
+package protocol AttestStore: AnyObject, Sendable {
+    /// Stores a fresh challenge for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
+    /// Completes `false` if the challenge already existed (caller retries with a new one).
+    func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// Consumes a challenge: true exactly once per stored, unexpired challenge (`GETDEL`).
+    func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// Creates the key record unless one exists for the key ID. Completes `.created`
+    /// or `.alreadyExists`.
+    func createKey(_ record: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void)
+
+    /// The key record, or nil when the key ID was never attested.
+    func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void)
+
+    /// Compare-and-set, atomically across every gateway: sets the counter to `newCounter`
+    /// only if the stored counter is lower and the key is active.
+    func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
+
+    /// Marks the key revoked. Completes false when no such key exists.
+    func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// Round trip to the backend, for /readyz.
+    func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
+}
+
+package enum KeyStatus: String, Sendable, Hashable {
+    case active, revoked
+}
+
+/// One attested device key. Stored as one Redis hash named `appattest:key:{<keyID>}`.
+package struct KeyRecord: Sendable, Hashable {
+    /// Standard base64 of the 32-byte key ID, as the app sends it.
+    package var keyID: String
+    /// 65-byte X9.62 uncompressed point.
+    package var publicKey: [UInt8]
+    package var counter: UInt32
+    package var appID: String
+    /// "production" or "development".
+    package var environment: String
+    package var receipt: [UInt8]
+    package var attestedAt: Date
+    package var status: KeyStatus
+
+    package init(
+        keyID: String, publicKey: [UInt8], counter: UInt32, appID: String, environment: String,
+        receipt: [UInt8], attestedAt: Date, status: KeyStatus = .active
+    ) {
+        self.keyID = keyID
+        self.publicKey = publicKey
+        self.counter = counter
+        self.appID = appID
+        self.environment = environment
+        self.receipt = receipt
+        self.attestedAt = attestedAt
+        self.status = status
+    }
+}
+
+package enum KeyCreation: Sendable, Hashable {
+    case created, alreadyExists
+}
+
+package enum CounterAdvance: Sendable, Hashable {
+    /// The counter is now the new value.
+    case advanced
+    /// The stored counter is already >= the proposed one (replay or reordering).
+    case notIncreasing(stored: UInt32)
+    case unknownKey
+    case revoked
+}
+
+/// A failure of the store itself (never "not found": that is a value).
+package struct StoreError: Error, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable {
+        case timeout = "store_timeout"
+        case unavailable = "store_unavailable"
+        case overloaded = "store_overloaded"
+        case protocolError = "store_protocol_error"
+    }
+    package var kind: Kind
+    package var reason: String
+
+    package init(_ kind: Kind, _ reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
+    package var description: String { "StoreError.\(self.kind.rawValue): \(self.reason)" }
+}

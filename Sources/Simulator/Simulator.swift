@@ -1,0 +1,2 @@
+// Placeholder; the Simulator module's owner replaces it.
+public enum Simulator {}

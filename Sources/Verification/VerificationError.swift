@@ -1,0 +1,2 @@
+// Placeholder; the Verification module's owner replaces it.
+public struct VerificationError: Error {}
