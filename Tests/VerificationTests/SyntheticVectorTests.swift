@@ -89,6 +89,18 @@ struct SyntheticFixtures: Decodable, Sendable {
         }
     }
 
+    @Test func aTrustRootFileMayHoldSeveralCertificates() throws {
+        let fixtures = try SyntheticFixtures.load()
+        let vector = try #require(fixtures.attestations.first { $0.expected_result == "valid" })
+        let bundle = AppleAppAttestRoot.pem + "\n" + fixtures.meta.trust_root_pem
+        let verifier = try AttestationVerifier(appIDs: [vector.app_id], environment: .any, additionalTrustRootsPEM: [bundle])
+        let key = try verifier.verify(attestationObject: try VectorFixtures.base64(vector.attestation),
+                                      keyID: try VectorFixtures.base64(vector.key_id),
+                                      clientDataHash: try VectorFixtures.base64(vector.client_data_hash),
+                                      at: try VectorFixtures.date(vector.valid_at))
+        #expect(key.appID == vector.app_id)
+    }
+
     @Test func extensionsAfterTheCOSEKeyAreExposed() throws {
         let vector = try #require(try SyntheticFixtures.load().attestations.first { $0.id == "syn-att-ext-no-ed" })
         let object = try AttestationObject(try VectorFixtures.base64(vector.attestation))
