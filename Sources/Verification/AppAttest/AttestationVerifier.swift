@@ -45,7 +45,7 @@ public struct AttestationVerifier: Sendable {
         try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
-        let nonce = SHA256.hash(authData.rawValue, clientDataHash)
+        let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
 
         // 3. The credential certificate's nonce extension equals it.
         guard let extensionValue = try leaf.extensionValue(self.nonceOID, label: "x5c[0]") else {
