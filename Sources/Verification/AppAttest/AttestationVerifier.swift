@@ -8,7 +8,7 @@ public import Foundation
 public struct AttestationVerifier: Sendable {
     public let appIDs: [AppID]
     public let environment: EnvironmentRequirement
-    private let trustStore: CertificateTrustStore
+    let trustStore: CertificateTrustStore
     private let nonceOID: OpenSSLObjectIdentifier
 
     /// - Parameters:
@@ -42,7 +42,8 @@ public struct AttestationVerifier: Sendable {
             certificates.append(try ParsedCertificate(der: der, label: "x5c[\(index)]"))
         }
         let leaf = certificates[0]
-        try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()), at: time)
+        try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()),
+                                   intermediateDER: Array(object.certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
         let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
