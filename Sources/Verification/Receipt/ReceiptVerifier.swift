@@ -178,7 +178,7 @@ private final class OpenSSLPKCS7 {
             return result
         }
         guard let parsed else {
-            throw VerificationError(.malformedReceipt, "OpenSSL cannot parse the receipt: \(openSSLErrors())")
+            throw VerificationError(.malformedReceipt, "OpenSSL cannot parse the receipt: \(OpenSSLErrorQueue.drain())")
         }
         guard consumed == der.count else {
             PKCS7_free(parsed)
@@ -187,7 +187,7 @@ private final class OpenSSLPKCS7 {
         guard let signers = PKCS7_get0_signers(parsed, nil, 0) else {
             PKCS7_free(parsed)
             throw VerificationError(
-                .receiptSignatureInvalid, "receipt signer certificate not found: \(openSSLErrors())")
+                .receiptSignatureInvalid, "receipt signer certificate not found: \(OpenSSLErrorQueue.drain())")
         }
         defer { OPENSSL_sk_free(signers) }
         guard OPENSSL_sk_num(signers) == 1, let first = OPENSSL_sk_value(signers, 0) else {
@@ -211,7 +211,7 @@ private final class OpenSSLPKCS7 {
         let flags = Int32(PKCS7_NOVERIFY | PKCS7_BINARY)
         guard PKCS7_verify(self.pointer, nil, nil, nil, out, flags) == 1 else {
             throw VerificationError(
-                .receiptSignatureInvalid, "receipt signature does not verify: \(openSSLErrors())")
+                .receiptSignatureInvalid, "receipt signature does not verify: \(OpenSSLErrorQueue.drain())")
         }
         var content: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -313,7 +313,7 @@ private final class ReceiptTrustStore: @unchecked Sendable {
             OPENSSL_sk_free(stack)
         }
         for root in self.roots where X509_STORE_add_cert(store, root.pointer) != 1 {
-            throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(openSSLErrors())")
+            throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
         }
         var intermediates: [OpenSSLCertificate] = []
         for der in untrusted {
@@ -336,18 +336,4 @@ private final class ReceiptTrustStore: @unchecked Sendable {
                 "receipt signer does not chain to a trusted root at \(time): \(text) (X509 error \(code))")
         }
     }
-}
-
-/// Drains OpenSSL's thread-local error queue into one line.
-private func openSSLErrors() -> String {
-    var messages: [String] = []
-    while true {
-        let code = ERR_get_error()
-        if code == 0 { break }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        if messages.count < 4 { messages.append(String(decoding: bytes, as: UTF8.self)) }
-    }
-    return messages.isEmpty ? "no OpenSSL error" : messages.joined(separator: "; ")
 }
