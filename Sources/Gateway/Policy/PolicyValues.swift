@@ -229,17 +229,20 @@ enum PolicyValues {
 
     // MARK: Suggestions
 
-    /// The candidate nearest to `word` by edit distance, if it is plausibly a typo of it.
+    /// The candidate nearest to `word` by edit distance, if it is plausibly a typo of it: a
+    /// few edits away, or a part of it (`prefix` for `path_prefix`, `challenge_ttl`).
     static func nearest(to word: String, in candidates: [String]) -> String? {
-        var best: (String, Int)?
+        let word = word.lowercased()
+        var best: (candidate: String, distance: Int)?
         for candidate in candidates {
-            let distance = Self.editDistance(word.lowercased(), candidate)
-            if let current = best, current.1 <= distance { continue }
+            let distance = Self.editDistance(word, candidate)
+            let isTypo = distance <= max(2, candidate.count / 3)
+            let isPart = word.count >= 4 && (candidate.contains(word) || word.contains(candidate))
+            guard isTypo || isPart else { continue }
+            if let current = best, current.distance <= distance { continue }
             best = (candidate, distance)
         }
-        guard let (candidate, distance) = best else { return nil }
-        let allowed = max(2, candidate.count / 3)
-        return distance <= allowed ? candidate : nil
+        return best?.candidate
     }
 
     /// Levenshtein distance (ASCII keys are short: the quadratic table is fine).
