@@ -31,6 +31,8 @@ package final class RedisConnection: @unchecked Sendable {
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
     private let scripts: [RedisScript]
+    /// Live hiredis contexts and commands (diagnostics and tests).
+    package let counters = RedisConnectionCounters()
 
     private enum State {
         case idle
@@ -135,7 +137,7 @@ package final class RedisConnection: @unchecked Sendable {
                     StoreError(.overloaded, "\(self.pending.count) redis commands in flight (max \(self.configuration.maxPendingCommands))")))
             return
         }
-        let command = RedisPendingCommand(arguments: arguments, completion: completion)
+        let command = RedisPendingCommand(arguments: arguments, counters: self.counters, completion: completion)
         guard driver.submit(command) else {
             command.finish(.connectionClosed("redis \(self.url): connection is closing"), timeout: .zero)
             return
@@ -186,7 +188,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.attemptFailed("redis \(endpoint): \(reason)")
             return
         }
-        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue) else {
+        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue, counters: self.counters) else {
             self.attemptFailed("redis \(endpoint): cannot duplicate the socket descriptor")
             return
         }
@@ -195,7 +197,7 @@ package final class RedisConnection: @unchecked Sendable {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.connectTimeout.nanoseconds
         self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: setup.count)
         for (name, arguments) in setup {
-            let command = RedisPendingCommand(arguments: arguments) { [weak self, weak driver] result in
+            let command = RedisPendingCommand(arguments: arguments, counters: self.counters) { [weak self, weak driver] result in
                 guard let self, let driver else { return }
                 self.setupCommandDidFinish(name, result: result, driver: driver)
             }

@@ -41,10 +41,11 @@ final class RedisContextDriver: @unchecked Sendable {
     private var isWriting = false
     /// Why we closed the context ourselves (timeout, close()), for the NULL-reply errors.
     private(set) var localCloseReason: String?
+    private let counters: RedisConnectionCounters
 
     /// Takes ownership of a freshly connected (or connecting) context without error.
     /// Returns nil, freeing the context, when the socket cannot be duplicated.
-    init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue) {
+    init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue, counters: RedisConnectionCounters) {
         self.queue = queue
         self.endpoint = endpoint
         let copy = dup(context.pointee.c.fd)
@@ -52,6 +53,8 @@ final class RedisContextDriver: @unchecked Sendable {
             redisAsyncFree(context)
             return nil
         }
+        self.counters = counters
+        counters.driverCreated()
         _ = fcntl(copy, F_SETFD, FD_CLOEXEC)
         self.descriptor = DescriptorBox(copy)
         self.context = context
@@ -76,6 +79,10 @@ final class RedisContextDriver: @unchecked Sendable {
             _ = ac
             _ = status
         }
+    }
+
+    deinit {
+        self.counters.driverDestroyed()
     }
 
     private static func from(_ privdata: UnsafeMutableRawPointer?) -> RedisContextDriver? {
