@@ -4,7 +4,7 @@ import Glibc
 package struct SocketAddress: Sendable, CustomStringConvertible {
     private var storage: sockaddr_storage
 
-    package init(storage: sockaddr_storage) {
+    init(storage: sockaddr_storage) {
         self.storage = storage
     }
 
@@ -53,7 +53,7 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         self.family == AF_INET6 ? "[\(self.ipText)]:\(self.port)" : "\(self.ipText):\(self.port)"
     }
 
-    package func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         let len = socklen_t(self.family == AF_INET6 ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
         return withUnsafePointer(to: self.storage) { ptr in
             ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, len) }

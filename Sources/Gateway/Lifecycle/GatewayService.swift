@@ -33,7 +33,8 @@ package final class GatewayService: Sendable {
     private let makeGates: @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates
     private let policy: Mutex<GatewayPolicy?>
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
-    private let signalSources = Mutex<[any DispatchSourceSignal]>([])
+    /// Written once by `installSignalHandlers` (keeps the sources alive).
+    private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
 
     /// - Parameters:
     ///   - load: reads and validates the policy file (`PolicyLoader.load`).
@@ -133,6 +134,6 @@ package final class GatewayService: Sendable {
         hup.setEventHandler { [self] in self.reload() }
         hup.activate()
         sources.append(hup)
-        self.signalSources.withLock { $0 = sources }
+        self.signalSources = sources
     }
 }

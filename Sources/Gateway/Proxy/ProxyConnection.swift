@@ -421,7 +421,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func requestEnded(trailers: HTTPHeaders?) {
         if self.machine.phase == .exchanging, self.requestEncoding == .chunked, let upstream = self.upstream {
             var framing = self.takeScratchBytes()
-            HTTPSerializer.writeLastChunk(trailers: trailers, into: &framing)
+            HTTPSerializer.writeLastChunk(trailers: HeaderRewriting.forwardedTrailers(trailers), into: &framing)
             upstream.output.append(framing)
             self.returnScratchBytes(framing)
         }
@@ -685,7 +685,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         case .end(let trailers):
             if self.responseEncoding == .chunked {
                 var framing = self.takeScratchBytes()
-                HTTPSerializer.writeLastChunk(trailers: trailers, into: &framing)
+                HTTPSerializer.writeLastChunk(trailers: HeaderRewriting.forwardedTrailers(trailers), into: &framing)
                 self.queueClientBytes(framing)
                 self.returnScratchBytes(framing)
             }

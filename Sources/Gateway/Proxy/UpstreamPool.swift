@@ -63,7 +63,7 @@ package final class UpstreamTable: Sendable {
 }
 
 /// Who waits for an upstream connection from a pool.
-protocol UpstreamLessee: AnyObject {
+protocol UpstreamLessee: AnyObject, Sendable {
     /// A connection is connected and leased to the lessee (it sends its request now).
     func upstreamReady(_ connection: UpstreamConnection)
     /// Connecting failed, or the pool could not serve the lessee.
@@ -72,8 +72,9 @@ protocol UpstreamLessee: AnyObject {
     func upstreamEvents(_ connection: UpstreamConnection, _ events: UInt32)
 }
 
-/// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`.
-final class UpstreamPool {
+/// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`
+/// (hence `@unchecked Sendable`: it only crosses queues to be run on its own loop).
+final class UpstreamPool: @unchecked Sendable {
     enum AcquireResult {
         /// Connected and leased now.
         case ready(UpstreamConnection)
@@ -224,8 +225,8 @@ final class UpstreamPool {
     }
 }
 
-/// One TCP connection to an upstream. Confined to its pool's loop.
-final class UpstreamConnection: EventHandler {
+/// One TCP connection to an upstream. Confined to its pool's loop (`@unchecked Sendable` as the pool).
+final class UpstreamConnection: EventHandler, @unchecked Sendable {
     enum State { case connecting, idle, leased, closed }
 
     let fd: Int32
