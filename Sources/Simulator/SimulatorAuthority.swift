@@ -213,11 +213,11 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (5, Array(Data(token).base64EncodedString().utf8)),
             (6, Array(options.type.rawValue.utf8)),
             (7, Array((environment == .production ? "production" : "sandbox").utf8)),
-            (12, Array(Self.rfc3339(created).utf8)),
+            (12, Array(RFC3339.format(created).utf8)),
         ]
         if let risk = options.riskMetric { fields.append((17, Array(String(risk).utf8))) }
-        if options.type == .receipt { fields.append((19, Array(Self.rfc3339(created.addingTimeInterval(86_400)).utf8))) }
-        fields.append((21, Array(Self.rfc3339(created.addingTimeInterval(90 * 86_400)).utf8)))
+        if options.type == .receipt { fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8))) }
+        fields.append((21, Array(RFC3339.format(created.addingTimeInterval(90 * 86_400)).utf8)))
         let payload = DERBuilder.set(
             fields.filter { !options.omittedFields.contains($0.0) }.map { field in
                 DERBuilder.sequence([DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1)])
@@ -282,21 +282,6 @@ public final class SimulatorAuthority: @unchecked Sendable {
                 keyUsage: "keyCertSign,cRLSign"),
             subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
         return (rootKey, root, intermediateKey, intermediate)
-    }
-
-    /// `2020-11-21T22:13:02.796Z`, as in Apple's receipts (UTC, milliseconds).
-    static func rfc3339(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var broken = tm()
-        gmtime_r(&seconds, &broken)
-        func pad(_ n: Int32, _ width: Int) -> String {
-            let text = String(n)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(broken.tm_year + 1900, 4))-\(pad(broken.tm_mon + 1, 2))-\(pad(broken.tm_mday, 2))T"
-            + "\(pad(broken.tm_hour, 2)):\(pad(broken.tm_min, 2)):\(pad(broken.tm_sec, 2))."
-            + "\(pad(Int32(milliseconds % 1000), 3))Z"
     }
 }
 

@@ -270,6 +270,24 @@ import Verification
     }
 
     @Test(arguments: [
+        "2020-11-21T22:13:02.796Z", "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "2024-02-29T12:00:00.001Z",
+        "2000-03-01T00:00:00.000Z", "2100-12-31T23:59:59.500Z", "1900-02-28T10:00:00.000Z",
+    ])
+    func formatRoundTrips(_ text: String) throws {
+        #expect(RFC3339.format(try #require(RFC3339.parse(text))) == text)
+    }
+
+    @Test func formatMatchesFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SplitMix64(seed: 3)
+        for _ in 0..<1000 {
+            let date = Date(timeIntervalSince1970: Double(generator.next() % 8_000_000_000) - 2_000_000_000)
+            #expect(RFC3339.format(date) == formatter.string(from: date))
+        }
+    }
+
+    @Test(arguments: [
         "", "2020-11-21", "2020-11-21T22:13:02", "2020-11-21T22:13Z", "2020-13-01T00:00:00Z",
         "2023-02-29T00:00:00Z", "2020-11-31T00:00:00Z", "2020-11-21T24:00:00Z", "2020-11-21T22:60:00Z",
         "2020-11-21T22:13:02.Z", "2020-11-21T22:13:02+0100", "2020-11-21T22:13:02Zjunk", "2020/11/21T22:13:02Z",

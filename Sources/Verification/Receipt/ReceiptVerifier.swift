@@ -333,7 +333,7 @@ private final class ReceiptTrustStore: @unchecked Sendable {
             let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"
             throw VerificationError(
                 .receiptChainInvalid,
-                "receipt signer does not chain to a trusted root at \(time): \(text) (X509 error \(code))")
+                "receipt signer does not chain to a trusted root at \(RFC3339.format(time)): \(text) (X509 error \(code))")
         }
     }
 }
