@@ -285,49 +285,52 @@ private final class OpenSSLCertificate {
     }
 }
 
-/// The pinned roots, parsed once. Immutable after init, so `@unchecked Sendable`:
-/// each verification builds its own `X509_STORE`/`X509_STORE_CTX` over these certificates.
+/// The pinned roots in one `X509_STORE`, built once and then only read (OpenSSL locks its
+/// lookups), hence `@unchecked Sendable`. Each verification has its own `X509_STORE_CTX`.
 private final class ReceiptTrustStore: @unchecked Sendable {
-    private let roots: [OpenSSLCertificate]
+    private let store: OpaquePointer  // X509_STORE *
 
     init(rootsPEM: [String]) throws(VerificationError) {
-        var roots: [OpenSSLCertificate] = []
-        for pem in rootsPEM {
-            guard let root = OpenSSLCertificate(pem: pem) else {
-                throw VerificationError(.malformedCertificate, "trust root is not a PEM certificate")
-            }
-            roots.append(root)
+        guard let store = X509_STORE_new() else {
+            throw VerificationError(.internalCryptoError, "X509_STORE_new: \(OpenSSLErrorQueue.drain())")
         }
-        self.roots = roots
+        self.store = store  // freed by deinit from here on, also when init throws below
+        for (index, pem) in rootsPEM.enumerated() {
+            guard let root = OpenSSLCertificate(pem: pem) else {
+                throw VerificationError(.malformedCertificate, "trust root \(index) is not a PEM certificate")
+            }
+            guard X509_STORE_add_cert(store, root.pointer) == 1 else {  // the store takes its own reference
+                throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
+            }
+        }
     }
 
+    deinit { X509_STORE_free(self.store) }
+
     func verifyChain(signer: OpenSSLCertificate, untrusted: [[UInt8]], at time: Date) throws(VerificationError) {
-        guard let store = X509_STORE_new(), let context = X509_STORE_CTX_new(),
-            let stack = OPENSSL_sk_new_null()
-        else {
-            throw VerificationError(.internalCryptoError, "cannot allocate an X509 store")
-        }
-        defer {
-            X509_STORE_CTX_free(context)
-            X509_STORE_free(store)
-            OPENSSL_sk_free(stack)
-        }
-        for root in self.roots where X509_STORE_add_cert(store, root.pointer) != 1 {
-            throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
-        }
         var intermediates: [OpenSSLCertificate] = []
         for der in untrusted {
             guard let certificate = OpenSSLCertificate(der: der) else {
                 throw VerificationError(.malformedReceipt, "a receipt certificate is not DER X.509")
             }
             intermediates.append(certificate)
-            _ = OPENSSL_sk_push(stack, UnsafeRawPointer(certificate.pointer))
         }
-        let verified = withExtendedLifetime(intermediates) { () -> Bool in
-            guard X509_STORE_CTX_init(context, store, signer.pointer, stack) == 1 else { return false }
-            X509_STORE_CTX_set_time(context, 0, time_t(time.timeIntervalSince1970.rounded(.down)))
-            return X509_verify_cert(context) == 1
+        guard let stack = OPENSSL_sk_new_null() else {
+            throw VerificationError(.internalCryptoError, "OPENSSL_sk_new_null failed")
         }
+        defer { OPENSSL_sk_free(stack) }  // the certificates stay owned by `intermediates`
+        for certificate in intermediates where OPENSSL_sk_push(stack, UnsafeRawPointer(certificate.pointer)) <= 0 {
+            throw VerificationError(.internalCryptoError, "OPENSSL_sk_push failed")
+        }
+        guard let context = X509_STORE_CTX_new() else {
+            throw VerificationError(.internalCryptoError, "X509_STORE_CTX_new failed")
+        }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, self.store, signer.pointer, stack) == 1 else {
+            throw VerificationError(.internalCryptoError, "X509_STORE_CTX_init: \(OpenSSLErrorQueue.drain())")
+        }
+        X509_STORE_CTX_set_time(context, 0, time_t(time.timeIntervalSince1970.rounded(.down)))
+        let verified = withExtendedLifetime(intermediates) { X509_verify_cert(context) == 1 }
         guard verified else {
             let code = X509_STORE_CTX_get_error(context)
             let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"
