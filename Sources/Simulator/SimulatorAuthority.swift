@@ -1,6 +1,6 @@
+private import COpenSSL
 import Foundation
 public import Verification
-private import COpenSSL
 
 /// The simulator's certificate authority: a test root, an intermediate that issues credential
 /// certificates (as "Apple App Attestation CA 1" does) and a receipt-signing certificate under
@@ -216,11 +216,15 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (12, Array(RFC3339.format(created).utf8)),
         ]
         if let risk = options.riskMetric { fields.append((17, Array(String(risk).utf8))) }
-        if options.type == .receipt { fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8))) }
+        if options.type == .receipt {
+            fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8)))
+        }
         fields.append((21, Array(RFC3339.format(created.addingTimeInterval(90 * 86_400)).utf8)))
         let payload = DERBuilder.set(
             fields.filter { !options.omittedFields.contains($0.0) }.map { field in
-                DERBuilder.sequence([DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1)])
+                DERBuilder.sequence([
+                    DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1),
+                ])
             })
         return try self.signedData(payload, chunkSize: options.chunkSize)
     }
@@ -254,12 +258,15 @@ public final class SimulatorAuthority: @unchecked Sendable {
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }
-        let signedData = DERBuilder.indefinite(0x30, [
-            DERBuilder.integer(1), DERBuilder.set([sha256]),
-            DERBuilder.indefinite(0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
-            DERBuilder.indefinite(0xa0, certificates),
-            DERBuilder.set([signerInfo]),
-        ])
+        let signedData = DERBuilder.indefinite(
+            0x30,
+            [
+                DERBuilder.integer(1), DERBuilder.set([sha256]),
+                DERBuilder.indefinite(
+                    0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
+                DERBuilder.indefinite(0xa0, certificates),
+                DERBuilder.set([signerInfo]),
+            ])
         return DERBuilder.indefinite(0x30, [signedDataOID, DERBuilder.indefinite(0xa0, [signedData])])
     }
 

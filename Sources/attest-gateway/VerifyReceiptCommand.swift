@@ -61,4 +61,3 @@ enum VerifyReceiptCommand: Subcommand {
         }
     }
 }
-

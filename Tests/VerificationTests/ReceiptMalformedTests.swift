@@ -119,7 +119,9 @@ import Verification
 
     @Test func badTrustRootIsRejected() {
         let error = #expect(throws: VerificationError.self) {
-            try ReceiptVerifier(additionalTrustRootsPEM: ["-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"])
+            try ReceiptVerifier(additionalTrustRootsPEM: [
+                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"
+            ])
         }
         #expect(error?.code == .malformedCertificate)
     }
@@ -190,7 +192,10 @@ import Verification
         let cases: [(String, [UInt8])] = [
             ("duplicate field", Self.set(Self.standardFields() + [Self.field(2, Array("X.y".utf8))])),
             ("bad creation time", Self.set(Self.standardFields(overriding: [12: Array("yesterday".utf8)]))),
-            ("bad expiration time", Self.set(Self.standardFields(overriding: [21: Array("2024-13-01T00:00:00Z".utf8)]))),
+            (
+                "bad expiration time",
+                Self.set(Self.standardFields(overriding: [21: Array("2024-13-01T00:00:00Z".utf8)]))
+            ),
             ("unknown type", Self.set(Self.standardFields(overriding: [6: Array("OTHER".utf8)]))),
             ("non-UTF-8 App ID", Self.set(Self.standardFields(overriding: [2: [0xff, 0xfe]]))),
             ("empty App ID", Self.set(Self.standardFields(overriding: [2: []]))),
@@ -198,8 +203,17 @@ import Verification
             ("risk metric empty", Self.set(Self.standardFields() + [Self.field(17, [])])),
             ("SEQUENCE instead of SET", [0x30] + Array(Self.set(Self.standardFields()).dropFirst())),
             // SEQUENCE { INTEGER 9, INTEGER 1, OCTET STRING "", INTEGER 0 }
-            ("attribute with four elements", Self.set(Self.standardFields() + [[0x30, 0x0b, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x04, 0x00, 0x02, 0x01, 0x00]])),
-            ("value not an OCTET STRING", Self.set(Self.standardFields() + [[0x30, 0x08, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x05, 0x00]])),
+            (
+                "attribute with four elements",
+                Self.set(
+                    Self.standardFields() + [
+                        [0x30, 0x0b, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x04, 0x00, 0x02, 0x01, 0x00]
+                    ])
+            ),
+            (
+                "value not an OCTET STRING",
+                Self.set(Self.standardFields() + [[0x30, 0x08, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x05, 0x00]])
+            ),
             ("empty", []),
             ("trailing byte", Self.set(Self.standardFields()) + [0x00]),
         ]

@@ -1,5 +1,5 @@
-public import Foundation
 private import COpenSSL
+public import Foundation
 
 /// Verifies App Attest receipts: the `attStmt.receipt` of an attestation and the refreshed
 /// receipts Apple's fraud-metric endpoint returns.
@@ -43,7 +43,8 @@ public struct ReceiptVerifier: Sendable {
         defer { ERR_clear_error() }
         if let publicKey, publicKey.count != 65 || publicKey.first != 0x04 {
             throw VerificationError(
-                .invalidPublicKey, "public key must be a 65-byte uncompressed X9.62 point, got \(publicKey.count) bytes")
+                .invalidPublicKey, "public key must be a 65-byte uncompressed X9.62 point, got \(publicKey.count) bytes"
+            )
         }
         let envelope = try ReceiptEnvelope(receipt)
         let signed = try OpenSSLPKCS7(der: receipt)
@@ -336,7 +337,8 @@ private final class ReceiptTrustStore: @unchecked Sendable {
             let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"
             throw VerificationError(
                 .receiptChainInvalid,
-                "receipt signer does not chain to a trusted root at \(RFC3339.format(time)): \(text) (X509 error \(code))")
+                "receipt signer does not chain to a trusted root at \(RFC3339.format(time)): \(text) (X509 error \(code))"
+            )
         }
     }
 }
