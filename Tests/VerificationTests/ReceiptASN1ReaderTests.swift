@@ -142,7 +142,7 @@ import Verification
     }
 
     @Test func randomInputNeverCrashes() {
-        var generator = SplitMix64(seed: 0x5eed)
+        var generator = ReceiptTestRandom(seed: 0x5eed)
         for _ in 0..<3000 {
             let count = Int(generator.next() % 64)
             var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -158,7 +158,7 @@ import Verification
 }
 
 /// Deterministic PRNG for reproducible fuzz-style tests.
-struct SplitMix64: RandomNumberGenerator {
+struct ReceiptTestRandom: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { self.state = seed }
     mutating func next() -> UInt64 {
