@@ -117,6 +117,20 @@ import Verification
         #expect(error?.code == .invalidPublicKey)
     }
 
+    @Test func trustRootBundleMayHoldSeveralCertificates() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/apple_root_ca_g3", withExtension: "pem"))
+        let apple = try String(contentsOf: url, encoding: .utf8)
+        let bundle = apple + "\n" + SharedSimulator.authority.rootCertificatePEM
+        let verifier = try ReceiptVerifier(additionalTrustRootsPEM: [bundle])
+        let certificate = try ReceiptPayloadTests.attestedCertificate(try SimulatedDevice.generate())
+        let simulated = try SharedSimulator.authority.receipt(
+            attestedCertificate: certificate, appID: SharedSimulator.appID, clientHash: [1], environment: .production)
+        #expect(try verifier.verify(receipt: simulated, appID: nil, publicKey: nil, at: nil).clientHash == [1])
+        // A bad block after a good one spoils the bundle.
+        let spoiled = bundle + "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+        #expect(throws: VerificationError.self) { try ReceiptVerifier(additionalTrustRootsPEM: [spoiled]) }
+    }
+
     @Test func badTrustRootIsRejected() {
         let error = #expect(throws: VerificationError.self) {
             try ReceiptVerifier(additionalTrustRootsPEM: [

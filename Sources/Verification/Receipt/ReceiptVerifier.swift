@@ -250,17 +250,26 @@ private final class OpenSSLCertificate {
         self.pointer = parsed
     }
 
-    init?(pem: String) {
-        let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+    /// Every certificate of a PEM text (a bundle may hold several); empty if there is none or
+    /// one of them does not parse.
+    static func all(pem: String) -> [OpenSSLCertificate] {
+        var certificates: [OpenSSLCertificate] = []
+        let complete: Bool = Array(pem.utf8).withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return false }
             defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
+            while let parsed = PEM_read_bio_X509(bio, nil, nil, nil) {
+                certificates.append(OpenSSLCertificate(owning: parsed))
+            }
+            // The loop ends with "no start line" at the end of the text; any other error is a bad block.
+            let error = ERR_peek_last_error()
+            return certificates.isEmpty == false && (error == 0 || ERR_GET_REASON(error) == PEM_R_NO_START_LINE)
         }
-        guard let parsed else {
-            ERR_clear_error()
-            return nil
-        }
-        self.pointer = parsed
+        ERR_clear_error()
+        return complete ? certificates : []
+    }
+
+    private init(owning pointer: OpaquePointer) {
+        self.pointer = pointer
     }
 
     /// Takes a reference of its own on a certificate owned by another structure.
@@ -297,10 +306,11 @@ private final class ReceiptTrustStore: @unchecked Sendable {
         }
         self.store = store  // freed by deinit from here on, also when init throws below
         for (index, pem) in rootsPEM.enumerated() {
-            guard let root = OpenSSLCertificate(pem: pem) else {
-                throw VerificationError(.malformedCertificate, "trust root \(index) is not a PEM certificate")
+            let roots = OpenSSLCertificate.all(pem: pem)
+            guard !roots.isEmpty else {
+                throw VerificationError(.malformedCertificate, "trust root \(index) is not PEM certificates")
             }
-            guard X509_STORE_add_cert(store, root.pointer) == 1 else {  // the store takes its own reference
+            for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {  // the store takes a reference
                 throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
             }
         }
