@@ -229,19 +229,35 @@ public final class SimulatorAuthority: @unchecked Sendable {
         return try self.signedData(payload, chunkSize: options.chunkSize)
     }
 
+    /// The receipt signer's certificate and key, and the CA certificates (for tests that build
+    /// receipts from other signers).
+    var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) { (self.receiptSigner, self.receiptSignerKey) }
+    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate) { (self.root, self.intermediate) }
+
     /// PKCS#7 SignedData over `content`, signed by the receipt signer, certificates
     /// [signer, intermediate, root] like Apple's.
-    func signedData(_ content: [UInt8], chunkSize: Int?) throws(SimulatorError) -> [UInt8] {
+    ///
+    /// `signer`, `signerKey` and `certificates` replace the receipt signer and the embedded
+    /// certificates (tests use them to build receipts from other signers).
+    func signedData(
+        _ content: [UInt8], chunkSize: Int?,
+        signer: SimulatorCertificate? = nil, signerKey: SimulatorKey? = nil,
+        certificates: [SimulatorCertificate]? = nil
+    ) throws(SimulatorError) -> [UInt8] {
+        let signer = signer ?? self.receiptSigner
         let sha256 = DERBuilder.sequence([DERBuilder.objectIdentifier("2.16.840.1.101.3.4.2.1"), DERBuilder.null])
-        let signature = try self.receiptSignerKey.sign(content)
+        let signature = try (signerKey ?? self.receiptSignerKey).sign(content)
         let signerInfo = DERBuilder.sequence([
             DERBuilder.integer(1),
-            DERBuilder.sequence([try self.receiptSigner.issuerNameDER, try self.receiptSigner.serialNumberDER]),
+            DERBuilder.sequence([try signer.issuerNameDER, try signer.serialNumberDER]),
             sha256,
             DERBuilder.sequence([DERBuilder.objectIdentifier("1.2.840.10045.4.3.2")]),
             DERBuilder.octetString(signature),
         ])
-        let certificates = [try self.receiptSigner.der, try self.intermediate.der, try self.root.der]
+        var encodedCertificates: [[UInt8]] = []
+        for certificate in certificates ?? [self.receiptSigner, self.intermediate, self.root] {
+            encodedCertificates.append(try certificate.der)
+        }
         let dataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.1")
         let signedDataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.2")
 
@@ -249,7 +265,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             let signedData = DERBuilder.sequence([
                 DERBuilder.integer(1), DERBuilder.set([sha256]),
                 DERBuilder.sequence([dataOID, DERBuilder.tlv(0xa0, DERBuilder.octetString(content))]),
-                DERBuilder.tlv(0xa0, certificates.flatMap { $0 }),
+                DERBuilder.tlv(0xa0, encodedCertificates.flatMap { $0 }),
                 DERBuilder.set([signerInfo]),
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
@@ -264,7 +280,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
                 DERBuilder.integer(1), DERBuilder.set([sha256]),
                 DERBuilder.indefinite(
                     0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
-                DERBuilder.indefinite(0xa0, certificates),
+                DERBuilder.indefinite(0xa0, encodedCertificates),
                 DERBuilder.set([signerInfo]),
             ])
         return DERBuilder.indefinite(0x30, [signedDataOID, DERBuilder.indefinite(0xa0, [signedData])])
