@@ -26,4 +26,4 @@ SWIFT_BACKTRACE=enable=no "$work/fuzz-http-parser" \
   -dict=Fuzz/http-parser/http.dict \
   -artifact_prefix="$work/" \
   -print_final_stats=1 \
-  "$work/corpus" Fuzz/http-parser/seeds
+  "$work/corpus" Fuzz/http-parser/seeds Fuzz/http-parser/regressions
