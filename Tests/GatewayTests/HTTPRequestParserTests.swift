@@ -273,6 +273,18 @@ import Testing
         #expect(Self.parseAllWays(over, limits: limits).lines == ["error headers_too_large"])
     }
 
+    @Test func headNearTheDefaultLimitParsesInEverySplit() {
+        var text = "\r\n\r\nGET /" + String(repeating: "p", count: 6000) + " HTTP/1.1\r\nHost: h\r\n"
+        for index in 0..<90 {
+            text += "X-Field-\(index): " + String(repeating: "v", count: 100) + "\r\n"
+        }
+        text += "\r\n"
+        #expect(text.utf8.count < 16384)
+        let transcript = Self.parseAllWays(text)
+        #expect(transcript.lines.count == 2)
+        #expect(transcript.lines.first?.hasPrefix("head GET /ppp") == true)
+    }
+
     @Test func moreHeadersThanTheCountLimitAre431() {
         let limits = HTTPParserLimits(maxHeaderBytes: 16384, maxHeaderCount: 3)
         let ok = Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\n\r\n", limits: limits)
