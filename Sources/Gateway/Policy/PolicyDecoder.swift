@@ -107,7 +107,7 @@ struct PolicyDecoder {
         let limits = try self.decodeLimits(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
-        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs)
+        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints)
 
         return GatewayPolicy(
             listen: listen,
@@ -380,7 +380,8 @@ struct PolicyDecoder {
     private mutating func decodeRoutes(
         _ top: Fields,
         upstreams: [String: UpstreamConfiguration],
-        appIDs: [String]
+        appIDs: [String],
+        endpoints: EndpointPaths
     ) throws(PolicyError) -> [RoutePolicy] {
         guard let node = top["routes"] else {
             self.warn("no_routes", top.node.mark, "routes", "no routes: every request except the endpoints gets 404")
@@ -408,6 +409,14 @@ struct PolicyDecoder {
                     item.mark,
                     item.path,
                     "route \(Self.quote(route.name)) can never match: routes[\(earlier)] (\(Self.quote(routes[earlier].name))) matches every request it would, and the first match wins"
+                )
+            } else if let exact = route.match.path, exact == endpoints.challenge || exact == endpoints.attest {
+                // The gateway answers its endpoint paths itself, before looking at routes.
+                self.warn(
+                    "unreachable_route",
+                    item.mark,
+                    item.path,
+                    "route \(Self.quote(route.name)) can never match: the gateway answers \(exact) itself (endpoints)"
                 )
             }
             routes.append(route)
