@@ -138,7 +138,8 @@ import Testing
         defer { store.close() }
         #expect(await waitUntilReachable(store))
         server.pause()
-        for _ in 0..<3 { #expect(await store.ping().error?.kind == .timeout) }
+        let hung: [Result<Void, StoreError>] = await concurrently(3) { _, done in store.ping(completion: done) }
+        #expect(hung.allSatisfy { $0.error?.kind == .timeout })
         // Past the stale limit the connection is dropped; the reconnect attempts (to a
         // server that accepts TCP but never answers) fail by the connect timeout.
         try await Task.sleep(for: .milliseconds(900))
