@@ -117,13 +117,19 @@ import Testing
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
         defer { store.close() }
         #expect(await waitUntilReachable(store))
-        let sleeper = Task.detached { try server.command("DEBUG", "SLEEP", "1") }
+        // The blocking DEBUG SLEEP runs on a Dispatch thread, never on the (2-thread)
+        // cooperative pool, which it would starve for a second.
+        let slept = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? server.command("DEBUG", "SLEEP", "1")
+            slept.signal()
+        }
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
         let result = await store.ping()
         #expect(result.error?.kind == .timeout)
         #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
-        _ = try await sleeper.value
+        while slept.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
         #expect(await store.ping().error == nil)
     }
 
@@ -169,8 +175,8 @@ import Testing
     }
 
     @Test func unreachableServerFailsFast() async throws {
-        let port = try freeLoopbackPort()
-        let store = RedisStore(url: try RedisURL(parsing: "redis://127.0.0.1:\(port)/0"))
+        let refusing = try RefusingPort()
+        let store = RedisStore(url: try RedisURL(parsing: "redis://127.0.0.1:\(refusing.port)/0"))
         defer { store.close() }
         for _ in 0..<5 {
             let start = ContinuousClock.now
@@ -178,6 +184,7 @@ import Testing
             #expect(result.error?.kind == .unavailable)
             #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func closedStoreRefusesCommands() async throws {
