@@ -58,9 +58,15 @@ import Testing
         let kinds = Set(all.compactMap { $0.result.error?.kind })
         #expect(kinds.isSubset(of: [.unavailable, .timeout]))
 
+        #expect(!store.connection.counters.isReady)
+        let attemptsDuringOutage = store.connection.counters.connectAttempts
+        #expect(attemptsDuringOutage >= 2, "reconnect attempts with backoff")
+
         // Redis back on the same port: the same store instance reconnects, reloads its scripts.
         try server.restart()
         #expect(await waitUntilReachable(store))
+        #expect(store.connection.counters.isReady)
+        #expect(store.connection.counters.liveDrivers == 1, "the failed attempts left nothing behind")
         let record = sampleRecord(counter: 1)
         #expect(await store.createKey(record).value == .created)
         #expect(await store.advanceCounter(keyID: record.keyID, to: 2).value == .advanced)
@@ -99,6 +105,7 @@ import Testing
         let result = await store.consumeChallenge("late-a")
         let elapsed = seconds(since: start)
         #expect(result.error?.kind == .timeout)
+        #expect(store.connection.counters.commandTimeouts == 1)
         #expect(elapsed >= 0.24, "not before the timeout: \(elapsed)")
         #expect(elapsed < 0.25 + Self.schedulingSlack, "on time: \(elapsed)")
         server.resume()
@@ -192,9 +199,11 @@ import Testing
         defer { server.shutDown() }
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
         #expect(await waitUntilReachable(store))
+        #expect(store.connection.counters.isReady)
         store.close()
         let result = await store.ping()
         #expect(result.error?.kind == .unavailable)
+        #expect(!store.connection.counters.isReady)
     }
 }
 
