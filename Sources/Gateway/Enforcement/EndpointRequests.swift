@@ -15,7 +15,7 @@ package enum EndpointRequests {
 
     /// Decodes and checks the attest body; a typed `malformed_request` error names the field.
     package static func parseAttestRequest(_ body: [UInt8]) throws(EnforcementError) -> AttestRequest {
-        let object = try Self.jsonObject(body)
+        let object = try Self.jsonObject(body, maxBytes: Self.maxEndpointBodyBytes)
         let keyIDText = try Self.stringField("key_id", in: object)
         let attestationText = try Self.stringField("attestation", in: object)
         let challenge = try Self.stringField("challenge", in: object)
@@ -33,9 +33,9 @@ package enum EndpointRequests {
 
     /// The string field `name` of a JSON object body (`binding: body` challenges, as in
     /// Apple's example). nil when the body is not a JSON object or the field is absent or
-    /// not a string.
+    /// not a string. The body was already capped by the route's `max_body_bytes`.
     package static func challengeField(_ name: String, in body: [UInt8]) -> String? {
-        guard let object = try? Self.jsonObject(body) else { return nil }
+        guard let object = try? Self.jsonObject(body, maxBytes: .max) else { return nil }
         return object[name] as? String
     }
 
@@ -59,12 +59,12 @@ package enum EndpointRequests {
         return text
     }
 
-    private static func jsonObject(_ body: [UInt8]) throws(EnforcementError) -> [String: Any] {
+    private static func jsonObject(_ body: [UInt8], maxBytes: Int) throws(EnforcementError) -> [String: Any] {
         guard !body.isEmpty else {
             throw EnforcementError(.malformedRequest, "body is empty; expected a JSON object")
         }
-        guard body.count <= Self.maxEndpointBodyBytes else {
-            throw EnforcementError(.bodyTooLarge, "body exceeds \(Self.maxEndpointBodyBytes) bytes")
+        guard body.count <= maxBytes else {
+            throw EnforcementError(.bodyTooLarge, "body exceeds \(maxBytes) bytes")
         }
         let parsed: Any
         do {
