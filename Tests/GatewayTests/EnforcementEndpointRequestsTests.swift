@@ -69,3 +69,15 @@ import Testing
         }
     }
 }
+
+@Suite struct EnforcementLogThrottleTests {
+    @Test func admitsOncePerInterval() {
+        let throttle = LogThrottle(interval: .seconds(1))
+        let t0: UInt64 = 5_000_000_000
+        #expect(throttle.admit(nowNanoseconds: t0) == 0)
+        #expect(throttle.admit(nowNanoseconds: t0 + 1) == nil)
+        #expect(throttle.admit(nowNanoseconds: t0 + 999_999_999) == nil)
+        #expect(throttle.admit(nowNanoseconds: t0 + 1_000_000_000) == 2)
+        #expect(throttle.admit(nowNanoseconds: t0 + 1_000_000_001) == nil)
+    }
+}

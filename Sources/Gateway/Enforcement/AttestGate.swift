@@ -36,6 +36,8 @@ package final class AttestGate: RequestGate {
     private let acceptedAppIDs: Set<String>
     private let keys: KeyCache<CachedKey>
     private let now: @Sendable () -> Date
+    /// Store failures are logged at most once a second (metrics count every one).
+    private let storeErrorLog = LogThrottle()
 
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
@@ -391,10 +393,7 @@ package final class AttestGate: RequestGate {
         case .storeFailed(let error, let operation, let prefix):
             verdict = .storeError
             self.metrics.storeError(operation: operation, kind: error.kind)
-            Log.warning(
-                "store_error",
-                [("route", route.name), ("operation", operation), ("error", error.description)]
-            )
+            self.logStoreError(error, operation: operation, route: route.name)
             let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix)
             if route.onStoreError == .allow || route.mode == .monitor {
                 decision = .forward(
@@ -408,6 +407,17 @@ package final class AttestGate: RequestGate {
         }
         self.metrics.requestDecided(route: route.name, verdict: verdict)
         completion(decision)
+    }
+
+    private func logStoreError(_ error: StoreError, operation: String, route: String) {
+        guard let suppressed = self.storeErrorLog.admit() else { return }
+        Log.warning(
+            "store_error",
+            [
+                ("route", route), ("operation", operation), ("error", error.description),
+                ("suppressed_since_last", String(suppressed)),
+            ]
+        )
     }
 
     private static func seconds(_ duration: Duration) -> Double {
@@ -470,7 +480,7 @@ package final class AttestGate: RequestGate {
                 completion(.failure(EnforcementError(.internalError, "could not store a fresh challenge")))
             case .failure(let error):
                 self.metrics.storeError(operation: "put_challenge", kind: error.kind)
-                Log.warning("store_error", [("operation", "put_challenge"), ("error", error.description)])
+                self.logStoreError(error, operation: "put_challenge", route: RouteLabel.challenge)
                 completion(.failure(EnforcementError(.storeError, "challenges are unavailable; retry later")))
             }
         }
@@ -519,7 +529,7 @@ package final class AttestGate: RequestGate {
             switch consumed {
             case .failure(let error):
                 self.metrics.storeError(operation: "consume_challenge", kind: error.kind)
-                Log.warning("store_error", [("operation", "consume_challenge"), ("error", error.description)])
+                self.logStoreError(error, operation: "consume_challenge", route: RouteLabel.attest)
                 finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
             case .success(false):
                 finish(.failure(EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired")))
@@ -559,7 +569,7 @@ package final class AttestGate: RequestGate {
             switch created {
             case .failure(let error):
                 self.metrics.storeError(operation: "create_key", kind: error.kind)
-                Log.warning("store_error", [("operation", "create_key"), ("error", error.description)])
+                self.logStoreError(error, operation: "create_key", route: RouteLabel.attest)
                 finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
             case .success(.alreadyExists):
                 finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
