@@ -171,3 +171,12 @@ func request(
 ) -> HTTPRequestHead {
     HTTPRequestHead(method: method, target: target, headers: HTTPHeaders([("Host", "api.example")] + headers))
 }
+
+/// A clock for MemoryStore's challenge expiry that tests move by hand.
+final class ManualClock: Sendable {
+    private let base = ContinuousClock.now
+    private let offset = Mutex<Duration>(.zero)
+
+    func now() -> ContinuousClock.Instant { self.base + self.offset.withLock { $0 } }
+    func advance(by duration: Duration) { self.offset.withLock { $0 += duration } }
+}
