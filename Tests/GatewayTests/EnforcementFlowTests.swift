@@ -12,7 +12,8 @@ struct EnforcementHarness {
         do { return try SimulatorAuthority.generate() } catch { fatalError("simulator CA: \(error)") }
     }()
 
-    let memory: MemoryStore
+    /// The store under test (MemoryStore unless a test passes another).
+    let backing: any AttestStore
     let store: FaultInjectingStore
     let metrics = RecordingGateMetrics()
     let gate: AttestGate
@@ -52,9 +53,9 @@ struct EnforcementHarness {
         )
     }
 
-    init(environment: EnvironmentPolicy = .production, memory: MemoryStore = MemoryStore()) throws {
-        self.memory = memory
-        self.store = FaultInjectingStore(wrapping: memory)
+    init(environment: EnvironmentPolicy = .production, backing: any AttestStore = MemoryStore()) throws {
+        self.backing = backing
+        self.store = FaultInjectingStore(wrapping: backing)
         self.gate = try AttestGate(
             policy: Self.policy(environment: environment), store: self.store,
             trustRootsPEM: [Self.authority.rootCertificatePEM], metrics: self.metrics
@@ -63,7 +64,7 @@ struct EnforcementHarness {
 
     /// Another gate (empty key cache) over the same store, e.g. after a reload.
     func sibling(environment: EnvironmentPolicy = .production) throws -> EnforcementHarness {
-        try EnforcementHarness(environment: environment, memory: self.memory)
+        try EnforcementHarness(environment: environment, backing: self.backing)
     }
 
     func challenge() async throws -> String {
@@ -228,6 +229,25 @@ struct EnforcementHarness {
         #expect(await runGate(fresh.gate, next).1.forwardedHead?.headers["X-App-Attest-Counter"] == "6")
     }
 
+    @Test func concurrentCopiesOfOneAssertionLetExactlyOneThrough() async throws {
+        let h = try EnforcementHarness()
+        let other = try h.sibling()  // a second gateway instance on the same store
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let head = try EnforcementHarness.signed(device, counter: 1, method: "POST", target: "/v1/transfer")
+        let gates = [h.gate, other.gate]
+        let decisions = await withTaskGroup(of: GateDecision.self) { group in
+            for i in 0..<40 {
+                group.addTask { await runGate(gates[i % 2], head, body: []).1 }
+            }
+            var all: [GateDecision] = []
+            for await decision in group { all.append(decision) }
+            return all
+        }
+        #expect(decisions.filter { $0.forwardedHead != nil }.count == 1)
+        #expect(decisions.filter { $0.errorCode == "counter_replay" }.count == 39)
+    }
+
     @Test func assertionCannotBeMovedToAnotherMethodPathQueryOrBody() async throws {
         let h = try EnforcementHarness()
         let device = try SimulatedDevice.generate()
@@ -311,7 +331,7 @@ struct EnforcementHarness {
         #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1.forwardedHead != nil)
         let fetchesBefore = h.store.callCount(.fetchKey)
         let revoked = await withCheckedContinuation { continuation in
-            h.memory.revokeKey(keyID: Data(device.keyID).base64EncodedString()) { continuation.resume(returning: $0) }
+            h.backing.revokeKey(keyID: Data(device.keyID).base64EncodedString()) { continuation.resume(returning: $0) }
         }
         #expect((try? revoked.get()) == true)
         let cachedDecision = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/a")).1
@@ -346,7 +366,7 @@ struct EnforcementHarness {
 
     @Test func expiredChallengeIsRefused() async throws {
         let clock = ManualClock()
-        let h = try EnforcementHarness(memory: MemoryStore(clock: { clock.now() }))
+        let h = try EnforcementHarness(backing: MemoryStore(clock: { clock.now() }))
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         let challenge = try await h.challenge()  // TTL 300 s
@@ -528,8 +548,8 @@ struct EnforcementHarness {
         let second = try await h.challenge()
         #expect(second != challenge)
         let consumedTwice = await withCheckedContinuation { continuation in
-            h.memory.consumeChallenge(challenge) { first in
-                h.memory.consumeChallenge(challenge) { second in
+            h.backing.consumeChallenge(challenge) { first in
+                h.backing.consumeChallenge(challenge) { second in
                     continuation.resume(returning: [(try? first.get()) ?? false, (try? second.get()) ?? false])
                 }
             }
@@ -600,7 +620,7 @@ struct EnforcementHarness {
         #expect(h.metrics.snapshot.attestations["nonce_mismatch"] == 1)
         // Nothing was stored for the key.
         let fetched = await withCheckedContinuation { continuation in
-            h.memory.fetchKey(keyID: Data(device.keyID).base64EncodedString()) { continuation.resume(returning: $0) }
+            h.backing.fetchKey(keyID: Data(device.keyID).base64EncodedString()) { continuation.resume(returning: $0) }
         }
         #expect((try? fetched.get()) == .some(nil))
     }
@@ -609,7 +629,7 @@ struct EnforcementHarness {
         // A gate that does not trust the simulator's CA (the production configuration).
         let memory = MemoryStore()
         let gate = try AttestGate(policy: EnforcementHarness.policy(), store: memory)
-        let h = try EnforcementHarness(memory: memory)
+        let h = try EnforcementHarness(backing: memory)
         let device = try SimulatedDevice.generate()
         let challenge = try await h.challenge()
         let body = try h.attestBody(device, challenge: challenge)
