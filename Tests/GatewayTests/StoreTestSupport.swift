@@ -75,3 +75,54 @@ extension Result {
         return nil
     }
 }
+
+/// Runs `count` operations started as close together as possible (from several threads at
+/// once) and returns their results in index order.
+func concurrently<T: Sendable>(
+    _ count: Int, _ operation: @escaping @Sendable (Int, @escaping @Sendable (T) -> Void) -> Void
+) async -> [T] {
+    let results = ResultBox<T>(count: count)
+    return await withCheckedContinuation { continuation in
+        let group = DispatchGroup()
+        for _ in 0..<count { group.enter() }
+        group.notify(queue: .global()) { continuation.resume(returning: results.values) }
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            operation(index) { value in
+                results.set(index, value)
+                group.leave()
+            }
+        }
+    }
+}
+
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [T?]
+    init(count: Int) { self.slots = Array(repeating: nil, count: count) }
+    func set(_ index: Int, _ value: T) {
+        self.lock.lock()
+        self.slots[index] = value
+        self.lock.unlock()
+    }
+    var values: [T] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.slots.compactMap { $0 }
+    }
+}
+
+/// Seconds elapsed since `start`.
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let d = ContinuousClock.now - start
+    return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+/// Polls `ping` until it succeeds or `limit` passes.
+func waitUntilReachable(_ store: any AttestStore, limit: Duration = .seconds(8)) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if await store.ping().error == nil { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return false
+}

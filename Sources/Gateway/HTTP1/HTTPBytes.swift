@@ -149,7 +149,7 @@ struct HTTPHeadFacts {
     var hostFieldIndex = -1
     var expectsContinue = false
 
-    /// Content-Length: 1*DIGIT, at most 2^62 (18 digits always fit; more are refused unless leading zeros).
+    /// Content-Length: 1*DIGIT, below about 2^62 (any number of leading zeros).
     mutating func noteContentLength(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) {
         if self.contentLength != nil { throw .duplicateContentLength }
         if value.isEmpty { throw .invalidContentLength }
@@ -157,8 +157,9 @@ struct HTTPHeadFacts {
         for index in value {
             let byte = buffer[index]
             guard HTTPByte.isDigit(byte) else { throw .invalidContentLength }
-            length = length &* 10 &+ UInt64(byte &- 0x30)
-            if length > (1 << 62) { throw .invalidContentLength }
+            // Checked before multiplying: 2^62 / 10 rounded down; leading zeros keep it at 0.
+            if length > 461_168_601_842_738_790 { throw .invalidContentLength }
+            length = length * 10 + UInt64(byte &- 0x30)
         }
         self.contentLength = length
     }

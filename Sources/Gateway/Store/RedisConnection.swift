@@ -31,6 +31,8 @@ package final class RedisConnection: @unchecked Sendable {
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
     private let scripts: [RedisScript]
+    /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
+    package let counters = RedisConnectionCounters()
 
     private enum State {
         case idle
@@ -135,7 +137,7 @@ package final class RedisConnection: @unchecked Sendable {
                     StoreError(.overloaded, "\(self.pending.count) redis commands in flight (max \(self.configuration.maxPendingCommands))")))
             return
         }
-        let command = RedisPendingCommand(arguments: arguments, completion: completion)
+        let command = RedisPendingCommand(arguments: arguments, counters: self.counters, completion: completion)
         guard driver.submit(command) else {
             command.finish(.connectionClosed("redis \(self.url): connection is closing"), timeout: .zero)
             return
@@ -166,6 +168,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect(acceptsCommands: Bool) {
         dispatchPrecondition(condition: .onQueue(self.queue))
+        self.counters.connectAttempted()
         let context: UnsafeMutablePointer<redisAsyncContext>?
         let endpoint: String
         switch self.url.address {
@@ -186,7 +189,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.attemptFailed("redis \(endpoint): \(reason)")
             return
         }
-        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue) else {
+        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue, counters: self.counters) else {
             self.attemptFailed("redis \(endpoint): cannot duplicate the socket descriptor")
             return
         }
@@ -195,7 +198,7 @@ package final class RedisConnection: @unchecked Sendable {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.connectTimeout.nanoseconds
         self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: setup.count)
         for (name, arguments) in setup {
-            let command = RedisPendingCommand(arguments: arguments) { [weak self, weak driver] result in
+            let command = RedisPendingCommand(arguments: arguments, counters: self.counters) { [weak self, weak driver] result in
                 guard let self, let driver else { return }
                 self.setupCommandDidFinish(name, result: result, driver: driver)
             }
@@ -238,6 +241,7 @@ package final class RedisConnection: @unchecked Sendable {
                 return
             }
             self.state = .ready(driver)
+            self.counters.setReady(true)
             self.backoff.reset()
             if self.hasLoggedOutage {
                 self.hasLoggedOutage = false
@@ -245,14 +249,6 @@ package final class RedisConnection: @unchecked Sendable {
             }
             self.rearmTimer()
         }
-    }
-
-    /// From the driver's connect callback.
-    func contextDidConnect(_ driver: RedisContextDriver, succeeded: Bool, reason: String) {
-        // Failures are handled when hiredis frees the context (contextDidClose).
-        _ = driver
-        _ = succeeded
-        _ = reason
     }
 
     /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
@@ -264,6 +260,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.failLeftovers(reason)
             self.attemptFailed(reason)
         case .ready(let current) where current === driver:
+            self.counters.setReady(false)
             self.failLeftovers(reason)
             Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
             self.hasLoggedOutage = true
@@ -312,6 +309,7 @@ package final class RedisConnection: @unchecked Sendable {
         default: driver = nil
         }
         self.state = .closed
+        self.counters.setReady(false)
         self.reconnectGeneration &+= 1
         driver?.close(reason: "redis \(self.url): connection closed by the gateway")
         self.failLeftovers("redis \(self.url): connection closed by the gateway")
@@ -354,6 +352,7 @@ package final class RedisConnection: @unchecked Sendable {
             driver.close(reason: "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms")
         }
         for command in self.pending.expire(now: now) {
+            self.counters.commandTimedOut()
             command.finish(.timedOut, timeout: self.configuration.commandTimeout)
         }
         if let oldest = self.pending.oldestDeadline {

@@ -41,10 +41,11 @@ final class RedisContextDriver: @unchecked Sendable {
     private var isWriting = false
     /// Why we closed the context ourselves (timeout, close()), for the NULL-reply errors.
     private(set) var localCloseReason: String?
+    private let counters: RedisConnectionCounters
 
     /// Takes ownership of a freshly connected (or connecting) context without error.
     /// Returns nil, freeing the context, when the socket cannot be duplicated.
-    init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue) {
+    init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue, counters: RedisConnectionCounters) {
         self.queue = queue
         self.endpoint = endpoint
         let copy = dup(context.pointee.c.fd)
@@ -52,6 +53,8 @@ final class RedisContextDriver: @unchecked Sendable {
             redisAsyncFree(context)
             return nil
         }
+        self.counters = counters
+        counters.driverCreated()
         _ = fcntl(copy, F_SETFD, FD_CLOEXEC)
         self.descriptor = DescriptorBox(copy)
         self.context = context
@@ -66,16 +69,13 @@ final class RedisContextDriver: @unchecked Sendable {
             guard let privdata else { return }
             Unmanaged<RedisContextDriver>.fromOpaque(privdata).takeRetainedValue().didCleanUp()
         }
-        _ = redisAsyncSetConnectCallback(context) { ac, status in
-            guard let driver = RedisContextDriver.owner(of: ac) else { return }
-            driver.connection?.contextDidConnect(driver, succeeded: status == REDIS_OK, reason: driver.errorText())
-        }
-        _ = redisAsyncSetDisconnectCallback(context) { ac, status in
-            // Runs after ev.cleanup (the driver is no longer referenced by the context):
-            // the connection learns about the close from didCleanUp.
-            _ = ac
-            _ = status
-        }
+        // No onConnect/onDisconnect callbacks: a failed connect, an error and our own close all
+        // end in ev.cleanup (didCleanUp), after every pending reply callback has run; success
+        // is the reply to the connect-time commands.
+    }
+
+    deinit {
+        self.counters.driverDestroyed()
     }
 
     private static func from(_ privdata: UnsafeMutableRawPointer?) -> RedisContextDriver? {

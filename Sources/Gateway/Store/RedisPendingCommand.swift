@@ -22,10 +22,18 @@ final class RedisPendingCommand: @unchecked Sendable {
     /// In the connection's deadline queue (every caller command; not the connect-time setup).
     var isTracked = false
 
-    init(arguments: [[UInt8]], completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
+    private let counters: RedisConnectionCounters
+
+    init(arguments: [[UInt8]], counters: RedisConnectionCounters, completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
         self.name = arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "?"
         self.arguments = arguments
         self.completion = completion
+        self.counters = counters
+        counters.commandCreated()
+    }
+
+    deinit {
+        self.counters.commandDestroyed()
     }
 
     var isFinished: Bool { self.completion == nil }

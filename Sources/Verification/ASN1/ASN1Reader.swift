@@ -84,9 +84,6 @@ public struct ASN1Reader: Sendable {
     private mutating func readElement(stopAtEndOfContents: Bool) throws(VerificationError) -> ASN1Element? {
         let code = self.limits.errorCode
         let start = self.position
-        guard self.depth < self.limits.maximumDepth else {
-            throw VerificationError(code, "ASN.1 nesting deeper than \(self.limits.maximumDepth)")
-        }
 
         // Identifier octets.
         let first = try self.readByte("identifier")
@@ -119,6 +116,9 @@ public struct ASN1Reader: Sendable {
                 throw VerificationError(code, "end-of-contents marker outside an indefinite-length element")
             }
             return nil
+        }
+        guard self.depth < self.limits.maximumDepth else {
+            throw VerificationError(code, "ASN.1 nesting deeper than \(self.limits.maximumDepth)")
         }
 
         if lengthByte == 0x80 {
