@@ -151,6 +151,13 @@ package enum SystemCalls {
         return rc == 0 ? SocketAddress(storage: storage) : nil
     }
 
+    /// Wall-clock time (CLOCK_REALTIME): seconds since the epoch and nanoseconds.
+    package static func wallClock() -> (seconds: Int, nanoseconds: Int) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return (Int(ts.tv_sec), Int(ts.tv_nsec))
+    }
+
     /// Monotonic nanoseconds (CLOCK_MONOTONIC), for deadlines and latencies.
     @inline(__always)
     package static func monotonicNanoseconds() -> UInt64 {

@@ -193,9 +193,8 @@ struct WallClockFormatter {
     private var cachedPrefix: [UInt8] = []  // "2026-11-22T01:02:03."
 
     mutating func appendNow(into out: inout [UInt8]) {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        self.append(seconds: Int(ts.tv_sec), milliseconds: Int(ts.tv_nsec / 1_000_000), into: &out)
+        let now = SystemCalls.wallClock()
+        self.append(seconds: now.seconds, milliseconds: now.nanoseconds / 1_000_000, into: &out)
     }
 
     mutating func append(seconds: Int, milliseconds: Int, into out: inout [UInt8]) {
