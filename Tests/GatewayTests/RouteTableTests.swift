@@ -1,0 +1,140 @@
+import Testing
+@testable import Gateway
+
+@Suite struct RouteTableTests {
+    private static func route(
+        _ name: String,
+        prefix: String? = nil,
+        path: String? = nil,
+        methods: [String]? = nil
+    ) -> RoutePolicy {
+        RoutePolicy(name: name, match: .init(pathPrefix: prefix, path: path, methods: methods), upstream: "api")
+    }
+
+    /// The DESIGN.md example plus an exact route and a trailing-slash prefix.
+    private static let table = RouteTable(routes: [
+        route("health", path: "/health", methods: ["GET"]),
+        route("premium", prefix: "/v1/premium", methods: ["GET", "POST"]),
+        route("v2", prefix: "/v2/"),
+        route("all", prefix: "/"),
+    ])
+
+    private func name(_ method: String, _ path: String) -> String? {
+        Self.table.match(method: method, path: Substring(path))?.name
+    }
+
+    @Test(arguments: [
+        // Segment boundary on a prefix without trailing slash.
+        ("GET", "/v1/premium", "premium"),
+        ("GET", "/v1/premium/", "premium"),
+        ("POST", "/v1/premium/x/y", "premium"),
+        ("GET", "/v1/premiumX", "all"),
+        ("GET", "/v1/premium-x", "all"),
+        ("GET", "/v1/premiu", "all"),
+        // Methods: listed only; case-sensitive; HEAD is not GET.
+        ("DELETE", "/v1/premium", "all"),
+        ("get", "/v1/premium", "all"),
+        ("HEAD", "/v1/premium", "all"),
+        // Exact path.
+        ("GET", "/health", "health"),
+        ("GET", "/health/", "all"),
+        ("GET", "/healthz", "all"),
+        ("POST", "/health", "all"),
+        // Prefix ending in a slash: anything under it, not the bare directory.
+        ("GET", "/v2/", "v2"),
+        ("GET", "/v2/anything", "v2"),
+        ("GET", "/v2", "all"),
+        ("GET", "/", "all"),
+        // The query does not take part.
+        ("GET", "/v1/premium?x=/y", "premium"),
+        ("GET", "/health?full=1", "health"),
+    ])
+    func matchesFirstRouteInOrder(method: String, path: String, expected: String) {
+        #expect(self.name(method, path) == expected)
+    }
+
+    @Test(arguments: [
+        // Spellings an upstream resolves to /v1/premium must not escape the enforce route.
+        "/v1//premium",
+        "/v1/./premium",
+        "/v1/x/../premium",
+        "/public/../v1/premium",
+        "/v1/%70remium",
+        "/v1%2Fpremium",
+        "/v1/premium%2F..%2Fpremium",
+        "/v1;jsessionid=1/premium",
+        "/v1/premium;x",
+        "/v1\\premium",
+        "//v1/premium/",
+        "/../../v1/premium",
+        "/v1/%2e/premium",
+        "/v1/premium/.",
+    ])
+    func normalizesBeforeMatching(path: String) {
+        #expect(self.name("GET", path) == "premium")
+    }
+
+    @Test func normalizationDoesNotWidenAMatch() {
+        // `..` leaves the protected prefix, so the catch-all applies: that is what the upstream serves.
+        #expect(self.name("GET", "/v1/premium/../free") == "all")
+        // Double escapes are decoded once only, like the upstream does.
+        #expect(self.name("GET", "/v1/%2570remium") == "all")
+        // Invalid escapes stay literal.
+        #expect(self.name("GET", "/v1/premium%zz") == "all")
+        #expect(self.name("GET", "/v1/premium%") == "all")
+    }
+
+    @Test func normalizedForms() {
+        func normalize(_ text: String) -> String {
+            let bytes = Array(text.utf8)
+            let result = bytes.withUnsafeBufferPointer { RoutePath.normalize($0) }
+            return String(decoding: result, as: UTF8.self)
+        }
+        #expect(normalize("/a/b/../c") == "/a/c")
+        #expect(normalize("/a/b/..") == "/a/")
+        #expect(normalize("/..") == "/")
+        #expect(normalize("//") == "/")
+        #expect(normalize("/a//b/") == "/a/b/")
+        #expect(normalize("/a;p=1/b;q") == "/a/b")
+        #expect(normalize("/%41%2fB") == "/A/B")
+    }
+
+    @Test func canonicalDetection() {
+        func canonical(_ text: String) -> Bool {
+            Array(text.utf8).withUnsafeBufferPointer { RoutePath.isCanonical($0) }
+        }
+        #expect(canonical("/"))
+        #expect(canonical("/v1/premium/"))
+        #expect(canonical("/a.b/..c/.d"))
+        #expect(!canonical("//"))
+        #expect(!canonical("/a/./b"))
+        #expect(!canonical("/a/.."))
+        #expect(!canonical("/a%20b"))
+        #expect(!canonical("/a;b"))
+    }
+
+    @Test func noRouteMatches() {
+        let table = RouteTable(routes: [Self.route("only", prefix: "/api", methods: ["GET"])])
+        #expect(table.match(method: "GET", path: "/other") == nil)
+        #expect(table.match(method: "POST", path: "/api") == nil)
+        #expect(table.match(method: "GET", path: "") == nil)
+        #expect(table.match(method: "OPTIONS", path: "*") == nil)
+        #expect(RouteTable(routes: []).match(method: "GET", path: "/") == nil)
+    }
+
+    @Test func routeWithoutPathMatchesEverything() {
+        let table = RouteTable(routes: [Self.route("posts", methods: ["POST"]), Self.route("rest", prefix: "/")])
+        #expect(table.match(method: "POST", path: "/x/y")?.name == "posts")
+        #expect(table.match(method: "OPTIONS", path: "*")?.name == nil)
+        #expect(table.match(method: "POST", path: "*")?.name == "posts")
+        #expect(table.matchIndex(method: "GET", path: "/x") == 1)
+    }
+
+    @Test func matchesASubstringOfALargerTarget() {
+        let target = "/v1/premium/item?id=3"
+        let path = target[..<(target.firstIndex(of: "?") ?? target.endIndex)]
+        #expect(Self.table.match(method: "GET", path: path)?.name == "premium")
+        let inner = target.dropFirst(3)  // "/premium/item?id=3": a Substring not starting at 0
+        #expect(Self.table.match(method: "GET", path: inner)?.name == "all")
+    }
+}
