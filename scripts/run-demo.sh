@@ -294,7 +294,7 @@ expect_denied "tampered body" 401 invalid_signature
 
 step "No assertion at all on an enforced route"
 request GET /v1/orders ""
-expect_denied "missing assertion" 401 ""
+expect_denied "missing assertion" 401 assertion_missing
 
 premium='/v1/premium/report?month=2026-11'
 step "Challenge-bound request: GET $premium (route /v1/premium: challenge required)"
