@@ -174,7 +174,9 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
     if not (resources.get("limits") or {}).get("memory"):
         problems.append(f"{cname}: resources.limits.memory missing")
 
-    # The policy this pod serves: the ConfigMap mounted at the --config path.
+    # The policy this pod serves: the file at the --config path comes from a ConfigMap, either
+    # mounted directly or rendered into a shared volume by an init container (which fills in the
+    # Redis password from a Secret).
     args = [str(a) for a in (gateway.get("args") or []) + (gateway.get("command") or [])]
     config_path = None
     for i, arg in enumerate(args):
@@ -186,35 +188,75 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
         config_path = "/etc/attest-gateway/policies.yaml"  # the image's CMD
     policy = None
     volumes = {v.get("name"): v for v in pod.get("volumes") or []}
-    mounted = False
+    init_containers = pod.get("initContainers") or []
+    config_maps = {cm["metadata"].get("name"): cm for cm in by_kind["ConfigMap"]}
+
+    def config_map_policy(volume: dict, file_name: str) -> str | None:
+        cm_ref = (volume.get("configMap") or {}).get("name")
+        cm = config_maps.get(cm_ref)
+        if cm is None:
+            problems.append(f"{where}: volume {volume.get('name')} names ConfigMap {cm_ref!r}, which is not defined")
+            return None
+        key = file_name
+        for item in (volume.get("configMap") or {}).get("items") or []:
+            if item.get("path") == file_name:
+                key = item.get("key")
+        text = (cm.get("data") or {}).get(key)
+        if text is None:
+            problems.append(f"{cm['__file__']}: ConfigMap {cm_ref} has no key {key!r}")
+        return text
+
+    policy_text, policy_where = None, None
     for mount in gateway.get("volumeMounts") or []:
         mount_path = mount.get("mountPath", "").rstrip("/")
         if not config_path.startswith(mount_path + "/"):
             continue
+        if mount.get("readOnly") is not True:
+            problems.append(f"{cname}: the policy volume is not mounted readOnly")
         volume = volumes.get(mount.get("name"))
         if volume is None:
             problems.append(f"{cname}: volumeMount {mount.get('name')} has no volume")
             continue
-        cm_ref = (volume.get("configMap") or {}).get("name")
         file_name = config_path[len(mount_path) + 1 :]
-        for cm in by_kind["ConfigMap"]:
-            if cm["metadata"].get("name") != cm_ref:
-                continue
-            key = file_name
-            for item in (volume.get("configMap") or {}).get("items") or []:
-                if item.get("path") == file_name:
-                    key = item.get("key")
-            text = (cm.get("data") or {}).get(key)
-            if text is None:
-                problems.append(f"{cm['__file__']}: ConfigMap {cm_ref} has no key {key!r}")
-                continue
-            mounted = True
-            policy, more = check_policy_text(text, f"{cm['__file__']} ConfigMap/{cm_ref}")
-            problems += more
-        if mount.get("readOnly") is not True:
-            problems.append(f"{cname}: the policy volume is not mounted readOnly")
-    if not mounted:
-        problems.append(f"{cname}: {config_path} is not provided by a mounted ConfigMap")
+        if volume.get("configMap"):
+            policy_text = config_map_policy(volume, file_name)
+            policy_where = f"ConfigMap/{volume['configMap'].get('name')}"
+        elif "emptyDir" in volume:
+            if (volume.get("emptyDir") or {}).get("medium") != "Memory":
+                problems.append(f"{where}: the rendered policy volume {volume.get('name')} is not emptyDir medium: Memory")
+            # An init container writes it: find the ConfigMap template it reads.
+            for init in init_containers:
+                mounts = init.get("volumeMounts") or []
+                if not any(m.get("name") == mount.get("name") for m in mounts):
+                    continue
+                for m in mounts:
+                    template = volumes.get(m.get("name"))
+                    if template and template.get("configMap"):
+                        items = (template.get("configMap") or {}).get("items") or []
+                        name = items[0].get("path") if items else file_name
+                        policy_text = config_map_policy(template, name)
+                        policy_where = f"ConfigMap/{template['configMap'].get('name')} (rendered by {init.get('name')})"
+        else:
+            problems.append(f"{cname}: the policy volume is neither a ConfigMap nor an init-rendered emptyDir")
+    if policy_text is None:
+        problems.append(f"{cname}: {config_path} does not come from a ConfigMap (directly or via an init container)")
+    else:
+        policy, more = check_policy_text(policy_text, policy_where or "policy")
+        problems += more
+
+    for init in init_containers:
+        iname = f"{where} initContainer {init.get('name')}"
+        isc = init.get("securityContext") or {}
+        if isc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
+            problems.append(f"{iname}: securityContext.runAsNonRoot is not true")
+        if isc.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{iname}: securityContext.readOnlyRootFilesystem is not true")
+        if isc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{iname}: securityContext.allowPrivilegeEscalation is not false")
+        if "ALL" not in ((isc.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"{iname}: capabilities.drop does not contain ALL")
+        if not (init.get("resources") or {}).get("limits", {}).get("memory"):
+            problems.append(f"{iname}: resources.limits.memory missing")
 
     # Ports: the container's ports match the policy's listeners; probes on the admin port.
     ports = {p.get("containerPort") for p in gateway.get("ports") or []}
@@ -283,12 +325,27 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
         if "minAvailable" not in (pdb.get("spec") or {}) and "maxUnavailable" not in (pdb.get("spec") or {}):
             problems.append(f"{pname}: neither minAvailable nor maxUnavailable")
 
-    # Secrets: the Redis password comes from a Secret, by env var or file.
-    env_from_secret = any(
-        (e.get("valueFrom") or {}).get("secretKeyRef") for e in gateway.get("env") or []
-    ) or any(v.get("secret") for v in pod.get("volumes") or [])
-    if not env_from_secret:
+    # Secrets: the Redis password comes from a Secret, by env var or file, into whichever
+    # container fills the ${REDIS_PASSWORD} placeholder of the policy.
+    all_containers = containers + init_containers
+    secret_envs = {
+        e.get("name")
+        for c in all_containers
+        for e in c.get("env") or []
+        if (e.get("valueFrom") or {}).get("secretKeyRef")
+    }
+    secret_volumes = any(v.get("secret") for v in pod.get("volumes") or [])
+    if not secret_envs and not secret_volumes:
         problems.append(f"{cname}: nothing comes from a Secret (the Redis password must)")
+    if policy is not None:
+        for placeholder in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)\}", str(policy.get("redis", ""))):
+            if placeholder not in secret_envs:
+                problems.append(f"{where}: the policy's ${{{placeholder}}} is not set from a Secret in any container")
+            elif not any(
+                placeholder in " ".join(str(a) for a in (c.get("command") or []) + (c.get("args") or []))
+                for c in init_containers
+            ):
+                problems.append(f"{where}: no init container replaces ${{{placeholder}}} in the policy")
     return problems
 
 
@@ -524,10 +581,13 @@ def self_test() -> int:
     for label, check, text in cases:
         if not check(text):
             failures.append(f"self-test: {label} was not caught")
+    total = len(cases)
     if yaml is not None:
         docs, _ = load_manifests(DEPLOY / "kubernetes")
 
         def mutate(label, fn):
+            nonlocal total
+            total += 1
             broken = copy.deepcopy(docs)
             fn({d["kind"]: d for d in broken})
             if not check_kubernetes(broken):
@@ -552,17 +612,19 @@ def self_test() -> int:
         mutate("no resources", lambda k: container(k).pop("resources"))
         mutate("admin on loopback", cm_replace("admin_listen: 0.0.0.0:9090", "admin_listen: 127.0.0.1:9090"))
         mutate("listen port mismatch", cm_replace("listen: 0.0.0.0:8080", "listen: 0.0.0.0:8443"))
-        mutate("password in ConfigMap", cm_replace("redis: redis://", "redis: redis://:hunter2@"))
+        mutate("password in ConfigMap", cm_replace("${REDIS_PASSWORD}", "hunter2"))
         mutate("dev trust root", cm_replace("trust_roots: []", "trust_roots: [ /etc/dev-ca.pem ]"))
         mutate("service targets admin", lambda k: k["Service"]["spec"]["ports"][0].update(targetPort="admin"))
         mutate("pdb selects nothing", lambda k: k["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"].update(x="y"))
         mutate("short grace period", lambda k: k["Deployment"]["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=10))
-        mutate("no secret", lambda k: container(k).pop("env"))
+        mutate("no secret", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].pop("env"))
+        mutate("no renderer", lambda k: k["Deployment"]["spec"]["template"]["spec"].pop("initContainers"))
+        mutate("rendered policy on disk", lambda k: k["Deployment"]["spec"]["template"]["spec"]["volumes"][1].update(emptyDir={}))
+        mutate("init container as root", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["securityContext"].update(runAsNonRoot=False))
     problems, _ = run_checks()
     failures += [f"self-test: the real files fail: {p}" for p in problems]
     for failure in failures:
         print(failure)
-    total = 13 + (15 if yaml is not None else 0)
     print(f"deploy-lint self-test: {total - len([f for f in failures if 'was not caught' in f])} of {total} broken files caught")
     return 1 if failures else 0
 
