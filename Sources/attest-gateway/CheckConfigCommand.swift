@@ -1,11 +1,39 @@
-// Placeholder until its owner lands the real command; exits 2 so nothing mistakes it for success.
+import Gateway
 
+/// `attest-gateway check-config FILE`: validate a policy and print what it means.
 enum CheckConfigCommand: Subcommand {
     static let name = "check-config"
-    static let summary = "(not built yet)"
-    static let usage = "attest-gateway check-config"
+    static let summary = "validate policies.yaml and print the effective policy"
+    static let usage = """
+        usage: attest-gateway check-config FILE | --config FILE
+          Validates the policy file and prints the effective policy (listeners, store with the
+          password masked, App IDs, environment, upstreams, one line per route in match order
+          with every setting including defaults) and any warnings; exit 0.
+          An invalid file prints FILE:LINE:COLUMN: FIELD: MESSAGE on stderr; exit 2.
+        """
+
     static func run(_ words: [String]) throws -> Int32 {
-        printError("attest-gateway check-config: not built yet")
-        return 2
+        let arguments = try CommandLineArguments(words, valued: ["config"])
+        if arguments.wantsHelp {
+            print(Self.usage)
+            return 0
+        }
+        let path: String
+        switch (try arguments.value("config"), arguments.positionals.count) {
+        case (.some(let config), 0): path = config
+        case (.none, 1): path = arguments.positionals[0]
+        case (.some, _): throw UsageError("give the policy file once: FILE or --config FILE")
+        case (.none, 0): throw UsageError("missing policy FILE")
+        case (.none, _): throw UsageError("expected one policy FILE")
+        }
+        var warnings: [PolicyWarning] = []
+        do {
+            let policy = try PolicyLoader.load(path: path, warnings: &warnings)
+            print(PolicySummary.render(policy, warnings: warnings), terminator: "")
+            return 0
+        } catch {
+            printError(error.description)
+            return 2
+        }
     }
 }

@@ -1,0 +1,94 @@
+import Foundation
+
+/// The effective policy as text (`check-config`): every setting including defaults, one
+/// line per route in match order, secrets masked, then the warnings.
+public enum PolicySummary {
+    public static func render(_ policy: GatewayPolicy, warnings: [PolicyWarning] = []) -> String {
+        var lines: [String] = []
+        func add(_ key: String, _ value: String) {
+            lines.append(key.padding(toLength: 22, withPad: " ", startingAt: 0) + value)
+        }
+        lines.append("policy \(policy.sourcePath): OK")
+        add("listen", policy.listen.map(\.description).joined(separator: ", "))
+        add("admin_listen", policy.adminListen?.description ?? "(none)")
+        add("store", Self.describe(policy.store))
+        add("app_ids", policy.appIDs.isEmpty ? "(none)" : policy.appIDs.joined(separator: ", "))
+        add("environment", policy.environment.rawValue)
+        add("challenge_ttl_seconds", "\(policy.challengeTTLSeconds)")
+        add(
+            "trust_roots",
+            policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"
+        )
+        add("endpoints", "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest)")
+        let limits = policy.limits
+        add(
+            "limits",
+            [
+                "header_read_timeout=\(PolicyValues.format(limits.headerReadTimeout))",
+                "body_read_idle_timeout=\(PolicyValues.format(limits.bodyReadIdleTimeout))",
+                "upstream_connect_timeout=\(PolicyValues.format(limits.upstreamConnectTimeout))",
+                "upstream_response_timeout=\(PolicyValues.format(limits.upstreamResponseTimeout))",
+            ].joined(separator: " ")
+        )
+        add(
+            "",
+            [
+                "keep_alive_idle_timeout=\(PolicyValues.format(limits.keepAliveIdleTimeout))",
+                "shutdown_drain_timeout=\(PolicyValues.format(limits.shutdownDrainTimeout))",
+                "max_connections=\(limits.maxConnections)",
+                "max_header_bytes=\(PolicyValues.formatSize(limits.maxHeaderBytes))",
+                "max_header_count=\(limits.maxHeaderCount)",
+            ].joined(separator: " ")
+        )
+        lines.append("upstreams (\(policy.upstreams.count)):")
+        for name in policy.upstreams.keys.sorted() {
+            guard let upstream = policy.upstreams[name] else { continue }
+            let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
+            lines.append(
+                "  \(name) http://\(host):\(upstream.port) max_connections=\(upstream.maxConnections)"
+                    + " connect_timeout=\(PolicyValues.format(upstream.connectTimeout))"
+                    + " response_timeout=\(PolicyValues.format(upstream.responseTimeout))"
+            )
+        }
+        lines.append("routes (\(policy.routes.count), first match wins):")
+        for (index, route) in policy.routes.enumerated() {
+            lines.append("  [\(index)] " + Self.describe(route))
+        }
+        if !warnings.isEmpty {
+            lines.append("warnings (\(warnings.count)):")
+            for warning in warnings {
+                lines.append("  warning: \(warning.description)")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// `redis redis://:***@host:6379/0` (password masked) or `memory`.
+    public static func describe(_ store: StoreConfiguration) -> String {
+        switch store {
+        case .memory:
+            return "memory (single development node)"
+        case .redis(let url):
+            guard let parsed = try? RedisURL(parsing: url) else { return "redis (unparsable URL)" }
+            return "redis \(parsed.description)"
+        }
+    }
+
+    /// One route with every effective setting: `premium path_prefix=/v1/premium methods=GET,POST
+    /// upstream=api mode=enforce challenge=required binding=request ...`.
+    public static func describe(_ route: RoutePolicy) -> String {
+        var match: String
+        if let path = route.match.path {
+            match = "path=\(path)"
+        } else if let prefix = route.match.pathPrefix {
+            match = "path_prefix=\(prefix)"
+        } else {
+            match = "any-path"
+        }
+        match += " methods=" + (route.match.methods?.joined(separator: ",") ?? "*")
+        return "\(route.name) \(match) upstream=\(route.upstream) mode=\(route.mode.rawValue)"
+            + " challenge=\(route.challenge.rawValue) binding=\(route.binding.rawValue)"
+            + " challenge_field=\(route.challengeField) max_body_bytes=\(PolicyValues.formatSize(route.maxBodyBytes))"
+            + " on_store_error=\(route.onStoreError.rawValue)"
+    }
+}
