@@ -1,0 +1,385 @@
+#if canImport(Glibc)
+private import Glibc
+#elseif canImport(Darwin)
+private import Darwin
+#endif
+
+// Byte-level building blocks shared by the request and response parsers: character classes,
+// line and block scanning, and the header field parser. Everything works on the caller's
+// `UnsafeRawBufferPointer`; a `String` is made only for a field name and value.
+
+enum HTTPByte {
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
+    static let sp: UInt8 = 0x20
+    static let htab: UInt8 = 0x09
+    static let colon: UInt8 = 0x3A
+    static let comma: UInt8 = 0x2C
+    static let semicolon: UInt8 = 0x3B
+    static let equals: UInt8 = 0x3D
+    static let quote: UInt8 = 0x22
+    static let backslash: UInt8 = 0x5C
+
+    /// tchar (RFC 9110 §5.6.2) as two 64-bit masks: bytes 0–63 and 64–127.
+    private static let tokenLow: UInt64 = 0x03ff_6cfa_0000_0000
+    private static let tokenHigh: UInt64 = 0x57ff_ffff_c7ff_fffe
+
+    @inline(__always)
+    static func isToken(_ byte: UInt8) -> Bool {
+        if byte >= 128 { return false }
+        let mask = byte < 64 ? Self.tokenLow : Self.tokenHigh
+        return (mask >> UInt64(byte & 63)) & 1 == 1
+    }
+
+    @inline(__always)
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == Self.sp || byte == Self.htab
+    }
+
+    @inline(__always)
+    static func isDigit(_ byte: UInt8) -> Bool {
+        byte &- 0x30 < 10
+    }
+
+    /// Value of a hex digit, or nil.
+    @inline(__always)
+    static func hexValue(_ byte: UInt8) -> UInt64? {
+        switch byte {
+        case 0x30...0x39: UInt64(byte - 0x30)
+        case 0x41...0x46: UInt64(byte - 0x41 + 10)
+        case 0x61...0x66: UInt64(byte - 0x61 + 10)
+        default: nil
+        }
+    }
+
+    @inline(__always)
+    static func lower(_ byte: UInt8) -> UInt8 {
+        (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Index of the first LF in `from..<to`, or nil. Uses memchr (vectorised in libc).
+    @inline(__always)
+    func indexOfLF(from: Int, to: Int) -> Int? {
+        guard from < to, let base = self.baseAddress else { return nil }
+        guard let hit = memchr(base + from, Int32(HTTPByte.lf), to - from) else { return nil }
+        return base.distance(to: UnsafeRawPointer(hit))
+    }
+
+    /// ASCII case-insensitive comparison of `self[range]` with a lowercase literal.
+    @inline(__always)
+    func equalsLowercase(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+        guard range.count == literal.utf8CodeUnitCount else { return false }
+        let lit = literal.utf8Start
+        var i = 0
+        for index in range {
+            if HTTPByte.lower(self[index]) != lit[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    @inline(__always)
+    func string(_ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: self[range]), as: UTF8.self)
+    }
+}
+
+/// Finds the end of a block of lines that is closed by an empty line (a head or a trailer
+/// section). Remembers how far it has looked, so that feeding a block byte by byte stays linear:
+/// this relies on the parser contract that unconsumed bytes are passed again, unchanged, at the
+/// start of the next buffer. Reset whenever bytes are consumed.
+struct HTTPBlockScanner: Sendable {
+    private var scanned = 0
+
+    mutating func reset() {
+        self.scanned = 0
+    }
+
+    /// `lineStart` is the index where the first line of the block starts; an empty first line
+    /// ends the block immediately. Returns the index just past the empty line, or nil.
+    mutating func findEnd(_ buffer: UnsafeRawBufferPointer, lineStart: Int) -> Int? {
+        let count = buffer.count
+        // The first line may itself be the empty line (a trailer section without fields).
+        if self.scanned <= lineStart {
+            if lineStart >= count { return nil }
+            if buffer[lineStart] == HTTPByte.lf { return lineStart + 1 }
+            if buffer[lineStart] == HTTPByte.cr {
+                if lineStart + 1 >= count { return nil }
+                if buffer[lineStart + 1] == HTTPByte.lf { return lineStart + 2 }
+            }
+            self.scanned = lineStart
+        }
+        var index = self.scanned
+        while let lf = buffer.indexOfLF(from: index, to: count) {
+            // An empty line follows this LF when the next bytes are LF or CR LF.
+            if lf + 1 >= count {
+                self.scanned = lf
+                return nil
+            }
+            let next = buffer[lf + 1]
+            if next == HTTPByte.lf { return lf + 2 }
+            if next == HTTPByte.cr {
+                if lf + 2 >= count {
+                    self.scanned = lf
+                    return nil
+                }
+                if buffer[lf + 2] == HTTPByte.lf { return lf + 3 }
+            }
+            index = lf + 1
+        }
+        self.scanned = count
+        return nil
+    }
+}
+
+/// What the head parser learned from the fields that decide framing and connection handling.
+struct HTTPHeadFacts {
+    var contentLength: UInt64?
+    var hasTransferEncoding = false
+    var codingCount = 0
+    var chunkedCount = 0
+    var lastCodingIsChunked = false
+    var lastCodingIsKnown = false
+    var connectionClose = false
+    var connectionKeepAlive = false
+    var hostCount = 0
+    /// Index in the field list of the (single) Host field.
+    var hostFieldIndex = -1
+    var expectsContinue = false
+
+    /// Content-Length: 1*DIGIT, below about 2^62 (any number of leading zeros).
+    mutating func noteContentLength(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) {
+        if self.contentLength != nil { throw .duplicateContentLength }
+        if value.isEmpty { throw .invalidContentLength }
+        var length: UInt64 = 0
+        for index in value {
+            let byte = buffer[index]
+            guard HTTPByte.isDigit(byte) else { throw .invalidContentLength }
+            // Checked before multiplying: 2^62 / 10 rounded down; leading zeros keep it at 0.
+            if length > 461_168_601_842_738_790 { throw .invalidContentLength }
+            length = length * 10 + UInt64(byte &- 0x30)
+        }
+        self.contentLength = length
+    }
+
+    /// Transfer-Encoding is a comma-separated list of codings; several field lines form one list.
+    mutating func noteTransferEncoding(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) {
+        self.hasTransferEncoding = true
+        var sawElement = false
+        var failure: HTTPParserError?
+        HTTPList.forEachElement(buffer, value) { element in
+            // A coding is a token, optionally followed by parameters; chunked takes none.
+            var end = element.lowerBound
+            while end < element.upperBound, HTTPByte.isToken(buffer[end]) { end += 1 }
+            let name = element.lowerBound..<end
+            if name.isEmpty {
+                failure = .invalidTransferEncoding
+                return false
+            }
+            sawElement = true
+            self.codingCount += 1
+            let isChunked = buffer.equalsLowercase(name, "chunked")
+            if isChunked {
+                if end != element.upperBound {
+                    failure = .invalidTransferEncoding
+                    return false
+                }
+                self.chunkedCount += 1
+            } else if end != element.upperBound, buffer[end] != HTTPByte.semicolon,
+                !HTTPByte.isWhitespace(buffer[end])
+            {
+                failure = .invalidTransferEncoding
+                return false
+            }
+            self.lastCodingIsChunked = isChunked
+            self.lastCodingIsKnown =
+                isChunked || buffer.equalsLowercase(name, "gzip") || buffer.equalsLowercase(name, "x-gzip")
+                || buffer.equalsLowercase(name, "deflate") || buffer.equalsLowercase(name, "compress")
+                || buffer.equalsLowercase(name, "x-compress") || buffer.equalsLowercase(name, "identity")
+            return true
+        }
+        if let failure { throw failure }
+        if !sawElement { throw .invalidTransferEncoding }
+    }
+
+    /// Connection options: only `close` and `keep-alive` matter here; other tokens name hop-by-hop
+    /// fields and are handled by HeaderRewriting.
+    mutating func noteConnection(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) {
+        HTTPList.forEachElement(buffer, value) { element in
+            if buffer.equalsLowercase(element, "close") {
+                self.connectionClose = true
+            } else if buffer.equalsLowercase(element, "keep-alive") {
+                self.connectionKeepAlive = true
+            }
+            return true
+        }
+    }
+
+    /// Host: reg-name / IP-literal characters and an optional port (RFC 3986 authority without userinfo).
+    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int) throws(HTTPParserError) {
+        self.hostCount += 1
+        if self.hostCount > 1 { throw .duplicateHost }
+        self.hostFieldIndex = fieldIndex
+        try HTTPHeadFacts.validateAuthority(buffer, value)
+    }
+
+    static func validateAuthority(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) {
+        if value.isEmpty { throw .invalidHost }
+        for index in value {
+            switch buffer[index] {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39: continue
+            // - . _ ~ ! $ & ' ( ) * + , ; = : [ ] %
+            case 0x2D, 0x2E, 0x5F, 0x7E, 0x21, 0x24, 0x26, 0x27, 0x28, 0x29, 0x2A, 0x2B, 0x2C, 0x3B, 0x3D, 0x3A,
+                0x5B, 0x5D, 0x25:
+                continue
+            default: throw .invalidHost
+            }
+        }
+    }
+}
+
+enum HTTPList {
+    /// Calls `body` with each non-empty element of a comma-separated list, trimmed of OWS.
+    /// Stops early when `body` returns false.
+    @inline(__always)
+    static func forEachElement(
+        _ buffer: UnsafeRawBufferPointer,
+        _ value: Range<Int>,
+        _ body: (Range<Int>) -> Bool
+    ) {
+        var start = value.lowerBound
+        while start <= value.upperBound {
+            var end = start
+            while end < value.upperBound, buffer[end] != HTTPByte.comma { end += 1 }
+            var lower = start
+            var upper = end
+            while lower < upper, HTTPByte.isWhitespace(buffer[lower]) { lower += 1 }
+            while upper > lower, HTTPByte.isWhitespace(buffer[upper - 1]) { upper -= 1 }
+            if lower < upper, !body(lower..<upper) { return }
+            start = end + 1
+        }
+    }
+}
+
+enum HTTPFieldParser {
+    /// Which fields feed `HTTPHeadFacts`.
+    enum Mode {
+        case request
+        case response
+        case trailers
+    }
+
+    /// Parses the field lines from `start` up to the empty line that ends the block at `end`
+    /// (exclusive, just past that line). Line terminator: CRLF or a bare LF (RFC 9112 §2.2);
+    /// a CR anywhere else is an error.
+    static func parse(
+        _ buffer: UnsafeRawBufferPointer,
+        from start: Int,
+        to end: Int,
+        maxCount: Int,
+        mode: Mode,
+        facts: inout HTTPHeadFacts
+    ) throws(HTTPParserError) -> [HTTPHeaders.Element] {
+        var fields: [HTTPHeaders.Element] = []
+        var lineStart = start
+        while lineStart < end {
+            guard let lf = buffer.indexOfLF(from: lineStart, to: end) else {
+                // Unreachable for a block found by HTTPBlockScanner; refuse rather than trap.
+                throw mode == .trailers ? .trailersTooLarge : .headersTooLarge
+            }
+            var lineEnd = lf
+            if lineEnd > lineStart, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
+            if lineEnd == lineStart { break }  // the empty line
+            if fields.isEmpty { fields.reserveCapacity(12) }
+            if fields.count >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
+            try Self.parseLine(buffer, lineStart..<lineEnd, mode: mode, into: &fields, facts: &facts)
+            lineStart = lf + 1
+        }
+        return fields
+    }
+
+    @inline(__always)
+    private static func parseLine(
+        _ buffer: UnsafeRawBufferPointer,
+        _ line: Range<Int>,
+        mode: Mode,
+        into fields: inout [HTTPHeaders.Element],
+        facts: inout HTTPHeadFacts
+    ) throws(HTTPParserError) {
+        let first = buffer[line.lowerBound]
+        if HTTPByte.isWhitespace(first) { throw .obsoleteLineFolding }
+        var index = line.lowerBound
+        while index < line.upperBound, HTTPByte.isToken(buffer[index]) { index += 1 }
+        guard index < line.upperBound else { throw .invalidHeaderName }  // no colon
+        let separator = buffer[index]
+        if separator != HTTPByte.colon {
+            if HTTPByte.isWhitespace(separator) { throw .whitespaceBeforeColon }
+            if separator == HTTPByte.cr { throw .bareCarriageReturn }
+            throw .invalidHeaderName
+        }
+        let name = line.lowerBound..<index
+        if name.isEmpty { throw .invalidHeaderName }
+
+        var valueStart = index + 1
+        var valueEnd = line.upperBound
+        while valueStart < valueEnd, HTTPByte.isWhitespace(buffer[valueStart]) { valueStart += 1 }
+        while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
+        let value = valueStart..<valueEnd
+        var hasHighBytes = false
+        for index in value {
+            let byte = buffer[index]
+            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
+            if byte >= 0x80 {
+                hasHighBytes = true
+                continue
+            }
+            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
+        }
+
+        if mode != .trailers {
+            switch name.count {
+            case 4 where mode == .request && buffer.equalsLowercase(name, "host"):
+                try facts.noteHost(buffer, value, fieldIndex: fields.count)
+            case 6 where mode == .request && buffer.equalsLowercase(name, "expect"):
+                if buffer.equalsLowercase(value, "100-continue") { facts.expectsContinue = true }
+            case 10 where buffer.equalsLowercase(name, "connection"):
+                facts.noteConnection(buffer, value)
+            case 14 where buffer.equalsLowercase(name, "content-length"):
+                try facts.noteContentLength(buffer, value)
+            case 17 where buffer.equalsLowercase(name, "transfer-encoding"):
+                try facts.noteTransferEncoding(buffer, value)
+            default:
+                break
+            }
+        }
+
+        let valueString: String
+        if hasHighBytes {
+            // obs-text is kept only when it is UTF-8: a String cannot carry other bytes unchanged.
+            guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: buffer[value]), as: UTF8.self)
+            else { throw .invalidHeaderValue }
+            valueString = decoded
+        } else {
+            valueString = buffer.string(value)
+        }
+        fields.append((name: buffer.string(name), value: valueString))
+    }
+}
+
+enum HTTPVersion {
+    /// `HTTP/1.1` → 1, `HTTP/1.0` → 0; other digits → 505; anything else → 400.
+    static func parseMinor(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>) throws(HTTPParserError) -> Int {
+        guard range.count == 8 else { throw .invalidVersion }
+        let b = range.lowerBound
+        guard buffer[b] == 0x48, buffer[b + 1] == 0x54, buffer[b + 2] == 0x54, buffer[b + 3] == 0x50,
+            buffer[b + 4] == 0x2F, HTTPByte.isDigit(buffer[b + 5]), buffer[b + 6] == 0x2E,
+            HTTPByte.isDigit(buffer[b + 7])
+        else { throw .invalidVersion }
+        guard buffer[b + 5] == 0x31, buffer[b + 7] == 0x30 || buffer[b + 7] == 0x31 else {
+            throw .unsupportedVersion
+        }
+        return Int(buffer[b + 7] - 0x30)
+    }
+}

@@ -1,0 +1,205 @@
+/// Writes HTTP/1.1 messages into a byte array the caller reuses. The gateway always speaks
+/// HTTP/1.1 on both sides and frames bodies itself (Content-Length when known, chunked otherwise).
+///
+/// Field names and values are written as given, except that CR, LF and NUL (which no parsed field
+/// can hold, but a value built elsewhere might) are replaced by a space: no header injection.
+package enum HTTPSerializer {
+    /// Request head for the upstream (origin-form target, HTTP/1.1), appended to `out`.
+    package static func writeRequestHead(_ head: HTTPRequestHead, into out: inout [UInt8]) {
+        Self.appendSanitized(head.method, to: &out)
+        out.append(HTTPByte.sp)
+        Self.appendSanitized(head.target, to: &out)
+        Self.append(" HTTP/1.1\r\n", to: &out)
+        Self.writeFields(head.headers, into: &out)
+        Self.append("\r\n", to: &out)
+    }
+
+    /// Status line (HTTP/1.1; the head's reason, or the standard phrase when it is empty), fields, CRLF.
+    package static func writeResponseHead(_ head: HTTPResponseHead, into out: inout [UInt8]) {
+        Self.writeStatusLine(head.status, reason: head.reason, into: &out)
+        Self.writeFields(head.headers, into: &out)
+        Self.append("\r\n", to: &out)
+    }
+
+    /// One chunk: hex size line, the bytes, CRLF. Writes nothing for empty `bytes` (an empty chunk
+    /// would be the last chunk).
+    package static func writeChunk(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        Self.appendHex(bytes.count, to: &out)
+        Self.append("\r\n", to: &out)
+        out.append(contentsOf: bytes)
+        Self.append("\r\n", to: &out)
+    }
+
+    /// The last chunk, the trailer fields if any, and the empty line that ends the body.
+    package static func writeLastChunk(trailers: HTTPHeaders?, into out: inout [UInt8]) {
+        Self.append("0\r\n", to: &out)
+        if let trailers { Self.writeFields(trailers, into: &out) }
+        Self.append("\r\n", to: &out)
+    }
+
+    /// A complete response the gateway answers itself. `headers` must not carry framing: any
+    /// Content-Length, Transfer-Encoding or Connection in it is dropped and replaced by
+    /// `Content-Length: body.count` and, without `keepAlive`, `Connection: close`.
+    package static func writeLocalResponse(
+        status: Int,
+        headers: HTTPHeaders,
+        body: [UInt8],
+        keepAlive: Bool,
+        into out: inout [UInt8]
+    ) {
+        Self.writeStatusLine(status, reason: "", into: &out)
+        for field in headers {
+            let name = field.name
+            if name.caseInsensitiveEquals("content-length") || name.caseInsensitiveEquals("transfer-encoding")
+                || name.caseInsensitiveEquals("connection")
+            {
+                continue
+            }
+            Self.writeField(name, field.value, into: &out)
+        }
+        Self.append("Content-Length: ", to: &out)
+        Self.appendDecimal(body.count, to: &out)
+        Self.append("\r\n", to: &out)
+        if !keepAlive { Self.append("Connection: close\r\n", to: &out) }
+        Self.append("\r\n", to: &out)
+        out.append(contentsOf: body)
+    }
+
+    /// `HTTP/1.1 100 Continue` and the empty line, for `Expect: 100-continue`.
+    package static func writeContinue(into out: inout [UInt8]) {
+        Self.append("HTTP/1.1 100 Continue\r\n\r\n", to: &out)
+    }
+
+    package static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 101: "Switching Protocols"
+        case 103: "Early Hints"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 203: "Non-Authoritative Information"
+        case 204: "No Content"
+        case 205: "Reset Content"
+        case 206: "Partial Content"
+        case 300: "Multiple Choices"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 303: "See Other"
+        case 304: "Not Modified"
+        case 307: "Temporary Redirect"
+        case 308: "Permanent Redirect"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 402: "Payment Required"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 406: "Not Acceptable"
+        case 407: "Proxy Authentication Required"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 410: "Gone"
+        case 411: "Length Required"
+        case 412: "Precondition Failed"
+        case 413: "Content Too Large"
+        case 414: "URI Too Long"
+        case 415: "Unsupported Media Type"
+        case 416: "Range Not Satisfiable"
+        case 417: "Expectation Failed"
+        case 421: "Misdirected Request"
+        case 422: "Unprocessable Content"
+        case 425: "Too Early"
+        case 426: "Upgrade Required"
+        case 428: "Precondition Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 451: "Unavailable For Legal Reasons"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default:
+            switch status / 100 {
+            case 1: "Informational"
+            case 2: "Success"
+            case 3: "Redirection"
+            case 4: "Client Error"
+            default: "Server Error"
+            }
+        }
+    }
+
+    // MARK: - Pieces
+
+    private static func writeStatusLine(_ status: Int, reason: String, into out: inout [UInt8]) {
+        Self.append("HTTP/1.1 ", to: &out)
+        // Three digits always; statuses outside 100...999 are a caller bug, written as 500.
+        let code = (100...999).contains(status) ? status : 500
+        out.append(UInt8(truncatingIfNeeded: 0x30 + code / 100))
+        out.append(UInt8(truncatingIfNeeded: 0x30 + code / 10 % 10))
+        out.append(UInt8(truncatingIfNeeded: 0x30 + code % 10))
+        out.append(HTTPByte.sp)
+        Self.appendSanitized(reason.isEmpty ? Self.reasonPhrase(code) : reason, to: &out)
+        Self.append("\r\n", to: &out)
+    }
+
+    private static func writeFields(_ headers: HTTPHeaders, into out: inout [UInt8]) {
+        for field in headers {
+            Self.writeField(field.name, field.value, into: &out)
+        }
+    }
+
+    @inline(__always)
+    private static func writeField(_ name: String, _ value: String, into out: inout [UInt8]) {
+        Self.appendSanitized(name, to: &out)
+        out.append(HTTPByte.colon)
+        out.append(HTTPByte.sp)
+        Self.appendSanitized(value, to: &out)
+        Self.append("\r\n", to: &out)
+    }
+
+    @inline(__always)
+    private static func append(_ literal: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// Appends the UTF-8 of `string`, then replaces any CR, LF or NUL just written by a space.
+    @inline(__always)
+    private static func appendSanitized(_ string: String, to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: string.utf8)
+        var index = start
+        let end = out.count
+        while index < end {
+            let byte = out[index]
+            if byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 { out[index] = HTTPByte.sp }
+            index += 1
+        }
+    }
+
+    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+        let value = max(value, 0)
+        var divisor = 1
+        while divisor <= value / 10 { divisor *= 10 }
+        var remaining = value
+        while divisor > 0 {
+            out.append(UInt8(truncatingIfNeeded: 0x30 + remaining / divisor))
+            remaining %= divisor
+            divisor /= 10
+        }
+    }
+
+    private static func appendHex(_ value: Int, to out: inout [UInt8]) {
+        let hex: StaticString = "0123456789abcdef"
+        var shift = (Int.bitWidth - value.leadingZeroBitCount + 3) / 4 * 4 - 4
+        if shift < 0 { shift = 0 }
+        while shift >= 0 {
+            out.append(hex.utf8Start[(value >> shift) & 0xF])
+            shift -= 4
+        }
+    }
+}

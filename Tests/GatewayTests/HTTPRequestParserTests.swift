@@ -1,0 +1,320 @@
+import Testing
+
+@testable import Gateway
+
+@Suite struct HTTPRequestParserTests {
+    static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// Parses `text` whole, byte by byte and in random splits; all must agree. Returns the transcript.
+    static func parseAllWays(
+        _ text: String,
+        limits: HTTPParserLimits = .init(),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> HTTPParserTranscript {
+        let input = Self.bytes(text)
+        let whole = HTTPParserTestDriver.feedRequests(input, limits: limits)
+        #expect(whole.violations.isEmpty, "\(whole)", sourceLocation: sourceLocation)
+        let single = HTTPParserTestDriver.feedRequests(
+            input,
+            cuts: HTTPParserTestDriver.byteByByte(input.count),
+            limits: limits
+        )
+        #expect(single == whole, "byte by byte:\n\(single)\nwhole:\n\(whole)", sourceLocation: sourceLocation)
+        var random = SplitMix64(state: UInt64(input.count))
+        for _ in 0..<20 {
+            let cuts = random.cuts(count: input.count, maxCuts: 6)
+            let split = HTTPParserTestDriver.feedRequests(input, cuts: cuts, limits: limits)
+            #expect(split == whole, "cuts \(cuts):\n\(split)\nwhole:\n\(whole)", sourceLocation: sourceLocation)
+        }
+        return whole
+    }
+
+    @Test func simpleGetGivesHeadThenEndWithoutConsuming() throws {
+        var parser = HTTPRequestParser()
+        let input = Self.bytes("GET /a?b=c HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n")
+        try input.withUnsafeBytes { buffer in
+            let (event, consumed) = parser.next(buffer)
+            #expect(consumed == input.count)
+            guard case .head(let head, let info)? = event else {
+                Issue.record("expected a head, got \(String(describing: event))")
+                return
+            }
+            #expect(head.method == "GET")
+            #expect(head.target == "/a?b=c")
+            #expect(head.versionMinor == 1)
+            #expect(head.headers["host"] == "example.com")
+            #expect(head.headers["ACCEPT"] == "*/*")
+            #expect(info == HTTPRequestInfo(framing: .none, isKeepAlive: true, expectsContinue: false))
+
+            let rest = UnsafeRawBufferPointer(rebasing: buffer[consumed...])
+            let (end, endConsumed) = parser.next(rest)
+            #expect(endConsumed == 0)
+            guard case .end(let trailers)? = end else {
+                Issue.record("expected end")
+                return
+            }
+            #expect(trailers == nil)
+            let (none, noneConsumed) = parser.next(rest)
+            #expect(none == nil && noneConsumed == 0)
+            #expect(parser.isAtMessageBoundary)
+            _ = try #require(Optional(head))
+        }
+    }
+
+    @Test func contentLengthBody() {
+        let transcript = Self.parseAllWays(
+            "POST /upload HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\nhello world"
+        )
+        #expect(
+            transcript.lines == [
+                "head POST /upload 1.1 contentLength(11) keepAlive=true continue=false [Host: h][Content-Length: 11]",
+                "body hello world",
+                "end -",
+            ]
+        )
+        #expect(transcript.leftover == 0)
+    }
+
+    @Test func contentLengthZeroEndsAtOnce() {
+        let transcript = Self.parseAllWays("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+        #expect(transcript.lines.count == 2)
+        #expect(transcript.lines[0].contains("contentLength(0)"))
+        #expect(transcript.lines[1] == "end -")
+    }
+
+    @Test func chunkedBodyWithExtensionsAndTrailers() {
+        let transcript = Self.parseAllWays(
+            "POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5;name=value;flag\r\nhello\r\n"
+                + "6 ; q=\"a \\\"b\\\"\"\r\n world\r\n"
+                + "000\r\nX-Checksum: abc\r\nX-Other:  d \r\n\r\n"
+        )
+        #expect(
+            transcript.lines == [
+                "head POST /c 1.1 chunked keepAlive=true continue=false [Host: h][Transfer-Encoding: chunked]",
+                "body hello world",
+                "end [X-Checksum: abc][X-Other: d]",
+            ]
+        )
+    }
+
+    @Test func chunkedBodyRangesIndexTheBuffer() {
+        var parser = HTTPRequestParser()
+        let head = Self.bytes("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        head.withUnsafeBytes { buffer in
+            let (event, consumed) = parser.next(buffer)
+            #expect(consumed == head.count)
+            if case .head(_, let info)? = event { #expect(info.framing == .chunked) } else { Issue.record("no head") }
+        }
+        let body = Self.bytes("3\r\nabc\r\n0\r\n\r\n")
+        body.withUnsafeBytes { buffer in
+            let (event, consumed) = parser.next(buffer)
+            if case .body(let range)? = event { #expect(range == 3..<6) } else { Issue.record("expected body") }
+            #expect(consumed == 6)
+            let rest = UnsafeRawBufferPointer(rebasing: buffer[6...])
+            let (end, endConsumed) = parser.next(rest)
+            #expect(endConsumed == rest.count)
+            if case .end(nil)? = end {} else { Issue.record("expected end, got \(String(describing: end))") }
+        }
+    }
+
+    @Test func chunkSizeLineIsNotConsumedBeforeData() {
+        var parser = HTTPRequestParser()
+        let head = Self.bytes("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+        head.withUnsafeBytes { _ = parser.next($0) }
+        Self.bytes("a\r\n").withUnsafeBytes { buffer in
+            let (event, consumed) = parser.next(buffer)
+            #expect(event == nil && consumed == 0)
+        }
+    }
+
+    @Test(arguments: [
+        ("GET / HTTP/1.1\r\nHost: h\r\n\r\n", true),
+        ("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", false),
+        ("GET / HTTP/1.1\r\nHost: h\r\nConnection: Keep-Alive, CLOSE\r\n\r\n", false),
+        ("GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nConnection: close\r\n\r\n", false),
+        ("GET / HTTP/1.1\r\nHost: h\r\nConnection: closed\r\n\r\n", true),
+        ("GET / HTTP/1.0\r\n\r\n", false),
+        ("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true),
+        ("GET / HTTP/1.0\r\nConnection: foo,  keep-alive \r\n\r\n", true),
+        ("GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n", false),
+    ])
+    func keepAliveFollowsVersionAndConnectionTokens(request: String, keepAlive: Bool) {
+        let transcript = Self.parseAllWays(request)
+        #expect(transcript.lines.first?.contains("keepAlive=\(keepAlive)") == true, "\(transcript)")
+    }
+
+    @Test func pipelinedRequestsComeOutInOrder() {
+        let transcript = Self.parseAllWays(
+            "GET /1 HTTP/1.1\r\nHost: h\r\n\r\n"
+                + "POST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"
+                + "POST /3 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nxy\r\n0\r\n\r\n"
+                + "\r\nGET /4 HTTP/1.0\r\n\r\n"
+                + "GET /5 HTTP/1.1\r\nHo"
+        )
+        #expect(
+            transcript.lines == [
+                "head GET /1 1.1 none keepAlive=true continue=false [Host: h]",
+                "end -",
+                "head POST /2 1.1 contentLength(3) keepAlive=true continue=false [Host: h][Content-Length: 3]",
+                "body abc",
+                "end -",
+                "head POST /3 1.1 chunked keepAlive=true continue=false [Host: h][Transfer-Encoding: chunked]",
+                "body xy",
+                "end -",
+                "head GET /4 1.0 none keepAlive=false continue=false ",
+                "end -",
+            ]
+        )
+        #expect(transcript.leftover == Self.bytes("GET /5 HTTP/1.1\r\nHo").count)
+    }
+
+    @Test func expectContinueIsReportedForHTTP11Only() {
+        let yes = Self.parseAllWays(
+            "PUT /x HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\nz"
+        )
+        #expect(yes.lines.first?.contains("continue=true") == true)
+        let old = Self.parseAllWays("PUT /x HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz")
+        #expect(old.lines.first?.contains("continue=false") == true)
+        let other = Self.parseAllWays("PUT /x HTTP/1.1\r\nHost: h\r\nExpect: something\r\n\r\n")
+        #expect(other.lines.first?.contains("continue=false") == true)
+    }
+
+    @Test func leadingEmptyLinesAndBareLineFeedsAreAccepted() {
+        let transcript = Self.parseAllWays("\r\n\nGET / HTTP/1.1\nHost: h\nX: 1\r\n\n")
+        #expect(
+            transcript.lines == ["head GET / 1.1 none keepAlive=true continue=false [Host: h][X: 1]", "end -"]
+        )
+    }
+
+    @Test func fieldValuesAreTrimmedAndMayBeEmptyOrUTF8() {
+        let transcript = Self.parseAllWays(
+            "GET / HTTP/1.1\r\nHost:h\r\nX-Empty:\r\nX-Tabs: \t a \t b \t\r\nX-Utf8: caf\u{e9}\r\n\r\n"
+        )
+        #expect(transcript.lines.first?.hasSuffix("[Host: h][X-Empty: ][X-Tabs: a \t b][X-Utf8: caf\u{e9}]") == true)
+    }
+
+    @Test func invalidUTF8InAValueIsRefused() {
+        var input = Self.bytes("GET / HTTP/1.1\r\nHost: h\r\nX: a")
+        input.append(0xFF)
+        input += Self.bytes("\r\n\r\n")
+        let transcript = HTTPParserTestDriver.feedRequests(input)
+        #expect(transcript.errorCode == "invalid_header_value")
+    }
+
+    @Test func absoluteFormBecomesOriginFormAndSetsHost() {
+        let transcript = Self.parseAllWays(
+            "GET http://api.example.com:8080/v1/x?y=1 HTTP/1.1\r\nHost: other\r\n\r\n"
+                + "GET HTTPS://api.example.com HTTP/1.1\r\nHost: other\r\n\r\n"
+                + "GET http://a.example?q HTTP/1.0\r\n\r\n"
+        )
+        #expect(
+            transcript.lines == [
+                "head GET /v1/x?y=1 1.1 none keepAlive=true continue=false [Host: api.example.com:8080]",
+                "end -",
+                "head GET / 1.1 none keepAlive=true continue=false [Host: api.example.com]",
+                "end -",
+                "head GET /?q 1.0 none keepAlive=false continue=false [Host: a.example]",
+                "end -",
+            ]
+        )
+    }
+
+    @Test func requestLineLongerThanTheLimitIs414() {
+        var limits = HTTPParserLimits(maxHeaderBytes: 64)
+        limits.maxHeaderCount = 4
+        let long = "GET /" + String(repeating: "a", count: 80) + " HTTP/1.1\r\nHost: h\r\n\r\n"
+        let transcript = Self.parseAllWays(long, limits: limits)
+        #expect(transcript.lines == ["error request_line_too_long"])
+        #expect(HTTPParserError.requestLineTooLong.status == 414)
+    }
+
+    @Test func headersLargerThanTheLimitAre431() {
+        let limits = HTTPParserLimits(maxHeaderBytes: 64)
+        let large = "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "b", count: 60) + "\r\n\r\n"
+        #expect(Self.parseAllWays(large, limits: limits).lines == ["error headers_too_large"])
+        // Exactly at the limit is accepted.
+        let fits = "GET / HTTP/1.1\r\nHost: h\r\nX: " + String(repeating: "b", count: 64 - 32) + "\r\n\r\n"
+        #expect(fits.utf8.count == 64)
+        #expect(Self.parseAllWays(fits, limits: limits).lines.count == 2)
+        let over = "GET / HTTP/1.1\r\nHost: h\r\nX: " + String(repeating: "b", count: 64 - 31) + "\r\n\r\n"
+        #expect(Self.parseAllWays(over, limits: limits).lines == ["error headers_too_large"])
+    }
+
+    @Test func moreHeadersThanTheCountLimitAre431() {
+        let limits = HTTPParserLimits(maxHeaderBytes: 16384, maxHeaderCount: 3)
+        let ok = Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\n\r\n", limits: limits)
+        #expect(ok.lines.count == 2)
+        let tooMany = Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", limits: limits)
+        #expect(tooMany.lines == ["error too_many_headers"])
+        #expect(HTTPParserError.tooManyHeaders.status == 431)
+    }
+
+    @Test func trailersOverTheLimitAre431() {
+        var limits = HTTPParserLimits()
+        limits.maxTrailerBytes = 16
+        let transcript = Self.parseAllWays(
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Trailer: 0123456789\r\n\r\n",
+            limits: limits
+        )
+        #expect(transcript.errorCode == "trailers_too_large")
+    }
+
+    @Test func bodyLimitGives413ForContentLengthAndChunked() {
+        var limits = HTTPParserLimits()
+        limits.maxBodyBytes = 4
+        let fixed = Self.parseAllWays("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello", limits: limits)
+        #expect(fixed.lines == ["error body_too_large"])
+        let chunked = Self.parseAllWays(
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+            limits: limits
+        )
+        #expect(chunked.bodies == ["abc"])
+        #expect(chunked.errorCode == "body_too_large")
+        #expect(HTTPParserError.bodyTooLarge.status == 413)
+    }
+
+    @Test func errorsAreStickyAndConsumeNothing() {
+        var parser = HTTPRequestParser()
+        Self.bytes("GET / HTTP/9.9\r\n\r\n").withUnsafeBytes { buffer in
+            for _ in 0..<3 {
+                let (event, consumed) = parser.next(buffer)
+                #expect(consumed == 0)
+                if case .error(let error)? = event {
+                    #expect(error == .unsupportedVersion)
+                    #expect(error.status == 505)
+                } else {
+                    Issue.record("expected error")
+                }
+            }
+        }
+        #expect(parser.hasFailed)
+        Self.bytes("GET / HTTP/1.1\r\nHost: h\r\n\r\n").withUnsafeBytes { buffer in
+            if case .error? = parser.next(buffer).event {} else { Issue.record("parser recovered") }
+        }
+    }
+
+    @Test func garbageIsRefusedBeforeALineEnds() {
+        // A TLS ClientHello sent to the plain-text port: no LF, refused on the first bytes.
+        let transcript = HTTPParserTestDriver.feedRequests([0x16, 0x03, 0x01, 0x02, 0x00])
+        #expect(transcript.lines == ["error invalid_method"])
+    }
+
+    @Test func everySplitGivesTheSameEventsOverACorpus() {
+        let corpus = [
+            "GET / HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+            "POST /p HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nA: b\r\n\r\n",
+            "PUT /q HTTP/1.1\r\nHost: h\r\nContent-Length: 20\r\n\r\n01234567890123456789GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcdeXX",
+            "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"\\\r\"\r\nabcde\r\n0\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\nX: a\rb\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\n\r\r\n",
+            "\r\r\nGET / HTTP/1.1\r\n",
+            "GET / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r",
+        ]
+        for text in corpus {
+            let transcript = Self.parseAllWays(text)
+            #expect(!transcript.lines.isEmpty || transcript.leftover > 0)
+        }
+    }
+}
