@@ -84,6 +84,20 @@ import Verification
         #expect(undocumented.isEmpty, "docs/protocol.md does not explain: \(undocumented)")
     }
 
+    /// Every HTTP parser error appears in the row of its status in the malformed-HTTP table
+    /// (response-side errors, answered 502, in the upstream table).
+    @Test func everyHTTPParserErrorIsDocumentedWithItsStatus() throws {
+        let doc = try Self.read("docs/protocol.md")
+        let rows = doc.split(separator: "\n").filter { $0.hasPrefix("| ") }
+        for error in HTTPParserError.allCases {
+            let row = rows.first { $0.contains("`\(error.code)`") }
+            #expect(row != nil, "docs/protocol.md does not list \(error.code)")
+            if let row {
+                #expect(row.hasPrefix("| \(error.status) "), "\(error.code) is listed as \(row.prefix(12)), answered \(error.status)")
+            }
+        }
+    }
+
     @Test func documentedVerdictsExist() throws {
         // X-App-Attest-Status values in the doc are the gateway's own.
         let doc = try Self.read("docs/protocol.md")
