@@ -238,3 +238,66 @@ struct ClientDataExample: Equatable {
         return wrong
     }
 }
+
+/// docs/operations.md documents every policies.yaml key the loader accepts, in the table of
+/// its section, so that operators never meet an undocumented key (or a documented one that
+/// the loader refuses).
+@Suite struct OperationsDocTests {
+    static func tableKeys(_ doc: String, section: String) -> Set<String> {
+        guard let start = doc.range(of: "\n### \(section)\n") else { return [] }
+        let rest = doc[start.upperBound...]
+        let body = rest.range(of: "\n### ").map { rest[..<$0.lowerBound] } ?? rest
+        var keys = Set<String>()
+        for line in body.split(separator: "\n") where line.hasPrefix("| `") {
+            let cell = line.dropFirst(3).prefix { $0 != "`" }
+            keys.insert(String(cell))
+        }
+        return keys
+    }
+
+    @Test func everyPolicyKeyIsDocumented() throws {
+        let doc = try ProtocolDocTests.read("docs/operations.md")
+        let sections: [(String, [String], String)] = [
+            ("Top level", PolicyDecoder.topLevelKeys, ""),
+            ("`limits`", PolicyDecoder.limitKeys, ""),
+            ("`upstreams.<name>`", PolicyDecoder.upstreamKeys, ""),
+            ("`endpoints`", PolicyDecoder.endpointKeys, ""),
+            ("`routes[i]`", PolicyDecoder.routeKeys.filter { $0 != "match" }, ""),
+            ("`routes[i]`", PolicyDecoder.matchKeys, "match."),
+        ]
+        for (section, accepted, prefix) in sections {
+            let documented = Self.tableKeys(doc, section: section)
+            #expect(!documented.isEmpty, "no table under ### \(section)")
+            let expected = Set(accepted.map { prefix + $0 })
+            let missing = expected.subtracting(documented).sorted()
+            #expect(missing.isEmpty, "\(section): undocumented keys \(missing)")
+            if prefix.isEmpty {
+                let unknown = documented.filter { !$0.hasPrefix("match.") }.subtracting(expected).sorted()
+                #expect(unknown.isEmpty, "\(section): documented keys the loader refuses \(unknown)")
+            }
+        }
+    }
+
+    @Test func documentedDefaultsMatchTheCode() throws {
+        let doc = try ProtocolDocTests.read("docs/operations.md")
+        // Spot checks of defaults that operators size against, read from the value types.
+        let limits = GatewayLimits()
+        #expect(limits.shutdownDrainTimeout == .seconds(20))
+        #expect(doc.contains("| `shutdown_drain_timeout` | duration | `20s` |"))
+        #expect(limits.maxConnections == 16_384 && doc.contains("| `max_connections` | integer 1–1,000,000 | `16384` |"))
+        #expect(limits.maxHeaderBytes == 16 * 1024 && doc.contains("| `max_header_bytes` | size 1KiB–1MiB | `16KiB` |"))
+        let route = RoutePolicy(name: "r", match: .init(pathPrefix: "/"), upstream: "u")
+        #expect(route.maxBodyBytes == 1 << 20 && doc.contains("| `max_body_bytes` | size 0–1GiB | `1MiB` |"))
+        #expect(route.onStoreError == .deny && doc.contains("| `on_store_error` | `deny` \\| `allow` | `deny` |"))
+        let policy = try PolicyLoader.parse(
+            """
+            store: memory
+            upstreams: { api: { url: "http://127.0.0.1:9000" } }
+            routes: [ { match: { path_prefix: / }, upstream: api, mode: off } ]
+            """, sourcePath: "defaults.yaml")
+        #expect(policy.challengeTTLSeconds == 300 && doc.contains("| `challenge_ttl_seconds` | integer 1–86400 | `300` |"))
+        #expect(policy.environment == .production && doc.contains("| `environment` | `production` \\| `development` \\| `any` | `production` |"))
+        #expect(policy.upstreams["api"]?.maxConnections == 64 && doc.contains("| `max_connections` | integer 1–10,000 | `64` |"))
+        #expect(policy.listen.map(\.description) == ["0.0.0.0:8080"] && doc.contains("| `listen` | `host:port` or a list of them | `0.0.0.0:8080` |"))
+    }
+}
