@@ -202,8 +202,7 @@ upstream_pid=$!
 wait_for upstream "$upstream_pid" 15 curl -s -o /dev/null --max-time 1 "http://$host:$upstream_port/"
 note "upstream pid $upstream_pid"
 
-step "Simulator CA (development only): $bin sim init --dir $run_dir/sim"
-rm -rf "$run_dir/sim"
+step "Simulator CA (development only): $bin sim init --dir $run_dir/sim (kept between runs)"
 sim_out=$("$bin" sim init --dir "$run_dir/sim")
 root_ca=$(printf '%s' "$sim_out" | json root_ca)
 [ -f "$root_ca" ] || die "sim init did not write the root CA: $sim_out"
