@@ -138,6 +138,13 @@ enum YAMLReader {
     private static let mappingTag = "tag:yaml.org,2002:map"
 
     static func read(_ bytes: [UInt8], sourcePath: String) throws(PolicyError) -> YAMLNode {
+        // libyaml asserts on a NULL input pointer, which an empty array may give.
+        guard !bytes.isEmpty else {
+            throw PolicyError(
+                code: .emptyDocument, file: sourcePath, line: 0, column: 0, field: "",
+                message: "the file holds no YAML document"
+            )
+        }
         let parser = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
         defer { parser.deallocate() }
         guard yaml_parser_initialize(parser) == 1 else {

@@ -10,7 +10,15 @@ package enum HeaderRewriting {
     ///
     /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
     /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
-    package static func upstreamRequest(_ head: HTTPRequestHead, clientAddress: String, scheme: String) -> HTTPRequestHead {
+    ///
+    /// The request goes out as HTTP/1.1, which requires Host: an HTTP/1.0 request without one gets
+    /// `Host: upstreamHost`, or an empty Host when that is nil (RFC 9112 §3.2).
+    package static func upstreamRequest(
+        _ head: HTTPRequestHead,
+        clientAddress: String,
+        scheme: String,
+        upstreamHost: String? = nil
+    ) -> HTTPRequestHead {
         var rewritten = head
         rewritten.versionMinor = 1
         let named = Self.connectionOptions(head.headers)
@@ -37,6 +45,7 @@ package enum HeaderRewriting {
             if host == nil, name.caseInsensitiveEquals("host") { host = field.value }
             kept.append(field)
         }
+        if host == nil { kept.append((name: "Host", value: upstreamHost ?? "")) }
         forwardedFor.append(clientAddress)
         kept.append((name: "X-Forwarded-For", value: forwardedFor.joined(separator: ", ")))
         kept.append((name: "X-Forwarded-Proto", value: scheme))
@@ -60,9 +69,10 @@ package enum HeaderRewriting {
         return rewritten
     }
 
-    /// Trailer fields fit to forward: without hop-by-hop and framing fields and the fields RFC 9110
-    /// §6.5.1 forbids in trailers (Host, routing, authentication, Content-*/caching controls are
-    /// left to the upstream, which must ignore what it does not allow). nil when nothing is left.
+    /// Trailer fields fit to forward: without hop-by-hop and framing fields, and without fields a
+    /// recipient could mistake for header fields that control routing, authentication or content
+    /// handling (Host, Expect, Authorization, Content-Type, Content-Encoding; RFC 9110 §6.5.1).
+    /// nil when nothing is left.
     package static func forwardedTrailers(_ trailers: HTTPHeaders?) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in

@@ -19,6 +19,11 @@ enum OpenSSLErrorQueue {
         return messages.joined(separator: "; ")
     }
 
+    /// True when this thread's queue holds no error (what every public call leaves behind).
+    static var isEmpty: Bool {
+        ERR_peek_error() == 0
+    }
+
     /// Empties the queue without looking at it (attacker input made OpenSSL say no).
     static func clear() {
         ERR_clear_error()
