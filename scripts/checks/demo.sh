@@ -56,6 +56,13 @@ for port in "$proxy_port" "$admin_port" "$redis_port" "$upstream_port"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then problems+=("port $port still open after the demo"); fi
 done
 grep -q 'stopping the gateway' "$work/demo.out" || problems+=("the demo did not stop the gateway")
+# ... and none of the processes it reported starting is alive.
+for pid in $(sed -n 's/.*\(redis-server\|upstream\|gateway\) pid \([0-9][0-9]*\).*/\2/p' "$work/demo.out"); do
+  if kill -0 "$pid" 2>/dev/null; then
+    problems+=("process $pid started by the demo is still running")
+    kill "$pid" 2>/dev/null || true
+  fi
+done
 
 if [ ${#problems[@]} -ne 0 ]; then
   for p in "${problems[@]}"; do echo "FAIL demo: $p"; done
