@@ -222,11 +222,12 @@ fi
 
 step "Gateway: $bin serve --config $policy"
 "$bin" check-config "$policy" | sed 's/^/   check-config| /'
-setsid "$bin" serve --config "$policy" > "$run_abs/gateway.log" 2>&1 &
+# stdout: the access log (one JSON line per request); stderr: start-up, reload and error messages.
+setsid "$bin" serve --config "$policy" > "$run_abs/access.log" 2> "$run_abs/gateway.log" &
 gateway_pid=$!
 wait_for gateway "$gateway_pid" 30 curl -sf -o /dev/null --max-time 1 "$admin/readyz"
 note "gateway pid $gateway_pid ready ($admin/readyz answers 200); its start-up log:"
-grep -v '^{' "$run_abs/gateway.log" | sed 's/^/   gateway| /'
+sed 's/^/   gateway| /' "$run_abs/gateway.log"
 if grep -qiE 'trust' "$run_abs/gateway.log" && grep -qiE 'develop' "$run_abs/gateway.log"; then
   pass "the gateway warns at start that it trusts a development CA"
 else
@@ -339,8 +340,8 @@ else
 fi
 
 echo
-echo "${bold}gateway access log (one JSON line per request, $run_dir/gateway.log):${off}"
-grep '^{' "$run_abs/gateway.log" | tail -n 12 | sed 's/^/   /'
+echo "${bold}gateway access log (one JSON line per request, $run_dir/access.log):${off}"
+tail -n 12 "$run_abs/access.log" | sed 's/^/   /'
 
 echo
 if [ "$failed" -eq 0 ]; then
@@ -351,7 +352,7 @@ fi
 
 if [ "$noninteractive" = 1 ]; then
   [ "$failed" -eq 0 ] && exit 0
-  echo "--- gateway log ---"; tail -n 40 "$run_abs/gateway.log"
+  echo "--- gateway log ($run_dir/gateway.log) ---"; tail -n 40 "$run_abs/gateway.log"
   exit 1
 fi
 
@@ -363,9 +364,9 @@ ${bold}The gateway keeps serving.${off} Press Ctrl-C to stop the gateway, the up
   health    $admin/healthz  $admin/readyz
   policy    $policy           (edit, then: kill -HUP $gateway_pid)
   simulator $bin sim assert --dir $run_dir/sim --key-id $key_id --app-id $app_id --client-data <base64>
-Gateway log follows:
+Gateway logs follow ($run_dir/access.log, $run_dir/gateway.log):
 EOF
-tail -n 0 -f "$run_abs/gateway.log" &
+tail -n 0 -q -f "$run_abs/access.log" "$run_abs/gateway.log" &
 tail_pid=$!
 set +e
 wait "$gateway_pid"
