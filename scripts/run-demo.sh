@@ -71,7 +71,7 @@ cleanup() {
   local status=$?
   [ "$stopping" = 1 ] && return
   stopping=1
-  trap - INT TERM
+  trap - INT TERM ERR
   [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null || true
   if [ -n "$gateway_pid" ] && kill -0 "$gateway_pid" 2>/dev/null; then
     echo "stopping the gateway (SIGTERM: in-flight requests drain)"
@@ -95,6 +95,7 @@ cleanup() {
   return "$status"
 }
 trap cleanup EXIT
+trap 'echo "${red}error:${off} line $LINENO: a command failed (status $?); logs are in $run_dir/" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -331,7 +332,7 @@ fi
 
 step "Metrics: $admin/metrics"
 metrics=$(curl -sS --max-time 5 "$admin/metrics" || true)
-printf '%s\n' "$metrics" | grep -E '^[a-z_]+.*(verified|counter_replay|invalid_signature|challenge_)' | head -n 12 | sed 's/^/   /'
+{ printf '%s\n' "$metrics" | grep -E '^attest_gateway_[a-z_]+\{[^}]*verdict=' || true; } | head -n 14 | sed 's/^/   /'
 if printf '%s\n' "$metrics" | grep -E '^[a-z_]+\{[^}]*verdict="verified"[^}]*\} [1-9]' >/dev/null \
    && printf '%s\n' "$metrics" | grep -E 'verdict="counter_replay"' >/dev/null; then
   pass "metrics count the verified and the denied requests"
