@@ -68,8 +68,7 @@ gateway_pid=""
 tail_pid=""
 stopping=0
 cleanup() {
-  local status=$?
-  [ "$stopping" = 1 ] && return
+  [ "$stopping" = 1 ] && return 0
   stopping=1
   trap - INT TERM ERR
   [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null || true
@@ -92,9 +91,9 @@ cleanup() {
     kill -0 "$redis_pid" 2>/dev/null && kill -KILL "$redis_pid" 2>/dev/null
     wait "$redis_pid" 2>/dev/null || true
   fi
-  return "$status"
+  return 0
 }
-trap cleanup EXIT
+trap 'status=$?; trap - ERR; cleanup; exit "$status"' EXIT
 trap 'echo "${red}error:${off} line $LINENO: a command failed (status $?); logs are in $run_dir/" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
