@@ -29,6 +29,7 @@ With --port 0 a free port is chosen; the first line on stdout is always `listeni
 import argparse
 import hashlib
 import json
+import signal
 import socket
 import socketserver
 import struct
@@ -231,6 +232,9 @@ def main():
     server = Server((args.host, args.port), Handler)
     host, port = server.server_address[:2]
     print(f"listening {host}:{port}", flush=True)
+    # A parent that ignores SIGTERM (the gateway does, to catch it with a Dispatch source)
+    # passes SIG_IGN on through exec: restore a handler so `kill -TERM` always stops us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -47,9 +47,17 @@ final class UpstreamProcess: @unchecked Sendable {
         UpstreamConfiguration(name: "api", host: "127.0.0.1", port: self.port, maxConnections: 8)
     }
 
+    /// Bounded: SIGTERM, up to 2 s for the process to go, then SIGKILL. An unbounded
+    /// `waitUntilExit()` here once hung the whole test run at exit (from deinit).
     func stop() {
+        guard self.process.isRunning else { return }
+        self.process.terminate()
+        let deadline = Date().addingTimeInterval(2)
+        while self.process.isRunning && Date() < deadline {
+            usleep(10_000)
+        }
         if self.process.isRunning {
-            self.process.terminate()
+            kill(self.process.processIdentifier, SIGKILL)
             self.process.waitUntilExit()
         }
     }
