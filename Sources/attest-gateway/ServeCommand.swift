@@ -1,11 +1,50 @@
-// Placeholder until its owner lands the real command; exits 2 so nothing mistakes it for success.
+import Dispatch
+import Foundation
+import Gateway
 
+/// `attest-gateway serve --config FILE`: loads the policy, listens, proxies until SIGTERM.
 enum ServeCommand: Subcommand {
     static let name = "serve"
-    static let summary = "(not built yet)"
-    static let usage = "attest-gateway serve"
+    static let summary = "run the gateway with a policy file"
+    static let usage = """
+        attest-gateway serve --config FILE [--loops N] [--no-access-log]
+          --config FILE     policies.yaml to serve (SIGHUP reloads it; a bad file keeps the running one)
+          --loops N         event-loop queues (default: one per core)
+          --no-access-log   do not write the per-request JSON lines on stdout
+        Logs go to stderr as JSON lines; the access log goes to stdout.
+        SIGTERM/SIGINT: stop accepting, finish in-flight requests, exit 0.
+        """
+
     static func run(_ words: [String]) throws -> Int32 {
-        printError("attest-gateway serve: not built yet")
-        return 2
+        let arguments = try CommandLineArguments(words, valued: ["config", "loops"], switches: ["no-access-log"])
+        if arguments.wantsHelp {
+            print(usage)
+            return 0
+        }
+        guard arguments.positionals.isEmpty else { throw UsageError("unexpected argument \(arguments.positionals[0])") }
+        let configPath = try arguments.required("config")
+        var loops = GatewayServer.defaultLoopCount
+        if let text = try arguments.value("loops") {
+            guard let value = Int(text), (1...256).contains(value) else { throw UsageError("--loops must be 1...256") }
+            loops = value
+        }
+        let metrics = MetricsRegistry()
+        let server = try GatewayServer(
+            loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
+        let service = GatewayService(
+            configPath: configPath,
+            server: server,
+            load: { path in try PolicyLoader.load(path: path) },
+            makeGates: { policy, server in
+                GatewayGates(main: PassthroughGate(policy: policy), admin: MetricsGate(registry: server.metrics.registry))
+            })
+        do {
+            try service.start()
+        } catch let error as PolicyError {
+            printError("attest-gateway serve: \(error)")
+            return 2
+        }
+        service.installSignalHandlers()
+        dispatchMain()
     }
 }

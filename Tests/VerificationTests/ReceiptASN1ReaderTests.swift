@@ -142,7 +142,7 @@ import Verification
     }
 
     @Test func randomInputNeverCrashes() {
-        var generator = ReceiptTestRandom(seed: 0x5eed)
+        var generator = SplitMix64(seed: 0x5eed)
         for _ in 0..<3000 {
             let count = Int(generator.next() % 64)
             var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -154,18 +154,5 @@ import Verification
                 }
             }
         }
-    }
-}
-
-/// Deterministic PRNG for reproducible fuzz-style tests.
-struct ReceiptTestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { self.state = seed }
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9e37_79b9_7f4a_7c15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce5_e4b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

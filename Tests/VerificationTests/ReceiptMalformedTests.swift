@@ -57,7 +57,7 @@ import Verification
 
     @Test func randomBytesAreMalformed() throws {
         let verifier = try ReceiptVerifier()
-        var generator = ReceiptTestRandom(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for round in 0..<500 {
             let count = Int(generator.next() % 512)
             var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
@@ -87,7 +87,7 @@ import Verification
         let receipt = try Self.realReceipt()
         let verifier = try ReceiptVerifier()
         let original = try verifier.verify(receipt: receipt, appID: nil, publicKey: nil, at: nil)
-        var generator = ReceiptTestRandom(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for _ in 0..<400 {
             var tampered = receipt
             let offset = Int(generator.next() % UInt64(receipt.count))
@@ -308,7 +308,7 @@ import Verification
     @Test func formatMatchesFoundation() {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        var generator = ReceiptTestRandom(seed: 3)
+        var generator = SplitMix64(seed: 3)
         for _ in 0..<1000 {
             let date = Date(timeIntervalSince1970: Double(generator.next() % 8_000_000_000) - 2_000_000_000)
             #expect(RFC3339.format(date) == formatter.string(from: date))

@@ -1,0 +1,78 @@
+/// The proxy's own metrics, registered once per registry.
+package final class ProxyMetrics: Sendable {
+    package let registry: MetricsRegistry
+    /// `attest_gateway_requests_total{route, status}`: status is the class (`2xx`, `4xx`, ...).
+    package let requests: CounterFamily
+    /// `attest_gateway_upstream_errors_total{upstream, kind}`: kind is `unavailable`,
+    /// `timeout`, `invalid_response` or `pool_exhausted`.
+    package let upstreamErrors: CounterFamily
+    /// `attest_gateway_active_connections`: open client connections.
+    package let activeConnections: Gauge
+    /// `attest_gateway_connections_rejected_total`: closed at accept (max_connections reached).
+    package let rejectedConnections: Counter
+    /// `attest_gateway_request_duration_seconds{route}`: head received → response written.
+    package let requestDuration: HistogramFamily
+    /// `attest_gateway_upstream_duration_seconds{upstream}`: request sent → response complete.
+    package let upstreamDuration: HistogramFamily
+
+    package init(registry: MetricsRegistry) {
+        self.registry = registry
+        self.requests = registry.counter(
+            "attest_gateway_requests_total", help: "Requests answered, by route and status class.",
+            labelNames: ["route", "status"])
+        self.upstreamErrors = registry.counter(
+            "attest_gateway_upstream_errors_total", help: "Failed upstream exchanges, by upstream and kind.",
+            labelNames: ["upstream", "kind"])
+        self.activeConnections = registry.gauge(
+            "attest_gateway_active_connections", help: "Open client connections.").labels()
+        self.rejectedConnections = registry.counter(
+            "attest_gateway_connections_rejected_total", help: "Connections closed at accept because max_connections was reached."
+        ).labels()
+        self.requestDuration = registry.histogram(
+            "attest_gateway_request_duration_seconds", help: "Time from request head to complete response, by route.",
+            labelNames: ["route"])
+        self.upstreamDuration = registry.histogram(
+            "attest_gateway_upstream_duration_seconds", help: "Time from request sent upstream to complete response, by upstream.",
+            labelNames: ["upstream"])
+    }
+
+    static func statusClass(_ status: Int) -> Int {
+        min(max(status / 100, 1), 5) - 1
+    }
+
+    static let statusClassNames = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+}
+
+/// Per-loop cache of metric children by route/upstream, so that the hot path does one
+/// dictionary lookup on loop-confined state instead of a locked label lookup.
+/// Confined to one loop's queue.
+final class ProxyMetricsCache {
+    struct RouteHandles {
+        let byStatusClass: [Counter]
+        let duration: Histogram
+    }
+
+    let metrics: ProxyMetrics
+    private var routes: [String: RouteHandles] = [:]
+    private var upstreams: [String: Histogram] = [:]
+
+    init(metrics: ProxyMetrics) {
+        self.metrics = metrics
+    }
+
+    func route(_ name: String) -> RouteHandles {
+        if let found = self.routes[name] { return found }
+        let handles = RouteHandles(
+            byStatusClass: ProxyMetrics.statusClassNames.map { self.metrics.requests.labels(name, $0) },
+            duration: self.metrics.requestDuration.labels(name))
+        if self.routes.count < 1024 { self.routes[name] = handles }
+        return handles
+    }
+
+    func upstreamDuration(_ name: String) -> Histogram {
+        if let found = self.upstreams[name] { return found }
+        let histogram = self.metrics.upstreamDuration.labels(name)
+        if self.upstreams.count < 1024 { self.upstreams[name] = histogram }
+        return histogram
+    }
+}

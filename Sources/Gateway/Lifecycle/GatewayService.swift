@@ -1,0 +1,139 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The gates a policy needs: one for the proxy listeners, one for the admin listener.
+package struct GatewayGates: Sendable {
+    package var main: any RequestGate
+    /// nil: no admin listener even when the policy names one.
+    package var admin: (any RequestGate)?
+
+    package init(main: any RequestGate, admin: (any RequestGate)?) {
+        self.main = main
+        self.admin = admin
+    }
+}
+
+/// Start-up, reload and shutdown of a `GatewayServer` (the `serve` command's logic).
+///
+/// - start: load the policy, build the gates, bind every `listen` address (IPv4 and IPv6)
+///   and `admin_listen`, log each address.
+/// - SIGHUP: load the file again; a bad file is logged and the running policy kept;
+///   otherwise upstreams, limits and gates are swapped atomically. Listen addresses are
+///   not rebound (a change is logged: restart to apply).
+/// - SIGTERM/SIGINT: stop accepting, finish in-flight requests within
+///   `limits.shutdownDrainTimeout`, close idle keep-alive connections, exit 0.
+package final class GatewayService: Sendable {
+    package static let mainListener = "main"
+    package static let adminListener = "admin"
+
+    package let configPath: String
+    package let server: GatewayServer
+    private let load: @Sendable (String) throws -> GatewayPolicy
+    private let makeGates: @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates
+    private let policy: Mutex<GatewayPolicy?>
+    private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
+    /// Written once by `installSignalHandlers` (keeps the sources alive).
+    private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+
+    /// - Parameters:
+    ///   - load: reads and validates the policy file (`PolicyLoader.load`).
+    ///   - makeGates: builds the gates for a policy (called at start and on each reload).
+    package init(
+        configPath: String,
+        server: GatewayServer,
+        load: @escaping @Sendable (String) throws -> GatewayPolicy,
+        makeGates: @escaping @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates
+    ) {
+        self.configPath = configPath
+        self.server = server
+        self.load = load
+        self.makeGates = makeGates
+        self.policy = Mutex(nil)
+    }
+
+    /// Loads the policy and starts listening. Returns the bound addresses by listener name.
+    @discardableResult
+    package func start() throws -> [(listener: String, address: SocketAddress)] {
+        let policy = try self.load(self.configPath)
+        let gates = try self.makeGates(policy, self.server)
+        try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
+        var bound: [(String, SocketAddress)] = []
+        for address in policy.listen {
+            let socketAddress = try self.server.listen(on: address, name: Self.mainListener, gate: gates.main)
+            bound.append((Self.mainListener, socketAddress))
+            Log.info("listening", [("listener", Self.mainListener), ("address", socketAddress.description)])
+        }
+        if let adminAddress = policy.adminListen {
+            if let admin = gates.admin {
+                let socketAddress = try self.server.listen(on: adminAddress, name: Self.adminListener, gate: admin)
+                bound.append((Self.adminListener, socketAddress))
+                Log.info("listening", [("listener", Self.adminListener), ("address", socketAddress.description)])
+            } else {
+                Log.warning("admin_listener_disabled", [("address", adminAddress.description), ("reason", "no admin gate")])
+            }
+        }
+        self.policy.withLock { $0 = policy }
+        Log.info(
+            "policy_loaded",
+            [("path", self.configPath), ("routes", String(policy.routes.count)), ("upstreams", String(policy.upstreams.count))])
+        return bound
+    }
+
+    /// SIGHUP: reload the file; keep the running policy when it is bad.
+    package func reload() {
+        let policy: GatewayPolicy
+        let gates: GatewayGates
+        do {
+            policy = try self.load(self.configPath)
+            gates = try self.makeGates(policy, self.server)
+        } catch {
+            Log.error("policy_reload_failed", [("path", self.configPath), ("error", String(describing: error)), ("action", "kept the running policy")])
+            return
+        }
+        do {
+            var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
+            if let admin = gates.admin { newGates[Self.adminListener] = admin }
+            try self.server.update(policy: policy, gates: newGates)
+        } catch {
+            Log.error("policy_reload_failed", [("path", self.configPath), ("error", String(describing: error)), ("action", "kept the running policy")])
+            return
+        }
+        let previous = self.policy.withLock { current -> GatewayPolicy? in
+            let previous = current
+            current = policy
+            return previous
+        }
+        if let previous, previous.listen != policy.listen || previous.adminListen != policy.adminListen {
+            Log.warning("listen_change_needs_restart", [("path", self.configPath)])
+        }
+        Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])
+    }
+
+    /// Installs SIGTERM/SIGINT (drain and exit) and SIGHUP (reload) handlers.
+    /// `exit` is called with the status once shutdown completes (default: the process exits).
+    package func installSignalHandlers(exit: @escaping @Sendable (Int32) -> Void = { Glibc.exit($0) }) {
+        _ = SystemCalls.ignoreSIGPIPE
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGTERM, SIGINT] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: self.signalQueue)
+            source.setEventHandler { [self] in
+                let drain = self.policy.withLock { $0?.limits.shutdownDrainTimeout } ?? GatewayLimits().shutdownDrainTimeout
+                Log.info("shutdown_started", [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT"), ("open_connections", String(self.server.openConnections))])
+                self.server.shutdown(drainTimeout: drain) { drained in
+                    Log.info("shutdown_complete", [("drained", drained ? "true" : "false")])
+                    exit(0)
+                }
+            }
+            source.activate()
+            sources.append(source)
+        }
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: self.signalQueue)
+        hup.setEventHandler { [self] in self.reload() }
+        hup.activate()
+        sources.append(hup)
+        self.signalSources = sources
+    }
+}

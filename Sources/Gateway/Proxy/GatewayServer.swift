@@ -1,0 +1,358 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// The proxy: listeners, event loops, upstream pools, access log and metrics.
+///
+/// Each listener has its own `RequestGate` (the main listeners an enforcing gate, the
+/// admin listener one that answers locally). The gates, the upstream table and the limits
+/// form a snapshot that `update` swaps atomically (SIGHUP reload); a request uses the
+/// snapshot that was current when its head arrived.
+///
+/// Threading: public methods may be called from any queue except a loop's own queue
+/// (shutdown waits); connection state lives on the loops.
+package final class GatewayServer: Sendable {
+    package let group: EventLoopGroup
+    package let metrics: ProxyMetrics
+    package let accessLog: AccessLog?
+    let loopContexts: [LoopContext]
+    let activeConnections = AtomicCounter()
+    private let state: Mutex<ServerState>
+    private let isDrainingFlag = Atomic<Bool>(false)
+
+    struct ServerState {
+        var listeners: [Listener] = []
+        var contexts: [String: ListenerContext] = [:]
+        var upstreams: UpstreamTable
+        var limits: GatewayLimits
+    }
+
+    /// - Parameters:
+    ///   - loopCount: serial queues, each with its own epoll fd (default: one per core).
+    ///   - accessLog: nil disables the access log.
+    package init(
+        limits: GatewayLimits = GatewayLimits(),
+        loopCount: Int = GatewayServer.defaultLoopCount,
+        metrics: MetricsRegistry = MetricsRegistry(),
+        accessLog: AccessLog? = AccessLog()
+    ) throws(IOError) {
+        _ = SystemCalls.ignoreSIGPIPE
+        self.group = try EventLoopGroup(count: loopCount)
+        self.metrics = ProxyMetrics(registry: metrics)
+        self.accessLog = accessLog
+        self.state = Mutex(ServerState(upstreams: UpstreamTable(targets: [:]), limits: limits))
+        var contexts: [LoopContext] = []
+        for loop in self.group.loops {
+            contexts.append(LoopContext(loop: loop, metrics: self.metrics, accessLog: accessLog))
+        }
+        self.loopContexts = contexts
+        for context in contexts {
+            context.loop.execute { context.installBatchHook() }
+        }
+    }
+
+    package static var defaultLoopCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    package var isDraining: Bool { self.isDrainingFlag.load(ordering: .relaxed) }
+
+    package var openConnections: Int { Int(self.activeConnections.load()) }
+
+    /// Replaces the upstream table (resolving names: call off the loops) and the limits.
+    /// Targets whose configuration is unchanged keep their warm pools.
+    package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws(IOError) {
+        let previous = self.state.withLock { $0.upstreams }
+        let (table, retired) = try UpstreamTable.make(upstreams: upstreams, loops: self.group.loops, previous: previous)
+        self.state.withLock { state in
+            state.upstreams = table
+            if let limits { state.limits = limits }
+            for context in state.contexts.values {
+                context.replace(upstreams: table, limits: state.limits)
+            }
+        }
+        for target in retired { target.retire() }
+    }
+
+    /// Swaps the gate of the listener(s) named `listenerName`.
+    package func update(gate: any RequestGate, forListener listenerName: String) {
+        self.state.withLock { state in
+            state.contexts[listenerName]?.replace(gate: gate)
+        }
+    }
+
+    /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
+    package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws(IOError) {
+        try self.update(upstreams: policy.upstreams, limits: policy.limits)
+        for (name, gate) in gates {
+            self.update(gate: gate, forListener: name)
+        }
+    }
+
+    /// Starts listening on `address` with `gate`. Several addresses may share a name (and so a
+    /// gate). Returns the bound address (the real port when `address.port` is 0).
+    @discardableResult
+    package func listen(on address: ListenAddress, name: String, gate: any RequestGate) throws(IOError) -> SocketAddress {
+        let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
+        let fd = try SystemCalls.listen(on: socketAddress)
+        let bound = SystemCalls.localAddress(fd) ?? socketAddress
+        let (context, loopIndex) = self.state.withLock { state -> (ListenerContext, Int) in
+            let context: ListenerContext
+            if let existing = state.contexts[name] {
+                context = existing
+            } else {
+                context = ListenerContext(name: name, gate: gate, upstreams: state.upstreams, limits: state.limits)
+                state.contexts[name] = context
+            }
+            return (context, state.listeners.count % self.group.loops.count)
+        }
+        let listener = Listener(fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex])
+        self.state.withLock { $0.listeners.append(listener) }
+        listener.loop.execute { listener.start() }
+        return bound
+    }
+
+    /// Where a new connection accepted on `loop` goes: round-robin over the loops.
+    func adopt(fd: Int32, peer: SocketAddress, context: ListenerContext, acceptedOn loop: EventLoop) {
+        let limits = context.limitsSnapshot
+        let open = self.activeConnections.increment()
+        if open >= UInt64(limits.maxConnections) || self.isDraining {
+            self.activeConnections.decrement()
+            self.metrics.rejectedConnections.increment()
+            SystemCalls.close(fd)
+            return
+        }
+        self.metrics.activeConnections.add(1)
+        let target = self.group.next()
+        let loopContext = self.loopContexts[target.index]
+        if target === loop {
+            ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self)
+        } else {
+            target.execute { ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self) }
+        }
+    }
+
+    func connectionClosed() {
+        self.activeConnections.decrement()
+        self.metrics.activeConnections.add(-1)
+    }
+
+    /// SIGTERM: stop accepting, let in-flight requests finish (each with `Connection: close`),
+    /// close idle keep-alive connections at once, and wait up to `drainTimeout` for the rest;
+    /// then close what remains, the upstream pools and the loops. `completion(true)` when every
+    /// connection finished in time.
+    package func shutdown(drainTimeout: Duration, completion: @escaping @Sendable (Bool) -> Void) {
+        guard !self.isDrainingFlag.exchange(true, ordering: .relaxed) else { return }
+        let listeners = self.state.withLock { state -> [Listener] in
+            let listeners = state.listeners
+            state.listeners.removeAll()
+            return listeners
+        }
+        for listener in listeners {
+            listener.loop.execute { listener.stop() }
+        }
+        for context in self.loopContexts {
+            context.loop.execute { context.drainConnections() }
+        }
+        let deadline = DispatchTime.now() + .nanoseconds(Int(min(drainTimeout.nanoseconds, UInt64(Int.max))))
+        let pollQueue = DispatchQueue(label: "attest-gateway.shutdown")
+        @Sendable func poll() {
+            if self.activeConnections.load() == 0 || DispatchTime.now() >= deadline {
+                let drained = self.activeConnections.load() == 0
+                self.finishShutdown(drained: drained, completion: completion)
+                return
+            }
+            pollQueue.asyncAfter(deadline: .now() + .milliseconds(20), execute: poll)
+        }
+        pollQueue.async(execute: poll)
+    }
+
+    private func finishShutdown(drained: Bool, completion: @escaping @Sendable (Bool) -> Void) {
+        let group = DispatchGroup()
+        for context in self.loopContexts {
+            group.enter()
+            context.loop.execute {
+                context.closeEverything()
+                group.leave()
+            }
+        }
+        let upstreams = self.state.withLock { $0.upstreams }
+        group.notify(queue: .global()) {
+            for target in upstreams.targets.values {
+                for pool in target.pools {
+                    group.enter()
+                    pool.loop.execute {
+                        pool.closeIdle()
+                        group.leave()
+                    }
+                }
+            }
+            group.notify(queue: .global()) {
+                self.accessLog?.flush()
+                self.group.close { completion(drained) }
+            }
+        }
+    }
+}
+
+/// What a listener's connections use: its gate, the upstreams and limits, swapped as one
+/// snapshot. Connections re-read it only when `generation` changed.
+final class ListenerContext: Sendable {
+    struct Snapshot: Sendable {
+        var gate: any RequestGate
+        var upstreams: UpstreamTable
+        var limits: GatewayLimits
+    }
+
+    let name: String
+    private let snapshotBox: Mutex<Snapshot>
+    private let generationCounter = AtomicCounter()
+
+    init(name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits) {
+        self.name = name
+        self.snapshotBox = Mutex(Snapshot(gate: gate, upstreams: upstreams, limits: limits))
+    }
+
+    var generation: UInt64 { self.generationCounter.load() }
+
+    var snapshot: Snapshot { self.snapshotBox.withLock { $0 } }
+
+    var limitsSnapshot: GatewayLimits { self.snapshotBox.withLock { $0.limits } }
+
+    func replace(gate: any RequestGate) {
+        self.snapshotBox.withLock { $0.gate = gate }
+        self.generationCounter.increment()
+    }
+
+    func replace(upstreams: UpstreamTable, limits: GatewayLimits) {
+        self.snapshotBox.withLock {
+            $0.upstreams = upstreams
+            $0.limits = limits
+        }
+        self.generationCounter.increment()
+    }
+}
+
+/// Per-loop state of the server: its connections, metric handles, access-log lines and a
+/// few spare buffers. Confined to `loop.queue`.
+final class LoopContext: @unchecked Sendable {
+    let loop: EventLoop
+    let metricsCache: ProxyMetricsCache
+    let accessLog: AccessLog?
+    var logBuffer = AccessLogBuffer()
+    private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    private var spareBuffers: [IOBuffer] = []
+    /// Serialization scratch (heads, chunk framing); used and emptied within one call.
+    var scratchBytes: [UInt8] = []
+
+    init(loop: EventLoop, metrics: ProxyMetrics, accessLog: AccessLog?) {
+        self.loop = loop
+        self.metricsCache = ProxyMetricsCache(metrics: metrics)
+        self.accessLog = accessLog
+        self.scratchBytes.reserveCapacity(16 * 1024)
+    }
+
+    func installBatchHook() {
+        self.loop.onBatchEnd = { [unowned self] in self.flushAccessLog() }
+    }
+
+    func flushAccessLog() {
+        guard !self.logBuffer.isEmpty, let accessLog = self.accessLog else { return }
+        let (bytes, lines) = self.logBuffer.take()
+        accessLog.submit(bytes, lineCount: lines)
+    }
+
+    func add(_ connection: ProxyConnection) {
+        self.connections[ObjectIdentifier(connection)] = connection
+    }
+
+    func remove(_ connection: ProxyConnection) {
+        self.connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    func takeBuffer() -> IOBuffer {
+        self.spareBuffers.popLast() ?? IOBuffer(capacity: 16 * 1024)
+    }
+
+    func returnBuffer(_ buffer: IOBuffer) {
+        buffer.clear()
+        if self.spareBuffers.count < 64 && buffer.capacity <= 256 * 1024 {
+            self.spareBuffers.append(buffer)
+        }
+    }
+
+    func drainConnections() {
+        for connection in Array(self.connections.values) {
+            connection.beginDrain()
+        }
+        self.flushAccessLog()
+    }
+
+    func closeEverything() {
+        for connection in Array(self.connections.values) {
+            connection.forceClose()
+        }
+        self.flushAccessLog()
+    }
+}
+
+/// A listening socket, registered (edge-triggered) on one loop; accepted connections are
+/// spread round-robin over all loops. Confined to `loop.queue`.
+final class Listener: EventHandler, @unchecked Sendable {
+    let fd: Int32
+    let address: SocketAddress
+    unowned let server: GatewayServer
+    let context: ListenerContext
+    let loop: EventLoop
+    private var token: UInt64 = 0
+    private var isOpen = false
+
+    init(fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop) {
+        self.fd = fd
+        self.address = address
+        self.server = server
+        self.context = context
+        self.loop = loop
+    }
+
+    func start() {
+        do {
+            self.token = try self.loop.register(fd: self.fd, handler: self)
+            self.isOpen = true
+            self.acceptAll()
+        } catch {
+            Log.error("listener_failed", [("address", self.address.description), ("error", error.description)])
+            SystemCalls.close(self.fd)
+        }
+    }
+
+    func stop() {
+        guard self.isOpen else { return }
+        self.isOpen = false
+        self.loop.deregister(fd: self.fd, token: self.token)
+        SystemCalls.close(self.fd)
+    }
+
+    func handleEvents(_ events: UInt32) {
+        self.acceptAll()
+    }
+
+    func handleDeadline() {
+        // Retry after EMFILE/ENFILE.
+        self.acceptAll()
+    }
+
+    private func acceptAll() {
+        while self.isOpen {
+            do {
+                guard let (client, peer) = try SystemCalls.accept(self.fd) else { return }
+                self.server.adopt(fd: client, peer: peer, context: self.context, acceptedOn: self.loop)
+            } catch {
+                // EMFILE/ENFILE/ENOMEM: the pending connection stays queued; try again in a tick.
+                Log.warning("accept_failed", [("address", self.address.description), ("error", error.description)])
+                self.loop.setDeadline(token: self.token, after: 100_000_000)
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// A gate for plain proxying: routes by the policy's `RouteTable`, ignores `mode`
+/// (no attestation), never buffers, and forwards every routed request unchanged
+/// (except that client-sent `X-App-Attest-*` headers are removed and
+/// `X-App-Attest-Status: skipped` is added, as the upstream contract requires).
+/// Requests no route matches are answered locally with 404 `no_route`.
+package struct PassthroughGate: RequestGate {
+    package let routes: RouteTable
+
+    package init(routes: RouteTable) {
+        self.routes = routes
+    }
+
+    package init(policy: GatewayPolicy) {
+        self.routes = RouteTable(routes: policy.routes)
+    }
+
+    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+        guard let route = self.routes.match(method: head.method, path: head.path) else {
+            return GateClassification(routeName: "-", upstream: nil, bufferBodyUpTo: nil)
+        }
+        return GateClassification(routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil)
+    }
+
+    package func decide(
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        guard classification.upstream != nil else {
+            completion(
+                .respond(
+                    .jsonError(status: 404, code: "no_route", message: "no route matches \(head.method) \(head.path)"),
+                    GateLogInfo(verdict: "no_route")))
+            return
+        }
+        var forwarded = head
+        if forwarded.headers.fields.contains(where: { Self.isIdentityHeader($0.name) }) {
+            forwarded.headers.removeAll { Self.isIdentityHeader($0.name) }
+        }
+        forwarded.headers.add(name: "X-App-Attest-Status", value: "skipped")
+        completion(.forward(forwarded, GateLogInfo(verdict: "skipped")))
+    }
+
+    static func isIdentityHeader(_ name: String) -> Bool {
+        if name.utf8.count > 13 && name.prefix(13).caseInsensitiveEquals("X-App-Attest-") { return true }
+        return name.caseInsensitiveEquals("X-App-Assertion")
+    }
+}

@@ -1,0 +1,889 @@
+import Glibc
+
+/// One client connection: the thin I/O class that executes `ProxyConnectionStateMachine`.
+///
+/// Reads go into the loop's shared scratch buffer when the connection holds no partial
+/// data, so an idle keep-alive connection owns no buffers. Output (client- and
+/// upstream-bound) is queued during a pass and flushed once at its end. All work happens
+/// in `pump()`, which never nests: callbacks that arrive while it runs only ask for
+/// another round (`repump`), so the scratch buffer is never used by two parsers at once.
+///
+/// Back-pressure: the client's body is not read while the upstream's unsent output is
+/// above `highWaterMark`, and the upstream's response is not read while the client's
+/// unsent output is above it; bodies therefore stream with bounded memory.
+///
+/// Confined to `loop.queue` (hence `@unchecked Sendable`, needed for the gate's completion).
+final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
+    static let highWaterMark = 256 * 1024
+    /// Unparsed client bytes kept at most (pipelined requests, a paused body).
+    static let maxBufferedInput = 256 * 1024
+    /// How long a closing connection reads and discards what the client still sends.
+    static let lingerNanoseconds: UInt64 = 2_000_000_000
+    static let continueBytes: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    let fd: Int32
+    let loop: EventLoop
+    let loopContext: LoopContext
+    let context: ListenerContext
+    unowned let server: GatewayServer
+    let peerAddress: String
+    private var token: UInt64 = 0
+
+    private var machine = ProxyConnectionStateMachine()
+    private var parser: HTTPRequestParser
+    private var input: IOBuffer?
+    private var output: IOBuffer?
+    private var clientMayRead = true
+    private var clientReadClosed = false
+    private var isClosed = false
+    private var isLingering = false
+    private var pumping = false
+    private var repump = false
+    private var timerKind: ProxyConnectionStateMachine.Timer?
+
+    // Configuration snapshot (re-read when the listener's generation changes).
+    private var snapshot: ListenerContext.Snapshot
+    private var snapshotGeneration: UInt64
+
+    // The current request.
+    private var head: HTTPRequestHead?
+    private var requestInfo: HTTPRequestInfo?
+    private var classification: GateClassification?
+    private var bufferedBody: [UInt8]?
+    /// The parser still owes the `.end` of a request without body.
+    private var parserOwesEnd = false
+    private var decisionSerial = 0
+    private var isInsideDecide = false
+    private var synchronousDecision: GateDecision?
+    private var logInfo: GateLogInfo?
+    private var target: UpstreamTarget?
+    private var upstream: UpstreamConnection?
+    private var waitingPool: UpstreamPool?
+    private var requestHeadBytes: [UInt8] = []
+    private var requestEncoding: BodyEncoding = .none
+    private var responseEncoding: BodyEncoding = .none
+    private var responseCloseAfter = false
+    private var upstreamKeepAlive = false
+    private var responseStatus = 0
+    private var requestStart: UInt64 = 0
+    private var upstreamStart: UInt64 = 0
+
+    private init(fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer) {
+        self.fd = fd
+        self.loop = loopContext.loop
+        self.loopContext = loopContext
+        self.context = context
+        self.server = server
+        self.peerAddress = peer.ipText
+        self.snapshotGeneration = context.generation
+        self.snapshot = context.snapshot
+        self.parser = HTTPRequestParser(
+            limits: HTTPParserLimits(
+                maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount))
+    }
+
+    static func start(fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer) {
+        let connection = ProxyConnection(fd: fd, peer: peer, context: context, loopContext: loopContext, server: server)
+        SystemCalls.setNoDelay(fd)
+        do {
+            connection.token = try connection.loop.register(fd: fd, handler: connection)
+        } catch {
+            SystemCalls.close(fd)
+            server.connectionClosed()
+            return
+        }
+        loopContext.add(connection)
+        if server.isDraining {
+            connection.forceClose()
+            return
+        }
+        connection.pump()
+    }
+
+    // MARK: - Events
+
+    func handleEvents(_ events: UInt32) {
+        if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
+            self.clientMayRead = true
+        }
+        if events & (EventLoop.error | EventLoop.peerClosed) != 0 && !self.isLingering {
+            // Reset, or both directions closed: no response can reach the client any more.
+            self.clientGone()
+            return
+        }
+        self.pump()
+    }
+
+    func handleDeadline() {
+        guard !self.isClosed else { return }
+        if self.isLingering {
+            self.close()
+            return
+        }
+        switch self.machine.timerExpired() {
+        case .closeQuietly:
+            self.close()
+            return
+        case .abort:
+            self.abort()
+            return
+        case .respond(let status, let code, let message):
+            if let upstream = self.upstream {
+                self.countUpstreamError(.timeout)
+                self.releaseUpstream(upstream, reusable: false)
+            }
+            self.cancelWaiting()
+            self.queueLocalResponse(.jsonError(status: status, code: code, message: message), keepAlive: false)
+            self.finishRequest(keepAlive: false)
+        }
+        self.pump()
+    }
+
+    func upstreamReady(_ connection: UpstreamConnection) {
+        guard !self.isClosed, self.machine.phase == .connecting else {
+            // The lease arrived after the client went away: give it back.
+            // No request was written on this lease: the connection is clean.
+            connection.responseCompleteAndReusable = true
+            connection.pool.release(connection, reusable: true)
+            return
+        }
+        self.waitingPool = nil
+        self.attach(connection)
+        self.pump()
+    }
+
+    func upstreamFailed(_ failure: ProxyConnectionStateMachine.UpstreamFailure, connection: UpstreamConnection?) {
+        guard !self.isClosed, self.machine.phase == .connecting else { return }
+        self.waitingPool = nil
+        self.handleUpstreamFailure(failure, wasIdle: false, anyByte: false)
+        self.pump()
+    }
+
+    func upstreamEvents(_ connection: UpstreamConnection, _ events: UInt32) {
+        guard connection === self.upstream else { return }
+        self.pump()
+    }
+
+    // MARK: - The pump
+
+    private func pump() {
+        if self.pumping {
+            self.repump = true
+            return
+        }
+        self.pumping = true
+        repeat {
+            self.repump = false
+            if self.isLingering {
+                self.discardInput()
+                break
+            }
+            self.processClientInput()
+            if let upstream = self.upstream, !self.isClosed {
+                self.processUpstreamInput(upstream)
+            }
+            self.flushUpstream()
+            self.flushClient()
+        } while self.repump && !self.isClosed
+        self.pumping = false
+        if self.isClosed || self.isLingering { return }
+        if self.machine.phase == .closing && (self.output?.isEmpty ?? true) {
+            self.startClosing()
+            return
+        }
+        self.updateTimer()
+    }
+
+    private func updateTimer() {
+        let kind = self.machine.timer
+        // The header timer is not refreshed by trickling bytes (slowloris).
+        if kind == .headerRead && self.timerKind == .headerRead { return }
+        self.timerKind = kind
+        guard let kind else {
+            self.loop.setDeadline(token: self.token, after: nil)
+            return
+        }
+        let limits = self.snapshot.limits
+        let after: Duration
+        switch kind {
+        case .keepAliveIdle: after = limits.keepAliveIdleTimeout
+        case .headerRead: after = limits.headerReadTimeout
+        case .bodyReadIdle: after = limits.bodyReadIdleTimeout
+        case .upstreamConnect: after = self.target?.configuration.connectTimeout ?? limits.upstreamConnectTimeout
+        case .upstreamResponse: after = self.target?.configuration.responseTimeout ?? limits.upstreamResponseTimeout
+        }
+        self.loop.setDeadline(token: self.token, after: after.nanoseconds)
+    }
+
+    // MARK: - Client input
+
+    private var upstreamIsBackedUp: Bool {
+        (self.upstream?.output.readableCount ?? 0) > Self.highWaterMark
+    }
+
+    private var wantsClientInput: Bool {
+        (self.machine.wantsRequestBytes || self.parserOwesEnd) && !self.upstreamIsBackedUp && !self.isClosed
+    }
+
+    private func processClientInput() {
+        while self.wantsClientInput {
+            if let input = self.input, !input.isEmpty {
+                let phaseBefore = self.machine.phase
+                let consumed = self.parseRequest(input.readableBytes)
+                if self.isClosed { return }
+                input.consume(consumed)
+                if consumed > 0 || self.machine.phase != phaseBefore { continue }
+                if input.readableCount >= Self.maxBufferedInput { return }
+            }
+            guard self.clientMayRead && !self.clientReadClosed else { return }
+            if !self.readClient() { return }
+        }
+    }
+
+    /// One read from the client socket, parsed at once. Returns false when nothing more can be read now.
+    private func readClient() -> Bool {
+        let result: IOResult
+        let usesScratch = self.input?.isEmpty ?? true
+        do {
+            if usesScratch {
+                let scratch = self.loop.scratch
+                result = try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: scratch.count)
+            } else {
+                let input = self.input!
+                input.reserveWritable(16 * 1024)
+                result = try SystemCalls.read(self.fd, into: input.writablePointer, count: input.writableCount)
+                if case .processed(let n) = result { input.didWrite(n) }
+            }
+        } catch {
+            self.clientGone()
+            return false
+        }
+        switch result {
+        case .wouldBlock:
+            self.clientMayRead = false
+            return false
+        case .endOfFile:
+            self.clientReadClosed = true
+            self.clientEndOfFile()
+            return false
+        case .processed(let n):
+            if usesScratch {
+                let bytes = UnsafeRawBufferPointer(start: self.loop.scratch.baseAddress, count: n)
+                let consumed = self.parseRequest(bytes)
+                if consumed < n && !self.isClosed {
+                    let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
+                    let input = self.input ?? self.loopContext.takeBuffer()
+                    input.append(rest)
+                    self.input = input
+                }
+            }
+            return true
+        }
+    }
+
+    /// Feeds `buffer` to the parser while the phase wants request bytes; returns the bytes consumed.
+    private func parseRequest(_ buffer: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while self.wantsClientInput {
+            let slice = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+            if self.machine.phase == .idle && !slice.isEmpty && !self.parserOwesEnd {
+                self.machine.headBytesReceived()
+            }
+            let (event, consumed) = self.parser.next(slice)
+            offset += consumed
+            guard let event else { break }
+            switch event {
+            case .head(let head, let info):
+                self.parserOwesEnd = false
+                self.requestHeadReceived(head, info)
+            case .body(let range):
+                self.requestBodyReceived(UnsafeRawBufferPointer(rebasing: slice[range]))
+            case .end(let trailers):
+                if self.parserOwesEnd {
+                    self.parserOwesEnd = false
+                } else {
+                    self.requestEnded(trailers: trailers)
+                }
+            case .error(let error):
+                self.requestInvalid(error)
+                return offset
+            }
+        }
+        return offset
+    }
+
+    private func clientEndOfFile() {
+        switch self.machine.phase {
+        case .idle:
+            // Closed between requests (or mid-head): nothing to answer.
+            self.close()
+        case .bufferingBody, .deciding, .connecting, .exchanging:
+            if !self.machine.requestComplete {
+                // Gone mid-body: the upstream connection is in an unknown state.
+                self.abort()
+            }
+        // Otherwise a half-close after a complete request: the response is still delivered.
+        case .respondingLocally, .closing, .closed:
+            break
+        }
+    }
+
+    private func clientGone() {
+        self.clientReadClosed = true
+        self.abort()
+    }
+
+    private func discardInput() {
+        while self.clientMayRead && !self.isClosed {
+            do {
+                let scratch = self.loop.scratch
+                switch try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: scratch.count) {
+                case .processed: continue
+                case .wouldBlock: self.clientMayRead = false
+                case .endOfFile: self.close()
+                }
+            } catch {
+                self.close()
+            }
+        }
+    }
+
+    // MARK: - Request handling
+
+    private func refreshSnapshot() {
+        let generation = self.context.generation
+        if generation != self.snapshotGeneration {
+            self.snapshotGeneration = generation
+            self.snapshot = self.context.snapshot
+        }
+    }
+
+    private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
+        self.requestStart = SystemCalls.monotonicNanoseconds()
+        self.upstreamStart = 0
+        self.refreshSnapshot()
+        let classification = self.snapshot.gate.classify(head)
+        self.head = head
+        self.requestInfo = info
+        self.classification = classification
+        self.logInfo = nil
+        self.responseStatus = 0
+        self.bufferedBody = nil
+        self.target = nil
+        self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
+        let action = self.machine.requestHeadReceived(
+            method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
+            expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo)
+        switch action {
+        case .decide:
+            self.callDecide(body: nil)
+        case .decideWithEmptyBody:
+            self.callDecide(body: [])
+        case .bufferBody(let sendContinue):
+            var body: [UInt8] = []
+            if case .contentLength(let length) = info.framing { body.reserveCapacity(Int(length)) }
+            self.bufferedBody = body
+            if sendContinue { self.queueClientBytes(Self.continueBytes) }
+        case .reject(let status, let code, let message):
+            self.logInfo = GateLogInfo(verdict: "rejected")
+            self.queueLocalResponse(.jsonError(status: status, code: code, message: message), keepAlive: false)
+            self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        }
+    }
+
+    private func requestBodyReceived(_ bytes: UnsafeRawBufferPointer) {
+        switch self.machine.phase {
+        case .bufferingBody:
+            self.bufferedBody?.append(contentsOf: bytes)
+            let total = self.bufferedBody?.count ?? 0
+            if case .reject(let status, let code, let message) = self.machine.bufferedBodyReceived(total: total) {
+                self.bufferedBody = nil
+                self.logInfo = GateLogInfo(verdict: "rejected")
+                self.queueLocalResponse(.jsonError(status: status, code: code, message: message), keepAlive: false)
+                self.finishRequest(keepAlive: self.machine.localResponseWritten())
+            }
+        case .exchanging:
+            guard let upstream = self.upstream else { return }
+            switch self.requestEncoding {
+            case .chunked:
+                var framing = self.takeScratchBytes()
+                HTTPSerializer.writeChunk(bytes, into: &framing)
+                upstream.output.append(framing)
+                self.returnScratchBytes(framing)
+            case .identity, .none:
+                upstream.output.append(bytes)
+            }
+        default:
+            break
+        }
+    }
+
+    private func requestEnded(trailers: HTTPHeaders?) {
+        if self.machine.phase == .exchanging, self.requestEncoding == .chunked, let upstream = self.upstream {
+            var framing = self.takeScratchBytes()
+            HTTPSerializer.writeLastChunk(trailers: HeaderRewriting.forwardedTrailers(trailers), into: &framing)
+            upstream.output.append(framing)
+            self.returnScratchBytes(framing)
+        }
+        switch self.machine.requestEnded() {
+        case .none:
+            break
+        case .decide:
+            let body = self.bufferedBody ?? []
+            self.callDecide(body: body)
+        case .complete(let keepAlive):
+            self.finishRequest(keepAlive: keepAlive && !self.responseCloseAfter)
+        }
+    }
+
+    private func requestInvalid(_ error: HTTPParserError) {
+        self.logInfo = GateLogInfo(verdict: "malformed")
+        if let upstream = self.upstream {
+            self.releaseUpstream(upstream, reusable: false)
+        }
+        self.cancelWaiting()
+        if self.machine.responseStarted {
+            self.abort()
+            return
+        }
+        if self.head == nil || self.machine.phase == .idle {
+            self.head = nil
+            self.requestStart = SystemCalls.monotonicNanoseconds()
+        }
+        self.machine.requestInvalid()
+        self.queueLocalResponse(
+            .jsonError(status: error.status, code: error.code, message: "the request is not valid HTTP/1.1 (\(error.code))"),
+            keepAlive: false)
+        self.finishRequest(keepAlive: self.machine.localResponseWritten())
+    }
+
+    // MARK: - The gate
+
+    private func callDecide(body: [UInt8]?) {
+        guard let head = self.head, let classification = self.classification else { return }
+        self.decisionSerial &+= 1
+        let serial = self.decisionSerial
+        self.isInsideDecide = true
+        self.synchronousDecision = nil
+        self.snapshot.gate.decide(head, body: body, classification: classification) { [self] decision in
+            // A gate that completes at once, on this queue, inside `decide`: no hop.
+            if self.loop.inLoop && self.isInsideDecide && self.decisionSerial == serial {
+                self.synchronousDecision = decision
+                return
+            }
+            self.loop.execute { self.decisionArrived(decision, serial: serial) }
+        }
+        self.isInsideDecide = false
+        if let decision = self.synchronousDecision {
+            self.synchronousDecision = nil
+            self.decisionArrived(decision, serial: serial)
+        }
+    }
+
+    private func decisionArrived(_ decision: GateDecision, serial: Int) {
+        guard !self.isClosed, serial == self.decisionSerial, self.machine.phase == .deciding else { return }
+        switch decision {
+        case .forward(let head, let info):
+            self.logInfo = info
+            guard case .connectUpstream(let sendContinue) = self.machine.decided(forward: true) else { return }
+            if sendContinue { self.queueClientBytes(Self.continueBytes) }
+            guard let name = self.classification?.upstream, let target = self.snapshot.upstreams.targets[name] else {
+                self.handleUpstreamFailure(.unavailable, wasIdle: false, anyByte: false)
+                break
+            }
+            self.target = target
+            let plan = UpstreamRequestPlan.make(
+                gateHead: head, framing: self.requestInfo?.framing ?? .none, bufferedBodyCount: self.bufferedBody?.count,
+                clientAddress: self.peerAddress, upstreamHost: target.hostHeader)
+            self.requestEncoding = plan.encoding
+            self.requestHeadBytes.removeAll(keepingCapacity: true)
+            HTTPSerializer.writeRequestHead(plan.head, into: &self.requestHeadBytes)
+            if let body = self.bufferedBody {
+                self.requestHeadBytes.append(contentsOf: body)
+                self.bufferedBody = nil
+            }
+            self.acquireUpstream(fresh: false)
+        case .respond(let response, let info):
+            self.logInfo = info
+            guard case .respondLocally(let keepAlive) = self.machine.decided(forward: false) else { return }
+            self.queueLocalResponse(response, keepAlive: keepAlive)
+            self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        }
+        if self.pumping { self.repump = true } else { self.pump() }
+    }
+
+    // MARK: - Upstream
+
+    private func acquireUpstream(fresh: Bool) {
+        guard let target = self.target else { return }
+        let pool = target.pools[self.loop.index]
+        switch pool.acquire(for: self, fresh: fresh) {
+        case .ready(let connection):
+            self.attach(connection)
+        case .connecting:
+            break
+        case .queued:
+            self.waitingPool = pool
+        case .failed:
+            self.handleUpstreamFailure(.unavailable, wasIdle: false, anyByte: false)
+        case .exhausted:
+            self.handleUpstreamFailure(.poolExhausted, wasIdle: false, anyByte: false)
+        }
+    }
+
+    private func attach(_ connection: UpstreamConnection) {
+        self.upstream = connection
+        self.machine.upstreamConnected()
+        self.upstreamStart = SystemCalls.monotonicNanoseconds()
+        connection.parser.expectResponse(toMethod: self.head?.method ?? "GET")
+        connection.output.append(self.requestHeadBytes)
+        self.repump = true
+    }
+
+    /// The whole request is still held (no body streamed): it can be sent again.
+    private var requestIsReplayable: Bool {
+        self.requestEncoding == .none || self.machine.bufferCap != nil
+    }
+
+    private func handleUpstreamFailure(_ failure: ProxyConnectionStateMachine.UpstreamFailure, wasIdle: Bool, anyByte: Bool) {
+        let action = self.machine.upstreamFailed(
+            failure, anyResponseByte: anyByte, wasIdlePooledConnection: wasIdle,
+            requestReplayable: self.requestIsReplayable)
+        if action != .retry { self.countUpstreamError(failure) }
+        switch action {
+        case .retry:
+            self.acquireUpstream(fresh: true)
+        case .respond(let status, let code, let message, let keepAlive):
+            self.queueLocalResponse(.jsonError(status: status, code: code, message: message), keepAlive: keepAlive)
+            self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        case .abort:
+            self.abort()
+        }
+    }
+
+    private func countUpstreamError(_ failure: ProxyConnectionStateMachine.UpstreamFailure) {
+        let kind: String
+        switch failure {
+        case .unavailable: kind = "unavailable"
+        case .timeout: kind = "timeout"
+        case .invalidResponse: kind = "invalid_response"
+        case .poolExhausted: kind = "pool_exhausted"
+        }
+        self.server.metrics.upstreamErrors.labels(self.classification?.upstream ?? "-", kind).increment()
+    }
+
+    private func releaseUpstream(_ connection: UpstreamConnection, reusable: Bool) {
+        if self.upstream === connection { self.upstream = nil }
+        connection.pool.release(connection, reusable: reusable)
+    }
+
+    private func cancelWaiting() {
+        if let pool = self.waitingPool {
+            pool.cancelWait(self)
+            self.waitingPool = nil
+        }
+    }
+
+    private var clientIsBackedUp: Bool {
+        (self.output?.readableCount ?? 0) > Self.highWaterMark
+    }
+
+    private func processUpstreamInput(_ connection: UpstreamConnection) {
+        while self.upstream === connection && connection.mayRead && !self.clientIsBackedUp && !self.isClosed {
+            let result: IOResult
+            let usesScratch = connection.input?.isEmpty ?? true
+            do {
+                if usesScratch {
+                    let scratch = self.loop.scratch
+                    result = try SystemCalls.read(connection.fd, into: scratch.baseAddress!, count: scratch.count)
+                } else {
+                    let input = connection.input!
+                    input.reserveWritable(16 * 1024)
+                    result = try SystemCalls.read(connection.fd, into: input.writablePointer, count: input.writableCount)
+                    if case .processed(let n) = result { input.didWrite(n) }
+                }
+            } catch {
+                self.upstreamBroke(connection)
+                return
+            }
+            switch result {
+            case .wouldBlock:
+                connection.mayRead = false
+                return
+            case .endOfFile:
+                self.upstreamClosed(connection)
+                return
+            case .processed(let n):
+                if usesScratch {
+                    let bytes = UnsafeRawBufferPointer(start: self.loop.scratch.baseAddress, count: n)
+                    let consumed = self.parseResponse(bytes, connection)
+                    if consumed < n && self.upstream === connection {
+                        let rest = UnsafeRawBufferPointer(rebasing: bytes[consumed...])
+                        let input = connection.input ?? IOBuffer(capacity: max(4096, rest.count))
+                        input.append(rest)
+                        connection.input = input
+                    }
+                } else if let input = connection.input {
+                    // Detached while parsing, so that a release inside sees no stale bytes.
+                    connection.input = nil
+                    let consumed = self.parseResponse(input.readableBytes, connection)
+                    input.consume(consumed)
+                    if self.upstream === connection && !input.isEmpty { connection.input = input }
+                }
+            }
+        }
+    }
+
+    private func parseResponse(_ buffer: UnsafeRawBufferPointer, _ connection: UpstreamConnection) -> Int {
+        var offset = 0
+        while self.upstream === connection && !self.isClosed {
+            let slice = UnsafeRawBufferPointer(rebasing: buffer[offset...])
+            if !slice.isEmpty { connection.receivedResponseByte = true }
+            let (event, consumed) = connection.parser.next(slice)
+            offset += consumed
+            guard let event else { break }
+            self.handleResponseEvent(event, slice: slice, connection)
+        }
+        return offset
+    }
+
+    private func handleResponseEvent(_ event: HTTPResponseEvent, slice: UnsafeRawBufferPointer, _ connection: UpstreamConnection) {
+        switch event {
+        case .informational(let head):
+            // 100 is the gateway's own business (it answered Expect itself); others (103) go to 1.1 clients.
+            if head.status != 100 && (self.head?.versionMinor ?? 1) >= 1 {
+                var bytes = self.takeScratchBytes()
+                HTTPSerializer.writeResponseHead(HeaderRewriting.clientResponse(head), into: &bytes)
+                self.queueClientBytes(bytes)
+                self.returnScratchBytes(bytes)
+                self.machine.responseStartedSending()
+            }
+        case .head(let head, let info):
+            self.responseStatus = head.status
+            self.upstreamKeepAlive = info.isKeepAlive
+            let plan = ClientResponsePlan.make(
+                upstreamHead: head, framing: info.framing, requestMethod: self.head?.method ?? "GET",
+                clientVersionMinor: self.head?.versionMinor ?? 1, keepAlive: self.machine.keepAliveAfterResponse)
+            self.responseEncoding = plan.encoding
+            self.responseCloseAfter = plan.closeAfter
+            var bytes = self.takeScratchBytes()
+            HTTPSerializer.writeResponseHead(plan.head, into: &bytes)
+            self.queueClientBytes(bytes)
+            self.returnScratchBytes(bytes)
+            self.machine.responseStartedSending()
+        case .body(let range):
+            let bytes = UnsafeRawBufferPointer(rebasing: slice[range])
+            switch self.responseEncoding {
+            case .chunked:
+                var framing = self.takeScratchBytes()
+                HTTPSerializer.writeChunk(bytes, into: &framing)
+                self.queueClientBytes(framing)
+                self.returnScratchBytes(framing)
+            case .identity, .none:
+                self.queueClientBytes(bytes)
+            }
+        case .end(let trailers):
+            if self.responseEncoding == .chunked {
+                var framing = self.takeScratchBytes()
+                HTTPSerializer.writeLastChunk(trailers: HeaderRewriting.forwardedTrailers(trailers), into: &framing)
+                self.queueClientBytes(framing)
+                self.returnScratchBytes(framing)
+            }
+            self.responseEnded(connection)
+        case .error:
+            self.upstreamBroke(connection, invalid: true)
+        }
+    }
+
+    private func responseEnded(_ connection: UpstreamConnection) {
+        if self.upstreamStart != 0, let name = self.classification?.upstream {
+            let elapsed = SystemCalls.monotonicNanoseconds() &- self.upstreamStart
+            self.loopContext.metricsCache.upstreamDuration(name).observe(nanoseconds: elapsed)
+        }
+        switch self.machine.responseEnded(upstreamKeepAlive: self.upstreamKeepAlive) {
+        case .finish(let reusable, let keepAlive):
+            connection.responseCompleteAndReusable = reusable
+            self.releaseUpstream(connection, reusable: reusable)
+            self.finishRequest(keepAlive: keepAlive && !self.responseCloseAfter)
+        case .finishAndClose:
+            self.releaseUpstream(connection, reusable: false)
+            self.finishRequest(keepAlive: false)
+        }
+    }
+
+    /// The upstream closed its side.
+    private func upstreamClosed(_ connection: UpstreamConnection) {
+        if let event = connection.parser.peerClosed() {
+            switch event {
+            case .end:
+                self.handleResponseEvent(event, slice: UnsafeRawBufferPointer(start: nil, count: 0), connection)
+                return
+            default:
+                break
+            }
+        }
+        self.upstreamBroke(connection)
+    }
+
+    /// Reset, closed early, or an invalid response.
+    private func upstreamBroke(_ connection: UpstreamConnection, invalid: Bool = false) {
+        let wasIdle = connection.isReused
+        let anyByte = connection.receivedResponseByte
+        self.releaseUpstream(connection, reusable: false)
+        self.handleUpstreamFailure(invalid ? .invalidResponse : .unavailable, wasIdle: wasIdle, anyByte: anyByte)
+    }
+
+    // MARK: - Output
+
+    private func takeScratchBytes() -> [UInt8] {
+        var bytes: [UInt8] = []
+        swap(&bytes, &self.loopContext.scratchBytes)
+        bytes.removeAll(keepingCapacity: true)
+        return bytes
+    }
+
+    private func returnScratchBytes(_ bytes: [UInt8]) {
+        var bytes = bytes
+        bytes.removeAll(keepingCapacity: true)
+        self.loopContext.scratchBytes = bytes
+    }
+
+    private func queueClientBytes(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.queueClientBytes($0) }
+    }
+
+    private func queueClientBytes(_ bytes: UnsafeRawBufferPointer) {
+        let output = self.output ?? self.loopContext.takeBuffer()
+        output.append(bytes)
+        self.output = output
+    }
+
+    private func queueLocalResponse(_ response: LocalResponse, keepAlive: Bool) {
+        self.responseStatus = response.status
+        var bytes = self.takeScratchBytes()
+        let body = self.head?.method == "HEAD" ? [] : response.body
+        HTTPSerializer.writeLocalResponse(
+            status: response.status, headers: response.headers, body: body, keepAlive: keepAlive, into: &bytes)
+        self.queueClientBytes(bytes)
+        self.returnScratchBytes(bytes)
+    }
+
+    private func flushClient() {
+        guard let output = self.output else { return }
+        while !output.isEmpty {
+            let readable = output.readableBytes
+            do {
+                switch try SystemCalls.write(self.fd, readable.baseAddress!, count: readable.count) {
+                case .processed(let n):
+                    output.consume(n)
+                    // Room again: the upstream may be read further.
+                    if output.readableCount <= Self.highWaterMark && self.upstream?.mayRead == true { self.repump = true }
+                case .wouldBlock, .endOfFile:
+                    return
+                }
+            } catch {
+                self.abort()
+                return
+            }
+        }
+        self.output = nil
+        self.loopContext.returnBuffer(output)
+    }
+
+    private func flushUpstream() {
+        guard let upstream = self.upstream, upstream.state == .leased, !upstream.output.isEmpty else { return }
+        let wasBackedUp = self.upstreamIsBackedUp
+        if !upstream.flush() {
+            self.upstreamBroke(upstream)
+            return
+        }
+        if wasBackedUp && !self.upstreamIsBackedUp { self.repump = true }
+    }
+
+    // MARK: - End of a request, end of the connection
+
+    /// Access log, metrics, and the next request (or closing).
+    private func finishRequest(keepAlive: Bool) {
+        let now = SystemCalls.monotonicNanoseconds()
+        let total = self.requestStart == 0 ? 0 : now &- self.requestStart
+        let upstreamTime: UInt64? = self.upstreamStart == 0 ? nil : now &- self.upstreamStart
+        let route = self.classification?.routeName ?? "-"
+        let handles = self.loopContext.metricsCache.route(route)
+        handles.byStatusClass[ProxyMetrics.statusClass(self.responseStatus)].increment()
+        handles.duration.observe(nanoseconds: total)
+        if self.loopContext.accessLog != nil {
+            self.loopContext.logBuffer.append(
+                AccessLogBuffer.Entry(
+                    method: self.head?.method ?? "-", path: self.head?.path ?? "-", route: route,
+                    status: self.responseStatus, verdict: self.logInfo?.verdict ?? "-",
+                    keyIDPrefix: self.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime, totalNanoseconds: total))
+        }
+        self.head = nil
+        self.requestInfo = nil
+        self.classification = nil
+        self.bufferedBody = nil
+        self.logInfo = nil
+        self.target = nil
+        self.requestStart = 0
+        self.upstreamStart = 0
+        self.responseCloseAfter = false
+        self.requestEncoding = .none
+        self.responseEncoding = .none
+        self.machine.exchangeFinished(keepAlive: keepAlive)
+        self.timerKind = nil
+        if keepAlive { self.repump = true }
+    }
+
+    /// Shutdown began: idle connections close now, busy ones after their response.
+    func beginDrain() {
+        guard !self.isClosed else { return }
+        if self.machine.drain() && (self.input?.isEmpty ?? true) && (self.output?.isEmpty ?? true) {
+            self.close()
+        }
+    }
+
+    /// Output is flushed and the connection must close: half-close our side and discard
+    /// what the client still sends for a moment, so that it reads our response instead of
+    /// a reset (lingering close, as nginx does).
+    private func startClosing() {
+        if self.clientReadClosed || self.isLingering {
+            self.close()
+            return
+        }
+        if let upstream = self.upstream { self.releaseUpstream(upstream, reusable: false) }
+        self.cancelWaiting()
+        self.isLingering = true
+        shutdown(self.fd, Int32(SHUT_WR))
+        self.loop.setDeadline(token: self.token, after: Self.lingerNanoseconds)
+        self.discardInput()
+    }
+
+    /// Something broke: close both sides now.
+    private func abort() {
+        self.close()
+    }
+
+    func forceClose() {
+        self.close()
+    }
+
+    private func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        if let upstream = self.upstream {
+            self.upstream = nil
+            upstream.pool.release(upstream, reusable: false)
+        }
+        self.cancelWaiting()
+        self.machine.closed()
+        self.loop.deregister(fd: self.fd, token: self.token)
+        SystemCalls.close(self.fd)
+        if let input = self.input { self.loopContext.returnBuffer(input) }
+        if let output = self.output { self.loopContext.returnBuffer(output) }
+        self.input = nil
+        self.output = nil
+        self.loopContext.remove(self)
+        self.server.connectionClosed()
+    }
+}
+

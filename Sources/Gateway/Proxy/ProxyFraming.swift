@@ -1,0 +1,120 @@
+/// How a body is written on the wire after the proxy re-framed it.
+package enum BodyEncoding: Sendable, Hashable {
+    /// No body bytes at all.
+    case none
+    /// Bytes as they are (Content-Length, or a close-delimited body).
+    case identity
+    /// `Transfer-Encoding: chunked`.
+    case chunked
+}
+
+/// The head the upstream receives and how its body is framed (pure; tested without sockets).
+package struct UpstreamRequestPlan: Sendable {
+    package var head: HTTPRequestHead
+    package var encoding: BodyEncoding
+
+    /// - Parameters:
+    ///   - gateHead: the head `decide` forwarded (identity headers already handled by the gate).
+    ///   - framing: the client's body framing.
+    ///   - bufferedBodyCount: the body's size when it was buffered (the upstream then gets a Content-Length).
+    ///   - upstreamHost: `host:port` of the upstream, used as Host when the client sent none (HTTP/1.0).
+    package static func make(
+        gateHead: HTTPRequestHead,
+        framing: RequestBodyFraming,
+        bufferedBodyCount: Int?,
+        clientAddress: String,
+        upstreamHost: String
+    ) -> UpstreamRequestPlan {
+        var head = HeaderRewriting.upstreamRequest(gateHead, clientAddress: clientAddress, scheme: "http")
+        head.versionMinor = 1
+        // 100-continue is answered by the gateway itself (see ProxyConnectionStateMachine).
+        head.headers.remove(name: "Expect")
+        if !head.headers.contains("Host") {
+            head.headers.add(name: "Host", value: upstreamHost)
+        }
+        let encoding: BodyEncoding
+        if let bufferedBodyCount {
+            if bufferedBodyCount > 0 || framing != .none || Self.methodsWithBody.contains(head.method) {
+                head.headers.add(name: "Content-Length", value: String(bufferedBodyCount))
+            }
+            encoding = bufferedBodyCount > 0 ? .identity : .none
+        } else {
+            switch framing {
+            case .none:
+                if Self.methodsWithBody.contains(head.method) {
+                    head.headers.add(name: "Content-Length", value: "0")
+                }
+                encoding = .none
+            case .contentLength(let length):
+                head.headers.add(name: "Content-Length", value: String(length))
+                encoding = length > 0 ? .identity : .none
+            case .chunked:
+                head.headers.add(name: "Transfer-Encoding", value: "chunked")
+                encoding = .chunked
+            }
+        }
+        return UpstreamRequestPlan(head: head, encoding: encoding)
+    }
+
+    static let methodsWithBody: Set<String> = ["POST", "PUT", "PATCH"]
+}
+
+/// The head the client receives and how the body is framed (pure; tested without sockets).
+package struct ClientResponsePlan: Sendable {
+    package var head: HTTPResponseHead
+    package var encoding: BodyEncoding
+    /// The client connection closes after this response.
+    package var closeAfter: Bool
+
+    /// - Parameters:
+    ///   - upstreamHead: the final response head as the upstream sent it.
+    ///   - framing: the upstream's body framing (the parser already applied HEAD/204/304 rules).
+    ///   - requestMethod: the client's method.
+    ///   - clientVersionMinor: 0 for HTTP/1.0 clients (no chunked encoding for them).
+    ///   - keepAlive: the client connection may stay open after this response.
+    package static func make(
+        upstreamHead: HTTPResponseHead,
+        framing: ResponseBodyFraming,
+        requestMethod: String,
+        clientVersionMinor: Int,
+        keepAlive: Bool
+    ) -> ClientResponsePlan {
+        var head = HeaderRewriting.clientResponse(upstreamHead)
+        head.versionMinor = 1
+        var keepAlive = keepAlive
+        let encoding: BodyEncoding
+        let bodyless = requestMethod == "HEAD" || upstreamHead.status == 204 || upstreamHead.status == 304
+            || (100..<200).contains(upstreamHead.status)
+        if bodyless {
+            // HEAD and 304 describe the body they would have had: keep its length.
+            if upstreamHead.status != 204, let length = upstreamHead.headers["Content-Length"] {
+                head.headers.add(name: "Content-Length", value: length)
+            }
+            encoding = .none
+        } else {
+            switch framing {
+            case .none:
+                head.headers.add(name: "Content-Length", value: "0")
+                encoding = .none
+            case .contentLength(let length):
+                head.headers.add(name: "Content-Length", value: String(length))
+                encoding = length > 0 ? .identity : .none
+            case .chunked, .untilClose:
+                if clientVersionMinor >= 1 {
+                    head.headers.add(name: "Transfer-Encoding", value: "chunked")
+                    encoding = .chunked
+                } else {
+                    // HTTP/1.0 knows no chunked encoding: the end of the body is the close.
+                    keepAlive = false
+                    encoding = .identity
+                }
+            }
+        }
+        if !keepAlive {
+            head.headers.add(name: "Connection", value: "close")
+        } else if clientVersionMinor == 0 {
+            head.headers.add(name: "Connection", value: "keep-alive")
+        }
+        return ClientResponsePlan(head: head, encoding: encoding, closeAfter: !keepAlive)
+    }
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# make bench: the gateway (release build, passthrough route) measured beside nginx and
+# haproxy by the shared proxy baseline, then its RSS with 10,000 idle keep-alive connections.
+#
+# Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
+#      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
+#      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
+#      SKIP_BASELINE=1 / SKIP_IDLE=1 run only one part.
+# Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHARED_DIR="${SHARED_DIR:-$ROOT/../shared}"
+BASELINE="$SHARED_DIR/bench/proxy_baseline.sh"
+IDLE_CONNS="${IDLE_CONNS:-10000}"
+GATEWAY_PORT=18085
+[ -f "$BASELINE" ] || { echo "bench: $BASELINE not found (set SHARED_DIR)" >&2; exit 1; }
+
+cd "$ROOT"
+swift build -c release >&2
+BIN="$ROOT/.build/release/attest-gateway"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-bench.XXXXXX")"
+GW_PID=""
+UP_PID=""
+cleanup() {
+    for pid in $GW_PID $UP_PID; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in $GW_PID $UP_PID; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Room for 10,000 client sockets plus the upstream side.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+cat > "$WORK/policy.yaml" <<EOF
+listen: 127.0.0.1:$GATEWAY_PORT
+store: memory
+limits:
+  max_connections: 60000
+  keep_alive_idle_timeout: 120s
+upstreams:
+  bench: { url: "http://127.0.0.1:18080", max_connections: 64 }
+routes:
+  - name: passthrough
+    match: { path_prefix: / }
+    upstream: bench
+    mode: off
+EOF
+
+ACCESS_FLAG=""
+[ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
+"$BIN" serve --config "$WORK/policy.yaml" $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
+GW_PID=$!
+for _ in $(seq 100); do
+    grep -q '"listening"' "$WORK/gateway.log" 2>/dev/null && break
+    sleep 0.1
+done
+grep -q '"listening"' "$WORK/gateway.log" || { cat "$WORK/gateway.log" >&2; echo "bench: gateway did not start" >&2; exit 1; }
+echo "# gateway pid $GW_PID on 127.0.0.1:$GATEWAY_PORT (access log: ${ACCESS_FLAG:-on, to /dev/null}), $(nproc) cpus"
+
+rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
+
+if [ "${SKIP_BASELINE:-0}" != 1 ]; then
+    EXTRA_LABEL=gateway EXTRA_PID="$GW_PID" bash "$BASELINE" "http://127.0.0.1:$GATEWAY_PORT/"
+    echo "# gateway RSS after the load: $(( $(rss_kb "$GW_PID") / 1024 )) MB"
+fi
+
+if [ "${SKIP_IDLE:-0}" != 1 ]; then
+    # The baseline's upstream is gone: a small echo upstream takes its port for this part.
+    python3 "$ROOT/scripts/upstream.py" --port 18080 > "$WORK/upstream.log" 2>&1 &
+    UP_PID=$!
+    for _ in $(seq 50); do grep -q listening "$WORK/upstream.log" 2>/dev/null && break; sleep 0.1; done
+    before=$(rss_kb "$GW_PID")
+    python3 - "$GATEWAY_PORT" "$IDLE_CONNS" "$GW_PID" <<'PY'
+import os, selectors, socket, sys, time
+port, count, pid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"):
+            return int(line.split()[1])
+request = b"GET /idle HTTP/1.1\r\nHost: bench\r\n\r\n"
+socks, sel = [], selectors.DefaultSelector()
+start = time.time()
+# Open in batches; each connection sends one request and reads its response, then stays idle.
+for base in range(0, count, 500):
+    batch = []
+    for _ in range(min(500, count - base)):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(request)
+        batch.append(s)
+    for s in batch:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise SystemExit("connection closed by the gateway")
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        while len(rest) < length:
+            rest += s.recv(65536)
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise SystemExit("unexpected response: " + head.split(b"\r\n")[0].decode())
+    socks.extend(batch)
+time.sleep(1.0)
+held = rss()
+# All still open? A keep-alive request on a sample proves it.
+for s in socks[:: max(1, count // 20)]:
+    s.sendall(request)
+    if not s.recv(65536).startswith(b"HTTP/1.1 200"):
+        raise SystemExit("an idle connection did not answer")
+print(f"# idle keep-alive connections: {len(socks)} opened in {time.time() - start:.1f}s; gateway RSS {held / 1024:.1f} MB")
+for s in socks:
+    s.close()
+PY
+    echo "# gateway RSS before the idle connections: $(( before / 1024 )) MB"
+fi
