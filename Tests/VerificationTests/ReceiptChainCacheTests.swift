@@ -34,8 +34,8 @@ import Verification
                 customExtensions: [(ReceiptVerifier.receiptSigningMarkerOID, [0x05, 0x00])]),
             subjectKey: rogueKey, issuer: nil, issuerKey: rogueKey)
         let (signer, signerKey) = authority.receiptSigning
-        let (root, intermediate) = authority.caCertificates
-        let certificates = [rogue, signer, intermediate, root]
+        let (root, _, receiptCA) = authority.caCertificates
+        let certificates = [rogue, signer, receiptCA, root]
 
         let device = try SimulatedDevice.generate()
         let certificate = try ReceiptPayloadTests.attestedCertificate(device)
@@ -62,16 +62,16 @@ import Verification
     }
 
     @Test func trustedSignerWithoutMarkerIsRefused() throws {
-        // The intermediate chains to the root but is not a receipt-signing certificate.
+        // The receipt CA chains to the root but is not a receipt-signing certificate.
         let authority = SharedSimulator.authority
-        let (root, intermediate) = authority.caCertificates
+        let (root, _, receiptCA) = authority.caCertificates
         let genuine = try authority.receipt(
             attestedCertificate: try ReceiptPayloadTests.attestedCertificate(try SimulatedDevice.generate()),
             appID: SharedSimulator.appID, clientHash: [1], environment: .production)
-        let intermediateKey = try Self.intermediateKey(authority)
+        let receiptCAKey = try Self.receiptCAKey(authority)
         let forged = try authority.signedData(
-            try Self.payload(of: genuine), chunkSize: 1000, signer: intermediate, signerKey: intermediateKey,
-            certificates: [intermediate, root])
+            try Self.payload(of: genuine), chunkSize: 1000, signer: receiptCA, signerKey: receiptCAKey,
+            certificates: [receiptCA, root])
         let error = #expect(throws: VerificationError.self) {
             try SharedSimulator.receiptVerifier().verify(receipt: forged, appID: nil, publicKey: nil, at: nil)
         }
@@ -94,12 +94,12 @@ import Verification
         return try #require(try wrapped.next()).octetStringBytes(limits: limits)
     }
 
-    static func intermediateKey(_ authority: SimulatorAuthority) throws -> SimulatorKey {
+    static func receiptCAKey(_ authority: SimulatorAuthority) throws -> SimulatorKey {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try authority.save(directory: directory)
         let pem = try String(
-            contentsOfFile: (directory as NSString).appendingPathComponent("intermediate_ca_key.pem"), encoding: .utf8)
+            contentsOfFile: (directory as NSString).appendingPathComponent("receipt_ca_key.pem"), encoding: .utf8)
         return try SimulatorKey(pem: pem)
     }
 }
