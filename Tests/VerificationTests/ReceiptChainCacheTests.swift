@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 @testable import Simulator
+import Synchronization
 import Testing
-import Verification
+@testable import Verification
 
 /// The receipt verifier remembers chains it verified (signer + embedded certificates + validity
 /// window). These tests show that the cache never changes an outcome.
@@ -101,5 +103,30 @@ import Verification
         let pem = try String(
             contentsOfFile: (directory as NSString).appendingPathComponent("receipt_ca_key.pem"), encoding: .utf8)
         return try SimulatorKey(pem: pem)
+    }
+}
+
+/// One `ReceiptVerifier` shared by many threads: every vector gives its result every time, the
+/// chain cache included, and no failure leaves an entry on OpenSSL's thread-local error queue.
+@Suite struct ReceiptConcurrencyTests {
+    @Test func oneVerifierFromManyThreads() throws {
+        let vectors = try ReceiptVector.loadAll()
+        let keys = try vectors.map { try TestPEM.x962(fromSPKI: $0.publicKeyPEM) }
+        let verifier = try ReceiptVerifier()
+        let expired = try #require(RFC3339.parse("2030-01-01T00:00:00Z"))
+        let wrong = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for round in 0..<30 {
+                let index = (worker * 7 + round) % vectors.count
+                let vector = vectors[index]
+                // Every third round at a time when no receipt-signing certificate is valid.
+                let late = round % 3 == 0
+                let result = try? verifier.verify(
+                    receipt: vector.receipt, appID: vector.appID, publicKey: keys[index], at: late ? expired : nil)
+                if (result != nil) != (vector.expectedValid && !late) { wrong.withLock { $0 += 1 } }
+                if !OpenSSLErrorQueue.isEmpty { wrong.withLock { $0 += 1 } }
+            }
+        }
+        #expect(wrong.withLock { $0 } == 0)
     }
 }
