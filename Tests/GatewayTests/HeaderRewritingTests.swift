@@ -104,6 +104,18 @@ import Testing
         #expect(HeaderRewriting.forwardedTrailers(nil) == nil)
     }
 
+    @Test func caseInsensitiveComparisons() {
+        #expect("Content-Length".caseInsensitiveEquals("content-LENGTH"))
+        #expect(!"Content-Length".caseInsensitiveEquals("Content-Lengt"))
+        #expect(!"a".caseInsensitiveEquals("b"))
+        #expect("Transfer-Encoding".equalsLowercaseASCII("transfer-encoding"))
+        #expect(!"Transfer-Encodinh".equalsLowercaseASCII("transfer-encoding"))
+        // Only ASCII letters fold: "K" (Kelvin sign) is not "k".
+        #expect(!"\u{212A}eep".caseInsensitiveEquals("keep"))
+        let headers = HTTPHeaders([("X-Long-Header-Name-Over-Fifteen", "1")])
+        #expect(headers["x-long-header-name-over-fifteen"] == "1")
+    }
+
     @Test func forwardedValuesQuoteWhatIsNotAToken() {
         #expect(HeaderRewriting.forwardedValue("example.com") == "example.com")
         #expect(HeaderRewriting.forwardedValue("a\"b") == "\"a\\\"b\"")

@@ -431,7 +431,22 @@ extension String {
 
     /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
     func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
-        guard self.utf8.count == other.utf8.count else { return false }
+        let count = self.utf8.count
+        guard count == other.utf8.count else { return false }
+        let fast = self.utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in
+                for index in 0..<count where HTTPByte.lower(a[index]) != HTTPByte.lower(b[index]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
         return zip(self.utf8, other.utf8).allSatisfy { HTTPByte.lower($0) == HTTPByte.lower($1) }
+    }
+
+    /// Concrete overload of `StringProtocol.caseInsensitiveEquals` (HTTPHead.swift) for two
+    /// Strings: `HTTPHeaders` lookups and every other String–String call pick it instead of the
+    /// generic version, which costs generic dispatch and a zip iterator per call.
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
+        self.equalsCaseInsensitiveASCII(other)
     }
 }
