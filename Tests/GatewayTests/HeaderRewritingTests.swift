@@ -56,7 +56,9 @@ import Testing
             ])
         )
         let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "2001:db8::1", scheme: "http")
-        #expect(rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"])
+        #expect(
+            rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"]
+        )
         #expect(
             rewritten.headers.values(for: "Forwarded")
                 == ["for=203.0.113.1, for=\"[2001:db8::1]\";proto=http;host=\"h:8080\""]
@@ -64,13 +66,23 @@ import Testing
     }
 
     @Test func noHostMeansNoForwardedHost() {
-        let head = HTTPRequestHead(method: "GET", target: "/", versionMinor: 0, headers: HTTPHeaders([("X-Forwarded-Host", "evil")]))
+        let head = HTTPRequestHead(
+            method: "GET",
+            target: "/",
+            versionMinor: 0,
+            headers: HTTPHeaders([("X-Forwarded-Host", "evil")])
+        )
         let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http")
         #expect(!rewritten.headers.contains("x-forwarded-host"))
         #expect(rewritten.headers["forwarded"] == "for=10.0.0.1;proto=http")
         // Host for an HTTP/1.0 request without one: the upstream's when given, else the caller's job.
         #expect(!rewritten.headers.contains("host"))
-        let named = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http", upstreamHost: "backend:9000")
+        let named = HeaderRewriting.upstreamRequest(
+            head,
+            clientAddress: "10.0.0.1",
+            scheme: "http",
+            upstreamHost: "backend:9000"
+        )
         #expect(named.headers.values(for: "host") == ["backend:9000"])
     }
 
@@ -98,7 +110,9 @@ import Testing
     }
 
     @Test func trailersLoseFramingAndRoutingFields() {
-        let trailers = HTTPHeaders([("X-Checksum", "abc"), ("Content-Length", "5"), ("Host", "x"), ("Transfer-Encoding", "chunked")])
+        let trailers = HTTPHeaders([
+            ("X-Checksum", "abc"), ("Content-Length", "5"), ("Host", "x"), ("Transfer-Encoding", "chunked"),
+        ])
         #expect(HeaderRewriting.forwardedTrailers(trailers).map(Self.names) == ["X-Checksum"])
         #expect(HeaderRewriting.forwardedTrailers(HTTPHeaders([("Host", "x")])) == nil)
         #expect(HeaderRewriting.forwardedTrailers(nil) == nil)

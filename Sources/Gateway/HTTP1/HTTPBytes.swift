@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-private import Glibc
+    private import Glibc
 #elseif canImport(Darwin)
-private import Darwin
+    private import Darwin
 #endif
 
 // Byte-level building blocks shared by the request and response parsers: character classes,
@@ -218,7 +218,9 @@ struct HTTPHeadFacts {
     }
 
     /// Host: reg-name / IP-literal characters and an optional port (RFC 3986 authority without userinfo).
-    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int) throws(HTTPParserError) {
+    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int)
+        throws(HTTPParserError)
+    {
         self.hostCount += 1
         if self.hostCount > 1 { throw .duplicateHost }
         self.hostFieldIndex = fieldIndex
@@ -362,7 +364,9 @@ enum HTTPFieldParser {
     /// Eight bytes at a time: a word with no byte below 0x20, no DEL and no high bit is plain
     /// VCHAR/SP (the common case); any other word is checked byte by byte.
     @inline(__always)
-    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) -> Bool {
+    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError)
+        -> Bool
+    {
         var index = value.lowerBound
         if let base = buffer.baseAddress {
             let ones: UInt64 = 0x0101_0101_0101_0101

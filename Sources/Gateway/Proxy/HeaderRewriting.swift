@@ -106,7 +106,8 @@ package enum HeaderRewriting {
         trailers.removeAll { field in
             Self.isHopByHop(field.name) || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
-                || field.name.equalsLowercaseASCII("content-type") || field.name.equalsLowercaseASCII("content-encoding")
+                || field.name.equalsLowercaseASCII("content-type")
+                || field.name.equalsLowercaseASCII("content-encoding")
         }
         return trailers.count == 0 ? nil : trailers
     }
