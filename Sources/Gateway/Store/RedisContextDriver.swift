@@ -48,14 +48,15 @@ final class RedisContextDriver: @unchecked Sendable {
     init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue, counters: RedisConnectionCounters) {
         self.queue = queue
         self.endpoint = endpoint
-        let copy = dup(context.pointee.c.fd)
+        // hiredis 0.14 opens its socket without SOCK_CLOEXEC.
+        _ = fcntl(context.pointee.c.fd, F_SETFD, FD_CLOEXEC)
+        let copy = fcntl(context.pointee.c.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else {
             redisAsyncFree(context)
             return nil
         }
         self.counters = counters
         counters.driverCreated()
-        _ = fcntl(copy, F_SETFD, FD_CLOEXEC)
         self.descriptor = DescriptorBox(copy)
         self.context = context
 
@@ -69,16 +70,9 @@ final class RedisContextDriver: @unchecked Sendable {
             guard let privdata else { return }
             Unmanaged<RedisContextDriver>.fromOpaque(privdata).takeRetainedValue().didCleanUp()
         }
-        _ = redisAsyncSetConnectCallback(context) { ac, status in
-            guard let driver = RedisContextDriver.owner(of: ac) else { return }
-            driver.connection?.contextDidConnect(driver, succeeded: status == REDIS_OK, reason: driver.errorText())
-        }
-        _ = redisAsyncSetDisconnectCallback(context) { ac, status in
-            // Runs after ev.cleanup (the driver is no longer referenced by the context):
-            // the connection learns about the close from didCleanUp.
-            _ = ac
-            _ = status
-        }
+        // No onConnect/onDisconnect callbacks: a failed connect, an error and our own close all
+        // end in ev.cleanup (didCleanUp), after every pending reply callback has run; success
+        // is the reply to the connect-time commands.
     }
 
     deinit {

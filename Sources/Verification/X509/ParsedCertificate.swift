@@ -1,8 +1,12 @@
 import Foundation
 private import COpenSSL
 
-/// Owns one OpenSSL `X509`. Immutable after `init`; used within one verification call.
-final class ParsedCertificate {
+/// Owns one OpenSSL `X509`.
+///
+/// Sendable: immutable after `init`; OpenSSL guards the X509's lazily cached extension data
+/// with the object's own lock, so a verified intermediate can be shared by the trust
+/// store's cache (`CertificateTrustStore`).
+final class ParsedCertificate: @unchecked Sendable {
     let pointer: OpaquePointer  // X509 *
 
     /// Parses exactly `der` (trailing bytes are rejected).
@@ -29,19 +33,31 @@ final class ParsedCertificate {
         self.pointer = parsed
     }
 
-    /// Parses the first certificate of a PEM text.
-    init(pem: String, label: String) throws(VerificationError) {
+    /// Takes ownership of an `X509 *`.
+    private init(owning pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Every certificate of a PEM text (at least one), in order.
+    static func all(pem: String, label: String) throws(VerificationError) -> [ParsedCertificate] {
         let bytes = Array(pem.utf8)
-        let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count < 1 << 20, let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+        guard bytes.count < 1 << 20 else {
+            throw VerificationError(.malformedCertificate, "\(label) PEM of \(bytes.count) bytes is too large")
+        }
+        var certificates: [ParsedCertificate] = []
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return }
             defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
+            while certificates.count < 64, let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                certificates.append(ParsedCertificate(owning: certificate))
+            }
         }
-        guard let parsed else {
-            let detail = OpenSSLErrorQueue.drain()
-            throw VerificationError(.malformedCertificate, "\(label) is not a PEM certificate (\(detail))")
+        // Reading stops with "no start line" at the end of the text: expected, not an error.
+        let detail = OpenSSLErrorQueue.drain()
+        guard !certificates.isEmpty else {
+            throw VerificationError(.malformedCertificate, "\(label) holds no PEM certificate (\(detail))")
         }
-        self.pointer = parsed
+        return certificates
     }
 
     deinit {
@@ -50,7 +66,21 @@ final class ParsedCertificate {
 
     /// notAfter, or nil if OpenSSL cannot read the field.
     var notAfter: Date? {
-        guard let time = X509_get0_notAfter(self.pointer) else { return nil }
+        Self.notAfter(of: self.pointer)
+    }
+
+    /// notBefore...notAfter of an `X509 *`, or nil if a field cannot be read.
+    static func validity(of x509: OpaquePointer) -> ClosedRange<Date>? {
+        guard let start = Self.date(X509_get0_notBefore(x509)), let end = Self.notAfter(of: x509), start <= end else { return nil }
+        return start...end
+    }
+
+    private static func notAfter(of x509: OpaquePointer) -> Date? {
+        Self.date(X509_get0_notAfter(x509))
+    }
+
+    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+        guard let time else { return nil }
         var broken = tm()
         guard ASN1_TIME_to_tm(time, &broken) == 1 else {
             OpenSSLErrorQueue.clear()
