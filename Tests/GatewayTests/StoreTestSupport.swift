@@ -126,3 +126,14 @@ func waitUntilReachable(_ store: any AttestStore, limit: Duration = .seconds(8))
     }
     return false
 }
+
+/// Runs one store call and measures its latency in the completion itself (on the store's
+/// queue), so that a busy Swift concurrency pool cannot inflate it.
+func timed<T: Sendable>(
+    _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
+) async -> (result: Result<T, StoreError>, seconds: Double) {
+    let begin = ContinuousClock.now
+    return await withCheckedContinuation { continuation in
+        start { result in continuation.resume(returning: (result, seconds(since: begin))) }
+    }
+}
