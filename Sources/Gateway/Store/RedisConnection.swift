@@ -52,6 +52,7 @@ package final class RedisConnection: @unchecked Sendable {
     /// Bumped on every scheduled reconnect so that a stale one does nothing.
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
+    private var hasBeenReady = false
 
     package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), scripts: [RedisScript] = [], label: String = "attest-gateway.redis") {
         ignoreSIGPIPEOnce()
@@ -247,8 +248,10 @@ package final class RedisConnection: @unchecked Sendable {
             self.state = .ready(driver)
             self.counters.setReady(true)
             self.backoff.reset()
-            if self.hasLoggedOutage {
+            // Logged at start and after an outage, not on every reconnect attempt.
+            if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
+                self.hasBeenReady = true
                 Log.info("redis_connected", [("redis", self.url.description)])
             }
             self.rearmTimer()

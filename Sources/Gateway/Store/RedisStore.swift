@@ -17,6 +17,9 @@ package final class RedisStore: AttestStore {
     /// The queue every completion runs on.
     package var queue: DispatchQueue { self.connection.queue }
 
+    /// Connected, authenticated and scripts loaded (for `/readyz` without a round trip).
+    package var isReady: Bool { self.connection.counters.isReady }
+
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
     /// for the first attempt.
     package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), label: String = "attest-gateway.redis") {
