@@ -145,3 +145,36 @@ import Testing
         #expect(counters.liveCommands == 0)
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct StorePipeliningTests {
+    @Test func manyCommandsAreInFlightOnOneConnection() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        // Long timeout: this test is about pipelining, not timing.
+        let configuration = RedisConfiguration(commandTimeout: .seconds(3), staleConnectionTimeout: .seconds(6))
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
+        defer { store.close() }
+        #expect(await waitUntilReachable(store))
+        let counters = store.connection.counters
+        server.pause()
+        let results = ResultBox<Result<Void, StoreError>>(count: 100)
+        let group = DispatchGroup()
+        for index in 0..<100 {
+            group.enter()
+            store.ping { result in
+                results.set(index, result)
+                group.leave()
+            }
+        }
+        // All 100 are written and waiting on the one connection at the same time.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while counters.liveCommands < 100 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(counters.liveCommands == 100)
+        #expect(counters.liveDrivers == 1)
+        server.resume()
+        while group.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(results.values.count == 100)
+        #expect(results.values.allSatisfy { $0.error == nil })
+        #expect(counters.connectAttempts == 1)
+    }
+}

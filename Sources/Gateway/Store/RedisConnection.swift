@@ -116,7 +116,7 @@ package final class RedisConnection: @unchecked Sendable {
     // MARK: - Commands (on queue)
 
     private func sendOnQueue(_ arguments: [[UInt8]], completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         let driver: RedisContextDriver
         switch self.state {
         case .ready(let d):
@@ -156,7 +156,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     /// Called by the driver's reply callback (reply, or NULL when the context is freed).
     func commandDidFinish(_ command: RedisPendingCommand, outcome: RedisPendingCommand.Outcome, driver: RedisContextDriver) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         if command.isTracked {
             // Replies come in order: this is the oldest tracked command in flight.
             if let first = self.pending.popFirst(), first.element !== command {
@@ -172,7 +172,7 @@ package final class RedisConnection: @unchecked Sendable {
     // MARK: - Connection life cycle (on queue)
 
     private func connect(acceptsCommands: Bool) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         self.counters.connectAttempted()
         let context: UnsafeMutablePointer<redisAsyncContext>?
         let endpoint: String
@@ -261,7 +261,7 @@ package final class RedisConnection: @unchecked Sendable {
     /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
     /// command on it.
     func contextDidClose(_ driver: RedisContextDriver, reason: String) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         switch self.state {
         case .connecting(let current, _, _, _) where current === driver:
             self.failLeftovers(reason)
@@ -371,6 +371,14 @@ package final class RedisConnection: @unchecked Sendable {
         }
         self.rearmTimer()
     }
+}
+
+/// Debug builds check queue confinement at entry points (release builds skip the check).
+@inline(__always)
+func assertOnQueue(_ queue: DispatchQueue) {
+    #if DEBUG
+    dispatchPrecondition(condition: .onQueue(queue))
+    #endif
 }
 
 /// hiredis writes with `write(2)`: a peer that closed would kill the process with SIGPIPE.

@@ -112,7 +112,7 @@ final class RedisContextDriver: @unchecked Sendable {
     /// Queues one command. Returns false (having released everything) when hiredis refuses
     /// it: the context is closing.
     func submit(_ command: RedisPendingCommand) -> Bool {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         guard let context = self.context else { return false }
         let arguments = command.arguments
         // One contiguous buffer: hiredis copies the arguments before redisAsyncCommandArgv returns.
@@ -148,7 +148,7 @@ final class RedisContextDriver: @unchecked Sendable {
     /// Closes the connection now: hiredis completes every pending command with a NULL reply
     /// (→ `reason`), then calls `ev.cleanup`. Safe inside a reply callback (hiredis defers).
     func close(reason: String) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         guard let context = self.context else { return }
         if self.localCloseReason == nil { self.localCloseReason = reason }
         redisAsyncFree(context)
