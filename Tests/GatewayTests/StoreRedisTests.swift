@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// RedisStore specifics on a real redis-server: the key layout, AUTH/SELECT, Unix sockets,
@@ -31,7 +32,9 @@ import Testing
                 fields[String(decoding: name, as: UTF8.self)] = value
             }
         }
-        #expect(Set(fields.keys) == ["public_key", "counter", "app_id", "environment", "receipt", "attested_at", "status"])
+        #expect(
+            Set(fields.keys) == ["public_key", "counter", "app_id", "environment", "receipt", "attested_at", "status"]
+        )
         #expect(fields["public_key"] == record.publicKey)
         #expect(fields["receipt"] == record.receipt)
         #expect(fields["counter"] == Array("9".utf8))
@@ -114,8 +117,12 @@ import Testing
         let onQueue: [Bool] = await concurrently(20) { index, done in
             switch index % 3 {
             case 0: store.ping { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
-            case 1: store.putChallenge(randomToken(), ttlSeconds: 5) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
-            default: store.advanceCounter(keyID: "none", to: 1) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
+            case 1:
+                store.putChallenge(randomToken(), ttlSeconds: 5) { _ in
+                    done(DispatchQueue.getSpecific(key: key) == "store")
+                }
+            default:
+                store.advanceCounter(keyID: "none", to: 1) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
             }
         }
         #expect(onQueue.count == 20 && onQueue.allSatisfy { $0 })
@@ -124,7 +131,10 @@ import Testing
     @Test func everyReferenceIsReleasedAfterClose() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let configuration = RedisConfiguration(commandTimeout: .milliseconds(100), reconnectBackoffMaximum: .milliseconds(100))
+        let configuration = RedisConfiguration(
+            commandTimeout: .milliseconds(100),
+            reconnectBackoffMaximum: .milliseconds(100)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         let counters = store.connection.counters
         #expect(await waitUntilReachable(store))
@@ -168,7 +178,9 @@ import Testing
         }
         // All 100 are written and waiting on the one connection at the same time.
         let deadline = ContinuousClock.now + .seconds(1)
-        while counters.liveCommands < 100 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        while counters.liveCommands < 100 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(counters.liveCommands == 100)
         #expect(counters.liveDrivers == 1)
         server.resume()

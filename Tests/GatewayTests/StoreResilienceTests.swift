@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// Outages, hangs and overload against a real redis-server: every command completes, with
@@ -18,7 +19,10 @@ import Testing
     @Test func serverStoppedMidTrafficFailsEveryCommandInTimeAndTheStoreRecovers() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let configuration = RedisConfiguration(commandTimeout: .milliseconds(250), reconnectBackoffMaximum: .milliseconds(400))
+        let configuration = RedisConfiguration(
+            commandTimeout: .milliseconds(250),
+            reconnectBackoffMaximum: .milliseconds(400)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         defer { store.close() }
         #expect(await waitUntilReachable(store))
@@ -49,12 +53,18 @@ import Testing
         #expect(all.count == sent, "every command completed")
         #expect(all.count > 100)
         let late = all.filter { $0.latency > 0.25 + Self.schedulingSlack }
-        #expect(late.isEmpty, "\(late.count) commands took longer than the timeout; worst \(late.map(\.latency).max() ?? 0)")
+        #expect(
+            late.isEmpty,
+            "\(late.count) commands took longer than the timeout; worst \(late.map(\.latency).max() ?? 0)"
+        )
         let before = all.filter { $0.sentAt < stoppedAt - 0.05 }
         #expect(!before.isEmpty && before.allSatisfy { $0.result.value == true }, "all succeed before the outage")
         let after = all.filter { $0.sentAt > stopDone + 0.1 }
         #expect(after.count > 50)
-        #expect(after.allSatisfy { $0.result.error?.kind == .unavailable }, "fail fast (not time out) once the loss is known")
+        #expect(
+            after.allSatisfy { $0.result.error?.kind == .unavailable },
+            "fail fast (not time out) once the loss is known"
+        )
         let kinds = Set(all.compactMap { $0.result.error?.kind })
         #expect(kinds.isSubset(of: [.unavailable, .timeout]))
 
@@ -140,9 +150,12 @@ import Testing
         let server = try RedisServer.start()
         defer { server.shutDown() }
         let configuration = RedisConfiguration(
-            commandTimeout: .milliseconds(100), connectTimeout: .milliseconds(300),
-            reconnectBackoffInitial: .milliseconds(20), reconnectBackoffMaximum: .milliseconds(100),
-            staleConnectionTimeout: .milliseconds(400))
+            commandTimeout: .milliseconds(100),
+            connectTimeout: .milliseconds(300),
+            reconnectBackoffInitial: .milliseconds(20),
+            reconnectBackoffMaximum: .milliseconds(100),
+            staleConnectionTimeout: .milliseconds(400)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         defer { store.close() }
         #expect(await waitUntilReachable(store))
