@@ -343,8 +343,9 @@ import Verification
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let policy = directory.appendingPathComponent("policy.yaml")
+        let listenPort = try Self.unusedPort()
         try """
-            listen: 127.0.0.1:0
+            listen: 127.0.0.1:\(listenPort)
             store: memory
             limits:
               shutdown_drain_timeout: 5s
@@ -364,6 +365,7 @@ import Verification
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let port = try Self.readListeningPort(stderr.fileHandleForReading)
+        #expect(port == listenPort)
 
         var clients: [TestHTTPClient] = []
         for i in 0..<5 {

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 @testable import Gateway
 
 /// `scripts/upstream.py` started on a free loopback port for one test; stopped by `stop()`
@@ -48,10 +49,9 @@ final class UpstreamProcess: @unchecked Sendable {
     }
 
     func stop() {
-        if self.process.isRunning {
-            self.process.terminate()
-            self.process.waitUntilExit()
-        }
+        guard self.process.isRunning else { return }
+        kill(self.process.processIdentifier, SIGKILL)
+        self.process.waitUntilExit()
     }
 
     deinit {
