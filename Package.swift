@@ -61,6 +61,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            // Measuring loop for `make bench-verify` (scripts/bench-verify.sh); not shipped.
+            name: "verify-bench",
+            dependencies: ["Verification"],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: - Tests (Swift Testing)
         .testTarget(
             name: "VerificationTests",

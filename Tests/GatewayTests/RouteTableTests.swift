@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 @Suite struct RouteTableTests {
@@ -136,5 +137,34 @@ import Testing
         #expect(Self.table.match(method: "GET", path: path)?.name == "premium")
         let inner = target.dropFirst(3)  // "/premium/item?id=3": a Substring not starting at 0
         #expect(Self.table.match(method: "GET", path: inner)?.name == "all")
+    }
+}
+
+@Suite struct RouteTableMethodTests {
+    @Test func manyDistinctMethodsFallBackToStringComparison() {
+        // 70 distinct method names: more than the bit mask holds.
+        var routes: [RoutePolicy] = []
+        for i in 0..<70 {
+            routes.append(
+                RoutePolicy(name: "m\(i)", match: .init(pathPrefix: "/x", methods: ["M\(i)"]), upstream: "api")
+            )
+        }
+        routes.append(RoutePolicy(name: "rest", match: .init(pathPrefix: "/"), upstream: "api"))
+        let table = RouteTable(routes: routes)
+        #expect(table.match(method: "M0", path: "/x")?.name == "m0")
+        #expect(table.match(method: "M69", path: "/x/y")?.name == "m69")
+        #expect(table.match(method: "M70", path: "/x")?.name == "rest")
+        #expect(table.match(method: "GET", path: "/x")?.name == "rest")
+    }
+
+    @Test func unlistedMethodOnlyMatchesRoutesWithoutMethods() {
+        let table = RouteTable(routes: [
+            RoutePolicy(name: "get", match: .init(path: "/a", methods: ["GET"]), upstream: "api"),
+            RoutePolicy(name: "any", match: .init(path: "/a"), upstream: "api"),
+        ])
+        #expect(table.match(method: "GET", path: "/a")?.name == "get")
+        #expect(table.match(method: "BREW", path: "/a")?.name == "any")
+        #expect(table.match(method: "", path: "/a")?.name == "any")
+        #expect(table.match(method: "GET", path: "/b") == nil)
     }
 }

@@ -149,7 +149,7 @@ struct HTTPHeadFacts {
     var hostFieldIndex = -1
     var expectsContinue = false
 
-    /// Content-Length: 1*DIGIT, at most 2^62 (18 digits always fit; more are refused unless leading zeros).
+    /// Content-Length: 1*DIGIT, below about 2^62 (any number of leading zeros).
     mutating func noteContentLength(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) {
         if self.contentLength != nil { throw .duplicateContentLength }
         if value.isEmpty { throw .invalidContentLength }
@@ -157,8 +157,9 @@ struct HTTPHeadFacts {
         for index in value {
             let byte = buffer[index]
             guard HTTPByte.isDigit(byte) else { throw .invalidContentLength }
-            length = length &* 10 &+ UInt64(byte &- 0x30)
-            if length > (1 << 62) { throw .invalidContentLength }
+            // Checked before multiplying: 2^62 / 10 rounded down; leading zeros keep it at 0.
+            if length > 461_168_601_842_738_790 { throw .invalidContentLength }
+            length = length * 10 + UInt64(byte &- 0x30)
         }
         self.contentLength = length
     }
@@ -326,16 +327,7 @@ enum HTTPFieldParser {
         while valueStart < valueEnd, HTTPByte.isWhitespace(buffer[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
-        var hasHighBytes = false
-        for index in value {
-            let byte = buffer[index]
-            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
-            if byte >= 0x80 {
-                hasHighBytes = true
-                continue
-            }
-            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
-        }
+        let hasHighBytes = try Self.validateValue(buffer, value)
 
         if mode != .trailers {
             switch name.count {
@@ -365,6 +357,38 @@ enum HTTPFieldParser {
         }
         fields.append((name: buffer.string(name), value: valueString))
     }
+
+    /// field-value bytes: HTAB, SP, VCHAR, obs-text. Returns whether obs-text (≥ 0x80) occurs.
+    /// Eight bytes at a time: a word with no byte below 0x20, no DEL and no high bit is plain
+    /// VCHAR/SP (the common case); any other word is checked byte by byte.
+    @inline(__always)
+    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) -> Bool {
+        var index = value.lowerBound
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= value.upperBound {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let below20 = (word &- ones &* 0x20) & ~word
+                let del = word ^ (ones &* 0x7F)
+                let isDel = (del &- ones) & ~del
+                if (below20 | isDel | word) & highs != 0 { break }
+                index += 8
+            }
+        }
+        var hasHighBytes = false
+        while index < value.upperBound {
+            let byte = buffer[index]
+            index += 1
+            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
+            if byte >= 0x80 {
+                hasHighBytes = true
+                continue
+            }
+            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
+        }
+        return hasHighBytes
+    }
 }
 
 enum HTTPVersion {
@@ -380,5 +404,34 @@ enum HTTPVersion {
             throw .unsupportedVersion
         }
         return Int(buffer[b + 7] - 0x30)
+    }
+}
+
+extension String {
+    /// ASCII case-insensitive equality with a lowercase literal, on the UTF-8 bytes. Concrete (no
+    /// generic StringProtocol path): the proxy calls it for every field of every message.
+    @inline(__always)
+    func equalsLowercaseASCII(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard self.utf8.count == count else { return false }
+        let lit = literal.utf8Start
+        if let result = self.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            for index in 0..<count where HTTPByte.lower(bytes[index]) != lit[index] { return false }
+            return true
+        }) {
+            return result
+        }
+        var index = 0
+        for byte in self.utf8 {
+            if HTTPByte.lower(byte) != lit[index] { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
+    func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
+        guard self.utf8.count == other.utf8.count else { return false }
+        return zip(self.utf8, other.utf8).allSatisfy { HTTPByte.lower($0) == HTTPByte.lower($1) }
     }
 }

@@ -4,7 +4,7 @@
 /// `status` is the response the gateway sends to the client for a malformed *request*. A malformed
 /// upstream *response* is answered with 502 whatever the case; `status` is then only informative.
 /// The decisions behind each case are in docs/http-parsing.md.
-package enum HTTPParserError: Error, Hashable, Sendable, CustomStringConvertible {
+package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// Method is empty or holds a byte that is not a token character.
     case invalidMethod
     /// Request line does not have the shape `method SP request-target SP HTTP-version`.

@@ -29,11 +29,66 @@
 public final class RouteTable: Sendable {
     /// The routes, in order.
     public let routes: [RoutePolicy]
+    /// One trivial (retain-free) entry per route: the match loop touches no reference counts.
     private let compiled: [CompiledRoute]
+    /// Every route pattern's bytes, back to back; `CompiledRoute` holds offsets into it.
+    private let patternBytes: [UInt8]
+    /// The distinct methods named by any route; method `i` is bit `i` of `CompiledRoute.methodMask`.
+    private let methodNames: [String]
+    /// Set when routes name more than `maximumMaskedMethods` distinct methods (not expected in
+    /// practice): method sets are then compared as strings.
+    private let methodLists: [[String]?]?
+
+    /// Bits 0..<62 name methods; bit 63 stands for "a method no route names".
+    private static let maximumMaskedMethods = 63
+    private static let otherMethodBit: UInt64 = 1 << 63
 
     public init(routes: [RoutePolicy]) {
         self.routes = routes
-        self.compiled = routes.map(CompiledRoute.init)
+        var names: [String] = []
+        for route in routes {
+            for method in route.match.methods ?? [] where !names.contains(method) {
+                names.append(method)
+            }
+        }
+        let masked = names.count <= Self.maximumMaskedMethods
+        self.methodNames = masked ? names : []
+        self.methodLists = masked ? nil : routes.map(\.match.methods)
+
+        var bytes: [UInt8] = []
+        var compiled: [CompiledRoute] = []
+        for route in routes {
+            let kind: CompiledRoute.Kind
+            let pattern: String
+            if let exact = route.match.path {
+                kind = .exact
+                pattern = exact
+            } else if let prefix = route.match.pathPrefix {
+                kind = prefix.utf8.last == UInt8(ascii: "/") ? .directoryPrefix : .segmentPrefix
+                pattern = prefix
+            } else {
+                kind = .any
+                pattern = ""
+            }
+            var mask = UInt64.max
+            if masked, let methods = route.match.methods {
+                mask = 0
+                for method in methods {
+                    if let bit = names.firstIndex(of: method) { mask |= 1 << UInt64(bit) }
+                }
+            }
+            compiled.append(
+                CompiledRoute(
+                    kind: kind,
+                    patternStart: bytes.count,
+                    patternLength: pattern.utf8.count,
+                    methodMask: mask
+                )
+            )
+            bytes.append(contentsOf: pattern.utf8)
+        }
+        self.compiled = compiled
+        self.patternBytes = bytes
     }
 
     /// The first route that matches, or nil when none does.
@@ -58,72 +113,77 @@ public final class RouteTable: Sendable {
     private func matchIndex(method: String, bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         let length = RoutePath.pathLength(bytes)
         let path = UnsafeBufferPointer(rebasing: bytes[0..<length])
+        let methodBit = self.methodBit(method)
         // Not origin-form (`*`, empty): nothing to normalize; only path-less routes can match.
         if path.first != UInt8(ascii: "/") || RoutePath.isCanonical(path) {
-            return self.firstMatch(method: method, path: path)
+            return self.firstMatch(method: method, methodBit: methodBit, path: path)
         }
         let normalized = RoutePath.normalize(path)
-        return normalized.withUnsafeBufferPointer { self.firstMatch(method: method, path: $0) }
+        return normalized.withUnsafeBufferPointer { self.firstMatch(method: method, methodBit: methodBit, path: $0) }
     }
 
-    private func firstMatch(method: String, path: UnsafeBufferPointer<UInt8>) -> Int? {
-        for index in self.compiled.indices where self.compiled[index].matches(method: method, path: path) {
-            return index
+    private func methodBit(_ method: String) -> UInt64 {
+        for index in self.methodNames.indices where self.methodNames[index] == method {
+            return 1 << UInt64(index)
         }
-        return nil
+        return Self.otherMethodBit
+    }
+
+    private func firstMatch(method: String, methodBit: UInt64, path: UnsafeBufferPointer<UInt8>) -> Int? {
+        self.patternBytes.withUnsafeBufferPointer { patterns in
+            self.compiled.withUnsafeBufferPointer { routes in
+                for index in 0..<routes.count {
+                    let route = routes[index]
+                    guard route.methodMask & methodBit != 0 else { continue }
+                    if let lists = self.methodLists, let methods = lists[index], !methods.contains(method) { continue }
+                    if route.matches(path: path, patterns: patterns) { return index }
+                }
+                return nil
+            }
+        }
     }
 }
 
-/// One route's match condition, precomputed.
+/// One route's match condition, precomputed. Trivial (no references), so scanning the
+/// table costs no reference counting.
 private struct CompiledRoute: Sendable {
-    enum Kind: Sendable {
+    enum Kind: UInt8, Sendable {
+        /// No path condition.
         case any
         case exact
-        /// `endsWithSlash`: the prefix itself ends a segment, so no boundary check is needed.
-        case prefix(endsWithSlash: Bool)
+        /// A prefix not ending in `/`: the next path byte must be `/` or the end.
+        case segmentPrefix
+        /// A prefix ending in `/`: any continuation.
+        case directoryPrefix
     }
 
     let kind: Kind
-    let pattern: [UInt8]
-    let methods: [String]?
+    let patternStart: Int
+    let patternLength: Int
+    /// Bit per method name (see `RouteTable.methodNames`); all ones = every method.
+    let methodMask: UInt64
 
-    init(_ route: RoutePolicy) {
-        if let exact = route.match.path {
-            self.kind = .exact
-            self.pattern = Array(exact.utf8)
-        } else if let prefix = route.match.pathPrefix {
-            self.kind = .prefix(endsWithSlash: prefix.utf8.last == UInt8(ascii: "/"))
-            self.pattern = Array(prefix.utf8)
-        } else {
-            self.kind = .any
-            self.pattern = []
-        }
-        self.methods = route.match.methods
-    }
-
-    func matches(method: String, path: UnsafeBufferPointer<UInt8>) -> Bool {
-        if let methods = self.methods, !methods.contains(method) {
-            return false
-        }
+    func matches(path: UnsafeBufferPointer<UInt8>, patterns: UnsafeBufferPointer<UInt8>) -> Bool {
         switch self.kind {
         case .any:
             return true
         case .exact:
-            return path.count == self.pattern.count && self.hasPatternPrefix(path)
-        case .prefix(let endsWithSlash):
-            guard path.count >= self.pattern.count, self.hasPatternPrefix(path) else { return false }
-            if endsWithSlash || path.count == self.pattern.count { return true }
-            return path[self.pattern.count] == UInt8(ascii: "/")
+            return path.count == self.patternLength && self.hasPatternPrefix(path, patterns)
+        case .directoryPrefix:
+            return path.count >= self.patternLength && self.hasPatternPrefix(path, patterns)
+        case .segmentPrefix:
+            guard path.count >= self.patternLength, self.hasPatternPrefix(path, patterns) else { return false }
+            return path.count == self.patternLength || path[self.patternLength] == UInt8(ascii: "/")
         }
     }
 
-    private func hasPatternPrefix(_ path: UnsafeBufferPointer<UInt8>) -> Bool {
-        self.pattern.withUnsafeBufferPointer { pattern in
-            for i in 0..<pattern.count where pattern[i] != path[i] {
-                return false
-            }
-            return true
+    private func hasPatternPrefix(_ path: UnsafeBufferPointer<UInt8>, _ patterns: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < self.patternLength {
+            if patterns[self.patternStart + i] != path[i] { return false }
+            i += 1
         }
+        return true
     }
 }
 

@@ -1,0 +1,83 @@
+// libFuzzer target for the HTTP/1.1 parsers. Built by run.sh as one module together with
+// Sources/Gateway/HTTP1/*.swift and Tests/GatewayTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).
+//
+// Input: byte 0 chooses the parser, the limits and the split seed; the rest is the message stream.
+// Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
+//  1. The parser contract holds (nil event ⇒ 0 consumed, body ranges non-empty and inside the
+//     buffer, errors sticky and consuming nothing, no endless zero-progress events).
+//  2. Split equivalence: the whole buffer, byte-by-byte feeding and two random splits give the
+//     same transcript (events, body bytes, bytes consumed).
+//  3. Round trip: a parsed request head, serialized and parsed again, gives the same head.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzHTTPParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size > 0 else { return 0 }
+    let control = data[0]
+    let input = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+
+    var limits = HTTPParserLimits()
+    if control & 0x02 != 0 {
+        // Small limits reach the 414/431/413 paths with short inputs.
+        limits = HTTPParserLimits(maxHeaderBytes: 64, maxHeaderCount: 4)
+        limits.maxChunkExtensionBytes = 8
+        limits.maxTrailerBytes = 24
+        limits.maxBodyBytes = 40
+    }
+    var random = SplitMix64(state: UInt64(control) &* 0x1234_5678_9ABC_DEF1 &+ UInt64(size))
+    let splits = [
+        HTTPParserTestDriver.byteByByte(input.count),
+        random.cuts(count: input.count, maxCuts: 4),
+        random.cuts(count: input.count, maxCuts: 16),
+    ]
+
+    if control & 0x01 == 0 {
+        let whole = HTTPParserTestDriver.feedRequests(input, limits: limits)
+        check(whole.violations.isEmpty, "contract", whole, whole)
+        for cuts in splits {
+            let split = HTTPParserTestDriver.feedRequests(input, cuts: cuts, limits: limits)
+            check(split == whole, "split \(cuts)", split, whole)
+        }
+        checkRoundTrip(input, limits: limits)
+    } else {
+        let methodBits = control >> 2
+        let methods = (0..<4).map { methodBits & (1 << $0) != 0 ? "HEAD" : "GET" }
+        let whole = HTTPParserTestDriver.feedResponses(input, methods: methods, limits: limits)
+        check(whole.violations.isEmpty, "contract", whole, whole)
+        for cuts in splits {
+            let split = HTTPParserTestDriver.feedResponses(input, methods: methods, cuts: cuts, limits: limits)
+            check(split == whole, "split \(cuts)", split, whole)
+        }
+    }
+    return 0
+}
+
+private func check(_ condition: Bool, _ what: String, _ got: HTTPParserTranscript, _ expected: HTTPParserTranscript) {
+    if !condition {
+        fatalError("invariant violated: \(what)\n--- got:\n\(got)\n--- whole buffer:\n\(expected)")
+    }
+}
+
+private func checkRoundTrip(_ input: [UInt8], limits: HTTPParserLimits) {
+    var parser = HTTPRequestParser(limits: limits)
+    let parsed: HTTPRequestHead? = input.withUnsafeBytes { buffer in
+        if case .head(let head, _)? = parser.next(buffer).event { return head }
+        return nil
+    }
+    // HTTP/1.0 without Host is valid but not as HTTP/1.1 (HeaderRewriting adds Host there).
+    guard let head = parsed, head.headers.contains("host") else { return }
+    var out: [UInt8] = []
+    HTTPSerializer.writeRequestHead(head, into: &out)
+    var again = HTTPRequestParser(limits: HTTPParserLimits(maxHeaderBytes: out.count + 1, maxHeaderCount: limits.maxHeaderCount))
+    let reparsed: HTTPRequestHead? = out.withUnsafeBytes { buffer in
+        if case .head(let head, _)? = again.next(buffer).event { return head }
+        return nil
+    }
+    guard let reparsed else {
+        fatalError("round trip: serialized head does not parse:\n\(String(decoding: out, as: UTF8.self))")
+    }
+    let before = head.headers.map { "\($0.name): \($0.value)" }
+    let after = reparsed.headers.map { "\($0.name): \($0.value)" }
+    if reparsed.method != head.method || reparsed.target != head.target || before != after {
+        fatalError("round trip changed the head:\n\(before)\n\(after)")
+    }
+}

@@ -1,0 +1,40 @@
+// libFuzzer harness over the Verification decoders: CBOR, authenticator data (both
+// contexts), the nonce extension DER, attestation and assertion objects, and the full
+// verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
+// together with the Verification sources into one module.
+import Foundation
+
+private let fuzzTime = Date(timeIntervalSince1970: 1_700_000_000)
+private let fuzzVerifier: AttestationVerifier? = try? AttestationVerifier(appIDs: ["ABCDE12345.com.example.app"], environment: .any)
+private let fuzzKey: ECPublicKey? = try? ECPublicKey(
+    x962: Array(Data(base64Encoded: "BLqK+9/4UD0ZwmKwKtnRtFQjVrmTPv8Upbby6NIFm1X/jm7mnsOI/OTgfugeMAs3EhSb0ErTVjLUZGxXn5pADQs=") ?? Data())
+)
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzVerificationOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+
+    if let value = try? CBORDecoder().decode(bytes) {
+        _ = value.kindName
+    }
+    _ = try? CBORDecoder(limits: .init(maxDepth: 4, maxInputBytes: 512, maxContainerCount: 8)).decodePrefix(bytes, from: 0)
+    _ = try? AuthenticatorData(bytes, context: .attestation)
+    _ = try? AuthenticatorData(bytes, context: .assertion)
+    _ = NonceExtension.nonce(fromExtensionValue: bytes)
+    _ = try? AttestationObject(bytes)
+    _ = try? AssertionObject(bytes)
+    if let verifier = fuzzVerifier {
+        _ = try? verifier.verify(attestationObject: bytes, keyID: [UInt8](repeating: 0, count: 32),
+                                 clientDataHash: [1, 2, 3], at: fuzzTime)
+    }
+    if let key = fuzzKey {
+        _ = try? AssertionVerifier().verify(assertionObject: bytes, clientDataHash: [UInt8](repeating: 7, count: 32),
+                                            publicKey: key, appIDs: [AppID("ABCDE12345.com.example.app")], previousCounter: 0)
+        _ = key.isValidSignature(bytes, for: [1, 2, 3])
+    }
+    _ = try? ECPublicKey(x962: bytes)
+    // Keep OpenSSL's thread-local error queue from growing across runs.
+    OpenSSLErrorQueue.clear()
+    return 0
+}

@@ -1,0 +1,37 @@
+/// How a `RedisConnection` behaves. Every limit has a default that suits one gateway
+/// process talking to a Redis on the same network.
+package struct RedisConfiguration: Sendable, Hashable {
+    /// Time a caller waits for a reply before it completes with `StoreError.timeout`.
+    /// Default 250 ms. The late reply, if it ever comes, is dropped (see `RedisConnection`).
+    package var commandTimeout: Duration
+    /// Time allowed for the TCP (or Unix socket) connect plus AUTH/SELECT/SCRIPT LOAD.
+    /// Default 1 s.
+    package var connectTimeout: Duration
+    /// Commands sent and not yet answered (timed-out ones included, until their late reply
+    /// arrives). Beyond it new commands fail at once with `StoreError.overloaded`. Default 4096.
+    package var maxPendingCommands: Int
+    /// First delay before reconnecting after a failed attempt. Default 50 ms.
+    package var reconnectBackoffInitial: Duration
+    /// Cap of the exponential reconnect delay. Default 2 s.
+    package var reconnectBackoffMaximum: Duration
+    /// When the oldest unanswered command has been waiting this long, the connection is
+    /// considered dead (a half-open TCP connection never errors by itself) and is reset.
+    /// Default 2 s; always at least `commandTimeout`.
+    package var staleConnectionTimeout: Duration
+
+    package init(
+        commandTimeout: Duration = .milliseconds(250),
+        connectTimeout: Duration = .seconds(1),
+        maxPendingCommands: Int = 4096,
+        reconnectBackoffInitial: Duration = .milliseconds(50),
+        reconnectBackoffMaximum: Duration = .seconds(2),
+        staleConnectionTimeout: Duration = .seconds(2)
+    ) {
+        self.commandTimeout = commandTimeout
+        self.connectTimeout = connectTimeout
+        self.maxPendingCommands = maxPendingCommands
+        self.reconnectBackoffInitial = reconnectBackoffInitial
+        self.reconnectBackoffMaximum = reconnectBackoffMaximum
+        self.staleConnectionTimeout = staleConnectionTimeout
+    }
+}

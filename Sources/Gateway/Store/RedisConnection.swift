@@ -1,0 +1,382 @@
+package import Dispatch
+import Glibc
+private import CHiredis
+
+/// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
+/// number of commands in flight and automatic reconnects.
+///
+/// - Queue: all state lives on `queue` (serial, owned by the connection). `send` may be
+///   called from any queue; it hops to `queue`. Every completion runs on `queue`, exactly
+///   once. Completions should return quickly (hop to your own queue for real work).
+/// - Pipelining: commands are written as they come, many in flight; Redis answers in order.
+/// - Timeouts: each command completes with `StoreError.timeout` after
+///   `configuration.commandTimeout`. Its reply, if it comes later, is dropped (replies are
+///   ordered, so it is recognised as the reply of that command and never given to another).
+///   The command keeps its place among the `maxPendingCommands` until then. If the oldest
+///   command stays unanswered for `staleConnectionTimeout`, the connection is reset: that is
+///   what a half-open TCP connection or a hung server looks like.
+/// - Availability: while there is no connection (after a failure, during the reconnect
+///   backoff), commands fail at once with `StoreError.unavailable`. Commands sent during the
+///   very first connect, or during the immediate reconnect after a healthy connection broke,
+///   are queued on that attempt (and bounded by their timeout).
+/// - Connect: `AUTH` (password in the URL), `SELECT` (database ≠ 0) and `SCRIPT LOAD` of
+///   every registered script are sent first; the connection counts as ready once all
+///   succeeded, within `connectTimeout`. A refused AUTH counts as a failed attempt.
+/// - Reconnect: exponential backoff from `reconnectBackoffInitial` up to
+///   `reconnectBackoffMaximum`, reset once a connection is ready.
+/// - Host names are resolved by hiredis with a blocking `getaddrinfo` on `queue` when a
+///   connection is made (never on a connection queue of the gateway).
+package final class RedisConnection: @unchecked Sendable {
+    package let url: RedisURL
+    package let configuration: RedisConfiguration
+    package let queue: DispatchQueue
+    private let scripts: [RedisScript]
+    /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
+    package let counters = RedisConnectionCounters()
+
+    private enum State {
+        case idle
+        case connecting(RedisContextDriver, deadline: UInt64, acceptsCommands: Bool, setupRemaining: Int)
+        case ready(RedisContextDriver)
+        /// No connection; a reconnect is scheduled.
+        case waiting(reason: String)
+        case closed
+    }
+
+    // All below: confined to `queue`.
+    private var state: State = .idle
+    private var pending = DeadlineQueue<RedisPendingCommand>()
+    private var backoff: ReconnectBackoff
+    private var timer: (any DispatchSourceTimer)?
+    private var timerDeadline: UInt64?
+    /// Bumped on every scheduled reconnect so that a stale one does nothing.
+    private var reconnectGeneration = 0
+    private var hasLoggedOutage = false
+
+    package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), scripts: [RedisScript] = [], label: String = "attest-gateway.redis") {
+        ignoreSIGPIPEOnce()
+        self.url = url
+        var configuration = configuration
+        configuration.maxPendingCommands = max(1, configuration.maxPendingCommands)
+        configuration.staleConnectionTimeout = max(configuration.staleConnectionTimeout, configuration.commandTimeout)
+        self.configuration = configuration
+        self.scripts = scripts
+        self.queue = DispatchQueue(label: label)
+        self.backoff = ReconnectBackoff(
+            initial: configuration.reconnectBackoffInitial, maximum: configuration.reconnectBackoffMaximum)
+    }
+
+    deinit {
+        self.timer?.cancel()
+    }
+
+    /// Starts connecting (asynchronously).
+    package func start() {
+        self.queue.async { [self] in
+            guard case .idle = self.state else { return }
+            self.makeTimer()
+            self.connect(acceptsCommands: true)
+        }
+    }
+
+    /// Closes the connection: commands in flight complete with `unavailable`, later ones too.
+    /// `completion` runs on `queue` once the connection is closed and every command completed.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.queue.async { [self] in
+            self.closeOnQueue()
+            completion?()
+        }
+    }
+
+    /// Sends one command. `completion` runs on `queue` with the reply (an error reply is a
+    /// `.success(.error)`: the caller decides what it means) or a `StoreError`.
+    package func send(_ arguments: [[UInt8]], completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void) {
+        self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
+    }
+
+    /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) loads the script and
+    /// retries once.
+    package func evaluate(
+        _ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]],
+        completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void
+    ) {
+        let command: [[UInt8]] = [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)] + keys + arguments
+        self.send(command) { [self] result in
+            guard case .success(let reply) = result, reply.errorCode == "NOSCRIPT" else {
+                completion(result)
+                return
+            }
+            Log.warning("redis_script_reloaded", [("redis", self.url.description), ("sha1", script.sha1)])
+            self.sendOnQueue([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { _ in }
+            self.sendOnQueue(command, completion: completion)
+        }
+    }
+
+    // MARK: - Commands (on queue)
+
+    private func sendOnQueue(_ arguments: [[UInt8]], completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        let driver: RedisContextDriver
+        switch self.state {
+        case .ready(let d):
+            driver = d
+        case .connecting(let d, _, let acceptsCommands, _) where acceptsCommands:
+            driver = d
+        case .connecting:
+            completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting")))
+            return
+        case .waiting(let reason):
+            completion(.failure(StoreError(.unavailable, "redis \(self.url) is unavailable (\(reason))")))
+            return
+        case .idle:
+            completion(.failure(StoreError(.unavailable, "redis connection \(self.url) was not started")))
+            return
+        case .closed:
+            completion(.failure(StoreError(.unavailable, "redis connection \(self.url) is closed")))
+            return
+        }
+        guard self.pending.count < self.configuration.maxPendingCommands else {
+            completion(
+                .failure(
+                    StoreError(.overloaded, "\(self.pending.count) redis commands in flight (max \(self.configuration.maxPendingCommands))")))
+            return
+        }
+        let command = RedisPendingCommand(arguments: arguments, counters: self.counters, completion: completion)
+        guard driver.submit(command) else {
+            command.finish(.connectionClosed("redis \(self.url): connection is closing"), timeout: .zero)
+            return
+        }
+        command.didSubmit()
+        command.isTracked = true
+        let now = DispatchTime.now().uptimeNanoseconds
+        self.pending.append(command, deadline: now &+ self.configuration.commandTimeout.nanoseconds)
+        self.rearmTimer()
+    }
+
+    /// Called by the driver's reply callback (reply, or NULL when the context is freed).
+    func commandDidFinish(_ command: RedisPendingCommand, outcome: RedisPendingCommand.Outcome, driver: RedisContextDriver) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        if command.isTracked {
+            // Replies come in order: this is the oldest tracked command in flight.
+            if let first = self.pending.popFirst(), first.element !== command {
+                // Our invariant broke (never seen): fail safe rather than mismatch replies.
+                Log.error("redis_reply_order_violated", [("redis", self.url.description), ("command", command.name)])
+                first.element.finish(.connectionClosed("redis \(self.url): reply order lost"), timeout: .zero)
+                driver.close(reason: "redis \(self.url): reply order lost, connection reset")
+            }
+        }
+        command.finish(outcome, timeout: self.configuration.commandTimeout)
+    }
+
+    // MARK: - Connection life cycle (on queue)
+
+    private func connect(acceptsCommands: Bool) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        self.counters.connectAttempted()
+        let context: UnsafeMutablePointer<redisAsyncContext>?
+        let endpoint: String
+        switch self.url.address {
+        case .tcp(let host, let port):
+            context = redisAsyncConnect(host, Int32(port))
+            endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        case .unix(let path):
+            context = redisAsyncConnectUnix(path)
+            endpoint = path
+        }
+        guard let context else {
+            self.attemptFailed("redis \(endpoint): cannot allocate a connection")
+            return
+        }
+        if context.pointee.err != 0 {
+            let reason = context.pointee.errstr.map { String(cString: $0) } ?? "error \(context.pointee.err)"
+            redisAsyncFree(context)
+            self.attemptFailed("redis \(endpoint): \(reason)")
+            return
+        }
+        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue, counters: self.counters) else {
+            self.attemptFailed("redis \(endpoint): cannot duplicate the socket descriptor")
+            return
+        }
+        driver.connection = self
+        let setup = self.setupCommands()
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.connectTimeout.nanoseconds
+        self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: setup.count)
+        for (name, arguments) in setup {
+            let command = RedisPendingCommand(arguments: arguments, counters: self.counters) { [weak self, weak driver] result in
+                guard let self, let driver else { return }
+                self.setupCommandDidFinish(name, result: result, driver: driver)
+            }
+            guard driver.submit(command) else { break }  // the context is already closing
+            command.didSubmit()
+        }
+        self.rearmTimer()
+    }
+
+    private func setupCommands() -> [(String, [[UInt8]])] {
+        var setup: [(String, [[UInt8]])] = []
+        if let password = self.url.password {
+            setup.append(("AUTH", [Array("AUTH".utf8), Array(password.utf8)]))
+        }
+        if self.url.database != 0 {
+            setup.append(("SELECT", [Array("SELECT".utf8), Array(String(self.url.database).utf8)]))
+        }
+        for script in self.scripts {
+            setup.append(("SCRIPT LOAD", [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]))
+        }
+        if setup.isEmpty {
+            setup.append(("PING", [Array("PING".utf8)]))
+        }
+        return setup
+    }
+
+    private func setupCommandDidFinish(_ name: String, result: Result<RedisReply, StoreError>, driver: RedisContextDriver) {
+        guard case .connecting(let current, let deadline, let acceptsCommands, let remaining) = self.state, current === driver else {
+            return
+        }
+        switch result {
+        case .failure:
+            return  // the context is closing; contextDidClose handles the attempt
+        case .success(.error(let message)):
+            // Wrong password, bad database, no scripting: retrying fast will not help.
+            driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
+        case .success:
+            if remaining > 1 {
+                self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: remaining - 1)
+                return
+            }
+            self.state = .ready(driver)
+            self.counters.setReady(true)
+            self.backoff.reset()
+            if self.hasLoggedOutage {
+                self.hasLoggedOutage = false
+                Log.info("redis_connected", [("redis", self.url.description)])
+            }
+            self.rearmTimer()
+        }
+    }
+
+    /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
+    /// command on it.
+    func contextDidClose(_ driver: RedisContextDriver, reason: String) {
+        dispatchPrecondition(condition: .onQueue(self.queue))
+        switch self.state {
+        case .connecting(let current, _, _, _) where current === driver:
+            self.failLeftovers(reason)
+            self.attemptFailed(reason)
+        case .ready(let current) where current === driver:
+            self.counters.setReady(false)
+            self.failLeftovers(reason)
+            Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
+            self.hasLoggedOutage = true
+            // Reconnect at once; commands wait on that attempt.
+            self.state = .waiting(reason: reason)
+            self.connect(acceptsCommands: true)
+        default:
+            self.failLeftovers(reason)
+        }
+    }
+
+    /// hiredis completes every command before freeing a context, so this finds nothing
+    /// unless that contract breaks; then it still completes every caller exactly once.
+    private func failLeftovers(_ reason: String) {
+        for command in self.pending.removeAll() {
+            command.finish(.connectionClosed(reason), timeout: .zero)
+        }
+    }
+
+    private func attemptFailed(_ reason: String) {
+        guard !self.isClosed else { return }
+        if !self.hasLoggedOutage {
+            self.hasLoggedOutage = true
+            Log.warning("redis_unavailable", [("redis", self.url.description), ("reason", reason)])
+        }
+        self.state = .waiting(reason: reason)
+        let delay = self.backoff.nextDelay()
+        self.reconnectGeneration &+= 1
+        let generation = self.reconnectGeneration
+        self.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay.nanoseconds))) { [weak self] in
+            guard let self, generation == self.reconnectGeneration, case .waiting = self.state else { return }
+            self.connect(acceptsCommands: false)
+        }
+    }
+
+    private var isClosed: Bool {
+        if case .closed = self.state { return true }
+        return false
+    }
+
+    private func closeOnQueue() {
+        let driver: RedisContextDriver?
+        switch self.state {
+        case .connecting(let d, _, _, _): driver = d
+        case .ready(let d): driver = d
+        default: driver = nil
+        }
+        self.state = .closed
+        self.counters.setReady(false)
+        self.reconnectGeneration &+= 1
+        driver?.close(reason: "redis \(self.url): connection closed by the gateway")
+        self.failLeftovers("redis \(self.url): connection closed by the gateway")
+        self.timer?.cancel()
+        self.timer = nil
+    }
+
+    // MARK: - Deadlines (on queue)
+
+    private func makeTimer() {
+        let timer = DispatchSource.makeTimerSource(queue: self.queue)
+        timer.setEventHandler { [weak self] in self?.timerFired() }
+        timer.schedule(deadline: .distantFuture, repeating: .never, leeway: .milliseconds(2))
+        timer.activate()
+        self.timer = timer
+    }
+
+    /// Arms the timer for the earliest deadline if it is not armed earlier already. An early
+    /// fire is harmless (it finds nothing due and re-arms), so replies never re-arm it.
+    private func rearmTimer() {
+        guard let timer = self.timer else { return }
+        var next = self.pending.nextDeadline
+        if let oldest = self.pending.oldestDeadline {
+            let extra = (self.configuration.staleConnectionTimeout - self.configuration.commandTimeout).nanoseconds
+            next = min(next ?? UInt64.max, oldest &+ extra)
+        }
+        if case .connecting(_, let deadline, _, _) = self.state {
+            next = min(next ?? UInt64.max, deadline)
+        }
+        guard let next else { return }
+        if let armed = self.timerDeadline, armed <= next { return }
+        self.timerDeadline = next
+        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: next), repeating: .never, leeway: .milliseconds(2))
+    }
+
+    private func timerFired() {
+        self.timerDeadline = nil
+        let now = DispatchTime.now().uptimeNanoseconds
+        if case .connecting(let driver, let deadline, _, _) = self.state, now >= deadline {
+            driver.close(reason: "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms")
+        }
+        for command in self.pending.expire(now: now) {
+            self.counters.commandTimedOut()
+            command.finish(.timedOut, timeout: self.configuration.commandTimeout)
+        }
+        if let oldest = self.pending.oldestDeadline {
+            let extra = (self.configuration.staleConnectionTimeout - self.configuration.commandTimeout).nanoseconds
+            if now >= oldest &+ extra, case .ready(let driver) = self.state {
+                driver.close(
+                    reason: "redis \(driver.endpoint): no reply for \(self.configuration.staleConnectionTimeout.milliseconds) ms, connection reset")
+            }
+        }
+        self.rearmTimer()
+    }
+}
+
+/// hiredis writes with `write(2)`: a peer that closed would kill the process with SIGPIPE.
+/// Ignored once, process-wide (as SwiftNIO does).
+private let sigpipeIgnored: Bool = {
+    signal(SIGPIPE, SIG_IGN)
+    return true
+}()
+
+private func ignoreSIGPIPEOnce() {
+    _ = sigpipeIgnored
+}

@@ -1,0 +1,266 @@
+package import Foundation
+
+/// `AttestStore` on Redis: shared by every gateway instance.
+///
+/// Layout (every key of one operation shares its `{…}` hash tag, so it works on Redis Cluster):
+/// - challenge: string `appattest:ch:{<challenge>}` = "1" with the TTL; `SET … EX ttl NX`
+///   to store, `GETDEL` to consume (one use, no race; Redis ≥ 6.2).
+/// - key: hash `appattest:key:{<keyID>}` with fields `public_key` (65 raw bytes), `counter`
+///   (decimal), `app_id`, `environment`, `receipt` (raw bytes), `attested_at` (Unix seconds),
+///   `status` (`active` | `revoked`). Created, advanced and revoked by Lua scripts (EVALSHA),
+///   so each is one atomic step on the server, whatever the number of gateways.
+///
+/// Completions run on `queue` (the connection's queue), exactly once each.
+package final class RedisStore: AttestStore {
+    package let connection: RedisConnection
+
+    /// The queue every completion runs on.
+    package var queue: DispatchQueue { self.connection.queue }
+
+    /// Connects at once (asynchronously); commands sent before the connection is ready wait
+    /// for the first attempt.
+    package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), label: String = "attest-gateway.redis") {
+        self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
+        self.connection.start()
+    }
+
+    deinit {
+        self.connection.close()
+    }
+
+    /// Closes the connection (last step of a graceful shutdown); commands still in flight and
+    /// later calls complete with `StoreError.unavailable`. `completion` runs on `queue` when done.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.connection.close(completion: completion)
+    }
+
+    // MARK: - Layout
+
+    static func challengeKey(_ challenge: String) -> [UInt8] { Array("appattest:ch:{\(challenge)}".utf8) }
+    static func keyRecordKey(_ keyID: String) -> [UInt8] { Array("appattest:key:{\(keyID)}".utf8) }
+
+    /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status.
+    /// Returns 1 when created, 0 when the record existed.
+    static let createKeyScript = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        redis.call('HSET', KEYS[1], 'public_key', ARGV[1], 'counter', ARGV[2], 'app_id', ARGV[3],
+          'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
+        return 1
+        """)
+
+    /// KEYS[1] = record; ARGV[1] = proposed counter. Returns {1} advanced, {0, stored} not
+    /// increasing, {-1} unknown key, {-2} revoked, {-3} stored counter unreadable.
+    static let advanceCounterScript = RedisScript(
+        """
+        local v = redis.call('HMGET', KEYS[1], 'counter', 'status')
+        if not v[1] then return {-1} end
+        if v[2] == 'revoked' then return {-2} end
+        local stored = tonumber(v[1])
+        if stored == nil then return {-3} end
+        if stored >= tonumber(ARGV[1]) then return {0, stored} end
+        redis.call('HSET', KEYS[1], 'counter', ARGV[1])
+        return {1}
+        """)
+
+    /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key.
+    static let revokeKeyScript = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        redis.call('HSET', KEYS[1], 'status', 'revoked')
+        return 1
+        """)
+
+    static let scripts = [createKeyScript, advanceCounterScript, revokeKeyScript]
+
+    // MARK: - AttestStore
+
+    package func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        let ttl = max(1, ttlSeconds)
+        self.connection.send([Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)), Self.bytes("NX")]) {
+            completion(
+                Self.interpret($0, command: "SET") { reply in
+                    switch reply {
+                    case .status("OK"): return true
+                    case .null: return false
+                    default: return nil
+                    }
+                })
+        }
+    }
+
+    package func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.connection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
+            completion(
+                Self.interpret($0, command: "GETDEL") { reply in
+                    switch reply {
+                    case .bulk: return true
+                    case .null: return false
+                    default: return nil
+                    }
+                })
+        }
+    }
+
+    package func createKey(_ record: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void) {
+        let arguments: [[UInt8]] = [
+            record.publicKey,
+            Self.bytes(String(record.counter)),
+            Self.bytes(record.appID),
+            Self.bytes(record.environment),
+            record.receipt,
+            Self.bytes(String(Self.unixSeconds(record.attestedAt))),
+            Self.bytes(record.status.rawValue),
+        ]
+        self.connection.evaluate(Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments) {
+            completion(
+                Self.interpret($0, command: "EVALSHA create_key") { reply in
+                    switch reply {
+                    case .integer(1): return .created
+                    case .integer(0): return .alreadyExists
+                    default: return nil
+                    }
+                })
+        }
+    }
+
+    package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
+        self.connection.send([Self.bytes("HGETALL"), Self.keyRecordKey(keyID)]) { result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let reply):
+                if let error = Self.serverError(reply, command: "HGETALL") {
+                    completion(.failure(error))
+                    return
+                }
+                do throws(StoreError) {
+                    completion(.success(try Self.decodeKeyRecord(keyID: keyID, reply: reply)))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    package func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void) {
+        self.connection.evaluate(
+            Self.advanceCounterScript, keys: [Self.keyRecordKey(keyID)], arguments: [Self.bytes(String(newCounter))]
+        ) {
+            completion(
+                Self.interpret($0, command: "EVALSHA advance_counter") { reply in
+                    guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
+                    switch (code, items.count) {
+                    case (1, 1): return .advanced
+                    case (0, 2):
+                        guard case .integer(let stored) = items[1] else { return nil }
+                        return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
+                    case (-1, 1): return .unknownKey
+                    case (-2, 1): return .revoked
+                    default: return nil
+                    }
+                })
+        }
+    }
+
+    package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.connection.evaluate(Self.revokeKeyScript, keys: [Self.keyRecordKey(keyID)], arguments: []) {
+            completion(
+                Self.interpret($0, command: "EVALSHA revoke_key") { reply in
+                    switch reply {
+                    case .integer(1): return true
+                    case .integer(0): return false
+                    default: return nil
+                    }
+                })
+        }
+    }
+
+    package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        self.connection.send([Self.bytes("PING")]) {
+            completion(
+                Self.interpret($0, command: "PING") { reply in
+                    if case .status("PONG") = reply { return () }
+                    return nil
+                })
+        }
+    }
+
+    // MARK: - Replies
+
+    private static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    /// Seconds since 1970, rounded down: the resolution of `attested_at`.
+    static func unixSeconds(_ date: Date) -> Int64 {
+        Int64(date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// Error replies that mean "Redis cannot serve now" rather than "we sent nonsense".
+    private static let unavailableErrorCodes: Set<String> = [
+        "LOADING", "MASTERDOWN", "READONLY", "BUSY", "NOAUTH", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "OOM",
+    ]
+
+    static func serverError(_ reply: RedisReply, command: String) -> StoreError? {
+        guard case .error(let message) = reply else { return nil }
+        let code = reply.errorCode ?? ""
+        let kind: StoreError.Kind = Self.unavailableErrorCodes.contains(code) ? .unavailable : .protocolError
+        return StoreError(kind, "redis refused \(command): \(message.prefix(200))")
+    }
+
+    private static func interpret<T>(
+        _ result: Result<RedisReply, StoreError>, command: String, _ decode: (RedisReply) -> T?
+    ) -> Result<T, StoreError> {
+        switch result {
+        case .failure(let error):
+            return .failure(error)
+        case .success(let reply):
+            if let error = Self.serverError(reply, command: command) { return .failure(error) }
+            guard let value = decode(reply) else {
+                return .failure(StoreError(.protocolError, "unexpected redis reply to \(command): \(reply.summary)"))
+            }
+            return .success(value)
+        }
+    }
+
+    static func decodeKeyRecord(keyID: String, reply: RedisReply) throws(StoreError) -> KeyRecord? {
+        guard case .array(let items) = reply, items.count % 2 == 0 else {
+            throw StoreError(.protocolError, "unexpected redis reply to HGETALL: \(reply.summary)")
+        }
+        if items.isEmpty { return nil }
+        var fields: [String: [UInt8]] = [:]
+        for index in stride(from: 0, to: items.count, by: 2) {
+            guard case .bulk(let name) = items[index], case .bulk(let value) = items[index + 1] else {
+                throw StoreError(.protocolError, "HGETALL of key \(keyID.prefix(8))… returned a non-string field")
+            }
+            fields[String(decoding: name, as: UTF8.self)] = value
+        }
+        func field(_ name: String) throws(StoreError) -> [UInt8] {
+            guard let value = fields[name] else {
+                throw StoreError(.protocolError, "key record \(keyID.prefix(8))… lacks field \(name)")
+            }
+            return value
+        }
+        func text(_ name: String) throws(StoreError) -> String { String(decoding: try field(name), as: UTF8.self) }
+
+        guard let counter = UInt32(try text("counter")) else {
+            throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has a non-numeric counter")
+        }
+        guard let attestedAt = Int64(try text("attested_at")) else {
+            throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has a non-numeric attested_at")
+        }
+        let statusText = try text("status")
+        guard let status = KeyStatus(rawValue: statusText) else {
+            throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has unknown status \(statusText.prefix(20))")
+        }
+        return KeyRecord(
+            keyID: keyID,
+            publicKey: try field("public_key"),
+            counter: counter,
+            appID: try text("app_id"),
+            environment: try text("environment"),
+            receipt: fields["receipt"] ?? [],
+            attestedAt: Date(timeIntervalSince1970: TimeInterval(attestedAt)),
+            status: status
+        )
+    }
+}

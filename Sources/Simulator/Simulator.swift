@@ -1,2 +1,0 @@
-// Placeholder; the Simulator module's owner replaces it.
-public enum Simulator {}

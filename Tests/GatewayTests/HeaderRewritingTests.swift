@@ -1,0 +1,113 @@
+import Testing
+
+@testable import Gateway
+
+@Suite struct HeaderRewritingTests {
+    static func names(_ headers: HTTPHeaders) -> [String] { headers.map(\.name) }
+
+    @Test func upstreamRequestDropsHopByHopAndConnectionNamedFields() {
+        let head = HTTPRequestHead(
+            method: "POST",
+            target: "/x",
+            versionMinor: 0,
+            headers: HTTPHeaders([
+                ("Host", "api.example.com"),
+                ("Connection", "keep-alive, X-Secret-Hop"),
+                ("connection", " Foo "),
+                ("Keep-Alive", "timeout=5"),
+                ("TE", "trailers"),
+                ("Trailer", "X-Sum"),
+                ("Upgrade", "websocket"),
+                ("Proxy-Connection", "keep-alive"),
+                ("Proxy-Authorization", "Basic abc"),
+                ("Proxy-Authenticate", "Basic"),
+                ("Transfer-Encoding", "chunked"),
+                ("Content-Length", "3"),
+                ("Expect", "100-continue"),
+                ("x-secret-hop", "1"),
+                ("Foo", "2"),
+                ("Authorization", "Bearer t"),
+                ("X-Forwarded-Proto", "spoofed"),
+                ("X-Forwarded-Host", "spoofed"),
+            ])
+        )
+        let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "192.0.2.7", scheme: "https")
+        #expect(rewritten.versionMinor == 1)
+        #expect(rewritten.method == "POST" && rewritten.target == "/x")
+        #expect(
+            Self.names(rewritten.headers)
+                == ["Host", "Authorization", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded"]
+        )
+        #expect(rewritten.headers["x-forwarded-for"] == "192.0.2.7")
+        #expect(rewritten.headers["x-forwarded-proto"] == "https")
+        #expect(rewritten.headers["x-forwarded-host"] == "api.example.com")
+        #expect(rewritten.headers["forwarded"] == "for=192.0.2.7;proto=https;host=api.example.com")
+    }
+
+    @Test func forwardingHeadersAreAppendedToTheClientChain() {
+        let head = HTTPRequestHead(
+            method: "GET",
+            target: "/",
+            headers: HTTPHeaders([
+                ("Host", "h:8080"),
+                ("X-Forwarded-For", "203.0.113.1"),
+                ("x-forwarded-for", "198.51.100.2, 198.51.100.3"),
+                ("Forwarded", "for=203.0.113.1"),
+            ])
+        )
+        let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "2001:db8::1", scheme: "http")
+        #expect(rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"])
+        #expect(
+            rewritten.headers.values(for: "Forwarded")
+                == ["for=203.0.113.1, for=\"[2001:db8::1]\";proto=http;host=\"h:8080\""]
+        )
+    }
+
+    @Test func noHostMeansNoForwardedHost() {
+        let head = HTTPRequestHead(method: "GET", target: "/", versionMinor: 0, headers: HTTPHeaders([("X-Forwarded-Host", "evil")]))
+        let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http")
+        #expect(!rewritten.headers.contains("x-forwarded-host"))
+        #expect(rewritten.headers["forwarded"] == "for=10.0.0.1;proto=http")
+        // HTTP/1.1 upstream requests always carry Host.
+        #expect(rewritten.headers.values(for: "host") == [""])
+        let named = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http", upstreamHost: "backend:9000")
+        #expect(named.headers.values(for: "host") == ["backend:9000"])
+    }
+
+    @Test func clientResponseDropsHopByHopAndFraming() {
+        let head = HTTPResponseHead(
+            status: 200,
+            reason: "OK",
+            versionMinor: 0,
+            headers: HTTPHeaders([
+                ("Content-Type", "text/plain"),
+                ("Connection", "close, X-Internal"),
+                ("X-Internal", "1"),
+                ("Keep-Alive", "timeout=5"),
+                ("Transfer-Encoding", "chunked"),
+                ("Content-Length", "12"),
+                ("Proxy-Authenticate", "Basic"),
+                ("Upgrade", "h2c"),
+                ("Set-Cookie", "a=b"),
+            ])
+        )
+        let rewritten = HeaderRewriting.clientResponse(head)
+        #expect(rewritten.versionMinor == 1)
+        #expect(rewritten.status == 200 && rewritten.reason == "OK")
+        #expect(Self.names(rewritten.headers) == ["Content-Type", "Set-Cookie"])
+    }
+
+    @Test func trailersLoseFramingAndRoutingFields() {
+        let trailers = HTTPHeaders([("X-Checksum", "abc"), ("Content-Length", "5"), ("Host", "x"), ("Transfer-Encoding", "chunked")])
+        #expect(HeaderRewriting.forwardedTrailers(trailers).map(Self.names) == ["X-Checksum"])
+        #expect(HeaderRewriting.forwardedTrailers(HTTPHeaders([("Host", "x")])) == nil)
+        #expect(HeaderRewriting.forwardedTrailers(nil) == nil)
+    }
+
+    @Test func forwardedValuesQuoteWhatIsNotAToken() {
+        #expect(HeaderRewriting.forwardedValue("example.com") == "example.com")
+        #expect(HeaderRewriting.forwardedValue("a\"b") == "\"a\\\"b\"")
+        #expect(HeaderRewriting.forwardedNode("[::1]") == "\"[::1]\"")
+        #expect(HeaderRewriting.forwardedNode("::1") == "\"[::1]\"")
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+@testable import Gateway
+
+/// RedisStore specifics on a real redis-server: the key layout, AUTH/SELECT, Unix sockets,
+/// script reloading, queue confinement and reference balance.
+@Suite(.timeLimit(.minutes(1))) struct StoreRedisTests {
+    @Test func keyLayoutUsesHashTagsTTLAndOneHash() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        #expect(await store.putChallenge("abc_DEF-123", ttlSeconds: 300).value == true)
+        guard case .integer(let ttl) = try server.command("TTL", "appattest:ch:{abc_DEF-123}") else {
+            Issue.record("TTL did not answer an integer")
+            return
+        }
+        #expect((290...300).contains(ttl))
+
+        let record = sampleRecord(keyID: "a2V5LWlk+/=", counter: 9)
+        #expect(await store.createKey(record).value == .created)
+        let key = "appattest:key:{a2V5LWlk+/=}"
+        #expect(try server.command("TYPE", key) == .status("hash"))
+        guard case .array(let items) = try server.command("HGETALL", key) else {
+            Issue.record("HGETALL did not answer an array")
+            return
+        }
+        var fields: [String: [UInt8]] = [:]
+        for i in stride(from: 0, to: items.count - 1, by: 2) {
+            if case .bulk(let name) = items[i], case .bulk(let value) = items[i + 1] {
+                fields[String(decoding: name, as: UTF8.self)] = value
+            }
+        }
+        #expect(Set(fields.keys) == ["public_key", "counter", "app_id", "environment", "receipt", "attested_at", "status"])
+        #expect(fields["public_key"] == record.publicKey)
+        #expect(fields["receipt"] == record.receipt)
+        #expect(fields["counter"] == Array("9".utf8))
+        #expect(fields["attested_at"] == Array("1763000000".utf8))
+        #expect(fields["status"] == Array("active".utf8))
+        #expect(await store.revokeKey(keyID: record.keyID).value == true)
+        #expect(try server.command("HGET", key, "status") == .bulk(Array("revoked".utf8)))
+        #expect(try server.command("TTL", key) == .integer(-1), "key records do not expire")
+    }
+
+    @Test func scriptNamesMatchWhatRedisComputes() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        for script in RedisStore.scripts {
+            #expect(try server.command("SCRIPT", "LOAD", script.source) == .bulk(Array(script.sha1.utf8)))
+        }
+    }
+
+    @Test func flushedScriptCacheIsReloadedAndRetriedOnce() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        let record = sampleRecord(counter: 1)
+        #expect(await store.createKey(record).value == .created)
+        #expect(try server.command("SCRIPT", "FLUSH") == .status("OK"))
+        #expect(await store.advanceCounter(keyID: record.keyID, to: 2).value == .advanced)
+        #expect(try server.command("SCRIPT", "FLUSH") == .status("OK"))
+        #expect(await store.revokeKey(keyID: record.keyID).value == true)
+        #expect(try server.command("SCRIPT", "FLUSH") == .status("OK"))
+        #expect(await store.createKey(sampleRecord()).value == .created)
+    }
+
+    @Test func authenticatesAndSelectsTheDatabase() async throws {
+        let server = try RedisServer.start(password: "s3cret pass")
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString(database: 5)))
+        defer { store.close() }
+        #expect(await store.putChallenge("in-db-5", ttlSeconds: 60).value == true)
+        #expect(try server.command("EXISTS", "appattest:ch:{in-db-5}", database: 5) == .integer(1))
+        #expect(try server.command("EXISTS", "appattest:ch:{in-db-5}", database: 0) == .integer(0))
+    }
+
+    @Test func wrongPasswordFailsWithoutHanging() async throws {
+        let server = try RedisServer.start(password: "right")
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: "redis://:wrong@127.0.0.1:\(server.port)/0"))
+        defer { store.close() }
+        let first = await store.ping()
+        #expect(first.error?.kind == .unavailable)
+        #expect(first.error?.reason.contains("AUTH") == true, "\(String(describing: first.error))")
+        #expect(await store.ping().error?.kind == .unavailable)
+    }
+
+    @Test func connectsOverAUnixSocket() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: "unix://\(server.unixSocketPath)?db=2"))
+        defer { store.close() }
+        #expect(await store.putChallenge("over-unix", ttlSeconds: 60).value == true)
+        #expect(try server.command("EXISTS", "appattest:ch:{over-unix}", database: 2) == .integer(1))
+        #expect(await store.consumeChallenge("over-unix").value == true)
+    }
+
+    @Test func resolvesAHostName() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: "redis://localhost:\(server.port)"))
+        defer { store.close() }
+        #expect(await store.ping().error == nil)
+    }
+
+    @Test func completionsRunOnTheStoreQueue() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        let key = DispatchSpecificKey<String>()
+        store.queue.setSpecific(key: key, value: "store")
+        let onQueue: [Bool] = await concurrently(20) { index, done in
+            switch index % 3 {
+            case 0: store.ping { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
+            case 1: store.putChallenge(randomToken(), ttlSeconds: 5) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
+            default: store.advanceCounter(keyID: "none", to: 1) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
+            }
+        }
+        #expect(onQueue.count == 20 && onQueue.allSatisfy { $0 })
+    }
+
+    @Test func everyReferenceIsReleasedAfterClose() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let configuration = RedisConfiguration(commandTimeout: .milliseconds(100), reconnectBackoffMaximum: .milliseconds(100))
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
+        let counters = store.connection.counters
+        #expect(await waitUntilReachable(store))
+        // Replies, timeouts with late replies, a reset by the server, reconnects.
+        let _: [Result<Void, StoreError>] = await concurrently(300) { _, done in store.ping(completion: done) }
+        server.pause()
+        let _: [Result<Void, StoreError>] = await concurrently(20) { _, done in store.ping(completion: done) }
+        server.resume()
+        try server.command("CLIENT", "KILL", "TYPE", "normal")
+        #expect(await waitUntilReachable(store))
+        #expect(counters.liveDrivers == 1)
+        store.close()
+        let deadline = ContinuousClock.now + .seconds(3)
+        while (counters.liveDrivers != 0 || counters.liveCommands != 0) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(counters.liveDrivers == 0)
+        #expect(counters.liveCommands == 0)
+    }
+}

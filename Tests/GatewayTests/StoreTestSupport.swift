@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+@testable import Gateway
+
+/// Async bridges over the completion-handler store API (tests only).
+extension AttestStore {
+    func putChallenge(_ challenge: String, ttlSeconds: Int) async -> Result<Bool, StoreError> {
+        await withCheckedContinuation { c in self.putChallenge(challenge, ttlSeconds: ttlSeconds) { c.resume(returning: $0) } }
+    }
+    func consumeChallenge(_ challenge: String) async -> Result<Bool, StoreError> {
+        await withCheckedContinuation { c in self.consumeChallenge(challenge) { c.resume(returning: $0) } }
+    }
+    func createKey(_ record: KeyRecord) async -> Result<KeyCreation, StoreError> {
+        await withCheckedContinuation { c in self.createKey(record) { c.resume(returning: $0) } }
+    }
+    func fetchKey(keyID: String) async -> Result<KeyRecord?, StoreError> {
+        await withCheckedContinuation { c in self.fetchKey(keyID: keyID) { c.resume(returning: $0) } }
+    }
+    func advanceCounter(keyID: String, to counter: UInt32) async -> Result<CounterAdvance, StoreError> {
+        await withCheckedContinuation { c in self.advanceCounter(keyID: keyID, to: counter) { c.resume(returning: $0) } }
+    }
+    func revokeKey(keyID: String) async -> Result<Bool, StoreError> {
+        await withCheckedContinuation { c in self.revokeKey(keyID: keyID) { c.resume(returning: $0) } }
+    }
+    func ping() async -> Result<Void, StoreError> {
+        await withCheckedContinuation { c in self.ping { c.resume(returning: $0) } }
+    }
+}
+
+/// Which store a parameterized test runs against.
+enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory, redis
+    var testDescription: String { self.rawValue }
+}
+
+/// Runs `body` with a fresh store of `kind`; for Redis, with its own redis-server, stopped after.
+func withStore<T>(_ kind: StoreKind, _ body: (any AttestStore, RedisServer?) async throws -> T) async throws -> T {
+    switch kind {
+    case .memory:
+        return try await body(MemoryStore(), nil)
+    case .redis:
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        return try await body(store, server)
+    }
+}
+
+func randomToken(_ prefix: String = "") -> String {
+    prefix + (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+}
+
+func sampleRecord(keyID: String = randomToken("key-"), counter: UInt32 = 0) -> KeyRecord {
+    KeyRecord(
+        keyID: keyID,
+        publicKey: [0x04] + (0..<64).map { UInt8($0) },
+        counter: counter,
+        appID: "ABCDE12345.com.example.app",
+        environment: "production",
+        // Every byte value, including NUL and invalid UTF-8: the receipt is binary.
+        receipt: (0...255).map { UInt8($0) } + [0, 0, 0xFF],
+        attestedAt: Date(timeIntervalSince1970: 1_763_000_000),
+        status: .active
+    )
+}
+
+extension Result {
+    var value: Success? {
+        if case .success(let v) = self { return v }
+        return nil
+    }
+    var error: Failure? {
+        if case .failure(let e) = self { return e }
+        return nil
+    }
+}
+
+/// Runs `count` operations started as close together as possible (from several threads at
+/// once) and returns their results in index order.
+func concurrently<T: Sendable>(
+    _ count: Int, _ operation: @escaping @Sendable (Int, @escaping @Sendable (T) -> Void) -> Void
+) async -> [T] {
+    let results = ResultBox<T>(count: count)
+    return await withCheckedContinuation { continuation in
+        let group = DispatchGroup()
+        for _ in 0..<count { group.enter() }
+        group.notify(queue: .global()) { continuation.resume(returning: results.values) }
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            operation(index) { value in
+                results.set(index, value)
+                group.leave()
+            }
+        }
+    }
+}
+
+final class ResultBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var slots: [T?]
+    init(count: Int) { self.slots = Array(repeating: nil, count: count) }
+    func set(_ index: Int, _ value: T) {
+        self.lock.lock()
+        self.slots[index] = value
+        self.lock.unlock()
+    }
+    var values: [T] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.slots.compactMap { $0 }
+    }
+}
+
+/// Seconds elapsed since `start`.
+func seconds(since start: ContinuousClock.Instant) -> Double {
+    let d = ContinuousClock.now - start
+    return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+/// Polls `ping` until it succeeds or `limit` passes.
+func waitUntilReachable(_ store: any AttestStore, limit: Duration = .seconds(8)) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if await store.ping().error == nil { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return false
+}
