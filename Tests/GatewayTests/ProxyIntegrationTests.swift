@@ -347,6 +347,7 @@ import Verification
         try """
             listen: 127.0.0.1:\(listenPort)
             store: memory
+            app_ids: ["ABCDE12345.com.example.app"]
             limits:
               shutdown_drain_timeout: 5s
             upstreams:
