@@ -227,6 +227,8 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9000)
     args = parser.parse_args()
+    # A parent may have spawned us with signals blocked (Dispatch worker threads block them).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     Server.address_family = family
     server = Server((args.host, args.port), Handler)
