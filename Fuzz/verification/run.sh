@@ -46,6 +46,13 @@ for name, field in (("attestations.json", "attestation"), ("assertions.json", "a
     if os.path.exists(path):
         for v in json.load(open(path))["vectors"]:
             put(base64.b64decode(v[field]))
+synthetic = os.path.join(fixtures, "synthetic_attestations.json")
+if os.path.exists(synthetic):
+    data = json.load(open(synthetic))
+    for v in data["attestations"]:
+        put(base64.b64decode(v["attestation"]))
+    for v in data["assertions"]:
+        put(base64.b64decode(v["assertion"]))
 for seed in (b"", b"\xa0", b"\x80", b"\x30\x24\xa1\x22\x04\x20" + b"\x00" * 32, b"\x00" * 37, b"\x9f\xff", b"\xbf\xff"):
     put(seed)
 PY

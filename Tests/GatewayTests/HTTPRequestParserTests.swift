@@ -229,6 +229,18 @@ import Testing
         #expect(HTTPParserError.requestLineTooLong.status == 414)
     }
 
+    /// Found by the fuzzer: the whole buffer looked past the limit (blank lines, then a bad method)
+    /// where a byte-by-byte feed had to stop at the limit.
+    @Test func noDecisionLooksPastTheHeadLimit() {
+        let limits = HTTPParserLimits(maxHeaderBytes: 64)
+        let blankLines = String(repeating: "\n", count: 114) + "\u{7F}OTUnsafeku"
+        #expect(Self.parseAllWays(blankLines, limits: limits).lines == ["error request_line_too_long"])
+        let lateGarbage = String(repeating: "\r\n", count: 25) + "GETGETGETGETGETGET\u{7F}"
+        #expect(Self.parseAllWays(lateGarbage, limits: limits).lines == ["error request_line_too_long"])
+        let blankThenRequest = String(repeating: "\r\n", count: 10) + "GET / HTTP/1.1\r\nHost: h\r\n\r\n"
+        #expect(Self.parseAllWays(blankThenRequest, limits: limits).lines.count == 2)
+    }
+
     @Test func headersLargerThanTheLimitAre431() {
         let limits = HTTPParserLimits(maxHeaderBytes: 64)
         let large = "GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "b", count: 60) + "\r\n\r\n"

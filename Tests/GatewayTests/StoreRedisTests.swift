@@ -96,6 +96,14 @@ import Testing
         #expect(await store.consumeChallenge("over-unix").value == true)
     }
 
+    @Test func resolvesAHostName() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: "redis://localhost:\(server.port)"))
+        defer { store.close() }
+        #expect(await store.ping().error == nil)
+    }
+
     @Test func completionsRunOnTheStoreQueue() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }

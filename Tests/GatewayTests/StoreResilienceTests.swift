@@ -58,9 +58,15 @@ import Testing
         let kinds = Set(all.compactMap { $0.result.error?.kind })
         #expect(kinds.isSubset(of: [.unavailable, .timeout]))
 
+        #expect(!store.connection.counters.isReady)
+        let attemptsDuringOutage = store.connection.counters.connectAttempts
+        #expect(attemptsDuringOutage >= 2, "reconnect attempts with backoff")
+
         // Redis back on the same port: the same store instance reconnects, reloads its scripts.
         try server.restart()
         #expect(await waitUntilReachable(store))
+        #expect(store.connection.counters.isReady)
+        #expect(store.connection.counters.liveDrivers == 1, "the failed attempts left nothing behind")
         let record = sampleRecord(counter: 1)
         #expect(await store.createKey(record).value == .created)
         #expect(await store.advanceCounter(keyID: record.keyID, to: 2).value == .advanced)
@@ -99,6 +105,7 @@ import Testing
         let result = await store.consumeChallenge("late-a")
         let elapsed = seconds(since: start)
         #expect(result.error?.kind == .timeout)
+        #expect(store.connection.counters.commandTimeouts == 1)
         #expect(elapsed >= 0.24, "not before the timeout: \(elapsed)")
         #expect(elapsed < 0.25 + Self.schedulingSlack, "on time: \(elapsed)")
         server.resume()
@@ -117,13 +124,19 @@ import Testing
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
         defer { store.close() }
         #expect(await waitUntilReachable(store))
-        let sleeper = Task.detached { try server.command("DEBUG", "SLEEP", "1") }
+        // The blocking DEBUG SLEEP runs on a Dispatch thread, never on the (2-thread)
+        // cooperative pool, which it would starve for a second.
+        let slept = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            _ = try? server.command("DEBUG", "SLEEP", "1")
+            slept.signal()
+        }
         try await Task.sleep(for: .milliseconds(100))
         let start = ContinuousClock.now
         let result = await store.ping()
         #expect(result.error?.kind == .timeout)
         #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
-        _ = try await sleeper.value
+        while slept.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
         #expect(await store.ping().error == nil)
     }
 
@@ -138,7 +151,8 @@ import Testing
         defer { store.close() }
         #expect(await waitUntilReachable(store))
         server.pause()
-        for _ in 0..<3 { #expect(await store.ping().error?.kind == .timeout) }
+        let hung: [Result<Void, StoreError>] = await concurrently(3) { _, done in store.ping(completion: done) }
+        #expect(hung.allSatisfy { $0.error?.kind == .timeout })
         // Past the stale limit the connection is dropped; the reconnect attempts (to a
         // server that accepts TCP but never answers) fail by the connect timeout.
         try await Task.sleep(for: .milliseconds(900))
@@ -168,8 +182,8 @@ import Testing
     }
 
     @Test func unreachableServerFailsFast() async throws {
-        let port = try freeLoopbackPort()
-        let store = RedisStore(url: try RedisURL(parsing: "redis://127.0.0.1:\(port)/0"))
+        let refusing = try RefusingPort()
+        let store = RedisStore(url: try RedisURL(parsing: "redis://127.0.0.1:\(refusing.port)/0"))
         defer { store.close() }
         for _ in 0..<5 {
             let start = ContinuousClock.now
@@ -177,6 +191,7 @@ import Testing
             #expect(result.error?.kind == .unavailable)
             #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
         }
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func closedStoreRefusesCommands() async throws {
@@ -184,9 +199,11 @@ import Testing
         defer { server.shutDown() }
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
         #expect(await waitUntilReachable(store))
+        #expect(store.connection.counters.isReady)
         store.close()
         let result = await store.ping()
         #expect(result.error?.kind == .unavailable)
+        #expect(!store.connection.counters.isReady)
     }
 }
 

@@ -38,7 +38,7 @@ def x962_b64(public_key):
         return base64.b64encode(point).decode()
     return text
 
-def run(vector_id, args, expected_valid, checks):
+def run(vector_id, args, expected_valid, checks, expected_error=None):
     global passed, failed
     proc = subprocess.run([binary] + args, capture_output=True, text=True, timeout=60)
     problems = []
@@ -64,6 +64,8 @@ def run(vector_id, args, expected_valid, checks):
                     problems.append("%s=%r, expected %r" % (key, verdict.get(key), want))
         elif not verdict.get("error") or not verdict.get("message"):
             problems.append("invalid verdict without error code and message")
+        elif expected_error and verdict.get("error") != expected_error:
+            problems.append("error=%r, expected %r" % (verdict.get("error"), expected_error))
     if problems:
         failed += 1
         print("FAIL %s: %s" % (vector_id, "; ".join(problems)))
@@ -90,6 +92,29 @@ for v in load("assertions.json"):
     else:
         args += ["--client-data-hash", v["client_data_hash"]]
     run(v["id"], args, v["expected_result"] == "valid", {"counter": v.get("expected_counter")})
+
+# Synthetic objects under a test CA (Fixtures/synthetic/generate.py), when the directory has
+# them: they exercise --root-ca, --environment and the exact error codes.
+synthetic_path = os.path.join(vectors_dir, "synthetic_attestations.json")
+if os.path.exists(synthetic_path):
+    import tempfile
+    synthetic = json.load(open(synthetic_path))
+    with tempfile.NamedTemporaryFile("w", suffix=".pem", delete=False) as root_file:
+        root_file.write(synthetic["meta"]["trust_root_pem"])
+    try:
+        for v in synthetic["attestations"]:
+            args = ["verify-attestation", "--attestation", v["attestation"], "--key-id", v["key_id"],
+                    "--app-id", v["app_id"], "--client-data-hash", v["client_data_hash"],
+                    "--environment", v["required_environment"], "--at", v["valid_at"], "--root-ca", root_file.name]
+            run(v["id"], args, v["expected_result"] == "valid",
+                {"public_key": v["public_key_x962"], "environment": v["environment"]}, v.get("expected_error"))
+        for v in synthetic["assertions"]:
+            args = ["verify-assertion", "--assertion", v["assertion"], "--public-key", v["public_key_x962"],
+                    "--app-id", v["app_id"], "--client-data", v["client_data"],
+                    "--previous-counter", str(v["previous_counter"])]
+            run(v["id"], args, v["expected_result"] == "valid", {"counter": v["expected_counter"]}, v.get("expected_error"))
+    finally:
+        os.unlink(root_file.name)
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed or passed == 0 else 0)

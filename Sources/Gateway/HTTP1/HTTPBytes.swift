@@ -383,3 +383,32 @@ enum HTTPVersion {
         return Int(buffer[b + 7] - 0x30)
     }
 }
+
+extension String {
+    /// ASCII case-insensitive equality with a lowercase literal, on the UTF-8 bytes. Concrete (no
+    /// generic StringProtocol path): the proxy calls it for every field of every message.
+    @inline(__always)
+    func equalsLowercaseASCII(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard self.utf8.count == count else { return false }
+        let lit = literal.utf8Start
+        if let result = self.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            for index in 0..<count where HTTPByte.lower(bytes[index]) != lit[index] { return false }
+            return true
+        }) {
+            return result
+        }
+        var index = 0
+        for byte in self.utf8 {
+            if HTTPByte.lower(byte) != lit[index] { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
+    func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
+        guard self.utf8.count == other.utf8.count else { return false }
+        return zip(self.utf8, other.utf8).allSatisfy { HTTPByte.lower($0) == HTTPByte.lower($1) }
+    }
+}

@@ -124,9 +124,11 @@ package struct HTTPRequestParser: Sendable {
         let count = buffer.count
         let limit = self.limits.maxHeaderBytes
 
-        // Empty lines before a request line are ignored (RFC 9112 §2.2; nginx does the same).
+        // Empty lines before a request line are ignored (RFC 9112 §2.2; nginx does the same), within
+        // the limit. No check below looks at bytes past the limit: a split feed sees no more than
+        // `limit` bytes before it must decide, so the whole buffer must not decide on more either.
         var start = 0
-        while start < count {
+        while start < min(count, limit) {
             let byte = buffer[start]
             if byte == HTTPByte.lf {
                 start += 1
@@ -139,9 +141,11 @@ package struct HTTPRequestParser: Sendable {
             }
         }
 
+        if start >= limit { return self.fail(.requestLineTooLong) }
+
         // Refuse garbage (TLS on the plain port, binary) without waiting for a line end.
         var index = start
-        let methodCheckEnd = min(count, start + 32)
+        let methodCheckEnd = min(count, start + 32, limit)
         while index < methodCheckEnd {
             let byte = buffer[index]
             if byte == HTTPByte.sp || byte == HTTPByte.cr || byte == HTTPByte.lf { break }

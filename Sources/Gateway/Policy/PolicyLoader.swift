@@ -21,7 +21,12 @@ public enum PolicyLoader {
         let bytes = try Self.readFile(path)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw PolicyError(
-                code: .notUTF8, file: path, line: 0, column: 0, field: "", message: "expected UTF-8 text; found invalid bytes"
+                code: .notUTF8,
+                file: path,
+                line: 0,
+                column: 0,
+                field: "",
+                message: "expected UTF-8 text; found invalid bytes"
             )
         }
         return try Self.parse(text, sourcePath: path, warnings: &warnings)
@@ -59,7 +64,11 @@ public enum PolicyLoader {
 
     private static func tooLarge(_ path: String, _ count: Int) -> PolicyError {
         PolicyError(
-            code: .fileTooLarge, file: path, line: 0, column: 0, field: "",
+            code: .fileTooLarge,
+            file: path,
+            line: 0,
+            column: 0,
+            field: "",
             message: "expected a policy of at most \(Self.maximumFileBytes) bytes; found \(count) bytes"
         )
     }

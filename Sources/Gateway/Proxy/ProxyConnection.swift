@@ -34,6 +34,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private var input: IOBuffer?
     private var output: IOBuffer?
     private var clientMayRead = true
+    /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
+    private var clientSentFIN = false
+    private var clientWriteInterest = false
     private var clientReadClosed = false
     private var isClosed = false
     private var isLingering = false
@@ -106,6 +109,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
             self.clientMayRead = true
         }
+        if events & EventLoop.readHangup != 0 { self.clientSentFIN = true }
         if events & (EventLoop.error | EventLoop.peerClosed) != 0 && !self.isLingering {
             // Reset, or both directions closed: no response can reach the client any more.
             self.clientGone()
@@ -244,14 +248,17 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func readClient() -> Bool {
         let result: IOResult
         let usesScratch = self.input?.isEmpty ?? true
+        var requested = 0
         do {
             if usesScratch {
                 let scratch = self.loop.scratch
-                result = try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: scratch.count)
+                requested = scratch.count
+                result = try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: requested)
             } else {
                 let input = self.input!
                 input.reserveWritable(16 * 1024)
-                result = try SystemCalls.read(self.fd, into: input.writablePointer, count: input.writableCount)
+                requested = input.writableCount
+                result = try SystemCalls.read(self.fd, into: input.writablePointer, count: requested)
                 if case .processed(let n) = result { input.didWrite(n) }
             }
         } catch {
@@ -267,6 +274,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.clientEndOfFile()
             return false
         case .processed(let n):
+            // A short read drained the socket: the next data makes a new edge (saves the EAGAIN read).
+            if n < requested && !self.clientSentFIN { self.clientMayRead = false }
             if usesScratch {
                 let bytes = UnsafeRawBufferPointer(start: self.loop.scratch.baseAddress, count: n)
                 let consumed = self.parseRequest(bytes)
@@ -592,14 +601,17 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         while self.upstream === connection && connection.mayRead && !self.clientIsBackedUp && !self.isClosed {
             let result: IOResult
             let usesScratch = connection.input?.isEmpty ?? true
+            var requested = 0
             do {
                 if usesScratch {
                     let scratch = self.loop.scratch
-                    result = try SystemCalls.read(connection.fd, into: scratch.baseAddress!, count: scratch.count)
+                    requested = scratch.count
+                    result = try SystemCalls.read(connection.fd, into: scratch.baseAddress!, count: requested)
                 } else {
                     let input = connection.input!
                     input.reserveWritable(16 * 1024)
-                    result = try SystemCalls.read(connection.fd, into: input.writablePointer, count: input.writableCount)
+                    requested = input.writableCount
+                    result = try SystemCalls.read(connection.fd, into: input.writablePointer, count: requested)
                     if case .processed(let n) = result { input.didWrite(n) }
                 }
             } catch {
@@ -614,6 +626,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 self.upstreamClosed(connection)
                 return
             case .processed(let n):
+                if n < requested && !connection.sentFIN { connection.mayRead = false }
                 if usesScratch {
                     let bytes = UnsafeRawBufferPointer(start: self.loop.scratch.baseAddress, count: n)
                     let consumed = self.parseResponse(bytes, connection)
@@ -779,6 +792,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                     // Room again: the upstream may be read further.
                     if output.readableCount <= Self.highWaterMark && self.upstream?.mayRead == true { self.repump = true }
                 case .wouldBlock, .endOfFile:
+                    if !self.clientWriteInterest {
+                        self.clientWriteInterest = true
+                        self.loop.setWritableInterest(fd: self.fd, token: self.token, true)
+                    }
                     return
                 }
             } catch {
@@ -788,6 +805,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         self.output = nil
         self.loopContext.returnBuffer(output)
+        if self.clientWriteInterest {
+            self.clientWriteInterest = false
+            self.loop.setWritableInterest(fd: self.fd, token: self.token, false)
+        }
     }
 
     private func flushUpstream() {

@@ -31,7 +31,7 @@ package final class RedisConnection: @unchecked Sendable {
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
     private let scripts: [RedisScript]
-    /// Live hiredis contexts and commands (diagnostics and tests).
+    /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
     package let counters = RedisConnectionCounters()
 
     private enum State {
@@ -168,6 +168,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect(acceptsCommands: Bool) {
         dispatchPrecondition(condition: .onQueue(self.queue))
+        self.counters.connectAttempted()
         let context: UnsafeMutablePointer<redisAsyncContext>?
         let endpoint: String
         switch self.url.address {
@@ -240,6 +241,7 @@ package final class RedisConnection: @unchecked Sendable {
                 return
             }
             self.state = .ready(driver)
+            self.counters.setReady(true)
             self.backoff.reset()
             if self.hasLoggedOutage {
                 self.hasLoggedOutage = false
@@ -247,14 +249,6 @@ package final class RedisConnection: @unchecked Sendable {
             }
             self.rearmTimer()
         }
-    }
-
-    /// From the driver's connect callback.
-    func contextDidConnect(_ driver: RedisContextDriver, succeeded: Bool, reason: String) {
-        // Failures are handled when hiredis frees the context (contextDidClose).
-        _ = driver
-        _ = succeeded
-        _ = reason
     }
 
     /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
@@ -266,6 +260,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.failLeftovers(reason)
             self.attemptFailed(reason)
         case .ready(let current) where current === driver:
+            self.counters.setReady(false)
             self.failLeftovers(reason)
             Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
             self.hasLoggedOutage = true
@@ -314,6 +309,7 @@ package final class RedisConnection: @unchecked Sendable {
         default: driver = nil
         }
         self.state = .closed
+        self.counters.setReady(false)
         self.reconnectGeneration &+= 1
         driver?.close(reason: "redis \(self.url): connection closed by the gateway")
         self.failLeftovers("redis \(self.url): connection closed by the gateway")
@@ -356,6 +352,7 @@ package final class RedisConnection: @unchecked Sendable {
             driver.close(reason: "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms")
         }
         for command in self.pending.expire(now: now) {
+            self.counters.commandTimedOut()
             command.finish(.timedOut, timeout: self.configuration.commandTimeout)
         }
         if let oldest = self.pending.oldestDeadline {

@@ -69,16 +69,9 @@ final class RedisContextDriver: @unchecked Sendable {
             guard let privdata else { return }
             Unmanaged<RedisContextDriver>.fromOpaque(privdata).takeRetainedValue().didCleanUp()
         }
-        _ = redisAsyncSetConnectCallback(context) { ac, status in
-            guard let driver = RedisContextDriver.owner(of: ac) else { return }
-            driver.connection?.contextDidConnect(driver, succeeded: status == REDIS_OK, reason: driver.errorText())
-        }
-        _ = redisAsyncSetDisconnectCallback(context) { ac, status in
-            // Runs after ev.cleanup (the driver is no longer referenced by the context):
-            // the connection learns about the close from didCleanUp.
-            _ = ac
-            _ = status
-        }
+        // No onConnect/onDisconnect callbacks: a failed connect, an error and our own close all
+        // end in ev.cleanup (didCleanUp), after every pending reply callback has run; success
+        // is the reply to the connect-time commands.
     }
 
     deinit {

@@ -7,25 +7,28 @@ private import COpenSSL
 /// `X509_STORE_CTX`; OpenSSL locks the store's internal lookups.
 final class CertificateTrustStore: @unchecked Sendable {
     private let store: OpaquePointer  // X509_STORE *
-    /// Roots are kept so their `X509` outlives nothing it should not.
+    /// The store holds its own references; these are kept for inspection and lifetime clarity.
     private let roots: [ParsedCertificate]
 
     init(rootsPEM: [String]) throws(VerificationError) {
         guard let store = X509_STORE_new() else { throw OpenSSLErrorQueue.internalError("X509_STORE_new") }
         var roots: [ParsedCertificate] = []
         for (index, pem) in rootsPEM.enumerated() {
-            let root: ParsedCertificate
+            let parsed: [ParsedCertificate]
             do {
-                root = try ParsedCertificate(pem: pem, label: index == 0 ? "trust root" : "additional trust root \(index)")
+                parsed = try ParsedCertificate.all(pem: pem, label: index == 0 ? "trust root" : "additional trust root \(index)")
             } catch {
                 X509_STORE_free(store)
                 throw error
             }
-            guard X509_STORE_add_cert(store, root.pointer) == 1 else {
-                X509_STORE_free(store)
-                throw OpenSSLErrorQueue.internalError("X509_STORE_add_cert")
+            for root in parsed {
+                // Adding the same certificate twice is not an error in OpenSSL 3.
+                guard X509_STORE_add_cert(store, root.pointer) == 1 else {
+                    X509_STORE_free(store)
+                    throw OpenSSLErrorQueue.internalError("X509_STORE_add_cert")
+                }
+                roots.append(root)
             }
-            roots.append(root)
         }
         self.store = store
         self.roots = roots

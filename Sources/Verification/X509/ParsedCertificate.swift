@@ -29,19 +29,31 @@ final class ParsedCertificate {
         self.pointer = parsed
     }
 
-    /// Parses the first certificate of a PEM text.
-    init(pem: String, label: String) throws(VerificationError) {
+    /// Takes ownership of an `X509 *`.
+    private init(owning pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Every certificate of a PEM text (at least one), in order.
+    static func all(pem: String, label: String) throws(VerificationError) -> [ParsedCertificate] {
         let bytes = Array(pem.utf8)
-        let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
-            guard buffer.count < 1 << 20, let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
+        guard bytes.count < 1 << 20 else {
+            throw VerificationError(.malformedCertificate, "\(label) PEM of \(bytes.count) bytes is too large")
+        }
+        var certificates: [ParsedCertificate] = []
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return }
             defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
+            while certificates.count < 64, let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                certificates.append(ParsedCertificate(owning: certificate))
+            }
         }
-        guard let parsed else {
-            let detail = OpenSSLErrorQueue.drain()
-            throw VerificationError(.malformedCertificate, "\(label) is not a PEM certificate (\(detail))")
+        // Reading stops with "no start line" at the end of the text: expected, not an error.
+        let detail = OpenSSLErrorQueue.drain()
+        guard !certificates.isEmpty else {
+            throw VerificationError(.malformedCertificate, "\(label) holds no PEM certificate (\(detail))")
         }
-        self.pointer = parsed
+        return certificates
     }
 
     deinit {
