@@ -71,6 +71,8 @@ cleanup() {
   [ "$stopping" = 1 ] && return 0
   stopping=1
   trap - INT TERM ERR
+  # Ctrl-C also stops a `| tee` reading our output: a write must not kill us mid-cleanup.
+  trap '' PIPE
   [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null || true
   if [ -n "$gateway_pid" ] && kill -0 "$gateway_pid" 2>/dev/null; then
     echo "stopping the gateway (SIGTERM: in-flight requests drain)"
