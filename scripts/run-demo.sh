@@ -331,6 +331,24 @@ else
   failure "public route: status $status, X-App-Attest-Status '$(header_from_echo X-App-Attest-Status)'"
 fi
 
+redis_url=redis://$host:$redis_port/0
+step "Operator looks the key up: $bin keys show <key_id> --redis $redis_url"
+key_json=$("$bin" keys show "$key_id" --redis "$redis_url")
+note "$key_json"
+# Counters: 1 (first request) and 3 (premium) were accepted; 2 (tampered) and 4 (reused
+# challenge) were refused before the store, 5 never reached it: the store holds 3.
+if [ "$(printf '%s' "$key_json" | json counter)" = 3 ] && [ "$(printf '%s' "$key_json" | json status)" = active ]; then
+  pass "key record: counter 3 (the highest accepted assertion), status active"
+else
+  failure "key record is not what the requests left behind: $key_json"
+fi
+
+step "Operator revokes the key: $bin keys revoke <key_id>; the device's next request"
+"$bin" keys revoke "$key_id" --redis "$redis_url" >/dev/null
+assert6=$(assertion "$(client_data POST "$target" "$order" "")")
+request POST "$target" "$order" "X-App-Attest-Key-Id: $key_id" "X-App-Assertion: $assert6"
+expect_denied "revoked key" 401 revoked_key
+
 step "Metrics: $admin/metrics"
 metrics=$(curl -sS --max-time 5 "$admin/metrics" || true)
 # The gate's counters that moved (verdicts by route, attestations, challenges).
@@ -367,7 +385,8 @@ ${bold}The gateway keeps serving.${off} Press Ctrl-C to stop the gateway, the up
   metrics   $admin/metrics
   health    $admin/healthz  $admin/readyz
   policy    $policy           (edit, then: kill -HUP $gateway_pid)
-  simulator $bin sim assert --dir $run_dir/sim --key-id $key_id --app-id $app_id --client-data <base64>
+  simulator $bin sim attest --dir $run_dir/sim --app-id $app_id --challenge <challenge>
+            (the demo's key $key_id is revoked now)
 Gateway logs follow ($run_dir/access.log, $run_dir/gateway.log):
 EOF
 tail -n 0 -q -f "$run_abs/access.log" "$run_abs/gateway.log" &
