@@ -1,6 +1,6 @@
+private import COpenSSL
 import Foundation
 public import Verification
-private import COpenSSL
 
 /// The simulator's certificate authority: a test root, an intermediate that issues credential
 /// certificates (as "Apple App Attestation CA 1" does) and a receipt-signing certificate under
@@ -213,31 +213,51 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (5, Array(Data(token).base64EncodedString().utf8)),
             (6, Array(options.type.rawValue.utf8)),
             (7, Array((environment == .production ? "production" : "sandbox").utf8)),
-            (12, Array(Self.rfc3339(created).utf8)),
+            (12, Array(RFC3339.format(created).utf8)),
         ]
         if let risk = options.riskMetric { fields.append((17, Array(String(risk).utf8))) }
-        if options.type == .receipt { fields.append((19, Array(Self.rfc3339(created.addingTimeInterval(86_400)).utf8))) }
-        fields.append((21, Array(Self.rfc3339(created.addingTimeInterval(90 * 86_400)).utf8)))
+        if options.type == .receipt {
+            fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8)))
+        }
+        fields.append((21, Array(RFC3339.format(created.addingTimeInterval(90 * 86_400)).utf8)))
         let payload = DERBuilder.set(
             fields.filter { !options.omittedFields.contains($0.0) }.map { field in
-                DERBuilder.sequence([DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1)])
+                DERBuilder.sequence([
+                    DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1),
+                ])
             })
         return try self.signedData(payload, chunkSize: options.chunkSize)
     }
 
+    /// The receipt signer's certificate and key, and the CA certificates (for tests that build
+    /// receipts from other signers).
+    var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) { (self.receiptSigner, self.receiptSignerKey) }
+    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate) { (self.root, self.intermediate) }
+
     /// PKCS#7 SignedData over `content`, signed by the receipt signer, certificates
     /// [signer, intermediate, root] like Apple's.
-    func signedData(_ content: [UInt8], chunkSize: Int?) throws(SimulatorError) -> [UInt8] {
+    ///
+    /// `signer`, `signerKey` and `certificates` replace the receipt signer and the embedded
+    /// certificates (tests use them to build receipts from other signers).
+    func signedData(
+        _ content: [UInt8], chunkSize: Int?,
+        signer: SimulatorCertificate? = nil, signerKey: SimulatorKey? = nil,
+        certificates: [SimulatorCertificate]? = nil
+    ) throws(SimulatorError) -> [UInt8] {
+        let signer = signer ?? self.receiptSigner
         let sha256 = DERBuilder.sequence([DERBuilder.objectIdentifier("2.16.840.1.101.3.4.2.1"), DERBuilder.null])
-        let signature = try self.receiptSignerKey.sign(content)
+        let signature = try (signerKey ?? self.receiptSignerKey).sign(content)
         let signerInfo = DERBuilder.sequence([
             DERBuilder.integer(1),
-            DERBuilder.sequence([try self.receiptSigner.issuerNameDER, try self.receiptSigner.serialNumberDER]),
+            DERBuilder.sequence([try signer.issuerNameDER, try signer.serialNumberDER]),
             sha256,
             DERBuilder.sequence([DERBuilder.objectIdentifier("1.2.840.10045.4.3.2")]),
             DERBuilder.octetString(signature),
         ])
-        let certificates = [try self.receiptSigner.der, try self.intermediate.der, try self.root.der]
+        var encodedCertificates: [[UInt8]] = []
+        for certificate in certificates ?? [self.receiptSigner, self.intermediate, self.root] {
+            encodedCertificates.append(try certificate.der)
+        }
         let dataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.1")
         let signedDataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.2")
 
@@ -245,7 +265,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             let signedData = DERBuilder.sequence([
                 DERBuilder.integer(1), DERBuilder.set([sha256]),
                 DERBuilder.sequence([dataOID, DERBuilder.tlv(0xa0, DERBuilder.octetString(content))]),
-                DERBuilder.tlv(0xa0, certificates.flatMap { $0 }),
+                DERBuilder.tlv(0xa0, encodedCertificates.flatMap { $0 }),
                 DERBuilder.set([signerInfo]),
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
@@ -254,12 +274,15 @@ public final class SimulatorAuthority: @unchecked Sendable {
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }
-        let signedData = DERBuilder.indefinite(0x30, [
-            DERBuilder.integer(1), DERBuilder.set([sha256]),
-            DERBuilder.indefinite(0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
-            DERBuilder.indefinite(0xa0, certificates),
-            DERBuilder.set([signerInfo]),
-        ])
+        let signedData = DERBuilder.indefinite(
+            0x30,
+            [
+                DERBuilder.integer(1), DERBuilder.set([sha256]),
+                DERBuilder.indefinite(
+                    0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
+                DERBuilder.indefinite(0xa0, encodedCertificates),
+                DERBuilder.set([signerInfo]),
+            ])
         return DERBuilder.indefinite(0x30, [signedDataOID, DERBuilder.indefinite(0xa0, [signedData])])
     }
 
@@ -282,21 +305,6 @@ public final class SimulatorAuthority: @unchecked Sendable {
                 keyUsage: "keyCertSign,cRLSign"),
             subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
         return (rootKey, root, intermediateKey, intermediate)
-    }
-
-    /// `2020-11-21T22:13:02.796Z`, as in Apple's receipts (UTC, milliseconds).
-    static func rfc3339(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var broken = tm()
-        gmtime_r(&seconds, &broken)
-        func pad(_ n: Int32, _ width: Int) -> String {
-            let text = String(n)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(broken.tm_year + 1900, 4))-\(pad(broken.tm_mon + 1, 2))-\(pad(broken.tm_mday, 2))T"
-            + "\(pad(broken.tm_hour, 2)):\(pad(broken.tm_min, 2)):\(pad(broken.tm_sec, 2))."
-            + "\(pad(Int32(milliseconds % 1000), 3))Z"
     }
 }
 

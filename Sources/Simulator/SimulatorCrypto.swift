@@ -1,5 +1,5 @@
-import Foundation
 private import COpenSSL
+import Foundation
 
 /// Errors of the simulator (development tooling: one struct with a message is enough).
 public struct SimulatorError: Error, CustomStringConvertible, Sendable {

@@ -122,7 +122,9 @@ enum SimulatorFiles {
         guard fd >= 0 else { throw SimulatorError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw SimulatorError("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else {
+                throw SimulatorError("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

@@ -63,3 +63,13 @@ private final class SilentStore: AttestStore {
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {}
 }
+
+@Suite struct StoreFactoryTests {
+    @Test func buildsTheStoreThePolicyNames() throws {
+        #expect(try AttestStoreFactory.make(.memory) is MemoryStore)
+        let redis = try #require(try AttestStoreFactory.make(.redis(url: "redis://127.0.0.1:1/0")) as? RedisStore)
+        #expect(redis.connection.url.address == .tcp(host: "127.0.0.1", port: 1))
+        redis.close()
+        #expect(throws: RedisURLError.self) { try AttestStoreFactory.make(.redis(url: "http://nope")) }
+    }
+}

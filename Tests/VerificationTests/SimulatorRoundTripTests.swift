@@ -94,7 +94,10 @@ enum SharedSimulator {
 
         // Top-level key order is Apple's: fmt, attStmt, authData.
         let decoded = try CBORDecoder().decode(bytes)
-        guard case .map(let entries) = decoded else { Issue.record("not a map"); return }
+        guard case .map(let entries) = decoded else {
+            Issue.record("not a map")
+            return
+        }
         #expect(entries.map(\.key) == [.textString("fmt"), .textString("attStmt"), .textString("authData")])
 
         // Receipt is BER with indefinite lengths and 1000-byte chunks, like Apple's.

@@ -327,16 +327,7 @@ enum HTTPFieldParser {
         while valueStart < valueEnd, HTTPByte.isWhitespace(buffer[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
-        var hasHighBytes = false
-        for index in value {
-            let byte = buffer[index]
-            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
-            if byte >= 0x80 {
-                hasHighBytes = true
-                continue
-            }
-            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
-        }
+        let hasHighBytes = try Self.validateValue(buffer, value)
 
         if mode != .trailers {
             switch name.count {
@@ -365,6 +356,38 @@ enum HTTPFieldParser {
             valueString = buffer.string(value)
         }
         fields.append((name: buffer.string(name), value: valueString))
+    }
+
+    /// field-value bytes: HTAB, SP, VCHAR, obs-text. Returns whether obs-text (≥ 0x80) occurs.
+    /// Eight bytes at a time: a word with no byte below 0x20, no DEL and no high bit is plain
+    /// VCHAR/SP (the common case); any other word is checked byte by byte.
+    @inline(__always)
+    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) -> Bool {
+        var index = value.lowerBound
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= value.upperBound {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let below20 = (word &- ones &* 0x20) & ~word
+                let del = word ^ (ones &* 0x7F)
+                let isDel = (del &- ones) & ~del
+                if (below20 | isDel | word) & highs != 0 { break }
+                index += 8
+            }
+        }
+        var hasHighBytes = false
+        while index < value.upperBound {
+            let byte = buffer[index]
+            index += 1
+            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
+            if byte >= 0x80 {
+                hasHighBytes = true
+                continue
+            }
+            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
+        }
+        return hasHighBytes
     }
 }
 

@@ -80,8 +80,12 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     /// Closes the connection: commands in flight complete with `unavailable`, later ones too.
-    package func close() {
-        self.queue.async { [self] in self.closeOnQueue() }
+    /// `completion` runs on `queue` once the connection is closed and every command completed.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.queue.async { [self] in
+            self.closeOnQueue()
+            completion?()
+        }
     }
 
     /// Sends one command. `completion` runs on `queue` with the reply (an error reply is a

@@ -48,14 +48,15 @@ final class RedisContextDriver: @unchecked Sendable {
     init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue, counters: RedisConnectionCounters) {
         self.queue = queue
         self.endpoint = endpoint
-        let copy = dup(context.pointee.c.fd)
+        // hiredis 0.14 opens its socket without SOCK_CLOEXEC.
+        _ = fcntl(context.pointee.c.fd, F_SETFD, FD_CLOEXEC)
+        let copy = fcntl(context.pointee.c.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else {
             redisAsyncFree(context)
             return nil
         }
         self.counters = counters
         counters.driverCreated()
-        _ = fcntl(copy, F_SETFD, FD_CLOEXEC)
         self.descriptor = DescriptorBox(copy)
         self.context = context
 

@@ -28,9 +28,10 @@ package final class RedisStore: AttestStore {
         self.connection.close()
     }
 
-    /// Closes the connection; later calls complete with `StoreError.unavailable`.
-    package func close() {
-        self.connection.close()
+    /// Closes the connection (last step of a graceful shutdown); commands still in flight and
+    /// later calls complete with `StoreError.unavailable`. `completion` runs on `queue` when done.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.connection.close(completion: completion)
     }
 
     // MARK: - Layout

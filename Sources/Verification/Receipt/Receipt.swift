@@ -99,12 +99,14 @@ extension Receipt {
         var reader = try set.childReader(limits: limits)
         while let entry = try reader.next() {
             guard entry.identifier == .sequence else {
-                throw VerificationError(.malformedReceipt, "receipt attribute is \(entry.identifier), expected a SEQUENCE")
+                throw VerificationError(
+                    .malformedReceipt, "receipt attribute is \(entry.identifier), expected a SEQUENCE")
             }
             var fields = try entry.childReader(limits: limits)
             let type = try fields.read(.integer, "receipt attribute type").integerValue(limits: limits)
             _ = try fields.read(.integer, "receipt attribute version").integerValue(limits: limits)
-            let value = try fields.read(.octetString, "receipt attribute \(type) value").octetStringBytes(limits: limits)
+            let value = try fields.read(.octetString, "receipt attribute \(type) value").octetStringBytes(
+                limits: limits)
             try fields.expectEnd("receipt attribute \(type)")
             guard let field = ReceiptField(rawValue: type) else { continue }
             guard values[field] == nil else {

@@ -18,6 +18,12 @@ import Synchronization
 /// ```
 /// `shutDown()` (also run by `deinit`) stops the process and removes the directory.
 /// Every wait is bounded (`startTimeout`, `stopTimeout`); nothing listens beyond loopback.
+///
+/// The methods block (start ≈ 20–100 ms, stop ≈ 10 ms): fine in test set-up, but run long
+/// blocking calls such as `command("DEBUG", "SLEEP", "1")` on a Dispatch thread, not on the
+/// Swift concurrency pool (2 threads here), or timing-sensitive tests stall with them.
+/// Stopping uses `SHUTDOWN NOSAVE`, then SIGKILL: children spawned by `Process` from a test
+/// inherit the runner's blocked signal mask (SIGTERM included), so SIGTERM does nothing.
 final class RedisServer: @unchecked Sendable {
     let port: UInt16
     let directory: URL
