@@ -47,6 +47,8 @@ struct UpstreamEcho {
     var target: String
     var headers: [(String, String)]
     var bodySHA256: String
+    /// Trailer fields of a chunked request body as the upstream received them.
+    var trailers: [(String, String)]
 
     init(_ response: HTTPResponse) throws {
         let object = try response.json()
@@ -57,6 +59,7 @@ struct UpstreamEcho {
         self.target = target
         self.headers = pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
         self.bodySHA256 = digest
+        self.trailers = ((object["trailers"] as? [[String]]) ?? []).compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
     }
 
     func values(_ name: String) -> [String] {

@@ -71,10 +71,11 @@ final class GatewayInstance: @unchecked Sendable {
     /// A request to the proxy listener.
     func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
-        timeout: Duration = .seconds(10)
+        trailers: [(String, String)]? = nil, timeout: Duration = .seconds(10)
     ) throws -> HTTPResponse {
         try HTTPClient.send(
-            HTTPRequest(port: self.ports.proxy, method, target, headers: headers, body: body), timeout: timeout)
+            HTTPRequest(port: self.ports.proxy, method, target, headers: headers, body: body, trailers: trailers),
+            timeout: timeout)
     }
 
     func request(

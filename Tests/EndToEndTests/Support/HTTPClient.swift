@@ -9,13 +9,20 @@ struct HTTPRequest: Sendable {
     var target: String
     var headers: [(String, String)]
     var body: [UInt8]
+    /// Non-nil: the body is sent with `Transfer-Encoding: chunked` (one chunk when non-empty)
+    /// followed by these trailer fields.
+    var trailers: [(String, String)]?
 
-    init(port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) {
+    init(
+        port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        trailers: [(String, String)]? = nil
+    ) {
         self.port = port
         self.method = method
         self.target = target
         self.headers = headers
         self.body = body
+        self.trailers = trailers
     }
 
     init(port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: String) {
@@ -26,6 +33,18 @@ struct HTTPRequest: Sendable {
         var text = "\(self.method) \(self.target) HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\nConnection: close\r\n"
         for (name, value) in self.headers {
             text += "\(name): \(value)\r\n"
+        }
+        if let trailers = self.trailers {
+            text += "Transfer-Encoding: chunked\r\n\r\n"
+            var bytes = Array(text.utf8)
+            if !self.body.isEmpty {
+                bytes += Array("\(String(self.body.count, radix: 16))\r\n".utf8) + self.body + Array("\r\n".utf8)
+            }
+            bytes += Array("0\r\n".utf8)
+            for (name, value) in trailers {
+                bytes += Array("\(name): \(value)\r\n".utf8)
+            }
+            return bytes + Array("\r\n".utf8)
         }
         if !self.body.isEmpty || ["POST", "PUT", "PATCH"].contains(self.method) {
             text += "Content-Length: \(self.body.count)\r\n"
@@ -203,13 +222,13 @@ enum HTTPClient {
                 let n = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
                 if n > 0 {
                     self.received += chunk[0..<n]
-                    if let response = try? ResponseParser.parse(self.received, atEOF: false) {
+                    if let response = try? ResponseParser.parse(self.received, atEOF: false, headRequest: self.request.method == "HEAD") {
                         self.complete(response)
                         return
                     }
                 } else if n == 0 {
                     do {
-                        if let response = try ResponseParser.parse(self.received, atEOF: true) {
+                        if let response = try ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
                             self.complete(response)
                         } else {
                             self.finish(.failure(.closedEarly(received: self.received.count)))
@@ -226,7 +245,7 @@ enum HTTPClient {
                     continue
                 } else {
                     let code = errno
-                    if code == ECONNRESET, let response = try? ResponseParser.parse(self.received, atEOF: true) {
+                    if code == ECONNRESET, let response = try? ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
                         self.complete(response)
                     } else {
                         self.finish(.failure(.io("recv", code)))
@@ -256,7 +275,8 @@ enum HTTPClient {
 /// framed by Content-Length, chunked coding or the end of the connection.
 enum ResponseParser {
     /// The response when `bytes` hold a complete one; nil when more bytes are needed.
-    static func parse(_ bytes: [UInt8], atEOF: Bool) throws -> (Int, [(String, String)], [UInt8])? {
+    /// `headRequest`: the response to a HEAD request has no body whatever its headers say.
+    static func parse(_ bytes: [UInt8], atEOF: Bool, headRequest: Bool = false) throws -> (Int, [(String, String)], [UInt8])? {
         guard let headEnd = Self.find([13, 10, 13, 10], in: bytes, from: 0) else {
             if atEOF { throw HTTPClientError.closedEarly(received: bytes.count) }
             return nil
@@ -277,7 +297,7 @@ enum ResponseParser {
         }
         let rest = Array(bytes[(headEnd + 4)...])
         func value(_ name: String) -> String? { headers.first { $0.0.lowercased() == name }?.1 }
-        if status == 204 || status == 304 || (100..<200).contains(status) {
+        if headRequest || status == 204 || status == 304 || (100..<200).contains(status) {
             return (status, headers, [])
         }
         if let coding = value("transfer-encoding"), coding.lowercased().contains("chunked") {

@@ -64,9 +64,15 @@ final class SimulatedApp: @unchecked Sendable {
         method: String, target: String, body: [UInt8] = [], challenge: String = "", counter: UInt32? = nil,
         options: AssertionOptions = .init()
     ) throws -> String {
+        try self.assertion(
+            clientData: Self.clientData(method: method, target: target, body: body, challenge: challenge),
+            counter: counter, options: options)
+    }
+
+    /// A new assertion over any clientData (under `binding: body`, the raw request body).
+    func assertion(clientData: [UInt8], counter: UInt32? = nil, options: AssertionOptions = .init()) throws -> String {
         let use = counter ?? (self.counter + 1)
         self.counter = max(self.counter, use)
-        let clientData = Self.clientData(method: method, target: target, body: body, challenge: challenge)
         let object = try self.device.assertion(
             clientDataHash: SHA256.hash(clientData), appID: self.appID, counter: use, options: options)
         return Data(object).base64EncodedString()
@@ -160,3 +166,4 @@ final class E2EWorld: @unchecked Sendable {
         self.shutDown()
     }
 }
+
