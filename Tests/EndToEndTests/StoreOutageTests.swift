@@ -160,5 +160,60 @@ extension EndToEnd {
             #expect(storeErrors >= Double(deniedAfterKill + flaggedAfterKill + 3))
             #expect(!gateway.logEvents("store_error").isEmpty, "no store_error event logged")
         }
+
+        /// A hung Redis (SIGSTOP) under a burst of 300 concurrent requests: each is answered by
+        /// the store's command timeout (250 ms) plus scheduling, 503 on the fail-closed route and
+        /// forwarded unverified on the fail-open one; /readyz answers 503 within its 1 s ping
+        /// timeout; after SIGCONT the gateway verifies again without a restart.
+        @Test(.timeLimit(.minutes(1)))
+        func hungRedisUnderABurstFailsFastThenRecovers() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway("gw", routes: Self.routes)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            expectVerified(try app.send("GET", "/strict/a", to: gateway), app: app, counter: 1)
+            expectVerified(try app.send("GET", "/lenient/a", to: gateway), app: app, counter: 2)
+
+            let total = 300
+            let requests = try (0..<total).map { index in
+                let route = index % 2 == 0 ? "/strict/burst" : "/lenient/burst"
+                let assertion = try app.assertion(method: "GET", target: route)
+                return HTTPRequest(port: gateway.ports.proxy, "GET", route, headers: app.headers(assertion: assertion))
+            }
+            world.redis.pause()
+            defer { world.redis.resume() }
+            let results = HTTPClient.sendAll(requests, timeout: .seconds(20))
+            var slowest: Duration = .zero
+            for (index, result) in results.enumerated() {
+                guard case .success(let response) = result else {
+                    Issue.record("#\(index): no answer: \(result)")
+                    continue
+                }
+                slowest = max(slowest, response.elapsed)
+                if index % 2 == 0 {
+                    expectDenied(response, 503, "store_error")
+                } else {
+                    #expect(response.status == 200, "#\(index): \(response)")
+                    #expect(try UpstreamEcho(response).appHeaders == ["x-app-attest-status": ["unverified; reason=store_error"]])
+                }
+            }
+            #expect(slowest < Self.answerBound, "slowest answer took \(slowest)")
+            let readiness = try gateway.admin("/readyz")
+            #expect(readiness.status == 503, "\(readiness)")
+            #expect(readiness.elapsed < Self.answerBound)
+
+            world.redis.resume()
+            let back = eventually(timeout: .seconds(10)) {
+                (try? app.send("GET", "/strict/after", to: gateway, timeout: .seconds(5)))?.status == 200
+            }
+            #expect(back, "no verified request after Redis resumed")
+            #expect(try gateway.admin("/readyz").status == 200)
+            let metrics = try gateway.metrics()
+            #expect(metrics[#"attest_gateway_verdicts_total{route="strict",verdict="store_error"}"#] == Double(total / 2))
+            #expect(metrics[#"attest_gateway_verdicts_total{route="lenient",verdict="store_error"}"#] == Double(total / 2))
+            let timeouts = metrics[#"attest_gateway_store_errors_total{operation="advance_counter",kind="store_timeout"}"#] ?? 0
+            #expect(timeouts >= Double(total) * 0.9, "store_timeout count \(timeouts)")
+        }
     }
 }
