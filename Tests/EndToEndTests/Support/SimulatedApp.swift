@@ -138,11 +138,12 @@ final class E2EWorld: @unchecked Sendable {
         return gateway
     }
 
-    func policy(ports: GatewayPorts, environment: String = "production", challengeTTLSeconds: Int = 300, routes: String)
-        -> String
-    {
+    func policy(
+        ports: GatewayPorts, environment: String = "production", challengeTTLSeconds: Int = 300, redisURL: String? = nil,
+        routes: String
+    ) -> String {
         TestPolicy.yaml(
-            ports: ports, redisURL: self.redis.url, upstreamPort: self.upstream.port, trustRoot: self.trustRootPath,
+            ports: ports, redisURL: redisURL ?? self.redis.url, upstreamPort: self.upstream.port, trustRoot: self.trustRootPath,
             environment: environment, challengeTTLSeconds: challengeTTLSeconds, routes: routes)
     }
 
