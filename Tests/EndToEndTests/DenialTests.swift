@@ -79,6 +79,12 @@ extension EndToEnd {
                 let unknown = try stranger.assertion(method: "POST", target: route, body: body)
                 check(try prod.request("POST", route, headers: stranger.headers(assertion: unknown), body: body), 401, "unknown_key")
 
+                // Signed for another App ID (the authenticator data's rpIdHash).
+                var otherApp = AssertionOptions()
+                otherApp.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8))
+                let foreign = try app.assertion(method: "POST", target: route, body: body, options: otherApp)
+                check(try prod.request("POST", route, headers: app.headers(assertion: foreign), body: body), 401, "app_id_mismatch")
+
                 // No assertion; an assertion that is not base64.
                 check(try prod.request("POST", route, body: body), 401, "assertion_missing")
                 check(try prod.request("POST", route, headers: app.headers(assertion: "%%%not-base64%%%"), body: body), 401, "malformed_assertion")
@@ -150,6 +156,24 @@ extension EndToEnd {
                         keyID: latecomer.keyID, attestation: try latecomer.attestationObject(challenge: bogus), challenge: bogus)),
                 401, "challenge_invalid")
 
+            // An attestation replayed over a new challenge; an attestation for another App ID;
+            // the endpoints are POST only.
+            let replayer = try world.app()
+            let oldChallenge = try replayer.fetchChallenge(from: prod)
+            let oldObject = try replayer.attestationObject(challenge: oldChallenge)
+            let newChallenge = try replayer.fetchChallenge(from: prod)
+            expectDenied(
+                try prod.request(
+                    "POST", "/app-attest/attest",
+                    body: SimulatedApp.attestBody(keyID: replayer.keyID, attestation: oldObject, challenge: newChallenge)),
+                401, "nonce_mismatch")
+            let foreignApp = try SimulatedApp(authority: world.authority, appID: "ZZZZZ99999.com.other.app", environment: .production)
+            expectDenied(try foreignApp.attest(with: prod), 403, "app_id_mismatch")
+            let getChallenge = try prod.request("GET", "/app-attest/challenge")
+            expectDenied(getChallenge, 405, "method_not_allowed")
+            #expect(getChallenge.header("Allow") == "POST")
+            expectDenied(try prod.request("POST", "/app-attest/attest", body: "{not json"), 400, "malformed_request")
+
             // Only verified and monitor-flagged requests reached the upstream.
             #expect(try world.upstream.requestCount() == forwarded)
 
@@ -165,6 +189,7 @@ extension EndToEnd {
                 #expect(verdicts(route, "missing") == 1, "\(route)")
                 #expect(verdicts(route, "malformed") == 1, "\(route)")
                 #expect(verdicts(route, "environment_mismatch") == 1, "\(route)")
+                #expect(verdicts(route, "app_id_mismatch") == 1, "\(route)")
             }
             #expect(verdicts("api", "verified") == 2)
             #expect(verdicts("api", "revoked_key") == 2)
@@ -176,6 +201,9 @@ extension EndToEnd {
             }
             #expect(metrics[#"attest_gateway_attestations_total{result="environment_mismatch"}"#] == 1)
             #expect(metrics[#"attest_gateway_attestations_total{result="challenge_invalid"}"#] == 1)
+            #expect(metrics[#"attest_gateway_attestations_total{result="nonce_mismatch"}"#] == 1)
+            #expect(metrics[#"attest_gateway_attestations_total{result="app_id_mismatch"}"#] == 1)
+            #expect(metrics[#"attest_gateway_attestations_total{result="verified"}"#] == 2)
             let devMetrics = try dev.metrics()
             #expect(devMetrics[#"attest_gateway_verdicts_total{route="premium",verdict="challenge_invalid"}"#] == 1)
             #expect(devMetrics[#"attest_gateway_verdicts_total{route="watch_premium",verdict="challenge_invalid"}"#] == 1)

@@ -19,6 +19,10 @@ extension EndToEnd {
                 upstream: api
                 mode: enforce
                 on_store_error: allow
+              - name: watch
+                match: { path_prefix: /watch }
+                upstream: api
+                mode: monitor
               - name: public
                 match: { path_prefix: /public }
                 upstream: api
@@ -121,6 +125,9 @@ extension EndToEnd {
             let lenient = try app.send("POST", "/lenient/c", body: Array("x".utf8), to: gateway, timeout: .seconds(5))
             #expect(lenient.status == 200)
             #expect(try UpstreamEcho(lenient).appHeaders == ["x-app-attest-status": ["unverified; reason=store_error"]])
+            // A monitor route never refuses: forwarded, marked unverified.
+            let watched = try app.send("GET", "/watch/c", to: gateway, timeout: .seconds(5))
+            #expect(try UpstreamEcho(watched).appHeaders == ["x-app-attest-status": ["unverified; reason=store_error"]])
             let open = try gateway.request("GET", "/public/c")
             #expect(try UpstreamEcho(open).appHeaders == ["x-app-attest-status": ["skipped"]])
             expectDenied(try gateway.request("POST", "/app-attest/challenge"), 503, "store_error")
