@@ -57,7 +57,9 @@ extension EndToEnd {
             let good = try world.runGateway(["check-config", gateway.policyPath])
             #expect(good.status == 0, "\(good.stderr)")
             #expect(good.stdout.contains("feature") && good.stdout.contains("api"), "\(good.stdout)")
-            let before = try gateway.request("GET", "/feature/x")
+            // A keep-alive client connection opened under the old policy, kept across reloads.
+            let persistent = try KeepAliveConnection(port: gateway.ports.proxy)
+            let before = try persistent.send("GET", "/feature/x")
             #expect(before.status == 200)
             #expect(try UpstreamEcho(before).appHeaders == ["x-app-attest-status": ["skipped"]])
 
@@ -73,7 +75,7 @@ extension EndToEnd {
             #expect(error.contains("routes[1].moed"), "\(error)")
             #expect(failure["action"] as? String == "kept the running policy")
             #expect(failure["level"] as? String == "error")
-            let during = try gateway.request("GET", "/feature/x")
+            let during = try persistent.send("GET", "/feature/x")
             #expect(during.status == 200, "the old policy should still serve: \(during)")
             #expect(try UpstreamEcho(during).appHeaders == ["x-app-attest-status": ["skipped"]])
             #expect(gateway.child.isRunning)
@@ -86,6 +88,8 @@ extension EndToEnd {
             }
             #expect(applied, "no policy_reloaded event: \(gateway.child.stderr.suffix(800))")
             expectDenied(try gateway.request("GET", "/feature/x"), 401, "assertion_missing")
+            // ... also on the connection opened before the reload.
+            expectDenied(try persistent.send("GET", "/feature/x"), 401, "assertion_missing")
             // The store survived the reload: a key attested now works on the new route.
             let app = try world.app()
             #expect(try app.attest(with: gateway).status == 201)
@@ -93,7 +97,7 @@ extension EndToEnd {
 
             // Must show 6: the verdicts these flows moved (off twice, then enforce).
             #expect(try gateway.verdictCount(route: "feature", verdict: "skipped") == 2)
-            #expect(try gateway.verdictCount(route: "feature", verdict: "missing") == 1)
+            #expect(try gateway.verdictCount(route: "feature", verdict: "missing") == 2)
             #expect(try gateway.verdictCount(route: "feature", verdict: "verified") == 1)
             #expect(gateway.child.isRunning)
         }
