@@ -108,6 +108,9 @@ extension EndToEnd {
             #expect(metrics[#"attest_gateway_attestations_total{result="verified"}"#] == 1)
             #expect(metrics[#"attest_gateway_attestations_total{result="key_already_attested"}"#] == 1)
             #expect(metrics[#"attest_gateway_challenges_issued_total"#] == 3)
+            #expect(metrics[#"attest_gateway_requests_total{route="api",status="2xx"}"#] == 2)
+            #expect(metrics[#"attest_gateway_requests_total{route="_attest",status="4xx"}"#] == 1)
+            #expect(metrics[#"attest_gateway_request_duration_seconds_count{route="premium"}"#] == 1)
             let verifiedLines = gateway.accessLog.filter { $0["verdict"] as? String == "verified" && $0["route"] as? String == "api" }
             #expect(verifiedLines.count == 2)
             #expect(verifiedLines.allSatisfy { $0["key_id"] as? String == String(app.keyID.prefix(8)) })

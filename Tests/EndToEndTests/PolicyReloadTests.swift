@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 
@@ -80,6 +81,13 @@ extension EndToEnd {
             #expect(try UpstreamEcho(during).appHeaders == ["x-app-attest-status": ["skipped"]])
             #expect(gateway.child.isRunning)
 
+            // SIGHUP with the file gone (an editor's rename gone wrong): refused the same way.
+            try FileManager.default.removeItem(atPath: gateway.policyPath)
+            gateway.child.signal(SIGHUP)
+            #expect(gateway.child.waitForStderr(timeout: .seconds(10)) { _ in gateway.logEvents("policy_reload_failed").count == 2 })
+            #expect((gateway.logEvents("policy_reload_failed").last?["error"] as? String)?.contains(gateway.policyPath) == true)
+            #expect(try persistent.send("GET", "/feature/x").status == 200)
+
             // SIGHUP with a good changed file: /feature switches from off to enforce.
             let reloadsBefore = gateway.logEvents("policy_reloaded").count
             try gateway.reload(with: world.policy(ports: gateway.ports, routes: Self.routes(featureMode: "enforce")))
@@ -96,7 +104,7 @@ extension EndToEnd {
             expectVerified(try app.send("GET", "/feature/x", to: gateway), app: app, counter: 1)
 
             // Must show 6: the verdicts these flows moved (off twice, then enforce).
-            #expect(try gateway.verdictCount(route: "feature", verdict: "skipped") == 2)
+            #expect(try gateway.verdictCount(route: "feature", verdict: "skipped") == 3)
             #expect(try gateway.verdictCount(route: "feature", verdict: "missing") == 2)
             #expect(try gateway.verdictCount(route: "feature", verdict: "verified") == 1)
             #expect(gateway.child.isRunning)
