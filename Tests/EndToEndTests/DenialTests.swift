@@ -123,6 +123,11 @@ extension EndToEnd {
             #expect(revoke.status == 0, "\(revoke.stderr)")
             #expect(revoke.stdout.contains(#""status":"revoked""#), "\(revoke.stdout)")
             expectDenied(try revokedApp.send("GET", "/v1/me", to: prod), 401, "revoked_key")
+            // Revoking a key nobody attested is an operator error: exit 1, said on stderr.
+            let stranger = try world.app()
+            let notFound = try world.runGateway(["keys", "revoke", stranger.keyID, "--redis", world.redis.url])
+            #expect(notFound.status == 1)
+            #expect(notFound.stderr.contains("no attested key"), "\(notFound.stderr)")
             expectFlagged(try revokedApp.send("GET", "/watch/me", to: prod), "revoked_key")
             forwarded += 1
             expectDenied(try revokedApp.send("GET", "/v1/me", to: prod), 401, "revoked_key")
