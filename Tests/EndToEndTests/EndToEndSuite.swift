@@ -17,6 +17,7 @@ import Testing
 /// | StoreOutage | Redis killed / hung mid-traffic: 503 or unverified, promptly; /readyz; recovery |
 /// | PolicyReload | bad policy: check-config, serve, SIGHUP; good SIGHUP applies, also under load |
 /// | SimulatorCLI | the `sim` commands play the app against the binary |
+/// | Shutdown | SIGTERM answers in-flight requests (slow upstream, hung Redis), exits 0 |
 ///
 /// Each suite also checks the `/metrics` counters its flows moved.
 @Suite(.serialized) enum EndToEnd {}
