@@ -31,12 +31,15 @@ enum ServeCommand: Subcommand {
         let metrics = MetricsRegistry()
         let server = try GatewayServer(
             loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
+        // App Attest enforcement on the proxy listeners, /metrics /healthz /readyz on the admin one.
+        let gates = EnforcementGateFactory(registry: metrics)
         let service = GatewayService(
             configPath: configPath,
             server: server,
             load: { path in try PolicyLoader.load(path: path) },
-            makeGates: { policy, server in
-                GatewayGates(main: PassthroughGate(policy: policy), admin: MetricsGate(registry: server.metrics.registry))
+            makeGates: { policy, _ in
+                let built = try gates.makeGates(for: policy)
+                return GatewayGates(main: built.main, admin: built.admin)
             })
         do {
             try service.start()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// The example of DESIGN.md, verbatim: it must load unchanged.
@@ -186,7 +187,11 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         #expect(
             policy.upstreams["api"]
                 == UpstreamConfiguration(
-                    name: "api", host: "api.internal", port: 8000, maxConnections: 8, connectTimeout: .seconds(3),
+                    name: "api",
+                    host: "api.internal",
+                    port: 8000,
+                    maxConnections: 8,
+                    connectTimeout: .seconds(3),
                     responseTimeout: .seconds(90)
                 )
         )
@@ -196,8 +201,14 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         #expect(
             policy.routes[0]
                 == RoutePolicy(
-                    name: "upload", match: .init(path: "/upload", methods: ["PUT"]), upstream: "api", mode: .monitor,
-                    challenge: .required, binding: .body, challengeField: "nonce", maxBodyBytes: 65_536,
+                    name: "upload",
+                    match: .init(path: "/upload", methods: ["PUT"]),
+                    upstream: "api",
+                    mode: .monitor,
+                    challenge: .required,
+                    binding: .body,
+                    challengeField: "nonce",
+                    maxBodyBytes: 65_536,
                     onStoreError: .allow
                 )
         )
@@ -242,6 +253,22 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         #expect(table.match(method: "GET", path: "/other") == nil)
     }
 
+    @Test func loadLoggingWarningsReturnsTheSamePolicy() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/policies.yaml"
+        // Two warnings (memory store, unreachable route) go to the log; the policy is the same.
+        try (minimalPolicy() + "\n  - { match: { path: /x }, upstream: api }\n").write(
+            toFile: path, atomically: true, encoding: .utf8
+        )
+        var warnings: [PolicyWarning] = []
+        let plain = try PolicyLoader.load(path: path, warnings: &warnings)
+        #expect(warnings.map(\.code) == ["memory_store", "unreachable_route"])
+        let logged = try PolicyLoader.loadLoggingWarnings(path: path)
+        #expect(logged.routes == plain.routes)
+        #expect(logged.store == plain.store)
+        #expect(policyErrorCode { try PolicyLoader.loadLoggingWarnings(path: directory.path + "/none.yaml") } == .fileUnreadable)
+    }
+
     @Test func loadReportsUnreadableAndOversizedFiles() throws {
         let missing = #expect(throws: PolicyError.self) { try PolicyLoader.load(path: "/nonexistent/policies.yaml") }
         #expect(missing?.code == .fileUnreadable)
@@ -249,7 +276,9 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
 
         let directory = try TemporaryDirectory()
         let big = directory.path + "/big.yaml"
-        try Data(repeating: UInt8(ascii: "#"), count: PolicyLoader.maximumFileBytes + 1).write(to: URL(fileURLWithPath: big))
+        try Data(repeating: UInt8(ascii: "#"), count: PolicyLoader.maximumFileBytes + 1).write(
+            to: URL(fileURLWithPath: big)
+        )
         let tooLarge = #expect(throws: PolicyError.self) { try PolicyLoader.load(path: big) }
         #expect(tooLarge?.code == .fileTooLarge)
 
@@ -262,7 +291,8 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
 
     @Test func summaryPrintsEffectiveSettingsAndMasksThePassword() throws {
         var warnings: [PolicyWarning] = []
-        let text = designExamplePolicy.replacingOccurrences(of: "redis://127.0.0.1", with: "redis://:hunter2@127.0.0.1")
+        let text =
+            designExamplePolicy.replacingOccurrences(of: "redis://127.0.0.1", with: "redis://:hunter2@127.0.0.1")
             + "  - match: { path: /never }\n    upstream: api\n    mode: off\n"
         let policy = try PolicyLoader.parse(text, sourcePath: "policies.yaml", warnings: &warnings)
         let summary = PolicySummary.render(policy, warnings: warnings)

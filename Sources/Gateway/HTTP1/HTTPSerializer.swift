@@ -51,8 +51,8 @@ package enum HTTPSerializer {
         Self.writeStatusLine(status, reason: "", into: &out)
         for field in headers {
             let name = field.name
-            if name.caseInsensitiveEquals("content-length") || name.caseInsensitiveEquals("transfer-encoding")
-                || name.caseInsensitiveEquals("connection")
+            if name.equalsLowercaseASCII("content-length") || name.equalsLowercaseASCII("transfer-encoding")
+                || name.equalsLowercaseASCII("connection")
             {
                 continue
             }
@@ -167,18 +167,43 @@ package enum HTTPSerializer {
         out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
-    /// Appends the UTF-8 of `string`, then replaces any CR, LF or NUL just written by a space.
+    /// Appends the UTF-8 of `string`, with any CR, LF or NUL replaced by a space.
     @inline(__always)
     private static func appendSanitized(_ string: String, to out: inout [UInt8]) {
-        let start = out.count
-        out.append(contentsOf: string.utf8)
-        var index = start
-        let end = out.count
-        while index < end {
-            let byte = out[index]
-            if byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 { out[index] = HTTPByte.sp }
+        var string = string
+        string.withUTF8 { bytes in
+            if Self.isFreeOfLineBreaks(bytes) {
+                out.append(contentsOf: bytes)
+            } else {
+                for byte in bytes {
+                    out.append(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+                }
+            }
+        }
+    }
+
+    /// No CR, LF or NUL in `bytes`: eight bytes at a time (any byte below 0x0E flags the word,
+    /// which is then checked byte by byte).
+    @inline(__always)
+    private static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                // Sets the high bit of each byte below 0x0E (exact when no byte has its high bit set).
+                let below = (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080
+                if below != 0 { break }
+                index += 8
+            }
+        }
+        while index < count {
+            let byte = bytes[index]
+            if byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 { return false }
             index += 1
         }
+        return true
     }
 
     private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {

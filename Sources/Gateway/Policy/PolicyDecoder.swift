@@ -85,7 +85,9 @@ struct PolicyDecoder {
             adminListen = try self.listenAddress(node)
             if let address = adminListen, let clash = listen.first(where: { Self.conflict($0, address) }) {
                 throw self.error(
-                    .addressConflict, node, "admin listener \(address) collides with listen address \(clash)"
+                    .addressConflict,
+                    node,
+                    "admin listener \(address) collides with listen address \(clash)"
                 )
             }
         }
@@ -93,7 +95,8 @@ struct PolicyDecoder {
         let appIDs = try self.decodeAppIDs(top)
         var environment = EnvironmentPolicy.production
         if let node = top["environment"] {
-            environment = EnvironmentPolicy(rawValue: try self.oneOf(node, ["production", "development", "any"]))
+            environment =
+                EnvironmentPolicy(rawValue: try self.oneOf(node, ["production", "development", "any"]))
                 ?? .production
         }
         var challengeTTL = 300
@@ -104,7 +107,7 @@ struct PolicyDecoder {
         let limits = try self.decodeLimits(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
-        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs)
+        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints)
 
         return GatewayPolicy(
             listen: listen,
@@ -166,23 +169,31 @@ struct PolicyDecoder {
         switch (top["redis"], top["store"]) {
         case (.some, .some):
             throw self.error(
-                .conflictingKeys, top.keyMark("store"), top.path("store"),
+                .conflictingKeys,
+                top.keyMark("store"),
+                top.path("store"),
                 "give either redis: URL (shared state in Redis) or store: memory (one development node), not both"
             )
         case (.none, .none):
             throw self.error(
-                .missingKey, top.node.mark, "redis",
+                .missingKey,
+                top.node.mark,
+                "redis",
                 "required: redis: redis://host:port/db, or store: memory for a single development node"
             )
         case (.some(let node), .none):
             let text = try self.string(node, expected: "a redis:// or unix:// URL")
+            let expected = "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]"
+            // The URL may carry a password: never echo it (RedisURL's own messages quote only
+            // the parts after the user information, once the scheme is right).
+            guard text.hasPrefix("redis://") || text.hasPrefix("unix://") else {
+                let found = text.contains("@") ? "a URL with another scheme" : Self.quote(text)
+                throw self.error(.invalidRedisURL, node, "\(expected); found \(found)")
+            }
             do {
                 _ = try RedisURL(parsing: text)
             } catch {
-                throw self.error(
-                    .invalidRedisURL, node,
-                    "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]; \(error.description)"
-                )
+                throw self.error(.invalidRedisURL, node, "\(expected); \(error.description)")
             }
             return .redis(url: text)
         case (.none, .some(let node)):
@@ -192,7 +203,9 @@ struct PolicyDecoder {
                 throw self.error(.invalidValue, node, "expected one of memory; found \(Self.quote(text))\(hint)")
             }
             self.warn(
-                "memory_store", top.keyMark("store"), top.path("store"),
+                "memory_store",
+                top.keyMark("store"),
+                top.path("store"),
                 "the in-memory store keeps challenges and keys in this process only: one development node, lost on restart"
             )
             return .memory
@@ -204,7 +217,9 @@ struct PolicyDecoder {
         let items = try self.list(node, expected: "a list of App IDs (TEAMID.bundle.id)")
         guard !items.isEmpty else {
             throw self.error(
-                .emptyAppIDs, node, "expected at least one App ID (TEAMID.bundle.id); found an empty list"
+                .emptyAppIDs,
+                node,
+                "expected at least one App ID (TEAMID.bundle.id); found an empty list"
             )
         }
         var appIDs: [String] = []
@@ -212,7 +227,8 @@ struct PolicyDecoder {
             let text = try self.string(item, expected: "an App ID (TEAMID.bundle.id)")
             guard PolicyValues.isAppID(text) else {
                 throw self.error(
-                    .invalidAppID, item,
+                    .invalidAppID,
+                    item,
                     "expected TEAMID.bundle.id (a 10-character team ID of uppercase letters and digits, a dot, a bundle ID); found \(Self.quote(text))"
                 )
             }
@@ -233,7 +249,9 @@ struct PolicyDecoder {
         var paths: [String] = []
         for item in items {
             let text = try self.string(item, expected: "a PEM file path")
-            guard !text.isEmpty else { throw self.error(.trustRootUnreadable, item, "expected a file path; found \"\"") }
+            guard !text.isEmpty else {
+                throw self.error(.trustRootUnreadable, item, "expected a file path; found \"\"")
+            }
             let resolved = self.resolve(text)
             let origin = text.hasPrefix("/") ? "" : " (\(Self.quote(text)) relative to the policy file's directory)"
             switch TrustRootFile.check(path: resolved) {
@@ -241,14 +259,16 @@ struct PolicyDecoder {
                 paths.append(resolved)
             case .failure(.missing):
                 throw self.error(
-                    .trustRootUnreadable, item,
+                    .trustRootUnreadable,
+                    item,
                     "trust root file not found: \(resolved)\(origin); the simulator CA is created by `attest-gateway sim init`"
                 )
             case .failure(.unreadable(let why)):
                 throw self.error(.trustRootUnreadable, item, "trust root \(resolved)\(origin) \(why)")
             case .failure(.notCertificate(let why)):
                 throw self.error(
-                    .trustRootNotCertificate, item,
+                    .trustRootNotCertificate,
+                    item,
                     "expected a PEM file of X.509 certificates; \(resolved) \(why)"
                 )
             }
@@ -256,7 +276,9 @@ struct PolicyDecoder {
         if !paths.isEmpty {
             let production = environment == .production ? " (environment is production!)" : ""
             self.warn(
-                "development_trust_roots", node.mark, node.path,
+                "development_trust_roots",
+                node.mark,
+                node.path,
                 "\(paths.count) extra trust root(s) accepted as App Attest roots\(production): development only, never in production"
             )
         }
@@ -290,13 +312,19 @@ struct PolicyDecoder {
     ) throws(PolicyError) -> [String: UpstreamConfiguration] {
         guard let node = top["upstreams"] else { return [:] }
         guard case .mapping(let entries) = node.content else {
-            throw self.error(.wrongType, node, "expected a mapping of upstream name to settings; found \(Self.describe(node))")
+            throw self.error(
+                .wrongType,
+                node,
+                "expected a mapping of upstream name to settings; found \(Self.describe(node))"
+            )
         }
         var upstreams: [String: UpstreamConfiguration] = [:]
         for entry in entries {
             guard PolicyValues.isName(entry.key) else {
                 throw self.error(
-                    .invalidName, entry.keyMark, entry.value.path,
+                    .invalidName,
+                    entry.keyMark,
+                    entry.value.path,
                     "expected an upstream name of letters, digits, _ - . (at most 64); found \(Self.quote(entry.key))"
                 )
             }
@@ -308,7 +336,8 @@ struct PolicyDecoder {
             let target: (host: String, port: UInt16)
             switch PolicyValues.upstreamURL(url) {
             case .success(let value): target = value
-            case .failure(let problem): throw self.error(.invalidUpstreamURL, urlNode, "\(problem.text); found \(Self.quote(url))")
+            case .failure(let problem):
+                throw self.error(.invalidUpstreamURL, urlNode, "\(problem.text); found \(Self.quote(url))")
             }
             var upstream = UpstreamConfiguration(
                 name: entry.key,
@@ -334,12 +363,16 @@ struct PolicyDecoder {
             endpoints.attest = try self.path(n)
             if endpoints.attest == endpoints.challenge {
                 throw self.error(
-                    .endpointCollision, n, "the attest endpoint must differ from the challenge endpoint \(endpoints.challenge)"
+                    .endpointCollision,
+                    n,
+                    "the attest endpoint must differ from the challenge endpoint \(endpoints.challenge)"
                 )
             }
         } else if endpoints.attest == endpoints.challenge, let n = fields["challenge"] {
             throw self.error(
-                .endpointCollision, n, "the challenge endpoint must differ from the attest endpoint \(endpoints.attest)"
+                .endpointCollision,
+                n,
+                "the challenge endpoint must differ from the attest endpoint \(endpoints.attest)"
             )
         }
         return endpoints
@@ -350,7 +383,8 @@ struct PolicyDecoder {
     private mutating func decodeRoutes(
         _ top: Fields,
         upstreams: [String: UpstreamConfiguration],
-        appIDs: [String]
+        appIDs: [String],
+        endpoints: EndpointPaths
     ) throws(PolicyError) -> [RoutePolicy] {
         guard let node = top["routes"] else {
             self.warn("no_routes", top.node.mark, "routes", "no routes: every request except the endpoints gets 404")
@@ -366,14 +400,26 @@ struct PolicyDecoder {
             let route = try self.decodeRoute(item, index: index, upstreams: upstreams, appIDs: appIDs)
             if let first = names[route.name] {
                 throw self.error(
-                    .duplicateRouteName, item, "route name \(Self.quote(route.name)) is already used by routes[\(first)]"
+                    .duplicateRouteName,
+                    item,
+                    "route name \(Self.quote(route.name)) is already used by routes[\(first)]"
                 )
             }
             names[route.name] = index
             if let earlier = routes.indices.first(where: { Self.covers(routes[$0], route) }) {
                 self.warn(
-                    "unreachable_route", item.mark, item.path,
+                    "unreachable_route",
+                    item.mark,
+                    item.path,
                     "route \(Self.quote(route.name)) can never match: routes[\(earlier)] (\(Self.quote(routes[earlier].name))) matches every request it would, and the first match wins"
+                )
+            } else if let exact = route.match.path, exact == endpoints.challenge || exact == endpoints.attest {
+                // The gateway answers its endpoint paths itself, before looking at routes.
+                self.warn(
+                    "unreachable_route",
+                    item.mark,
+                    item.path,
+                    "route \(Self.quote(route.name)) can never match: the gateway answers \(exact) itself (endpoints)"
                 )
             }
             routes.append(route)
@@ -394,14 +440,18 @@ struct PolicyDecoder {
             name = try self.string(n, expected: "a route name")
             guard PolicyValues.isName(name) else {
                 throw self.error(
-                    .invalidName, n, "expected a route name of letters, digits, _ - . (at most 64); found \(Self.quote(name))"
+                    .invalidName,
+                    n,
+                    "expected a route name of letters, digits, _ - . (at most 64); found \(Self.quote(name))"
                 )
             }
         }
 
         guard let matchNode = fields["match"] else {
             throw self.error(
-                .missingKey, node.mark, fields.path("match"),
+                .missingKey,
+                node.mark,
+                fields.path("match"),
                 "required: match: { path_prefix: /..., methods: [...] } (or path: for an exact path)"
             )
         }
@@ -413,7 +463,8 @@ struct PolicyDecoder {
         let upstream = try self.string(upstreamNode, expected: "an upstream name")
         guard upstreams[upstream] != nil else {
             let known = upstreams.keys.sorted()
-            var message = known.isEmpty
+            var message =
+                known.isEmpty
                 ? "no upstreams are defined; add one under upstreams:"
                 : "expected one of the upstreams \(known.joined(separator: ", ")); found \(Self.quote(upstream))"
             if let suggestion = PolicyValues.nearest(to: upstream, in: known) {
@@ -424,7 +475,9 @@ struct PolicyDecoder {
 
         var route = RoutePolicy(name: name, match: match, upstream: upstream)
         route.mode = .enforce
-        if let n = fields["mode"] { route.mode = RoutePolicy.Mode(rawValue: try self.oneOf(n, ["enforce", "monitor", "off"])) ?? .enforce }
+        if let n = fields["mode"] {
+            route.mode = RoutePolicy.Mode(rawValue: try self.oneOf(n, ["enforce", "monitor", "off"])) ?? .enforce
+        }
         if let n = fields["challenge"] {
             route.challenge = RoutePolicy.Challenge(rawValue: try self.oneOf(n, ["required", "none"])) ?? .none
         }
@@ -434,7 +487,11 @@ struct PolicyDecoder {
         if let n = fields["challenge_field"] {
             route.challengeField = try self.string(n, expected: "a JSON field name")
             guard !route.challengeField.isEmpty, route.challengeField.utf8.count <= 128 else {
-                throw self.error(.invalidValue, n, "expected a JSON field name of 1-128 bytes; found \(Self.quote(route.challengeField))")
+                throw self.error(
+                    .invalidValue,
+                    n,
+                    "expected a JSON field name of 1-128 bytes; found \(Self.quote(route.challengeField))"
+                )
             }
         }
         if let n = fields["max_body_bytes"] { route.maxBodyBytes = try self.size(n, in: 0...Self.maximumBodyBytes) }
@@ -445,26 +502,34 @@ struct PolicyDecoder {
         if route.mode != .off && appIDs.isEmpty {
             let modeNode = fields["mode"]
             throw self.error(
-                .appIDsRequired, modeNode?.mark ?? node.mark, modeNode?.path ?? fields.path("mode"),
+                .appIDsRequired,
+                modeNode?.mark ?? node.mark,
+                modeNode?.path ?? fields.path("mode"),
                 "mode \(route.mode.rawValue)\(modeNode == nil ? " (the default)" : "") needs app_ids: add app_ids: [\"TEAMID.bundle.id\"] at the top level"
             )
         }
         if route.mode == .off {
             for key in ["challenge", "binding", "challenge_field", "on_store_error"] where fields[key] != nil {
                 self.warn(
-                    "setting_without_effect", fields.keyMark(key), fields.path(key),
+                    "setting_without_effect",
+                    fields.keyMark(key),
+                    fields.path(key),
                     "has no effect: the route's mode is off (requests pass without attestation)"
                 )
             }
         } else if fields["challenge_field"] != nil && !(route.binding == .body && route.challenge == .required) {
             self.warn(
-                "setting_without_effect", fields.keyMark("challenge_field"), fields.path("challenge_field"),
+                "setting_without_effect",
+                fields.keyMark("challenge_field"),
+                fields.path("challenge_field"),
                 "has no effect: challenge_field is only read with binding: body and challenge: required"
             )
         }
         if route.mode == .enforce && route.onStoreError == .allow {
             self.warn(
-                "store_error_allows", fields.keyMark("on_store_error"), fields.path("on_store_error"),
+                "store_error_allows",
+                fields.keyMark("on_store_error"),
+                fields.path("on_store_error"),
                 "allow lets requests through unverified while the store is unreachable"
             )
         }
@@ -476,7 +541,9 @@ struct PolicyDecoder {
         var match = RoutePolicy.Match()
         if fields["path"] != nil && fields["path_prefix"] != nil {
             throw self.error(
-                .conflictingKeys, fields.keyMark("path"), fields.path("path"),
+                .conflictingKeys,
+                fields.keyMark("path"),
+                fields.path("path"),
                 "give either path (exact) or path_prefix, not both"
             )
         }
@@ -485,15 +552,25 @@ struct PolicyDecoder {
         if let n = fields["methods"] {
             let items = try self.list(n, expected: "a list of HTTP methods")
             guard !items.isEmpty else {
-                throw self.error(.invalidMethod, n, "expected at least one method (leave methods out to match every method)")
+                throw self.error(
+                    .invalidMethod,
+                    n,
+                    "expected at least one method (leave methods out to match every method)"
+                )
             }
             var methods: [String] = []
             for item in items {
                 let method = try self.string(item, expected: "an HTTP method")
                 guard PolicyValues.isMethod(method) else {
                     let upper = method.uppercased()
-                    let hint = PolicyValues.isMethod(upper) ? " (methods are case-sensitive: did you mean \(Self.quote(upper))?)" : ""
-                    throw self.error(.invalidMethod, item, "expected an uppercase HTTP method like GET; found \(Self.quote(method))\(hint)")
+                    let hint =
+                        PolicyValues.isMethod(upper)
+                        ? " (methods are case-sensitive: did you mean \(Self.quote(upper))?)" : ""
+                    throw self.error(
+                        .invalidMethod,
+                        item,
+                        "expected an uppercase HTTP method like GET; found \(Self.quote(method))\(hint)"
+                    )
                 }
                 guard !methods.contains(method) else {
                     throw self.error(.invalidMethod, item, "\(method) is listed twice")
@@ -508,7 +585,9 @@ struct PolicyDecoder {
     /// True when every request `later` matches is matched by `earlier` first.
     static func covers(_ earlier: RoutePolicy, _ later: RoutePolicy) -> Bool {
         if let methods = earlier.match.methods {
-            guard let laterMethods = later.match.methods, laterMethods.allSatisfy(methods.contains) else { return false }
+            guard let laterMethods = later.match.methods, laterMethods.allSatisfy(methods.contains) else {
+                return false
+            }
         }
         if let exact = earlier.match.path {
             return later.match.path == exact
@@ -527,7 +606,8 @@ struct PolicyDecoder {
     private func mapping(_ node: YAMLNode, keys: [String]) throws(PolicyError) -> Fields {
         guard case .mapping(let entries) = node.content else {
             throw self.error(
-                .wrongType, node,
+                .wrongType,
+                node,
                 "expected a mapping with keys \(keys.joined(separator: ", ")); found \(Self.describe(node))"
             )
         }
@@ -574,13 +654,17 @@ struct PolicyDecoder {
         case .int(let value):
             guard range.contains(value) else {
                 throw self.error(
-                    .outOfRange, node, "expected an integer from \(range.lowerBound) to \(range.upperBound); found \(value)"
+                    .outOfRange,
+                    node,
+                    "expected an integer from \(range.lowerBound) to \(range.upperBound); found \(value)"
                 )
             }
             return value
         case .hugeInt(let text):
             throw self.error(
-                .outOfRange, node, "expected an integer from \(range.lowerBound) to \(range.upperBound); found \(text)"
+                .outOfRange,
+                node,
+                "expected an integer from \(range.lowerBound) to \(range.upperBound); found \(text)"
             )
         default:
             throw self.error(.wrongType, node, "expected an integer; found \(Self.describe(node))")
@@ -622,13 +706,18 @@ struct PolicyDecoder {
             }
             bytes = value
         case .hugeInt(let text):
-            throw self.error(.outOfRange, node, "expected a size up to \(PolicyValues.formatSize(range.upperBound)); found \(text)")
+            throw self.error(
+                .outOfRange,
+                node,
+                "expected a size up to \(PolicyValues.formatSize(range.upperBound)); found \(text)"
+            )
         default:
             throw self.error(.wrongType, node, "expected \(expected); found \(Self.describe(node))")
         }
         guard range.contains(bytes) else {
             throw self.error(
-                .outOfRange, node,
+                .outOfRange,
+                node,
                 "expected a size from \(PolicyValues.formatSize(range.lowerBound)) to \(PolicyValues.formatSize(range.upperBound)); found \(scalar.text)"
             )
         }
@@ -693,7 +782,14 @@ struct PolicyDecoder {
 
     private mutating func warn(_ code: String, _ mark: YAMLMark, _ field: String, _ message: String) {
         self.warnings.append(
-            PolicyWarning(code: code, file: self.file, line: mark.line, column: mark.column, field: field, message: message)
+            PolicyWarning(
+                code: code,
+                file: self.file,
+                line: mark.line,
+                column: mark.column,
+                field: field,
+                message: message
+            )
         )
     }
 }

@@ -21,10 +21,33 @@ public enum PolicyLoader {
         let bytes = try Self.readFile(path)
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw PolicyError(
-                code: .notUTF8, file: path, line: 0, column: 0, field: "", message: "expected UTF-8 text; found invalid bytes"
+                code: .notUTF8,
+                file: path,
+                line: 0,
+                column: 0,
+                field: "",
+                message: "expected UTF-8 text; found invalid bytes"
             )
         }
         return try Self.parse(text, sourcePath: path, warnings: &warnings)
+    }
+
+    /// As `load(path:)`, writing each warning to the operational log as a `policy_warning`
+    /// event (code, file, line, column, field, message): what `serve` wants at start and on
+    /// reload, so that extra trust roots and unreachable routes are logged loudly.
+    public static func loadLoggingWarnings(path: String) throws(PolicyError) -> GatewayPolicy {
+        var warnings: [PolicyWarning] = []
+        let policy = try Self.load(path: path, warnings: &warnings)
+        for warning in warnings {
+            Log.warning(
+                "policy_warning",
+                [
+                    ("code", warning.code), ("file", warning.file), ("line", String(warning.line)),
+                    ("column", String(warning.column)), ("field", warning.field), ("message", warning.message),
+                ]
+            )
+        }
+        return policy
     }
 
     /// Parses and validates policy text. `sourcePath` names the file in messages, and relative
@@ -59,7 +82,11 @@ public enum PolicyLoader {
 
     private static func tooLarge(_ path: String, _ count: Int) -> PolicyError {
         PolicyError(
-            code: .fileTooLarge, file: path, line: 0, column: 0, field: "",
+            code: .fileTooLarge,
+            file: path,
+            line: 0,
+            column: 0,
+            field: "",
             message: "expected a policy of at most \(Self.maximumFileBytes) bytes; found \(count) bytes"
         )
     }

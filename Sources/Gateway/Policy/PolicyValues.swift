@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Parsers for the value syntaxes of `policies.yaml`. Each returns nil (or a reason) on
@@ -77,9 +77,13 @@ enum PolicyValues {
     }
 
     /// A DNS host name: labels of letters, digits and `-`, separated by dots.
+    /// The last label is not all digits (RFC 3696 §2), so `300.1.1.1` is a bad IPv4 address,
+    /// not a host name.
     static func isHostName(_ text: some StringProtocol) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
-        for label in text.split(separator: ".", omittingEmptySubsequences: false) {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        if let last = labels.last, last.utf8.allSatisfy({ Self.isDigit($0) }) { return false }
+        for label in labels {
             guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-",
                 label.utf8.allSatisfy({ Self.isAlphanumeric($0) || $0 == UInt8(ascii: "-") })
             else { return false }
@@ -88,7 +92,8 @@ enum PolicyValues {
     }
 
     private static func port(_ text: some StringProtocol) -> UInt16? {
-        guard !text.isEmpty, text.count <= 5, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+        guard !text.isEmpty, text.count <= 5,
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
             let value = UInt16(text), value > 0
         else { return nil }
         return value
@@ -99,7 +104,9 @@ enum PolicyValues {
         let host: Substring
         let portText: Substring
         if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return .failure(ValueProblem("unterminated [IPv6] host")) }
+            guard let close = text.firstIndex(of: "]") else {
+                return .failure(ValueProblem("unterminated [IPv6] host"))
+            }
             host = text[text.index(after: text.startIndex)..<close]
             let rest = text[text.index(after: close)...]
             guard rest.hasPrefix(":") else { return .failure(ValueProblem("missing :port after [\(host)]")) }
@@ -146,7 +153,9 @@ enum PolicyValues {
         var host: Substring
         var port: UInt16 = 80
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { return .failure(ValueProblem("unterminated [IPv6] host")) }
+            guard let close = rest.firstIndex(of: "]") else {
+                return .failure(ValueProblem("unterminated [IPv6] host"))
+            }
             host = rest[rest.index(after: rest.startIndex)..<close]
             let after = rest[rest.index(after: close)...]
             guard Self.isIPv6(host) else { return .failure(ValueProblem("\(host) is not an IPv6 address")) }
@@ -160,7 +169,9 @@ enum PolicyValues {
             if let colon = rest.lastIndex(of: ":") {
                 host = rest[..<colon]
                 guard let p = Self.port(rest[rest.index(after: colon)...]) else {
-                    return .failure(ValueProblem("port must be 1-65535; found \"\(rest[rest.index(after: colon)...])\""))
+                    return .failure(
+                        ValueProblem("port must be 1-65535; found \"\(rest[rest.index(after: colon)...])\"")
+                    )
                 }
                 port = p
             } else {
@@ -213,7 +224,9 @@ enum PolicyValues {
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return ValueProblem("must be printable ASCII without spaces (percent-encoding is not matched)")
         }
-        if text.contains("?") || text.contains("#") { return ValueProblem("must not contain a query (?) or fragment (#)") }
+        if text.contains("?") || text.contains("#") {
+            return ValueProblem("must not contain a query (?) or fragment (#)")
+        }
         let canonical = Array(text.utf8).withUnsafeBufferPointer { RoutePath.isCanonical($0) }
         guard canonical else {
             return ValueProblem("must be in normalized form: no //, . or .. segments, %-escapes, ; or \\")
@@ -224,7 +237,8 @@ enum PolicyValues {
     private static func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
 
     private static func isAlphanumeric(_ b: UInt8) -> Bool {
-        Self.isDigit(b) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z")) || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
+        Self.isDigit(b) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "z"))
+            || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z"))
     }
 
     // MARK: Suggestions

@@ -78,7 +78,12 @@ public final class RouteTable: Sendable {
                 }
             }
             compiled.append(
-                CompiledRoute(kind: kind, patternStart: bytes.count, patternLength: pattern.utf8.count, methodMask: mask)
+                CompiledRoute(
+                    kind: kind,
+                    patternStart: bytes.count,
+                    patternLength: pattern.utf8.count,
+                    methodMask: mask
+                )
             )
             bytes.append(contentsOf: pattern.utf8)
         }

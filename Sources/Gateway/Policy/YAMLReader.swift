@@ -73,7 +73,8 @@ struct YAMLScalar: Sendable, Hashable {
         switch radix {
         case 8: return b >= UInt8(ascii: "0") && b <= UInt8(ascii: "7")
         case 16:
-            return (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "f"))
+            return (b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9"))
+                || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "f"))
                 || (b >= UInt8(ascii: "A") && b <= UInt8(ascii: "F"))
         default: return b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")
         }
@@ -82,7 +83,9 @@ struct YAMLScalar: Sendable, Hashable {
     /// `[-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+`
     private static func integer(_ bytes: [UInt8]) -> Value? {
         let text = String(decoding: bytes, as: UTF8.self)
-        if bytes.count > 2, bytes[0] == UInt8(ascii: "0"), bytes[1] == UInt8(ascii: "x") || bytes[1] == UInt8(ascii: "o") {
+        if bytes.count > 2, bytes[0] == UInt8(ascii: "0"),
+            bytes[1] == UInt8(ascii: "x") || bytes[1] == UInt8(ascii: "o")
+        {
             let radix = bytes[1] == UInt8(ascii: "x") ? 16 : 8
             guard bytes[2...].allSatisfy({ Self.isDigit($0, radix: radix) }) else { return nil }
             guard let value = Int(String(decoding: bytes[2...], as: UTF8.self), radix: radix) else {
@@ -141,7 +144,11 @@ enum YAMLReader {
         // libyaml asserts on a NULL input pointer, which an empty array may give.
         guard !bytes.isEmpty else {
             throw PolicyError(
-                code: .emptyDocument, file: sourcePath, line: 0, column: 0, field: "",
+                code: .emptyDocument,
+                file: sourcePath,
+                line: 0,
+                column: 0,
+                field: "",
                 message: "the file holds no YAML document"
             )
         }
@@ -149,7 +156,11 @@ enum YAMLReader {
         defer { parser.deallocate() }
         guard yaml_parser_initialize(parser) == 1 else {
             throw PolicyError(
-                code: .syntax, file: sourcePath, line: 0, column: 0, field: "",
+                code: .syntax,
+                file: sourcePath,
+                line: 0,
+                column: 0,
+                field: "",
                 message: "libyaml could not initialize its parser (out of memory)"
             )
         }
@@ -216,7 +227,10 @@ enum YAMLReader {
                 return root
             case .documentStart:
                 throw self.error(
-                    .multipleDocuments, afterMark, "", "expected one YAML document; found a second one (`---`)"
+                    .multipleDocuments,
+                    afterMark,
+                    "",
+                    "expected one YAML document; found a second one (`---`)"
                 )
             default:
                 throw self.error(.syntax, afterMark, "", "expected the end of the YAML stream")
@@ -242,7 +256,10 @@ enum YAMLReader {
                 if let tag {
                     guard tag == YAMLReader.stringTag || tag == "!" else {
                         throw self.error(
-                            .tagNotAllowed, mark, path, "YAML tags are not allowed (only !!str); found \(tag)"
+                            .tagNotAllowed,
+                            mark,
+                            path,
+                            "YAML tags are not allowed (only !!str); found \(tag)"
                         )
                     }
                     isString = true
@@ -279,24 +296,35 @@ enum YAMLReader {
                         try self.refuse(anchor: anchor, mark: keyMark, path: path)
                         if let tag, tag != YAMLReader.stringTag, tag != "!" {
                             throw self.error(
-                                .tagNotAllowed, keyMark, path, "YAML tags are not allowed (only !!str); found \(tag)"
+                                .tagNotAllowed,
+                                keyMark,
+                                path,
+                                "YAML tags are not allowed (only !!str); found \(tag)"
                             )
                         }
                         key = text
                     case .alias:
                         throw self.error(
-                            .aliasNotAllowed, keyMark, path, "YAML aliases (*name) are not allowed in a policy"
+                            .aliasNotAllowed,
+                            keyMark,
+                            path,
+                            "YAML aliases (*name) are not allowed in a policy"
                         )
                     default:
                         throw self.error(
-                            .nonScalarKey, keyMark, path, "expected a plain key; found a list or mapping used as a key"
+                            .nonScalarKey,
+                            keyMark,
+                            path,
+                            "expected a plain key; found a list or mapping used as a key"
                         )
                     }
                     let childPath = path.isEmpty ? key : "\(path).\(key)"
                     self.nodeCount += 1
                     if let first = seen[key] {
                         throw self.error(
-                            .duplicateKey, keyMark, childPath,
+                            .duplicateKey,
+                            keyMark,
+                            childPath,
                             "duplicate key \"\(key)\" (first given at line \(first.line), column \(first.column))"
                         )
                     }
@@ -312,7 +340,10 @@ enum YAMLReader {
         private func refuse(anchor: String?, mark: YAMLMark, path: String) throws(PolicyError) {
             if let anchor {
                 throw self.error(
-                    .anchorNotAllowed, mark, path, "YAML anchors (&\(anchor)) are not allowed in a policy"
+                    .anchorNotAllowed,
+                    mark,
+                    path,
+                    "YAML anchors (&\(anchor)) are not allowed in a policy"
                 )
             }
         }
@@ -323,9 +354,15 @@ enum YAMLReader {
             }
         }
 
-        private func error(_ code: PolicyError.Code, _ mark: YAMLMark, _ path: String, _ message: String) -> PolicyError {
+        private func error(_ code: PolicyError.Code, _ mark: YAMLMark, _ path: String, _ message: String) -> PolicyError
+        {
             PolicyError(
-                code: code, file: self.sourcePath, line: mark.line, column: mark.column, field: path, message: message
+                code: code,
+                file: self.sourcePath,
+                line: mark.line,
+                column: mark.column,
+                field: path,
+                message: message
             )
         }
 
@@ -395,10 +432,15 @@ enum YAMLReader {
             }
             if let context = state.context {
                 let contextMark = state.context_mark
-                problem += " (\(String(cString: context)) at line \(contextMark.line + 1), column \(contextMark.column + 1))"
+                problem +=
+                    " (\(String(cString: context)) at line \(contextMark.line + 1), column \(contextMark.column + 1))"
             }
             return PolicyError(
-                code: .syntax, file: self.sourcePath, line: mark.line, column: mark.column, field: "",
+                code: .syntax,
+                file: self.sourcePath,
+                line: mark.line,
+                column: mark.column,
+                field: "",
                 message: "YAML syntax error: \(problem)"
             )
         }

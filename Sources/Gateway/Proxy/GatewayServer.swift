@@ -19,6 +19,13 @@ package final class GatewayServer: Sendable {
     let activeConnections = AtomicCounter()
     private let state: Mutex<ServerState>
     private let isDrainingFlag = Atomic<Bool>(false)
+    private let shutdownState = Mutex<ShutdownState>(.running)
+
+    enum ShutdownState {
+        case running
+        case draining(waiters: [@Sendable (Bool) -> Void])
+        case finished(drained: Bool)
+    }
 
     struct ServerState {
         var listeners: [Listener] = []
@@ -141,8 +148,24 @@ package final class GatewayServer: Sendable {
     /// close idle keep-alive connections at once, and wait up to `drainTimeout` for the rest;
     /// then close what remains, the upstream pools and the loops. `completion(true)` when every
     /// connection finished in time.
+    /// Calling it again while it runs (or after) only adds `completion`.
     package func shutdown(drainTimeout: Duration, completion: @escaping @Sendable (Bool) -> Void) {
-        guard !self.isDrainingFlag.exchange(true, ordering: .relaxed) else { return }
+        let startsNow = self.shutdownState.withLock { state -> Bool in
+            switch state {
+            case .running:
+                state = .draining(waiters: [completion])
+                return true
+            case .draining(var waiters):
+                waiters.append(completion)
+                state = .draining(waiters: waiters)
+                return false
+            case .finished(let drained):
+                DispatchQueue.global().async { completion(drained) }
+                return false
+            }
+        }
+        guard startsNow else { return }
+        self.isDrainingFlag.store(true, ordering: .relaxed)
         let listeners = self.state.withLock { state -> [Listener] in
             let listeners = state.listeners
             state.listeners.removeAll()
@@ -159,7 +182,14 @@ package final class GatewayServer: Sendable {
         @Sendable func poll() {
             if self.activeConnections.load() == 0 || DispatchTime.now() >= deadline {
                 let drained = self.activeConnections.load() == 0
-                self.finishShutdown(drained: drained, completion: completion)
+                self.finishShutdown(drained: drained) { drained in
+                    let waiters = self.shutdownState.withLock { state -> [@Sendable (Bool) -> Void] in
+                        defer { state = .finished(drained: drained) }
+                        if case .draining(let waiters) = state { return waiters }
+                        return []
+                    }
+                    for waiter in waiters { waiter(drained) }
+                }
                 return
             }
             pollQueue.asyncAfter(deadline: .now() + .milliseconds(20), execute: poll)

@@ -11,8 +11,9 @@ package enum HeaderRewriting {
     /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
     /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
     ///
-    /// The request goes out as HTTP/1.1, which requires Host: an HTTP/1.0 request without one gets
-    /// `Host: upstreamHost`, or an empty Host when that is nil (RFC 9112 §3.2).
+    /// The request goes out as HTTP/1.1, which requires Host (RFC 9112 §3.2): an HTTP/1.0 request
+    /// without one gets `Host: upstreamHost`. With `upstreamHost == nil` no Host is added and the
+    /// caller must add one (ProxyFraming does).
     package static func upstreamRequest(
         _ head: HTTPRequestHead,
         clientAddress: String,
@@ -22,40 +23,67 @@ package enum HeaderRewriting {
         var rewritten = head
         rewritten.versionMinor = 1
         let named = Self.connectionOptions(head.headers)
-        var forwardedFor: [String] = []
-        var forwarded: [String] = []
+        var forwardedFor: String?
+        var forwarded: String?
         var host: String?
         var kept: [HTTPHeaders.Element] = []
-        kept.reserveCapacity(head.headers.count + 4)
+        kept.reserveCapacity(head.headers.count + 5)
         for field in head.headers {
-            let name = field.name
-            if Self.isHopByHop(name) || name.caseInsensitiveEquals("expect") { continue }
-            if !named.isEmpty, named.contains(where: { $0.caseInsensitiveEquals(name) }) { continue }
-            if name.caseInsensitiveEquals("x-forwarded-for") {
-                forwardedFor.append(field.value)
+            switch Self.role(of: field.name) {
+            case .hopByHop, .expect, .forwardedProtoOrHost:
+                continue  // X-Forwarded-Proto/-Host are replaced below: never trust the client's
+            case .forwardedFor:
+                forwardedFor = forwardedFor.map { $0 + ", " + field.value } ?? field.value
                 continue
-            }
-            if name.caseInsensitiveEquals("forwarded") {
-                forwarded.append(field.value)
+            case .forwarded:
+                forwarded = forwarded.map { $0 + ", " + field.value } ?? field.value
                 continue
+            case .host:
+                if host == nil { host = field.value }
+            case .other:
+                break
             }
-            if name.caseInsensitiveEquals("x-forwarded-proto") || name.caseInsensitiveEquals("x-forwarded-host") {
-                continue  // replaced below: never trust the client's
-            }
-            if host == nil, name.caseInsensitiveEquals("host") { host = field.value }
+            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }) { continue }
             kept.append(field)
         }
-        if host == nil { kept.append((name: "Host", value: upstreamHost ?? "")) }
-        forwardedFor.append(clientAddress)
-        kept.append((name: "X-Forwarded-For", value: forwardedFor.joined(separator: ", ")))
+        if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
+        kept.append((name: "X-Forwarded-For", value: forwardedFor.map { $0 + ", " + clientAddress } ?? clientAddress))
         kept.append((name: "X-Forwarded-Proto", value: scheme))
         if let host { kept.append((name: "X-Forwarded-Host", value: host)) }
-        var element = "for=" + Self.forwardedNode(clientAddress) + ";proto=" + Self.forwardedValue(scheme)
-        if let host { element += ";host=" + Self.forwardedValue(host) }
-        forwarded.append(element)
-        kept.append((name: "Forwarded", value: forwarded.joined(separator: ", ")))
+        var element = "for="
+        element.reserveCapacity(48)
+        element += Self.forwardedNode(clientAddress)
+        element += ";proto="
+        element += Self.forwardedValue(scheme)
+        if let host {
+            element += ";host="
+            element += Self.forwardedValue(host)
+        }
+        kept.append((name: "Forwarded", value: forwarded.map { $0 + ", " + element } ?? element))
         rewritten.headers = HTTPHeaders(kept)
         return rewritten
+    }
+
+    private enum FieldRole {
+        case hopByHop, expect, forwardedFor, forwarded, forwardedProtoOrHost, host, other
+    }
+
+    /// One switch on the length, then at most two comparisons.
+    @inline(__always)
+    private static func role(of name: String) -> FieldRole {
+        switch name.utf8.count {
+        case 4: name.equalsLowercaseASCII("host") ? .host : .other
+        case 6: name.equalsLowercaseASCII("expect") ? .expect : .other
+        case 9: name.equalsLowercaseASCII("forwarded") ? .forwarded : .other
+        case 15: name.equalsLowercaseASCII("x-forwarded-for") ? .forwardedFor : .other
+        case 16:
+            name.equalsLowercaseASCII("x-forwarded-host")
+                ? .forwardedProtoOrHost : Self.isHopByHop(name) ? .hopByHop : .other
+        case 17:
+            name.equalsLowercaseASCII("x-forwarded-proto")
+                ? .forwardedProtoOrHost : Self.isHopByHop(name) ? .hopByHop : .other
+        default: Self.isHopByHop(name) ? .hopByHop : .other
+        }
     }
 
     /// Hop-by-hop removed from an upstream response; Transfer-Encoding/Content-Length removed (re-framed).
@@ -64,7 +92,7 @@ package enum HeaderRewriting {
         rewritten.versionMinor = 1
         let named = Self.connectionOptions(head.headers)
         rewritten.headers.removeAll { field in
-            Self.isHopByHop(field.name) || named.contains(where: { $0.caseInsensitiveEquals(field.name) })
+            Self.isHopByHop(field.name) || named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) })
         }
         return rewritten
     }
@@ -76,20 +104,30 @@ package enum HeaderRewriting {
     package static func forwardedTrailers(_ trailers: HTTPHeaders?) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in
-            Self.isHopByHop(field.name) || field.name.caseInsensitiveEquals("host")
-                || field.name.caseInsensitiveEquals("expect") || field.name.caseInsensitiveEquals("authorization")
-                || field.name.caseInsensitiveEquals("content-type") || field.name.caseInsensitiveEquals("content-encoding")
+            Self.isHopByHop(field.name) || field.name.equalsLowercaseASCII("host")
+                || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
+                || field.name.equalsLowercaseASCII("content-type")
+                || field.name.equalsLowercaseASCII("content-encoding")
         }
         return trailers.count == 0 ? nil : trailers
     }
 
-    /// Header names listed in Connection (RFC 9110 §7.6.1), as sent.
-    static func connectionOptions(_ headers: HTTPHeaders) -> [Substring] {
-        var options: [Substring] = []
-        for field in headers where field.name.caseInsensitiveEquals("connection") {
-            for option in field.value.split(separator: ",") {
-                let trimmed = option.trimmingWhitespace()
-                if !trimmed.isEmpty { options.append(trimmed) }
+    /// Header names listed in Connection (RFC 9110 §7.6.1), as sent. `close` and `keep-alive` are
+    /// left out: they name no field that is not removed anyway.
+    static func connectionOptions(_ headers: HTTPHeaders) -> [String] {
+        var options: [String] = []
+        for field in headers where field.name.equalsLowercaseASCII("connection") {
+            if field.value.equalsLowercaseASCII("keep-alive") || field.value.equalsLowercaseASCII("close") { continue }
+            for option in field.value.utf8.split(separator: HTTPByte.comma) {
+                var lower = option.startIndex
+                var upper = option.endIndex
+                while lower < upper, HTTPByte.isWhitespace(option[lower]) { lower = option.index(after: lower) }
+                while upper > lower, HTTPByte.isWhitespace(option[option.index(before: upper)]) {
+                    upper = option.index(before: upper)
+                }
+                guard lower < upper, let token = String(option[lower..<upper]) else { continue }
+                if token.equalsLowercaseASCII("close") || token.equalsLowercaseASCII("keep-alive") { continue }
+                options.append(token)
             }
         }
         return options
@@ -98,21 +136,21 @@ package enum HeaderRewriting {
     /// The fixed hop-by-hop set plus the framing fields the proxy rewrites.
     static func isHopByHop(_ name: String) -> Bool {
         switch name.utf8.count {
-        case 2: name.caseInsensitiveEquals("te")
-        case 7: name.caseInsensitiveEquals("upgrade") || name.caseInsensitiveEquals("trailer")
-        case 10: name.caseInsensitiveEquals("connection") || name.caseInsensitiveEquals("keep-alive")
-        case 14: name.caseInsensitiveEquals("content-length")
-        case 16: name.caseInsensitiveEquals("proxy-connection")
-        case 17: name.caseInsensitiveEquals("transfer-encoding")
-        case 18: name.caseInsensitiveEquals("proxy-authenticate")
-        case 19: name.caseInsensitiveEquals("proxy-authorization")
+        case 2: name.equalsLowercaseASCII("te")
+        case 7: name.equalsLowercaseASCII("upgrade") || name.equalsLowercaseASCII("trailer")
+        case 10: name.equalsLowercaseASCII("connection") || name.equalsLowercaseASCII("keep-alive")
+        case 14: name.equalsLowercaseASCII("content-length")
+        case 16: name.equalsLowercaseASCII("proxy-connection")
+        case 17: name.equalsLowercaseASCII("transfer-encoding")
+        case 18: name.equalsLowercaseASCII("proxy-authenticate")
+        case 19: name.equalsLowercaseASCII("proxy-authorization")
         default: false
         }
     }
 
     /// RFC 7239 node: IPv6 in brackets and quotes, IPv4 and names as a token when possible.
     static func forwardedNode(_ address: String) -> String {
-        if address.contains(":") && !address.hasPrefix("[") {
+        if address.utf8.contains(HTTPByte.colon) && address.utf8.first != UInt8(ascii: "[") {
             return Self.quoted("[" + address + "]")
         }
         return Self.forwardedValue(address)
@@ -125,21 +163,15 @@ package enum HeaderRewriting {
     }
 
     static func quoted(_ value: String) -> String {
+        if !value.utf8.contains(where: { $0 == HTTPByte.quote || $0 == HTTPByte.backslash }) {
+            return "\"" + value + "\""
+        }
         var result = "\""
         for character in value.unicodeScalars {
             if character == "\"" || character == "\\" { result.unicodeScalars.append("\\") }
             result.unicodeScalars.append(character)
         }
         result.unicodeScalars.append("\"")
-        return result
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingWhitespace() -> Substring {
-        var result = self
-        while let first = result.first, first == " " || first == "\t" { result.removeFirst() }
-        while let last = result.last, last == " " || last == "\t" { result.removeLast() }
         return result
     }
 }

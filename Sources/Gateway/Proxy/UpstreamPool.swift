@@ -240,6 +240,9 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     var input: IOBuffer?
     /// Edge-triggered: data may be waiting.
     var mayRead = true
+    /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
+    var sentFIN = false
+    private var writeInterest = false
     var parser = HTTPResponseParser()
     /// The lease came from the idle pool (it served a request before).
     private(set) var isReused = false
@@ -261,7 +264,8 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         let connected: Bool
         do {
             connected = try SystemCalls.connect(fd, to: address)
-            connection.token = try pool.loop.register(fd: fd, handler: connection)
+            connection.token = try pool.loop.register(fd: fd, handler: connection, writable: !connected)
+            connection.writeInterest = !connected
         } catch {
             SystemCalls.close(fd)
             connection.state = .closed
@@ -310,22 +314,33 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
             do {
                 switch try SystemCalls.write(self.fd, readable.baseAddress!, count: readable.count) {
                 case .processed(let n): self.output.consume(n)
-                case .wouldBlock, .endOfFile: return true
+                case .wouldBlock, .endOfFile:
+                    self.setWriteInterest(true)
+                    return true
                 }
             } catch {
                 return false
             }
         }
+        self.setWriteInterest(false)
         return true
     }
 
+    private func setWriteInterest(_ writable: Bool) {
+        guard writable != self.writeInterest, self.state != .closed else { return }
+        self.writeInterest = writable
+        self.pool.loop.setWritableInterest(fd: self.fd, token: self.token, writable)
+    }
+
     func handleEvents(_ events: UInt32) {
+        if events & EventLoop.readHangup != 0 { self.sentFIN = true }
         switch self.state {
         case .connecting:
             let err = SystemCalls.socketError(self.fd)
             if err == 0 {
                 if events & (EventLoop.writable | EventLoop.readable) == 0 { return }
                 self.pool.loop.setDeadline(token: self.token, after: nil)
+                self.setWriteInterest(false)
                 self.state = .leased
                 self.isReused = false
                 self.lessee?.upstreamReady(self)

@@ -18,6 +18,12 @@ import Synchronization
 /// ```
 /// `shutDown()` (also run by `deinit`) stops the process and removes the directory.
 /// Every wait is bounded (`startTimeout`, `stopTimeout`); nothing listens beyond loopback.
+///
+/// The methods block (start ≈ 20–100 ms, stop ≈ 10 ms): fine in test set-up, but run long
+/// blocking calls such as `command("DEBUG", "SLEEP", "1")` on a Dispatch thread, not on the
+/// Swift concurrency pool (2 threads here), or timing-sensitive tests stall with them.
+/// Stopping uses `SHUTDOWN NOSAVE`, then SIGKILL: children spawned by `Process` from a test
+/// inherit the runner's blocked signal mask (SIGTERM included), so SIGTERM does nothing.
 final class RedisServer: @unchecked Sendable {
     let port: UInt16
     let directory: URL
@@ -41,7 +47,7 @@ final class RedisServer: @unchecked Sendable {
     static func start(password: String? = nil, extraArguments: [String] = []) throws -> RedisServer {
         var lastError: (any Error)?
         for _ in 0..<5 {
-            let server = try RedisServer(port: try freeLoopbackPort(), password: password, extraArguments: extraArguments)
+            let server = try RedisServer(port: try freeServerPort(), password: password, extraArguments: extraArguments)
             do {
                 try server.startProcess()
                 return server
@@ -60,7 +66,9 @@ final class RedisServer: @unchecked Sendable {
         let template = FileManager.default.temporaryDirectory.appendingPathComponent("attest-redis-XXXXXX").path
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw RedisServerError("mkdtemp failed: errno \(errno)") }
-        self.directory = URL(fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        self.directory = URL(
+            fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        )
     }
 
     deinit {
@@ -157,7 +165,9 @@ final class RedisServer: @unchecked Sendable {
     /// Stops the server and removes its directory. Idempotent.
     func shutDown() {
         try? self.stop()
-        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil { try? FileManager.default.removeItem(at: self.directory) }
+        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil {
+            try? FileManager.default.removeItem(at: self.directory)
+        }
     }
 
     private func logTail() -> String {
@@ -219,9 +229,48 @@ enum RESPValue: Equatable, Sendable {
 
 /// A port that was free on 127.0.0.1 a moment ago (bind to 0, read it, close).
 func freeLoopbackPort() throws -> UInt16 {
+    let (fd, port) = try boundLoopbackSocket()
+    close(fd)
+    return port
+}
+
+/// A free 127.0.0.1 port below the kernel's ephemeral range (32768+), picked at random: no
+/// outgoing connection takes it as its source port, and parallel tests rarely pick the same
+/// one (a collision makes redis-server exit at start; `start` then tries another port).
+func freeServerPort() throws -> UInt16 {
+    for _ in 0..<50 {
+        let port = UInt16.random(in: 20000...32000)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RedisServerError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if bound == 0 { return port }
+    }
+    return try freeLoopbackPort()
+}
+
+/// A 127.0.0.1 port that refuses connections for as long as the value lives: bound (so no
+/// other process can take it) but not listening.
+final class RefusingPort: @unchecked Sendable {
+    let port: UInt16
+    private let fd: Int32
+    init() throws { (self.fd, self.port) = try boundLoopbackSocket() }
+    deinit { close(self.fd) }
+}
+
+private func boundLoopbackSocket() throws -> (Int32, UInt16) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw RedisServerError("socket: errno \(errno)") }
-    defer { close(fd) }
+    var ok = false
+    defer { if !ok { close(fd) } }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = 0
@@ -235,7 +284,8 @@ func freeLoopbackPort() throws -> UInt16 {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
     guard named == 0 else { throw RedisServerError("getsockname: errno \(errno)") }
-    return UInt16(bigEndian: address.sin_port)
+    ok = true
+    return (fd, UInt16(bigEndian: address.sin_port))
 }
 
 /// Blocking RESP2 client over a loopback TCP socket, for tests only.
@@ -255,7 +305,9 @@ final class RESPClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let code = errno

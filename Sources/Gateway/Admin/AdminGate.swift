@@ -1,0 +1,128 @@
+import Dispatch
+import Synchronization
+
+/// The gate of the admin listener (`admin_listen`): answers everything locally, never
+/// forwards.
+///
+/// - `GET /metrics`: Prometheus text exposition format 0.0.4.
+/// - `GET /healthz`: 200 while the process runs.
+/// - `GET /readyz`: 200 only when a policy is loaded and the store answers `ping` within
+///   `pingTimeout`; 503 with the reason otherwise (load balancers stop sending traffic).
+///
+/// State is read through closures at request time, so a policy reload that swaps the
+/// store or the policy is seen without rebuilding this gate. Immutable; any queue.
+package final class AdminGate: RequestGate {
+    package static let routeName = "_admin"
+
+    private let metricsText: @Sendable () -> String
+    private let store: @Sendable () -> (any AttestStore)?
+    private let isPolicyLoaded: @Sendable () -> Bool
+    private let pingTimeout: Duration
+    private let timerQueue = DispatchQueue(label: "attest-gateway.admin.readyz")
+
+    /// - Parameters:
+    ///   - metricsText: the rendered registry (called per scrape).
+    ///   - store: the store requests are served with now (nil: none built yet).
+    ///   - isPolicyLoaded: true once a valid policy is serving.
+    ///   - pingTimeout: default 1 s (a readiness probe must answer before the prober gives up).
+    package init(
+        metricsText: @escaping @Sendable () -> String,
+        store: @escaping @Sendable () -> (any AttestStore)?,
+        isPolicyLoaded: @escaping @Sendable () -> Bool,
+        pingTimeout: Duration = .seconds(1)
+    ) {
+        self.metricsText = metricsText
+        self.store = store
+        self.isPolicyLoaded = isPolicyLoaded
+        self.pingTimeout = pingTimeout
+    }
+
+    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+        GateClassification(routeName: Self.routeName, upstream: nil, bufferBodyUpTo: nil)
+    }
+
+    package func decide(
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
+        let path = head.path
+        guard ["/metrics", "/healthz", "/readyz"].contains(path) else {
+            completion(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
+            return
+        }
+        guard head.method == "GET" else {
+            var response = LocalResponse.jsonError(status: 405, code: "method_not_allowed", message: "GET only")
+            response.headers.add(name: "Allow", value: "GET")
+            completion(.respond(response, info))
+            return
+        }
+        switch path {
+        case "/metrics":
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
+            let body = Array(self.metricsText().utf8)
+            completion(.respond(LocalResponse(status: 200, headers: headers, body: body), info))
+        case "/healthz":
+            completion(.respond(Self.status(200, "ok", reason: nil), info))
+        default:
+            self.readiness { ready, reason in
+                completion(.respond(Self.status(ready ? 200 : 503, ready ? "ready" : "not_ready", reason: reason), info))
+            }
+        }
+    }
+
+    /// Completes exactly once: with the ping's answer or at the timeout, whichever is first.
+    private func readiness(_ completion: @escaping @Sendable (Bool, String?) -> Void) {
+        guard self.isPolicyLoaded() else {
+            completion(false, "no policy loaded")
+            return
+        }
+        guard let store = self.store() else {
+            completion(false, "store not configured")
+            return
+        }
+        let once = OnceFlag()
+        let timeout = self.pingTimeout
+        self.timerQueue.asyncAfter(deadline: .now() + Self.dispatchInterval(timeout)) {
+            if once.claim() {
+                completion(false, "store did not answer ping within \(timeout)")
+            }
+        }
+        store.ping { result in
+            guard once.claim() else { return }
+            switch result {
+            case .success: completion(true, nil)
+            case .failure(let error): completion(false, "store ping failed: \(error.kind.rawValue): \(error.reason)")
+            }
+        }
+    }
+
+    private static func status(_ status: Int, _ text: String, reason: String?) -> LocalResponse {
+        var pairs = [("status", JSONText.quote(text))]
+        if let reason { pairs.append(("reason", JSONText.quote(reason))) }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        headers.add(name: "Cache-Control", value: "no-store")
+        return LocalResponse(status: status, headers: headers, body: Array(JSONText.object(pairs).utf8))
+    }
+
+    private static func dispatchInterval(_ duration: Duration) -> DispatchTimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(Int(min(seconds, 3600)) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    }
+}
+
+/// True for the first `claim()` only, from any thread: "exactly once" for completions
+/// that race a timeout.
+package final class OnceFlag: Sendable {
+    private let claimed = Atomic<Bool>(false)
+
+    package init() {}
+
+    package func claim() -> Bool {
+        self.claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+}

@@ -1,0 +1,581 @@
+import Dispatch
+package import Foundation
+package import Verification
+
+/// App Attest enforcement at the gateway: the `RequestGate` of the main listeners.
+///
+/// - The challenge and attest endpoints (`endpoints:` in the policy, POST only) are
+///   answered locally.
+/// - A request on an `enforce` or `monitor` route must carry an assertion over its
+///   clientData (`binding: request`: `ClientData.canonical`; `binding: body`: the raw body)
+///   by an attested key; the store is the authority on counters, challenges and revocation.
+/// - `off` routes are forwarded with `X-App-Attest-Status: skipped`.
+/// - Every client-sent `X-App-Attest-*` / `X-App-Assertion` header is removed before
+///   anything is forwarded; the gateway adds its own.
+///
+/// Immutable after init (a policy reload builds a new gate), so it is shared by every
+/// connection queue. `decide` may run on any queue; its completion runs exactly once, on
+/// the calling queue, the store's queue or the verification queue.
+package final class AttestGate: RequestGate {
+    /// Route names used in metrics and logs for requests that match no policy route.
+    package enum RouteLabel {
+        package static let challenge = "_challenge"
+        package static let attest = "_attest"
+        package static let none = "-"
+    }
+
+    /// How many keys the in-process public-key cache holds (LRU beyond).
+    package static let defaultKeyCacheCapacity = 16_384
+
+    package let policy: GatewayPolicy
+    private let routes: RouteTable
+    private let store: any AttestStore
+    private let metrics: any GateMetrics
+    private let attestationVerifier: AttestationVerifier
+    private let assertionVerifier = AssertionVerifier()
+    private let acceptedAppIDs: Set<String>
+    private let keys: KeyCache<CachedKey>
+    private let now: @Sendable () -> Date
+    /// Store failures are logged at most once a second (metrics count every one).
+    private let storeErrorLog = LogThrottle()
+
+    /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
+    /// completion run here, never on the store's queue or a connection queue.
+    private static let verificationQueue = DispatchQueue(
+        label: "attest-gateway.verification", qos: .userInitiated, attributes: .concurrent
+    )
+
+    /// What the gate keeps of an attested key between requests.
+    private struct CachedKey: Sendable {
+        var publicKey: ECPublicKey
+        var appID: AppID
+        var environment: String
+        /// Highest counter this process has seen accepted (or read) for the key: a
+        /// pre-check only; the store decides.
+        var counter: UInt32
+    }
+
+    /// - Parameters:
+    ///   - trustRootsPEM: contents of the policy's `trust_roots` files (development only).
+    ///   - now: the verification time of attestations (tests pin it).
+    package init(
+        policy: GatewayPolicy,
+        store: any AttestStore,
+        trustRootsPEM: [String] = [],
+        metrics: any GateMetrics = NoGateMetrics(),
+        keyCacheCapacity: Int = AttestGate.defaultKeyCacheCapacity,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(VerificationError) {
+        self.policy = policy
+        self.routes = RouteTable(routes: policy.routes)
+        self.store = store
+        self.metrics = metrics
+        self.attestationVerifier = try AttestationVerifier(
+            appIDs: policy.appIDs,
+            environment: Self.requirement(policy.environment),
+            additionalTrustRootsPEM: trustRootsPEM
+        )
+        self.acceptedAppIDs = Set(policy.appIDs)
+        self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
+        self.now = now
+    }
+
+    private static func requirement(_ environment: EnvironmentPolicy) -> EnvironmentRequirement {
+        switch environment {
+        case .production: return .production
+        case .development: return .development
+        case .any: return .any
+        }
+    }
+
+    // MARK: - RequestGate
+
+    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+        let path = head.path
+        if path == self.policy.endpoints.challenge || path == self.policy.endpoints.attest {
+            let label = path == self.policy.endpoints.challenge ? RouteLabel.challenge : RouteLabel.attest
+            let buffer = head.method == "POST" ? EndpointRequests.maxEndpointBodyBytes : nil
+            return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer)
+        }
+        guard let index = self.routes.matchIndex(method: head.method, path: path) else {
+            return GateClassification(routeName: RouteLabel.none, upstream: nil, bufferBodyUpTo: nil)
+        }
+        let route = self.routes.routes[index]
+        switch route.mode {
+        case .off:
+            return GateClassification(routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil)
+        case .enforce, .monitor:
+            // Both bindings need the whole body: its digest (request) or the body itself.
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes
+            )
+        }
+    }
+
+    package func decide(
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        let path = head.path
+        if path == self.policy.endpoints.challenge {
+            self.issueChallenge(head, completion: completion)
+            return
+        }
+        if path == self.policy.endpoints.attest {
+            self.attest(head, body: body, completion: completion)
+            return
+        }
+        guard let index = self.routes.matchIndex(method: head.method, path: path) else {
+            self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
+            let error = EnforcementError(.noRoute, "no route matches \(head.method) \(path)")
+            completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+            return
+        }
+        let route = self.routes.routes[index]
+        switch route.mode {
+        case .off:
+            self.metrics.requestDecided(route: route.name, verdict: .skipped)
+            let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
+            completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+        case .enforce, .monitor:
+            self.verifyProtected(head, body: body ?? [], route: route, completion: completion)
+        }
+    }
+
+    // MARK: - Protected routes
+
+    /// How verification of one protected request ended, before the route's mode applies.
+    private enum Outcome {
+        case verified(IdentityHeaders.Identity)
+        case failed(EnforcementError, keyIDPrefix: String?)
+        case storeFailed(StoreError, operation: String, keyIDPrefix: String?)
+    }
+
+    /// Everything `verifyProtected` derived from the request, carried across store hops.
+    private struct ProtectedRequest: Sendable {
+        var head: HTTPRequestHead
+        var route: RoutePolicy
+        var keyID: String
+        var assertion: [UInt8]
+        var clientDataHash: [UInt8]
+        /// Required by the route and present; nil when the route needs none.
+        var challenge: String?
+        var started: ContinuousClock.Instant
+
+        var keyIDPrefix: String { String(self.keyID.prefix(8)) }
+    }
+
+    private func verifyProtected(
+        _ head: HTTPRequestHead, body: [UInt8], route: RoutePolicy,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        let started = ContinuousClock.now
+        let conclude: @Sendable (Outcome) -> Void = { [self] outcome in
+            self.conclude(outcome, head: head, route: route, started: started, completion: completion)
+        }
+        guard body.count <= route.maxBodyBytes else {
+            conclude(.failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil))
+            return
+        }
+        guard let keyIDText = head.headers[IdentityHeaders.keyID],
+            let assertionText = head.headers[IdentityHeaders.assertion]
+        else {
+            let error = EnforcementError(
+                .assertionMissing, "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required"
+            )
+            conclude(.failed(error, keyIDPrefix: nil))
+            return
+        }
+        guard let keyIDBytes = EndpointRequests.decodeBase64(keyIDText), keyIDBytes.count == 32 else {
+            let error = EnforcementError(
+                .malformedAssertion, "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID"
+            )
+            conclude(.failed(error, keyIDPrefix: nil))
+            return
+        }
+        let keyID = EndpointRequests.encodeBase64(keyIDBytes)
+        let prefix = String(keyID.prefix(8))
+        guard let assertion = EndpointRequests.decodeBase64(assertionText) else {
+            let error = EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
+            conclude(.failed(error, keyIDPrefix: prefix))
+            return
+        }
+
+        var challenge: String? = nil
+        if route.challenge == .required {
+            switch route.binding {
+            case .request:
+                challenge = head.headers[IdentityHeaders.challenge]
+            case .body:
+                challenge = EndpointRequests.challengeField(route.challengeField, in: body)
+            }
+            guard let value = challenge, !value.isEmpty else {
+                let place =
+                    route.binding == .request
+                    ? "header \(IdentityHeaders.challenge)" : "JSON string field \"\(route.challengeField)\" of the body"
+                let error = EnforcementError(.challengeMissing, "route \(route.name) requires a challenge in the \(place)")
+                conclude(.failed(error, keyIDPrefix: prefix))
+                return
+            }
+        }
+
+        let clientData: [UInt8]
+        switch route.binding {
+        case .request:
+            clientData = ClientData.canonical(
+                method: head.method, target: head.target, body: body, challenge: challenge ?? ""
+            )
+        case .body:
+            clientData = body
+        }
+        let request = ProtectedRequest(
+            head: head, route: route, keyID: keyID, assertion: assertion,
+            clientDataHash: SHA256.hash(clientData), challenge: challenge, started: started
+        )
+
+        if let cached = self.keys.value(for: keyID) {
+            // ECDSA on the calling (connection) queue: ~40 µs, cheaper than a hop.
+            self.verifyAssertion(request, key: cached, conclude: conclude)
+            return
+        }
+        self.store.fetchKey(keyID: keyID) { [self] result in
+            // On the store's queue: only classify the reply, then hop.
+            switch result {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "fetch_key", keyIDPrefix: prefix))
+            case .success(nil):
+                conclude(.failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix))
+            case .success(let record?):
+                if record.status == .revoked {
+                    conclude(.failed(EnforcementError(.revokedKey, "the key was revoked"), keyIDPrefix: prefix))
+                    return
+                }
+                Self.verificationQueue.async { [self] in
+                    let key: CachedKey
+                    do throws(VerificationError) {
+                        key = CachedKey(
+                            publicKey: try ECPublicKey(x962: record.publicKey),
+                            appID: AppID(record.appID),
+                            environment: record.environment,
+                            counter: record.counter
+                        )
+                    } catch {
+                        Log.error("key_record_invalid", [("key_id_prefix", prefix), ("reason", error.reason)])
+                        conclude(.failed(EnforcementError(.internalError, "stored public key is invalid"), keyIDPrefix: prefix))
+                        return
+                    }
+                    self.keys.set(key, for: keyID)
+                    self.verifyAssertion(request, key: key, conclude: conclude)
+                }
+            }
+        }
+    }
+
+    /// Key policy checks and the assertion itself; then the store's challenge and counter.
+    private func verifyAssertion(
+        _ request: ProtectedRequest, key: CachedKey, conclude: @escaping @Sendable (Outcome) -> Void
+    ) {
+        let prefix = request.keyIDPrefix
+        if let mismatch = self.environmentMismatch(key.environment) {
+            conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyIDPrefix: prefix))
+            return
+        }
+        guard self.acceptedAppIDs.contains(key.appID.value) else {
+            let error = EnforcementError(.appIDMismatch, "key's App ID \(key.appID.value) is not accepted by the policy")
+            conclude(.failed(error, keyIDPrefix: prefix))
+            return
+        }
+        let result: AssertionResult
+        do throws(VerificationError) {
+            // The cached counter is at most the stored one, so this pre-check only rejects
+            // what the store would reject too (replays, without a round trip).
+            result = try self.assertionVerifier.verify(
+                assertionObject: request.assertion, clientDataHash: request.clientDataHash,
+                publicKey: key.publicKey, appIDs: [key.appID], previousCounter: key.counter
+            )
+        } catch {
+            let code = EnforcementError.Code.assertion(error.code)
+            if code == .internalError {
+                Log.error("assertion_internal_error", [("key_id_prefix", prefix), ("reason", error.reason)])
+            }
+            conclude(.failed(EnforcementError(code, error.reason), keyIDPrefix: prefix))
+            return
+        }
+        let identity = IdentityHeaders.Identity(
+            keyID: request.keyID, appID: key.appID.value, environment: key.environment, counter: result.counter
+        )
+        guard let challenge = request.challenge else {
+            self.advanceCounter(request, identity: identity, conclude: conclude)
+            return
+        }
+        self.store.consumeChallenge(challenge) { [self] consumed in
+            switch consumed {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "consume_challenge", keyIDPrefix: prefix))
+            case .success(false):
+                let error = EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired")
+                conclude(.failed(error, keyIDPrefix: prefix))
+            case .success(true):
+                self.advanceCounter(request, identity: identity, conclude: conclude)
+            }
+        }
+    }
+
+    private func advanceCounter(
+        _ request: ProtectedRequest, identity: IdentityHeaders.Identity,
+        conclude: @escaping @Sendable (Outcome) -> Void
+    ) {
+        let keyID = request.keyID
+        let prefix = request.keyIDPrefix
+        let counter = identity.counter
+        self.store.advanceCounter(keyID: keyID, to: counter) { [self] result in
+            switch result {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "advance_counter", keyIDPrefix: prefix))
+            case .success(.advanced):
+                self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
+                conclude(.verified(identity))
+            case .success(.notIncreasing(let stored)):
+                self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
+                let error = EnforcementError(
+                    .counterReplay, "assertion counter \(counter) is not greater than stored counter \(stored)"
+                )
+                conclude(.failed(error, keyIDPrefix: prefix))
+            case .success(.unknownKey):
+                self.keys.remove(keyID)
+                conclude(.failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix))
+            case .success(.revoked):
+                self.keys.remove(keyID)
+                conclude(.failed(EnforcementError(.revokedKey, "the key was revoked"), keyIDPrefix: prefix))
+            }
+        }
+    }
+
+    /// nil when a key of `environment` is accepted by the policy, else the reason.
+    private func environmentMismatch(_ environment: String) -> String? {
+        switch self.policy.environment {
+        case .any: return nil
+        case .production, .development:
+            let wanted = self.policy.environment.rawValue
+            return environment == wanted ? nil : "a \(environment) key is not accepted under environment \(wanted)"
+        }
+    }
+
+    /// Applies the route's mode and `on_store_error` to an outcome; records metrics.
+    private func conclude(
+        _ outcome: Outcome, head: HTTPRequestHead, route: RoutePolicy, started: ContinuousClock.Instant,
+        completion: @Sendable (GateDecision) -> Void
+    ) {
+        let elapsed = ContinuousClock.now - started
+        self.metrics.verificationLatency(seconds: Self.seconds(elapsed))
+        let decision: GateDecision
+        let verdict: AttestVerdict
+        switch outcome {
+        case .verified(let identity):
+            verdict = .verified
+            decision = .forward(
+                IdentityHeaders.forwarded(head, status: .verified, identity: identity),
+                GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)))
+            )
+        case .failed(let error, let prefix):
+            verdict = error.verdict
+            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix)
+            // A body over the cap is refused in every mode: the cap bounds memory.
+            if route.mode == .monitor && error.code != .bodyTooLarge {
+                decision = .forward(
+                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue)), info
+                )
+            } else {
+                decision = .respond(error.response, info)
+            }
+        case .storeFailed(let error, let operation, let prefix):
+            verdict = .storeError
+            self.metrics.storeError(operation: operation, kind: error.kind)
+            self.logStoreError(error, operation: operation, route: route.name)
+            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix)
+            if route.onStoreError == .allow || route.mode == .monitor {
+                decision = .forward(
+                    IdentityHeaders.forwarded(head, status: .unverified(reason: AttestVerdict.storeError.rawValue)),
+                    info
+                )
+            } else {
+                let denial = EnforcementError(.storeError, "attestation state is unavailable; retry later")
+                decision = .respond(denial.response, info)
+            }
+        }
+        self.metrics.requestDecided(route: route.name, verdict: verdict)
+        completion(decision)
+    }
+
+    private func logStoreError(_ error: StoreError, operation: String, route: String) {
+        guard let suppressed = self.storeErrorLog.admit() else { return }
+        Log.warning(
+            "store_error",
+            [
+                ("route", route), ("operation", operation), ("error", error.description),
+                ("suppressed_since_last", String(suppressed)),
+            ]
+        )
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    // MARK: - Challenge endpoint
+
+    private func issueChallenge(_ head: HTTPRequestHead, completion: @escaping @Sendable (GateDecision) -> Void) {
+        let respond: @Sendable (Result<String, EnforcementError>) -> Void = { [self] result in
+            switch result {
+            case .success(let challenge):
+                self.metrics.challengeIssued()
+                self.metrics.requestDecided(route: RouteLabel.challenge, verdict: .skipped)
+                let ttl = self.policy.challengeTTLSeconds
+                let body = JSONText.object([("challenge", JSONText.quote(challenge)), ("expires_in", String(ttl))])
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: "application/json")
+                headers.add(name: "Cache-Control", value: "no-store")
+                let response = LocalResponse(status: 200, headers: headers, body: Array(body.utf8))
+                completion(.respond(response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+            case .failure(let error):
+                self.metrics.requestDecided(route: RouteLabel.challenge, verdict: error.verdict)
+                completion(.respond(error.response, GateLogInfo(verdict: error.verdict.rawValue)))
+            }
+        }
+        guard head.method == "POST" else {
+            respond(.failure(EnforcementError(.methodNotAllowed, "\(self.policy.endpoints.challenge) accepts POST only")))
+            return
+        }
+        self.putFreshChallenge(attemptsLeft: 3, completion: respond)
+    }
+
+    /// 32 random bytes from the system CSPRNG (getrandom), base64url without padding.
+    package static func makeChallenge() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for i in stride(from: 0, to: 32, by: 8) {
+            let word = generator.next()
+            for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
+        }
+        return EndpointRequests.encodeBase64URL(bytes)
+    }
+
+    private func putFreshChallenge(
+        attemptsLeft: Int, completion: @escaping @Sendable (Result<String, EnforcementError>) -> Void
+    ) {
+        let challenge = Self.makeChallenge()
+        self.store.putChallenge(challenge, ttlSeconds: self.policy.challengeTTLSeconds) { [self] result in
+            switch result {
+            case .success(true):
+                completion(.success(challenge))
+            case .success(false) where attemptsLeft > 1:
+                // A collision of 256 random bits means a broken generator or a replayed
+                // store; try again, then give up.
+                self.putFreshChallenge(attemptsLeft: attemptsLeft - 1, completion: completion)
+            case .success(false):
+                Log.error("challenge_collision", [("attempts", "3")])
+                completion(.failure(EnforcementError(.internalError, "could not store a fresh challenge")))
+            case .failure(let error):
+                self.metrics.storeError(operation: "put_challenge", kind: error.kind)
+                self.logStoreError(error, operation: "put_challenge", route: RouteLabel.challenge)
+                completion(.failure(EnforcementError(.storeError, "challenges are unavailable; retry later")))
+            }
+        }
+    }
+
+    // MARK: - Attest endpoint
+
+    private func attest(
+        _ head: HTTPRequestHead, body: [UInt8]?, completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        let finish: @Sendable (Result<AttestedKey, EnforcementError>) -> Void = { [self] result in
+            switch result {
+            case .success(let attested):
+                self.metrics.attestation(result: AttestVerdict.verified.rawValue)
+                self.metrics.requestDecided(route: RouteLabel.attest, verdict: .verified)
+                let keyID = EndpointRequests.encodeBase64(attested.keyID)
+                let body = JSONText.object([
+                    ("key_id", JSONText.quote(keyID)),
+                    ("environment", JSONText.quote(attested.environment.rawValue)),
+                    ("app_id", JSONText.quote(attested.appID)),
+                ])
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: "application/json")
+                let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
+                let info = GateLogInfo(verdict: AttestVerdict.verified.rawValue, keyIDPrefix: String(keyID.prefix(8)))
+                completion(.respond(response, info))
+            case .failure(let error):
+                self.metrics.attestation(result: error.code.rawValue)
+                self.metrics.requestDecided(route: RouteLabel.attest, verdict: error.verdict)
+                completion(.respond(error.response, GateLogInfo(verdict: error.verdict.rawValue)))
+            }
+        }
+        guard head.method == "POST" else {
+            finish(.failure(EnforcementError(.methodNotAllowed, "\(self.policy.endpoints.attest) accepts POST only")))
+            return
+        }
+        let request: EndpointRequests.AttestRequest
+        do throws(EnforcementError) {
+            request = try EndpointRequests.parseAttestRequest(body ?? [])
+        } catch {
+            finish(.failure(error))
+            return
+        }
+        // The challenge is consumed FIRST: whatever happens next, it was used once.
+        self.store.consumeChallenge(request.challenge) { [self] consumed in
+            switch consumed {
+            case .failure(let error):
+                self.metrics.storeError(operation: "consume_challenge", kind: error.kind)
+                self.logStoreError(error, operation: "consume_challenge", route: RouteLabel.attest)
+                finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
+            case .success(false):
+                finish(.failure(EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired")))
+            case .success(true):
+                Self.verificationQueue.async { [self] in
+                    self.verifyAttestation(request, finish: finish)
+                }
+            }
+        }
+    }
+
+    private func verifyAttestation(
+        _ request: EndpointRequests.AttestRequest,
+        finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
+    ) {
+        let attestedAt = self.now()
+        let attested: AttestedKey
+        do throws(VerificationError) {
+            attested = try self.attestationVerifier.verify(
+                attestationObject: request.attestation, keyID: request.keyID,
+                clientDataHash: SHA256.hash(Array(request.challenge.utf8)), at: attestedAt
+            )
+        } catch {
+            let code = EnforcementError.Code.attestation(error.code)
+            if code == .internalError {
+                Log.error("attestation_internal_error", [("reason", error.reason)])
+            }
+            finish(.failure(EnforcementError(code, error.reason)))
+            return
+        }
+        let record = KeyRecord(
+            keyID: EndpointRequests.encodeBase64(attested.keyID), publicKey: attested.publicKey, counter: 0,
+            appID: attested.appID, environment: attested.environment.rawValue, receipt: attested.receipt,
+            attestedAt: attestedAt
+        )
+        self.store.createKey(record) { [self] created in
+            switch created {
+            case .failure(let error):
+                self.metrics.storeError(operation: "create_key", kind: error.kind)
+                self.logStoreError(error, operation: "create_key", route: RouteLabel.attest)
+                finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
+            case .success(.alreadyExists):
+                finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
+            case .success(.created):
+                finish(.success(attested))
+            }
+        }
+    }
+}

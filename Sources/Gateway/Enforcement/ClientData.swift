@@ -1,0 +1,38 @@
+import Verification
+
+/// The clientData an app signs for a protected request under `binding: request`
+/// (docs/protocol.md, DESIGN.md "Protocol between the app and the gateway").
+///
+/// ```
+/// "appattest-v1\n" + METHOD + "\n" + request-target + "\n" + hex(SHA256(body)) + "\n" + challenge
+/// ```
+///
+/// The gateway rebuilds it from the request it actually received, so an assertion
+/// cannot be moved to another method, path, query or body. The hex digest is lower
+/// case; `challenge` is the empty string when the route needs none (the body digest
+/// of an empty body is SHA256 of zero bytes, never omitted).
+package enum ClientData {
+    /// Version tag and first line of every canonical clientData.
+    package static let versionTag = "appattest-v1"
+
+    /// The UTF-8 bytes of the canonical clientData. `target` is the request-target
+    /// exactly as received (path and query, no normalisation); `method` as received.
+    package static func canonical(method: String, target: String, body: [UInt8], challenge: String) -> [UInt8] {
+        let digest = SHA256.hash(body).hexString
+        var out = [UInt8]()
+        out.reserveCapacity(
+            Self.versionTag.utf8.count + method.utf8.count + target.utf8.count + digest.utf8.count
+                + challenge.utf8.count + 4
+        )
+        out.append(contentsOf: Self.versionTag.utf8)
+        out.append(0x0a)
+        out.append(contentsOf: method.utf8)
+        out.append(0x0a)
+        out.append(contentsOf: target.utf8)
+        out.append(0x0a)
+        out.append(contentsOf: digest.utf8)
+        out.append(0x0a)
+        out.append(contentsOf: challenge.utf8)
+        return out
+    }
+}

@@ -1,0 +1,151 @@
+package import Verification
+
+/// The verdict label of one request, for metrics (`attest_gateway_requests_total{verdict}`)
+/// and the access log. Stable: dashboards and alerts are built on these strings.
+package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
+    /// Assertion valid, counter advanced, challenge consumed when required.
+    case verified
+    /// `mode: off` route, or an endpoint / unrouted request (nothing to verify).
+    case skipped
+    /// `X-App-Attest-Key-Id` / `X-App-Assertion` (or a required challenge) absent.
+    case missing
+    /// Present but undecodable: bad base64, bad CBOR, bad authenticator data, oversized body.
+    case malformed
+    case invalidSignature = "invalid_signature"
+    /// The assertion's counter is not above the stored one: a replay (or reordering).
+    case counterReplay = "counter_replay"
+    case unknownKey = "unknown_key"
+    case revokedKey = "revoked_key"
+    /// The challenge is unknown, already used or expired.
+    case challengeInvalid = "challenge_invalid"
+    /// The store failed (timeout, disconnected, overloaded).
+    case storeError = "store_error"
+    /// The key's App ID is not (or no longer) one the policy accepts.
+    case appIDMismatch = "app_id_mismatch"
+    /// A development key under `environment: production` (or the reverse).
+    case environmentMismatch = "environment_mismatch"
+    /// A fault on the gateway's side (OpenSSL allocation failure, corrupt key record).
+    case internalError = "internal_error"
+}
+
+/// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
+/// every enforcement failure to an HTTP status, a stable `error` code and a verdict label
+/// (hummingbird `HTTPResponseError` style).
+///
+/// Codes are part of the client protocol (docs/protocol.md) and never change meaning.
+/// Equality compares `code` only, so tests assert on codes.
+package struct EnforcementError: Error, Hashable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The `error` field of the JSON body and the `reason=` of `X-App-Attest-Status`.
+        package let rawValue: String
+        package let status: Int
+        package let verdict: AttestVerdict
+
+        private init(_ rawValue: String, _ status: Int, _ verdict: AttestVerdict) {
+            self.rawValue = rawValue
+            self.status = status
+            self.verdict = verdict
+        }
+
+        package var description: String { self.rawValue }
+
+        package static func == (lhs: Code, rhs: Code) -> Bool { lhs.rawValue == rhs.rawValue }
+        package func hash(into hasher: inout Hasher) { hasher.combine(self.rawValue) }
+
+        // MARK: Protected routes (enforce / monitor)
+
+        /// 401: `X-App-Attest-Key-Id` or `X-App-Assertion` absent.
+        package static let assertionMissing = Code("assertion_missing", 401, .missing)
+        /// 428: the route requires a challenge and the request carries none.
+        package static let challengeMissing = Code("challenge_missing", 428, .missing)
+        /// 401: key ID or assertion not decodable (base64, CBOR, authenticator data).
+        package static let malformedAssertion = Code("malformed_assertion", 401, .malformed)
+        /// 401: the ECDSA signature does not verify under the attested key for this clientData.
+        package static let invalidSignature = Code("invalid_signature", 401, .invalidSignature)
+        /// 401: counter not above the stored counter (replayed assertion).
+        package static let counterReplay = Code("counter_replay", 401, .counterReplay)
+        /// 401: no attested key with this key ID.
+        package static let unknownKey = Code("unknown_key", 401, .unknownKey)
+        /// 401: the key was revoked (`attest-gateway keys revoke`).
+        package static let revokedKey = Code("revoked_key", 401, .revokedKey)
+        /// 401: the challenge is unknown, used or expired (protected routes and the attest endpoint).
+        package static let challengeInvalid = Code("challenge_invalid", 401, .challengeInvalid)
+        /// 401: the assertion's rpIdHash or the key's App ID is not an accepted App ID.
+        package static let appIDMismatch = Code("app_id_mismatch", 401, .appIDMismatch)
+        /// 401: the key's environment is not the one the policy accepts.
+        package static let environmentMismatch = Code("environment_mismatch", 401, .environmentMismatch)
+        /// 413: the body exceeds the route's `max_body_bytes` (or 64 KiB on the endpoints).
+        package static let bodyTooLarge = Code("body_too_large", 413, .malformed)
+        /// 503: the store failed and the route says `on_store_error: deny`.
+        package static let storeError = Code("store_error", 503, .storeError)
+
+        // MARK: Endpoints (challenge / attest) and routing
+
+        /// 400: the attest request body is not the expected JSON object, or a field is bad.
+        package static let malformedRequest = Code("malformed_request", 400, .malformed)
+        /// 405: the endpoints accept POST only.
+        package static let methodNotAllowed = Code("method_not_allowed", 405, .malformed)
+        /// 409: this key ID is already attested (a key is attested once).
+        package static let keyAlreadyAttested = Code("key_already_attested", 409, .skipped)
+        /// 404: no route matches the request.
+        package static let noRoute = Code("no_route", 404, .skipped)
+        /// 500: a fault on the gateway's side; details only in the log.
+        package static let internalError = Code("internal_error", 500, .internalError)
+
+        /// An attestation that failed a check of `AttestationVerifier`: the verifier's own stable
+        /// code (e.g. `nonce_mismatch`) with 403 when the attestation is genuine but not
+        /// accepted here (App ID, environment), 401 otherwise; 500 for our own crypto faults.
+        package static func attestation(_ code: VerificationError.Code) -> Code {
+            switch code {
+            case .appIDMismatch: return Code(code.rawValue, 403, .appIDMismatch)
+            case .environmentMismatch: return Code(code.rawValue, 403, .environmentMismatch)
+            case .internalCryptoError: return .internalError
+            case .malformedCBOR, .malformedAttestation, .malformedAuthenticatorData, .malformedCertificate,
+                .invalidInput, .invalidPublicKey, .unsupportedFormat:
+                return Code(code.rawValue, 401, .malformed)
+            default: return Code(code.rawValue, 401, .invalidSignature)
+            }
+        }
+
+        /// An assertion that failed a check of `AssertionVerifier`, on a protected route.
+        package static func assertion(_ code: VerificationError.Code) -> Code {
+            switch code {
+            case .invalidSignature: return .invalidSignature
+            case .appIDMismatch: return .appIDMismatch
+            case .counterNotIncreasing: return .counterReplay
+            case .internalCryptoError, .invalidPublicKey: return .internalError
+            default: return .malformedAssertion
+            }
+        }
+    }
+
+    package let code: Code
+    /// Human text for the JSON `message`: what was checked and what differed, never a secret.
+    package let reason: String
+
+    package init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    package var status: Int { self.code.status }
+    package var verdict: AttestVerdict { self.code.verdict }
+
+    /// `{"error": code, "message": reason}` with the code's status. Internal errors say
+    /// nothing about their cause to the client (the log has it).
+    package var response: LocalResponse {
+        if self.code == .internalError {
+            return .jsonError(status: 500, code: self.code.rawValue, message: "internal error")
+        }
+        var response = LocalResponse.jsonError(status: self.status, code: self.code.rawValue, message: self.reason)
+        if self.code == .methodNotAllowed {
+            response.headers.add(name: "Allow", value: "POST")
+        }
+        return response
+    }
+
+    package static func == (lhs: EnforcementError, rhs: EnforcementError) -> Bool { lhs.code == rhs.code }
+    package func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
+
+    package var description: String { "EnforcementError.\(self.code.rawValue) (\(self.status)): \(self.reason)" }
+}

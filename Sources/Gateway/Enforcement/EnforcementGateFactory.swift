@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+import Verification
+
+/// Builds the gates `serve` runs for a policy: `AttestGate` on the proxy listeners and
+/// `AdminGate` on `admin_listen`, over the store the policy names. Called at start and on
+/// every SIGHUP reload (`GatewayService.makeGates`), from the signal queue: reading the
+/// trust-root files here never blocks a connection queue.
+///
+/// The store is kept across reloads while `policy.store` is unchanged, so a reload does
+/// not drop the Redis connection (or, with `store: memory`, every attested key). A changed
+/// store setting builds a new store; the old one closes when the last gate using it (and
+/// its in-flight requests) is gone.
+package final class EnforcementGateFactory: Sendable {
+    private let registry: MetricsRegistry
+    private let redisConfiguration: RedisConfiguration
+    private let current = Mutex<(configuration: StoreConfiguration, store: any AttestStore)?>(nil)
+
+    package init(registry: MetricsRegistry, redisConfiguration: RedisConfiguration = RedisConfiguration()) {
+        self.registry = registry
+        self.redisConfiguration = redisConfiguration
+    }
+
+    /// Why the gates could not be built: the running policy stays (reload) or serve exits.
+    package struct BuildError: Error, CustomStringConvertible {
+        package var description: String
+    }
+
+    /// The gates for `policy`. Throws when a trust root cannot be read or parsed, or the
+    /// Redis URL is invalid.
+    package func makeGates(for policy: GatewayPolicy) throws -> (main: AttestGate, admin: AdminGate) {
+        let store = try self.store(for: policy.store)
+        let trustRoots = try Self.readTrustRoots(policy.trustRoots)
+        if !policy.trustRoots.isEmpty {
+            Log.warning(
+                "DEVELOPMENT_TRUST_ROOTS_ENABLED",
+                [
+                    ("message", "attestations signed by these extra roots are accepted as genuine: development only, never in production"),
+                    ("trust_roots", policy.trustRoots.joined(separator: ",")),
+                    ("environment", policy.environment.rawValue),
+                ]
+            )
+        }
+        let metrics = GatewayGateMetrics(registry: self.registry, routeNames: policy.routes.map(\.name))
+        let gate: AttestGate
+        do {
+            gate = try AttestGate(policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics)
+        } catch {
+            throw BuildError(description: "cannot build the attestation verifier: \(error)")
+        }
+        let registry = self.registry
+        let admin = AdminGate(
+            metricsText: { registry.render() },
+            store: { store },
+            // This admin gate exists only alongside a gate built from a loaded policy.
+            isPolicyLoaded: { true }
+        )
+        return (gate, admin)
+    }
+
+    private func store(for configuration: StoreConfiguration) throws -> any AttestStore {
+        if let existing = self.current.withLock({ $0 }), existing.configuration == configuration {
+            return existing.store
+        }
+        let store: any AttestStore
+        switch configuration {
+        case .memory:
+            store = MemoryStore()
+            Log.warning("memory_store", [("message", "store: memory keeps keys and challenges in this process only: single development node")])
+        case .redis(let text):
+            let url: RedisURL
+            do {
+                url = try RedisURL(parsing: text)
+            } catch {
+                throw BuildError(description: "invalid redis URL: \(error)")
+            }
+            store = RedisStore(url: url, configuration: self.redisConfiguration)
+            Log.info("store", [("redis", url.description)])
+        }
+        self.current.withLock { $0 = (configuration, store) }
+        return store
+    }
+
+    /// The PEM text of each file (already checked to exist and hold certificates by the loader).
+    private static func readTrustRoots(_ paths: [String]) throws -> [String] {
+        try paths.map { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw BuildError(description: "cannot read trust root \(path)")
+            }
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}

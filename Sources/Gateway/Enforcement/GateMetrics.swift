@@ -1,0 +1,28 @@
+/// What the enforcement gate reports for `/metrics`. Called from any queue, on the request
+/// path: implementations must be cheap and thread-safe (atomics or per-shard counters).
+///
+/// `GatewayGateMetrics` records into the process's metrics registry; tests record into
+/// memory to assert on counts.
+package protocol GateMetrics: Sendable {
+    /// One request decided by the gate: its route name (`-` when none) and verdict.
+    func requestDecided(route: String, verdict: AttestVerdict)
+    /// One call of the attest endpoint: `verified` or the failure code (`nonce_mismatch`, ...).
+    func attestation(result: String)
+    /// One challenge issued by the challenge endpoint.
+    func challengeIssued()
+    /// Wall time of one protected request's verification (assertion + store round trips).
+    func verificationLatency(seconds: Double)
+    /// One failed store call (`operation`: put_challenge, consume_challenge, create_key,
+    /// fetch_key, advance_counter, ping).
+    func storeError(operation: String, kind: StoreError.Kind)
+}
+
+/// Metrics that go nowhere (tools, tests that do not look at metrics).
+package struct NoGateMetrics: GateMetrics {
+    package init() {}
+    package func requestDecided(route: String, verdict: AttestVerdict) {}
+    package func attestation(result: String) {}
+    package func challengeIssued() {}
+    package func verificationLatency(seconds: Double) {}
+    package func storeError(operation: String, kind: StoreError.Kind) {}
+}

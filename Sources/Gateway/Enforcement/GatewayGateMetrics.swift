@@ -1,0 +1,78 @@
+/// `GateMetrics` recorded in the process's `MetricsRegistry` (rendered at `/metrics`):
+///
+/// - `attest_gateway_verdicts_total{route, verdict}`: requests decided by the gate.
+/// - `attest_gateway_attestations_total{result}`: attest endpoint calls, `verified` or the
+///   failure code.
+/// - `attest_gateway_challenges_issued_total`
+/// - `attest_gateway_verification_duration_seconds`: protected requests, assertion check
+///   plus store round trips.
+/// - `attest_gateway_store_errors_total{operation, kind}`
+///
+/// Counters for the policy's routes are resolved once at init (immutable table, no lock
+/// on the hot path); other labels go through the registry's locked lookup.
+package final class GatewayGateMetrics: GateMetrics {
+    private let verdicts: CounterFamily
+    private let attestations: CounterFamily
+    private let challenges: Counter
+    private let latency: Histogram
+    private let storeErrors: CounterFamily
+    /// route name → one counter per `AttestVerdict.allCases` index.
+    private let routeHandles: [String: [Counter]]
+
+    /// Buckets from 50 µs (a cached ECDSA verify) to 1 s (store timeouts).
+    package static let latencyBuckets: [Double] = [
+        0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+    ]
+
+    /// - Parameter routeNames: the policy's route names (the gate's own labels are added).
+    package init(registry: MetricsRegistry, routeNames: [String]) {
+        let verdicts = registry.counter(
+            "attest_gateway_verdicts_total", help: "Requests decided by the App Attest gate, by route and verdict.",
+            labelNames: ["route", "verdict"])
+        self.verdicts = verdicts
+        self.attestations = registry.counter(
+            "attest_gateway_attestations_total", help: "Attest endpoint calls, by result (verified or failure code).",
+            labelNames: ["result"])
+        self.challenges = registry.counter(
+            "attest_gateway_challenges_issued_total", help: "Challenges issued by the challenge endpoint."
+        ).labels()
+        self.latency = registry.histogram(
+            "attest_gateway_verification_duration_seconds",
+            help: "Time to verify a protected request (assertion and store round trips).",
+            buckets: Self.latencyBuckets
+        ).labels()
+        self.storeErrors = registry.counter(
+            "attest_gateway_store_errors_total", help: "Failed store calls, by operation and kind.",
+            labelNames: ["operation", "kind"])
+        var handles: [String: [Counter]] = [:]
+        let labels = routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
+        for route in labels where handles[route] == nil {
+            handles[route] = AttestVerdict.allCases.map { verdicts.labels(route, $0.rawValue) }
+        }
+        self.routeHandles = handles
+    }
+
+    package func requestDecided(route: String, verdict: AttestVerdict) {
+        if let counters = self.routeHandles[route], let index = AttestVerdict.allCases.firstIndex(of: verdict) {
+            counters[index].increment()
+        } else {
+            self.verdicts.labels(route, verdict.rawValue).increment()
+        }
+    }
+
+    package func attestation(result: String) {
+        self.attestations.labels(result).increment()
+    }
+
+    package func challengeIssued() {
+        self.challenges.increment()
+    }
+
+    package func verificationLatency(seconds: Double) {
+        self.latency.observe(seconds: seconds)
+    }
+
+    package func storeError(operation: String, kind: StoreError.Kind) {
+        self.storeErrors.labels(operation, kind.rawValue).increment()
+    }
+}

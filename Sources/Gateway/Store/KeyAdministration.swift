@@ -1,0 +1,82 @@
+import Foundation
+import Synchronization
+
+/// The `keys show` / `keys revoke` operations: blocking calls for the CLI, outside the
+/// request path (never call them on a gateway queue).
+package enum KeyAdministration {
+    /// The key ID as the gateway stores it: standard base64 with padding of the decoded bytes.
+    /// Accepts standard or URL-safe base64, with or without padding. Nil when not base64.
+    package static func canonicalKeyID(_ text: String) -> String? {
+        var normalized = text.trimmingCharacters(in: .whitespaces)
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while normalized.hasSuffix("=") { normalized.removeLast() }
+        switch normalized.count % 4 {
+        case 0: break
+        case 2: normalized += "=="
+        case 3: normalized += "="
+        default: return nil
+        }
+        guard !normalized.isEmpty, let data = Data(base64Encoded: normalized) else { return nil }
+        return data.base64EncodedString()
+    }
+
+    /// Fetches a key record, waiting at most `timeout`.
+    package static func fetch(_ store: any AttestStore, keyID: String, timeout: Duration) throws(StoreError)
+        -> KeyRecord?
+    {
+        try Self.wait(timeout: timeout) { done in store.fetchKey(keyID: keyID, completion: done) }
+    }
+
+    /// Revokes a key; false when no such key. Waits at most `timeout`.
+    package static func revoke(_ store: any AttestStore, keyID: String, timeout: Duration) throws(StoreError) -> Bool {
+        try Self.wait(timeout: timeout) { done in store.revokeKey(keyID: keyID, completion: done) }
+    }
+
+    /// One JSON object: key_id, app_id, environment, counter, status, attested_at (RFC 3339),
+    /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size).
+    package static func json(_ record: KeyRecord) -> String {
+        JSONText.object([
+            ("key_id", JSONText.quote(record.keyID)),
+            ("app_id", JSONText.quote(record.appID)),
+            ("environment", JSONText.quote(record.environment)),
+            ("counter", String(record.counter)),
+            ("status", JSONText.quote(record.status.rawValue)),
+            ("attested_at", JSONText.quote(Self.rfc3339(record.attestedAt))),
+            ("public_key", JSONText.quote(Data(record.publicKey).base64EncodedString())),
+            ("receipt_bytes", String(record.receipt.count)),
+        ])
+    }
+
+    static func rfc3339(_ date: Date) -> String {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ",
+            parts.tm_year + 1900,
+            parts.tm_mon + 1,
+            parts.tm_mday,
+            parts.tm_hour,
+            parts.tm_min,
+            parts.tm_sec
+        )
+    }
+
+    private static func wait<T: Sendable>(
+        timeout: Duration,
+        _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
+    ) throws(StoreError) -> T {
+        let box = Mutex<Result<T, StoreError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        start { result in
+            box.withLock { $0 = result }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) == .success,
+            let result = box.withLock({ $0 })
+        else {
+            throw StoreError(.timeout, "no answer from the store within \(timeout.milliseconds) ms")
+        }
+        return try result.get()
+    }
+}
