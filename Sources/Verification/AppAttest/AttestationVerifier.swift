@@ -48,7 +48,7 @@ public struct AttestationVerifier: Sendable {
                                    intermediateDER: Array(object.certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
-        let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
+        let nonce = SHA256.hash(authData.rawValue, clientDataHash)
 
         // 3. The credential certificate's nonce extension equals it.
         guard let extensionValue = try leaf.extensionValue(self.nonceOID, label: "x5c[0]") else {
