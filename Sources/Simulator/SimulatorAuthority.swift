@@ -302,7 +302,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
         }
-        precondition(chunkSize > 0, "chunk size must be positive")
+        guard chunkSize > 0 else { throw SimulatorError("receipt chunk size must be positive, not \(chunkSize)") }
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }
