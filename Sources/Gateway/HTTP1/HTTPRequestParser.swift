@@ -331,7 +331,9 @@ private struct RequestLine {
         }
     }
 
-    private static func isExactly(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, _ literal: StaticString) -> Bool {
+    private static func isExactly(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, _ literal: StaticString)
+        -> Bool
+    {
         guard range.count == literal.utf8CodeUnitCount else { return false }
         return zip(range, UnsafeBufferPointer(start: literal.utf8Start, count: range.count)).allSatisfy {
             buffer[$0.0] == $0.1
