@@ -151,6 +151,25 @@ import Verification
         #expect(growthMB < 48, "peak RSS grew by \(growthMB) MB while 200 MB streamed through")
     }
 
+    @Test func halfClosedClientStillReceivesTheWholeResponse() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration])
+        defer { gateway.stop() }
+        // A small receive window and a slow reader: when the upstream's response is complete,
+        // its tail still waits in the gateway's output, and the half-close is read then.
+        let client = try TestHTTPClient(port: gateway.port, receiveBufferBytes: 4096)
+        try client.send("GET /half?size=8000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        client.shutdownWrite()
+        var received = 0
+        let response = try client.readResponse { bytes in
+            received += bytes.count
+            usleep(200)
+        }
+        #expect(response.status == 200)
+        #expect(received == 8_000_000)
+        #expect(client.waitForClose())
+    }
+
     @Test func upstreamDownAnswers502AndKeepsTheClient() throws {
         let closedPort = try Self.unusedPort()
         let gateway = try TestGateway(

@@ -31,13 +31,17 @@ final class TestHTTPClient {
     private var parser = HTTPResponseParser()
 
     /// Connects to `host` (`127.0.0.1` or `::1`) on `port`.
-    init(port: UInt16, host: String = "127.0.0.1", timeoutSeconds: Int = 10) throws {
+    /// `receiveBufferBytes` shrinks SO_RCVBUF (a slow reader whose window fills at once).
+    init(port: UInt16, host: String = "127.0.0.1", timeoutSeconds: Int = 10, receiveBufferBytes: Int32? = nil) throws {
         guard let address = SocketAddress(ipLiteral: host, port: port) else { throw TestFailure("bad host \(host)") }
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         let rc = address.withSockAddr { connect(fd, $0, $1) }
         guard rc == 0 else {
             close(fd)
