@@ -100,11 +100,14 @@ package enum HeaderRewriting {
     /// Trailer fields fit to forward: without hop-by-hop and framing fields, and without fields a
     /// recipient could mistake for header fields that control routing, authentication or content
     /// handling (Host, Expect, Authorization, Content-Type, Content-Encoding; RFC 9110 §6.5.1).
-    /// nil when nothing is left.
+    /// Client-sent `X-App-Attest-*` / `X-App-Assertion` fields go too, as they do from the head:
+    /// an upstream that merges trailers into headers would otherwise trust a spoofed identity
+    /// (the CVE-2013-5704 pattern). nil when nothing is left.
     package static func forwardedTrailers(_ trailers: HTTPHeaders?) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in
-            Self.isHopByHop(field.name) || field.name.equalsLowercaseASCII("host")
+            Self.isHopByHop(field.name) || IdentityHeaders.isReserved(field.name)
+                || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
                 || field.name.equalsLowercaseASCII("content-type")
                 || field.name.equalsLowercaseASCII("content-encoding")
