@@ -36,6 +36,7 @@
 #      ENFORCED_KEYS=8*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
 #      PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
+#      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
 # Raw wrk output and rounds.tsv: $BENCH_WORK/enforced-<timestamp>/ (default /tmp/attest-bench).
 set -uo pipefail
 
@@ -239,7 +240,13 @@ measure() { # round label url cpu-pids
     run_wrk "$label" "$url" "$WARMUP" /dev/null
     local s0 s1 t0 t1 u0 u1 r0 r1
     s0=($(sys_stat)); t0=$(cpu_ticks "$pids"); u0=$(cpu_ticks "$UP_PID"); r0=$(cpu_ticks "$REDIS_PID")
+    local perf_pid=""
+    if [ -n "${PERF_OUT:-}" ] && [ "$label" = gateway-enforced ] && [ "$round" = 1 ]; then
+        perf record -F 499 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
+        perf_pid=$!
+    fi
     run_wrk "$label" "$url" "$DURATION" "$raw" --latency
+    [ -n "$perf_pid" ] && wait "$perf_pid"
     t1=$(cpu_ticks "$pids"); u1=$(cpu_ticks "$UP_PID"); r1=$(cpu_ticks "$REDIS_PID"); s1=($(sys_stat))
     local rps p50 p99 reqs non2xx sockerr errs cpu upcpu rediscpu st load
     rps=$(awk '/^Requests\/sec:/{print $2}' "$raw")
