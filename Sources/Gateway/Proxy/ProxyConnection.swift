@@ -327,8 +327,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func clientEndOfFile() {
         switch self.machine.phase {
         case .idle:
-            // Closed between requests (or mid-head): nothing to answer.
-            self.close("client closed between requests")
+            // Closed between requests (or mid-head): nothing more to answer. A response still
+            // being written (a half-closed client) is flushed first.
+            if self.output?.isEmpty ?? true {
+                self.close("client closed between requests")
+            } else {
+                self.machine.exchangeFinished(keepAlive: false)
+            }
         case .bufferingBody, .deciding, .connecting, .exchanging:
             if !self.machine.requestComplete {
                 // Gone mid-body: the upstream connection is in an unknown state.
