@@ -73,5 +73,55 @@ extension EndToEnd {
             let show = try world.runGateway(["keys", "show", app.keyID, "--redis", world.redis.url])
             #expect(show.stdout.contains("\"counter\":\(burstCounter)"), "\(show.stdout)")
         }
+
+        /// The same key attested 40 times at once (each with its own fresh challenge) through
+        /// two gateways: exactly one 201, every other 409 key_already_attested. And a challenge
+        /// issued by one gateway is good, once, at the other.
+        @Test(.timeLimit(.minutes(1)))
+        func concurrentAttestationsOfOneKeyCreateItOnce() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateways = [
+                try world.startGateway("gw-a", routes: TestRoutes.standard),
+                try world.startGateway("gw-b", routes: TestRoutes.standard),
+            ]
+            let app = try world.app()
+            let total = 40
+            let requests = try (0..<total).map { index in
+                let gateway = gateways[index % 2]
+                let challenge = try app.fetchChallenge(from: gateways[(index / 2) % 2])
+                return HTTPRequest(
+                    port: gateway.ports.proxy, "POST", "/app-attest/attest",
+                    body: Array(SimulatedApp.attestBody(
+                        keyID: app.keyID, attestation: try app.attestationObject(challenge: challenge), challenge: challenge).utf8))
+            }
+            var created = 0
+            var conflicts = 0
+            for (index, result) in HTTPClient.sendAll(requests, timeout: .seconds(30)).enumerated() {
+                guard case .success(let response) = result else {
+                    Issue.record("#\(index): \(result)")
+                    continue
+                }
+                if response.status == 201 {
+                    created += 1
+                } else {
+                    expectDenied(response, 409, "key_already_attested")
+                    conflicts += 1
+                }
+            }
+            #expect(created == 1)
+            #expect(conflicts == total - 1)
+
+            // A challenge from gw-a, used at gw-b: good once; the second use is refused at gw-a.
+            let challenge = try app.fetchChallenge(from: gateways[0])
+            let first = try app.assertion(method: "GET", target: "/v1/premium/x", challenge: challenge)
+            expectVerified(
+                try gateways[1].request("GET", "/v1/premium/x", headers: app.headers(assertion: first, challenge: challenge)),
+                app: app, counter: 1)
+            let second = try app.assertion(method: "GET", target: "/v1/premium/x", challenge: challenge)
+            expectDenied(
+                try gateways[0].request("GET", "/v1/premium/x", headers: app.headers(assertion: second, challenge: challenge)),
+                401, "challenge_invalid")
+        }
     }
 }

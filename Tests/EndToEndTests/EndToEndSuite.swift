@@ -13,7 +13,7 @@ import Testing
 /// | HappyPath | challenge → attest → asserted requests; the upstream's exact identity headers |
 /// | HeaderSpoofing | spoofed identity headers in trailers or named by Connection never win |
 /// | Denials | each bad assertion's own code (enforce) or flag (monitor); nothing refused is forwarded |
-/// | ConcurrentReplay | 1,000 concurrent copies of one assertion over two gateways: exactly one passes |
+/// | ConcurrentReplay | 1,000 concurrent copies of one assertion over two gateways: exactly one passes; one key attested 40 times at once: created once |
 /// | StoreOutage | Redis killed / hung mid-traffic: 503 or unverified, promptly; /readyz; recovery |
 /// | PolicyReload | bad policy: check-config, serve, SIGHUP; good SIGHUP applies, also under load |
 /// | SimulatorCLI | the `sim` commands play the app against the binary |
