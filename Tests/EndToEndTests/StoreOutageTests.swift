@@ -222,5 +222,24 @@ extension EndToEnd {
             let timeouts = metrics[#"attest_gateway_store_errors_total{operation="advance_counter",kind="store_timeout"}"#] ?? 0
             #expect(timeouts >= Double(total) * 0.9, "store_timeout count \(timeouts)")
         }
+
+        /// Redis lost its data (FLUSHALL stands in for a restart without persistence): the
+        /// gateway's key cache does not keep a vanished key alive, requests get unknown_key (the
+        /// app re-attests, docs/operations.md runbook) and a new attestation works at once.
+        @Test(.timeLimit(.minutes(1)))
+        func keysLostFromRedisAreUnknownEvenWhenCached() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway("gw", routes: Self.routes)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            expectVerified(try app.send("GET", "/strict/a", to: gateway), app: app, counter: 1)
+            #expect(try world.redis.command("FLUSHALL") == "+OK")
+            expectDenied(try app.send("GET", "/strict/b", to: gateway), 401, "unknown_key")
+            expectFlagged(try app.send("GET", "/watch/b", to: gateway), "unknown_key")
+            let reinstalled = try world.app()
+            #expect(try reinstalled.attest(with: gateway).status == 201)
+            expectVerified(try reinstalled.send("GET", "/strict/c", to: gateway), app: reinstalled, counter: 1)
+        }
     }
 }
