@@ -115,5 +115,49 @@ extension EndToEnd {
             #expect(verifiedLines.count == 2)
             #expect(verifiedLines.allSatisfy { $0["key_id"] as? String == String(app.keyID.prefix(8)) })
         }
+
+        /// `binding: body` (Apple's sample): the assertion signs the raw body, whose JSON field
+        /// `nonce` carries the challenge. Method and path are not covered; the body and the
+        /// challenge are.
+        @Test(.timeLimit(.minutes(1)))
+        func bodyBindingRouteAsInApplesSample() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let routes = """
+                  - name: legacy
+                    match: { path_prefix: /legacy }
+                    upstream: api
+                    mode: enforce
+                    binding: body
+                    challenge: required
+                    challenge_field: nonce
+                """
+            let gateway = try world.startGateway("gw", routes: routes)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+
+            let challenge = try app.fetchChallenge(from: gateway)
+            let body = Array(#"{"nonce":"\#(challenge)","level":7}"#.utf8)
+            let assertion = try app.assertion(clientData: body)
+            // Signed over the body only: another method or path with the same body passes.
+            let response = try gateway.request("PUT", "/legacy/scores?any=thing", headers: app.headers(assertion: assertion), body: body)
+            expectVerified(response, app: app, counter: 1)
+            #expect(try UpstreamEcho(response).bodySHA256 == SHA256.hash(body).map { String(format: "%02x", $0) }.joined())
+
+            // The same challenge again, freshly signed: used already.
+            let again = try app.assertion(clientData: body)
+            expectDenied(try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: again), body: body), 401, "challenge_invalid")
+            // A body changed after signing.
+            let fresh = try app.fetchChallenge(from: gateway)
+            let signedBody = Array(#"{"nonce":"\#(fresh)","level":7}"#.utf8)
+            let signed = try app.assertion(clientData: signedBody)
+            let tampered = Array(#"{"nonce":"\#(fresh)","level":99}"#.utf8)
+            expectDenied(try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: signed), body: tampered), 401, "invalid_signature")
+            // No challenge field in the body.
+            let bare = Array(#"{"level":7}"#.utf8)
+            let unbound = try app.assertion(clientData: bare)
+            expectDenied(try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: unbound), body: bare), 428, "challenge_missing")
+            #expect(try world.upstream.requestCount() == 1)
+        }
     }
 }
