@@ -143,11 +143,10 @@ enum HTTPClient {
             }
         }
         return exchanges.map { exchange in
-            var exchange = exchange
-            if exchange.result == nil {
-                exchange.finish(.failure(.timeout(received: exchange.received.count)))
-            }
-            return exchange.result!
+            if let result = exchange.result { return result }
+            var late = exchange
+            late.finish(.failure(.timeout(received: exchange.received.count)))  // closes the socket
+            return .failure(.timeout(received: exchange.received.count))
         }
     }
 
