@@ -33,8 +33,12 @@ extension EndToEnd {
             let total = 1000
             let requests = (0..<total).map { index in
                 HTTPRequest(
-                    port: gateways[index % 2].ports.proxy, "POST", "/v1/transfers",
-                    headers: app.headers(assertion: assertion), body: body)
+                    port: gateways[index % 2].ports.proxy,
+                    "POST",
+                    "/v1/transfers",
+                    headers: app.headers(assertion: assertion),
+                    body: body
+                )
             }
             let results = HTTPClient.sendAll(requests, timeout: .seconds(45))
 
@@ -91,9 +95,17 @@ extension EndToEnd {
                 let gateway = gateways[index % 2]
                 let challenge = try app.fetchChallenge(from: gateways[(index / 2) % 2])
                 return HTTPRequest(
-                    port: gateway.ports.proxy, "POST", "/app-attest/attest",
-                    body: Array(SimulatedApp.attestBody(
-                        keyID: app.keyID, attestation: try app.attestationObject(challenge: challenge), challenge: challenge).utf8))
+                    port: gateway.ports.proxy,
+                    "POST",
+                    "/app-attest/attest",
+                    body: Array(
+                        SimulatedApp.attestBody(
+                            keyID: app.keyID,
+                            attestation: try app.attestationObject(challenge: challenge),
+                            challenge: challenge
+                        ).utf8
+                    )
+                )
             }
             var created = 0
             var conflicts = 0
@@ -116,12 +128,24 @@ extension EndToEnd {
             let challenge = try app.fetchChallenge(from: gateways[0])
             let first = try app.assertion(method: "GET", target: "/v1/premium/x", challenge: challenge)
             expectVerified(
-                try gateways[1].request("GET", "/v1/premium/x", headers: app.headers(assertion: first, challenge: challenge)),
-                app: app, counter: 1)
+                try gateways[1].request(
+                    "GET",
+                    "/v1/premium/x",
+                    headers: app.headers(assertion: first, challenge: challenge)
+                ),
+                app: app,
+                counter: 1
+            )
             let second = try app.assertion(method: "GET", target: "/v1/premium/x", challenge: challenge)
             expectDenied(
-                try gateways[0].request("GET", "/v1/premium/x", headers: app.headers(assertion: second, challenge: challenge)),
-                401, "challenge_invalid")
+                try gateways[0].request(
+                    "GET",
+                    "/v1/premium/x",
+                    headers: app.headers(assertion: second, challenge: challenge)
+                ),
+                401,
+                "challenge_invalid"
+            )
         }
     }
 }

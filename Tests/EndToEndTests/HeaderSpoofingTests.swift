@@ -37,12 +37,19 @@ extension EndToEnd {
             for route in ["/v1/upload", "/watch/upload"] {
                 let assertion = try app.assertion(method: "POST", target: route, body: body)
                 let response = try gateway.request(
-                    "POST", route, headers: app.headers(assertion: assertion), body: body, trailers: Self.spoofedTrailers)
+                    "POST",
+                    route,
+                    headers: app.headers(assertion: assertion),
+                    body: body,
+                    trailers: Self.spoofedTrailers
+                )
                 expectVerified(response, app: app, counter: app.counter)
                 let echo = try UpstreamEcho(response)
                 #expect(echo.appHeaders["x-app-attest-app-id"] == [TestPolicy.appID])
                 #expect(
-                    !echo.trailers.contains { $0.0.lowercased().hasPrefix("x-app-") }, "\(route): trailers \(echo.trailers)")
+                    !echo.trailers.contains { $0.0.lowercased().hasPrefix("x-app-") },
+                    "\(route): trailers \(echo.trailers)"
+                )
             }
         }
 

@@ -65,7 +65,10 @@ extension EndToEnd {
             #expect(try UpstreamEcho(before).appHeaders == ["x-app-attest-status": ["skipped"]])
 
             // SIGHUP with a bad file (an unknown key): logged with line and field; the old policy stays.
-            let unknownKeyText = world.policy(ports: gateway.ports, routes: Self.routes(featureMode: "enforce", featureKey: "moed"))
+            let unknownKeyText = world.policy(
+                ports: gateway.ports,
+                routes: Self.routes(featureMode: "enforce", featureKey: "moed")
+            )
             let unknownLine = try Self.position(of: "moed", in: unknownKeyText).line
             try gateway.reload(with: unknownKeyText)
             let logged = gateway.child.waitForStderr(timeout: .seconds(10)) { $0.contains("policy_reload_failed") }
@@ -84,8 +87,15 @@ extension EndToEnd {
             // SIGHUP with the file gone (an editor's rename gone wrong): refused the same way.
             try FileManager.default.removeItem(atPath: gateway.policyPath)
             gateway.child.signal(SIGHUP)
-            #expect(gateway.child.waitForStderr(timeout: .seconds(10)) { _ in gateway.logEvents("policy_reload_failed").count == 2 })
-            #expect((gateway.logEvents("policy_reload_failed").last?["error"] as? String)?.contains(gateway.policyPath) == true)
+            #expect(
+                gateway.child.waitForStderr(timeout: .seconds(10)) { _ in
+                    gateway.logEvents("policy_reload_failed").count == 2
+                }
+            )
+            #expect(
+                (gateway.logEvents("policy_reload_failed").last?["error"] as? String)?.contains(gateway.policyPath)
+                    == true
+            )
             #expect(try persistent.send("GET", "/feature/x").status == 200)
 
             // SIGHUP with a good changed file: /feature switches from off to enforce.
@@ -167,7 +177,13 @@ extension EndToEnd {
             #expect(try app.attest(with: gateway).status == 201)
             expectVerified(try app.send("GET", "/v1/a", to: gateway), app: app, counter: 1)
 
-            try gateway.reload(with: world.policy(ports: gateway.ports, redisURL: other.url, routes: Self.routes(featureMode: "enforce")))
+            try gateway.reload(
+                with: world.policy(
+                    ports: gateway.ports,
+                    redisURL: other.url,
+                    routes: Self.routes(featureMode: "enforce")
+                )
+            )
             #expect(gateway.child.waitForStderr(timeout: .seconds(10)) { $0.contains("policy_reloaded") })
             expectDenied(try app.send("GET", "/v1/b", to: gateway), 401, "unknown_key")
             world.redis.kill()

@@ -28,10 +28,19 @@ extension EndToEnd {
             #expect(try app.attest(with: gateway).status == 201)
             expectVerified(try app.send("GET", "/strict/warm", to: gateway), app: app, counter: 1)
 
-            var requests = (0..<20).map { HTTPRequest(port: gateway.ports.proxy, "GET", "/public/slow?delay=700&n=\($0)") }
+            var requests = (0..<20).map {
+                HTTPRequest(port: gateway.ports.proxy, "GET", "/public/slow?delay=700&n=\($0)")
+            }
             for _ in 0..<20 {
                 let assertion = try app.assertion(method: "GET", target: "/strict/x")
-                requests.append(HTTPRequest(port: gateway.ports.proxy, "GET", "/strict/x", headers: app.headers(assertion: assertion)))
+                requests.append(
+                    HTTPRequest(
+                        port: gateway.ports.proxy,
+                        "GET",
+                        "/strict/x",
+                        headers: app.headers(assertion: assertion)
+                    )
+                )
             }
             world.redis.pause()
             defer { world.redis.resume() }

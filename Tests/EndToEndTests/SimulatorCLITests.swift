@@ -29,12 +29,15 @@ extension EndToEnd {
                 world.runGateway([
                     "sim", "attest", "--dir", simDirectory, "--app-id", TestPolicy.appID, "--challenge", challenge,
                     "--environment", "production",
-                ]))
+                ])
+            )
             let keyID = try #require(minted["key_id"] as? String)
             let attestation = try #require(minted["attestation"] as? String)
             let attested = try gateway.request(
-                "POST", "/app-attest/attest",
-                body: #"{"key_id":"\#(keyID)","attestation":"\#(attestation)","challenge":"\#(challenge)"}"#)
+                "POST",
+                "/app-attest/attest",
+                body: #"{"key_id":"\#(keyID)","attestation":"\#(attestation)","challenge":"\#(challenge)"}"#
+            )
             #expect(attested.status == 201, "\(attested)")
 
             let body = Array(#"{"item":"sku-42"}"#.utf8)
@@ -45,18 +48,29 @@ extension EndToEnd {
                     world.runGateway([
                         "sim", "assert", "--dir", simDirectory, "--key-id", keyID, "--app-id", TestPolicy.appID,
                         "--client-data", clientData.base64EncodedString(),
-                    ]))
+                    ])
+                )
                 #expect(signed["counter"] as? Int == expectedCounter)
                 let assertion = try #require(signed["assertion"] as? String)
                 let response = try gateway.request(
-                    "POST", target, headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", assertion)], body: body)
+                    "POST",
+                    target,
+                    headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", assertion)],
+                    body: body
+                )
                 #expect(response.status == 200, "\(response)")
                 #expect(try UpstreamEcho(response).appHeaders["x-app-attest-counter"] == [String(expectedCounter)])
                 // The same CLI assertion again is a replay.
                 expectDenied(
                     try gateway.request(
-                        "POST", target, headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", assertion)], body: body),
-                    401, "counter_replay")
+                        "POST",
+                        target,
+                        headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", assertion)],
+                        body: body
+                    ),
+                    401,
+                    "counter_replay"
+                )
             }
         }
     }

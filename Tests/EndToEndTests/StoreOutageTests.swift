@@ -55,7 +55,11 @@ extension EndToEnd {
             expectVerified(try app.send("GET", "/strict/a", to: gateway), app: app, counter: 1)
             expectVerified(try app.send("GET", "/lenient/a", to: gateway), app: app, counter: 2)
             let preOutage = try app.assertion(method: "GET", target: "/strict/b")
-            expectVerified(try gateway.request("GET", "/strict/b", headers: app.headers(assertion: preOutage)), app: app, counter: 3)
+            expectVerified(
+                try gateway.request("GET", "/strict/b", headers: app.headers(assertion: preOutage)),
+                app: app,
+                counter: 3
+            )
             #expect(try gateway.admin("/readyz").status == 200)
 
             // Traffic on its own thread (it alone uses `app` until joined): one request after
@@ -71,13 +75,24 @@ extension EndToEnd {
                     let result: Result<HTTPResponse, HTTPClientError>
                     do {
                         let assertion = try app.assertion(method: "GET", target: route)
-                        result = HTTPClient.sendAll(
-                            [HTTPRequest(port: gateway.ports.proxy, "GET", route, headers: app.headers(assertion: assertion))],
-                            timeout: .seconds(10))[0]
+                        result =
+                            HTTPClient.sendAll(
+                                [
+                                    HTTPRequest(
+                                        port: gateway.ports.proxy,
+                                        "GET",
+                                        route,
+                                        headers: app.headers(assertion: assertion)
+                                    )
+                                ],
+                                timeout: .seconds(10)
+                            )[0]
                     } catch {
                         result = .failure(.malformed("could not sign: \(error)"))
                     }
-                    state.outcomes.withLock { $0.append(Outcome(route: route, sentAfterKill: afterKill, result: result)) }
+                    state.outcomes.withLock {
+                        $0.append(Outcome(route: route, sentAfterKill: afterKill, result: result))
+                    }
                     usleep(5_000)
                 }
                 done.signal()
@@ -104,7 +119,10 @@ extension EndToEnd {
                     let status = echo.appHeaders["x-app-attest-status"] ?? []
                     if status == ["unverified; reason=store_error"] {
                         #expect(outcome.route == "/lenient/t", "a fail-closed route forwarded unverified")
-                        #expect(echo.appHeaders.count == 1, "identity headers on an unverified forward: \(echo.appHeaders)")
+                        #expect(
+                            echo.appHeaders.count == 1,
+                            "identity headers on an unverified forward: \(echo.appHeaders)"
+                        )
                         flaggedAfterKill += 1
                     } else {
                         #expect(status == ["verified"], "\(outcome.route): \(echo.appHeaders)")
@@ -145,7 +163,11 @@ extension EndToEnd {
             #expect(gateway.child.isRunning)
             expectVerified(try app.send("GET", "/strict/d", to: gateway), app: app, counter: app.counter)
             // Replay protection is back, with the counter Redis kept through the outage.
-            expectDenied(try gateway.request("GET", "/strict/b", headers: app.headers(assertion: preOutage)), 401, "counter_replay")
+            expectDenied(
+                try gateway.request("GET", "/strict/b", headers: app.headers(assertion: preOutage)),
+                401,
+                "counter_replay"
+            )
 
             // Redis hung (SIGSTOP): the command timeout (250 ms) bounds the answer.
             world.redis.pause()
@@ -160,10 +182,19 @@ extension EndToEnd {
             #expect(back, "no verified request after Redis resumed")
 
             let metrics = try gateway.metrics()
-            #expect((metrics[#"attest_gateway_verdicts_total{route="strict",verdict="store_error"}"#] ?? 0) >= Double(deniedAfterKill + 2))
-            #expect((metrics[#"attest_gateway_verdicts_total{route="lenient",verdict="store_error"}"#] ?? 0) >= Double(flaggedAfterKill + 1))
+            #expect(
+                (metrics[#"attest_gateway_verdicts_total{route="strict",verdict="store_error"}"#] ?? 0)
+                    >= Double(deniedAfterKill + 2)
+            )
+            #expect(
+                (metrics[#"attest_gateway_verdicts_total{route="lenient",verdict="store_error"}"#] ?? 0)
+                    >= Double(flaggedAfterKill + 1)
+            )
             #expect((metrics[#"attest_gateway_verdicts_total{route="strict",verdict="counter_replay"}"#] ?? 0) == 1)
-            let storeErrors = metrics.filter { $0.key.hasPrefix("attest_gateway_store_errors_total") }.values.reduce(0, +)
+            let storeErrors = metrics.filter { $0.key.hasPrefix("attest_gateway_store_errors_total") }.values.reduce(
+                0,
+                +
+            )
             #expect(storeErrors >= Double(deniedAfterKill + flaggedAfterKill + 3))
             #expect(!gateway.logEvents("store_error").isEmpty, "no store_error event logged")
         }
@@ -202,7 +233,11 @@ extension EndToEnd {
                     expectDenied(response, 503, "store_error")
                 } else {
                     #expect(response.status == 200, "#\(index): \(response)")
-                    #expect(try UpstreamEcho(response).appHeaders == ["x-app-attest-status": ["unverified; reason=store_error"]])
+                    #expect(
+                        try UpstreamEcho(response).appHeaders == [
+                            "x-app-attest-status": ["unverified; reason=store_error"]
+                        ]
+                    )
                 }
             }
             #expect(slowest < Self.answerBound, "slowest answer took \(slowest)")
@@ -217,9 +252,14 @@ extension EndToEnd {
             #expect(back, "no verified request after Redis resumed")
             #expect(try gateway.admin("/readyz").status == 200)
             let metrics = try gateway.metrics()
-            #expect(metrics[#"attest_gateway_verdicts_total{route="strict",verdict="store_error"}"#] == Double(total / 2))
-            #expect(metrics[#"attest_gateway_verdicts_total{route="lenient",verdict="store_error"}"#] == Double(total / 2))
-            let timeouts = metrics[#"attest_gateway_store_errors_total{operation="advance_counter",kind="store_timeout"}"#] ?? 0
+            #expect(
+                metrics[#"attest_gateway_verdicts_total{route="strict",verdict="store_error"}"#] == Double(total / 2)
+            )
+            #expect(
+                metrics[#"attest_gateway_verdicts_total{route="lenient",verdict="store_error"}"#] == Double(total / 2)
+            )
+            let timeouts =
+                metrics[#"attest_gateway_store_errors_total{operation="advance_counter",kind="store_timeout"}"#] ?? 0
             #expect(timeouts >= Double(total) * 0.9, "store_timeout count \(timeouts)")
         }
 

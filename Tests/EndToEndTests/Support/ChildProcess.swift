@@ -23,14 +23,18 @@ enum E2EPaths {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw E2EError(
                 "the gateway binary \(path) is missing: run `swift build` first (`make test` does), "
-                    + "or set ATTEST_GATEWAY_BIN")
+                    + "or set ATTEST_GATEWAY_BIN"
+            )
         }
         return path
     }
 
     static var upstreamScript: String { repositoryRoot.appendingPathComponent("scripts/upstream.py").path }
 
-    static func executable(_ name: String, in directories: [String] = ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"])
+    static func executable(
+        _ name: String,
+        in directories: [String] = ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"]
+    )
         throws -> String
     {
         for directory in directories {
@@ -84,9 +88,13 @@ final class TemporaryDirectory: Sendable {
             if kill(owner, 0) == 0 || errno == EPERM { continue }
             abandoned.append(directory)
         }
-        guard !abandoned.isEmpty, let pids = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+        guard !abandoned.isEmpty, let pids = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else {
+            return
+        }
         for pid in pids.compactMap(Int32.init) {
-            guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") else { continue }
+            guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") else {
+                continue
+            }
             if abandoned.contains(where: { cwd == $0 || cwd.hasPrefix($0 + "/") }) {
                 kill(pid, SIGKILL)
             }
@@ -230,7 +238,9 @@ struct ToolRun: Sendable {
 
     /// Runs `executable` with `arguments`, killing it (SIGKILL) if it runs past `timeout`.
     static func run(
-        _ executable: String, _ arguments: [String], in directory: TemporaryDirectory,
+        _ executable: String,
+        _ arguments: [String],
+        in directory: TemporaryDirectory,
         timeout: Duration = .seconds(20)
     ) throws -> ToolRun {
         let label = "tool-\(UInt32.random(in: 0...UInt32.max))"

@@ -14,7 +14,11 @@ struct HTTPRequest: Sendable {
     var trailers: [(String, String)]?
 
     init(
-        port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        port: UInt16,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = [],
         trailers: [(String, String)]? = nil
     ) {
         self.port = port
@@ -168,7 +172,11 @@ enum HTTPClient {
 
         mutating func start() {
             self.started = ContinuousClock.now
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                AF_INET,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
             guard fd >= 0 else {
                 self.finish(.failure(.io("socket", errno)))
                 return
@@ -221,13 +229,21 @@ enum HTTPClient {
                 let n = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
                 if n > 0 {
                     self.received += chunk[0..<n]
-                    if let response = try? ResponseParser.parse(self.received, atEOF: false, headRequest: self.request.method == "HEAD") {
+                    if let response = try? ResponseParser.parse(
+                        self.received,
+                        atEOF: false,
+                        headRequest: self.request.method == "HEAD"
+                    ) {
                         self.complete(response)
                         return
                     }
                 } else if n == 0 {
                     do {
-                        if let response = try ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
+                        if let response = try ResponseParser.parse(
+                            self.received,
+                            atEOF: true,
+                            headRequest: self.request.method == "HEAD"
+                        ) {
                             self.complete(response)
                         } else {
                             self.finish(.failure(.closedEarly(received: self.received.count)))
@@ -244,7 +260,13 @@ enum HTTPClient {
                     continue
                 } else {
                     let code = errno
-                    if code == ECONNRESET, let response = try? ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
+                    if code == ECONNRESET,
+                        let response = try? ResponseParser.parse(
+                            self.received,
+                            atEOF: true,
+                            headRequest: self.request.method == "HEAD"
+                        )
+                    {
                         self.complete(response)
                     } else {
                         self.finish(.failure(.io("recv", code)))
@@ -256,7 +278,11 @@ enum HTTPClient {
 
         mutating func complete(_ parsed: (Int, [(String, String)], [UInt8])) {
             let response = HTTPResponse(
-                status: parsed.0, headers: parsed.1, body: parsed.2, elapsed: ContinuousClock.now - self.started)
+                status: parsed.0,
+                headers: parsed.1,
+                body: parsed.2,
+                elapsed: ContinuousClock.now - self.started
+            )
             self.finish(.success(response))
         }
 
@@ -275,7 +301,9 @@ enum HTTPClient {
 enum ResponseParser {
     /// The response when `bytes` hold a complete one; nil when more bytes are needed.
     /// `headRequest`: the response to a HEAD request has no body whatever its headers say.
-    static func parse(_ bytes: [UInt8], atEOF: Bool, headRequest: Bool = false) throws -> (Int, [(String, String)], [UInt8])? {
+    static func parse(_ bytes: [UInt8], atEOF: Bool, headRequest: Bool = false) throws -> (
+        Int, [(String, String)], [UInt8]
+    )? {
         guard let headEnd = Self.find([13, 10, 13, 10], in: bytes, from: 0) else {
             if atEOF { throw HTTPClientError.closedEarly(received: bytes.count) }
             return nil
@@ -394,7 +422,9 @@ final class KeepAliveConnection {
         let bytes = Array((text + "\r\n").utf8) + body
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes {
+                Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard n > 0 else { throw HTTPClientError.io("send", errno) }
             sent += n
         }
@@ -404,8 +434,17 @@ final class KeepAliveConnection {
             let n = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
             if n > 0 {
                 received += chunk[0..<n]
-                if let (status, headers, body) = try ResponseParser.parse(received, atEOF: false, headRequest: method == "HEAD") {
-                    return HTTPResponse(status: status, headers: headers, body: body, elapsed: ContinuousClock.now - started)
+                if let (status, headers, body) = try ResponseParser.parse(
+                    received,
+                    atEOF: false,
+                    headRequest: method == "HEAD"
+                ) {
+                    return HTTPResponse(
+                        status: status,
+                        headers: headers,
+                        body: body,
+                        elapsed: ContinuousClock.now - started
+                    )
                 }
             } else if n == 0 {
                 throw HTTPClientError.closedEarly(received: received.count)
