@@ -79,6 +79,15 @@ extension EndToEnd {
             let tampered = try app.assertion(method: "GET", target: "/watch/a")
             let flagged = try gateway.request("GET", "/watch/b", headers: app.headers(assertion: tampered) + strip)
             expectFlagged(flagged, "invalid_signature")
+            // A failed request on a monitor route that claims success itself: still only the flag.
+            let claimed = try gateway.request(
+                "GET", "/watch/c",
+                headers: app.headers(assertion: tampered) + [
+                    ("X-App-Attest-Status", "verified"), ("X-App-Attest-Key-Id", app.keyID),
+                    ("X-App-Attest-App-Id", TestPolicy.appID), ("X-App-Attest-Counter", "99"),
+                ]
+            )
+            expectFlagged(claimed, "invalid_signature")
 
             let open = try gateway.request("GET", "/public/x", headers: strip)
             #expect(try UpstreamEcho(open).appHeaders == ["x-app-attest-status": ["skipped"]])
