@@ -68,6 +68,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            // Pre-mints simulator keys and assertions for `make bench`'s enforced route
+            // (scripts/bench-enforced.sh); development only, not shipped.
+            name: "bench-mint",
+            dependencies: ["Simulator", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: - Tests (Swift Testing)
         .testTarget(
             name: "VerificationTests",

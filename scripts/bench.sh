@@ -128,3 +128,4 @@ for s in socks:
 PY
     echo "# gateway RSS before the idle connections: $(( before / 1024 )) MB"
 fi
+[ "${SKIP_ENFORCED:-0}" = 1 ] || { cleanup; trap - EXIT; SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced.sh"; }

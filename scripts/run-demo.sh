@@ -71,6 +71,8 @@ cleanup() {
   [ "$stopping" = 1 ] && return 0
   stopping=1
   trap - INT TERM ERR
+  # Ctrl-C also stops a `| tee` reading our output: a write must not kill us mid-cleanup.
+  trap '' PIPE
   [ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null || true
   if [ -n "$gateway_pid" ] && kill -0 "$gateway_pid" 2>/dev/null; then
     echo "stopping the gateway (SIGTERM: in-flight requests drain)"
@@ -228,7 +230,7 @@ gateway_pid=$!
 wait_for gateway "$gateway_pid" 30 curl -sf -o /dev/null --max-time 1 "$admin/readyz"
 note "gateway pid $gateway_pid ready ($admin/readyz answers 200); its start-up log:"
 sed 's/^/   gateway| /' "$run_abs/gateway.log"
-if grep -qiE 'trust' "$run_abs/gateway.log" && grep -qiE 'develop' "$run_abs/gateway.log"; then
+if grep -qiE 'trust.*develop|develop.*trust' "$run_abs/gateway.log"; then
   pass "the gateway warns at start that it trusts a development CA"
 else
   failure "the gateway did not warn that it trusts a development CA"
@@ -329,9 +331,29 @@ else
   failure "public route: status $status, X-App-Attest-Status '$(header_from_echo X-App-Attest-Status)'"
 fi
 
+redis_url=redis://$host:$redis_port/0
+step "Operator looks the key up: $bin keys show <key_id> --redis $redis_url"
+key_json=$("$bin" keys show "$key_id" --redis "$redis_url")
+note "$key_json"
+# Counters: 1 (first request) and 3 (premium) were accepted; 2 (tampered) and 4 (reused
+# challenge) were refused before the store, 5 never reached it: the store holds 3.
+if [ "$(printf '%s' "$key_json" | json counter)" = 3 ] && [ "$(printf '%s' "$key_json" | json status)" = active ]; then
+  pass "key record: counter 3 (the highest accepted assertion), status active"
+else
+  failure "key record is not what the requests left behind: $key_json"
+fi
+
+step "Operator revokes the key: $bin keys revoke <key_id>; the device's next request"
+"$bin" keys revoke "$key_id" --redis "$redis_url" >/dev/null
+assert6=$(assertion "$(client_data POST "$target" "$order" "")")
+request POST "$target" "$order" "X-App-Attest-Key-Id: $key_id" "X-App-Assertion: $assert6"
+expect_denied "revoked key" 401 revoked_key
+
 step "Metrics: $admin/metrics"
 metrics=$(curl -sS --max-time 5 "$admin/metrics" || true)
-{ printf '%s\n' "$metrics" | grep -E '^attest_gateway_[a-z_]+\{[^}]*verdict=' || true; } | head -n 14 | sed 's/^/   /'
+# The gate's counters that moved (verdicts by route, attestations, challenges).
+{ printf '%s\n' "$metrics" | grep -E '^attest_gateway_(verdicts|attestations|challenges_issued)_total' | awk '$NF > 0' || true; } \
+  | head -n 20 | sed 's/^/   /'
 if printf '%s\n' "$metrics" | grep -E '^[a-z_]+\{[^}]*verdict="verified"[^}]*\} [1-9]' >/dev/null \
    && printf '%s\n' "$metrics" | grep -E 'verdict="counter_replay"' >/dev/null; then
   pass "metrics count the verified and the denied requests"
@@ -363,7 +385,8 @@ ${bold}The gateway keeps serving.${off} Press Ctrl-C to stop the gateway, the up
   metrics   $admin/metrics
   health    $admin/healthz  $admin/readyz
   policy    $policy           (edit, then: kill -HUP $gateway_pid)
-  simulator $bin sim assert --dir $run_dir/sim --key-id $key_id --app-id $app_id --client-data <base64>
+  simulator $bin sim attest --dir $run_dir/sim --app-id $app_id --challenge <challenge>
+            (the demo's key $key_id is revoked now)
 Gateway logs follow ($run_dir/access.log, $run_dir/gateway.log):
 EOF
 tail -n 0 -q -f "$run_abs/access.log" "$run_abs/gateway.log" &

@@ -2,9 +2,14 @@ private import COpenSSL
 import Foundation
 public import Verification
 
-/// The simulator's certificate authority: a test root, an intermediate that issues credential
-/// certificates (as "Apple App Attestation CA 1" does) and a receipt-signing certificate under
-/// the same intermediate (as "Application Attestation Fraud Receipt Signing" is under Apple's).
+/// The simulator's certificate authority, shaped like Apple's two chains:
+/// - root (P-384) → attestation CA (P-384, SHA-384) → credential certificates (P-256 device keys,
+///   signed with SHA-256, no key identifiers), as Apple App Attestation Root CA → Apple App
+///   Attestation CA 1 → leaf;
+/// - root → receipt CA (P-256, SHA-384) → receipt signer (P-256, with Apple's marker extension),
+///   as Apple Root CA - G3 → Apple Application Integration CA 5 - G1 → Application Attestation
+///   Fraud Receipt Signing.
+/// One root for both, so one `trust_roots` entry covers attestations and receipts.
 ///
 /// Development only: the gateway trusts this root only when a policy lists it in `trust_roots`.
 /// Immutable after creation, hence `@unchecked Sendable` (its OpenSSL objects are only read).
@@ -13,6 +18,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
     private let root: SimulatorCertificate
     private let intermediateKey: SimulatorKey
     private let intermediate: SimulatorCertificate
+    private let receiptCAKey: SimulatorKey
+    private let receiptCA: SimulatorCertificate
     private let receiptSignerKey: SimulatorKey
     private let receiptSigner: SimulatorCertificate
 
@@ -25,6 +32,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
         public static let rootKey = "root_ca_key.pem"
         public static let intermediateCertificate = "intermediate_ca.pem"
         public static let intermediateKey = "intermediate_ca_key.pem"
+        public static let receiptCACertificate = "receipt_ca.pem"
+        public static let receiptCAKey = "receipt_ca_key.pem"
         public static let receiptSignerCertificate = "receipt_signer.pem"
         public static let receiptSignerKey = "receipt_signer_key.pem"
     }
@@ -32,12 +41,15 @@ public final class SimulatorAuthority: @unchecked Sendable {
     private init(
         rootKey: SimulatorKey, root: SimulatorCertificate,
         intermediateKey: SimulatorKey, intermediate: SimulatorCertificate,
+        receiptCAKey: SimulatorKey, receiptCA: SimulatorCertificate,
         receiptSignerKey: SimulatorKey, receiptSigner: SimulatorCertificate
     ) throws(SimulatorError) {
         self.rootKey = rootKey
         self.root = root
         self.intermediateKey = intermediateKey
         self.intermediate = intermediate
+        self.receiptCAKey = receiptCAKey
+        self.receiptCA = receiptCA
         self.receiptSignerKey = receiptSignerKey
         self.receiptSigner = receiptSigner
         self.rootCertificatePEM = try root.pem
@@ -51,33 +63,48 @@ public final class SimulatorAuthority: @unchecked Sendable {
         let notAfter = now.addingTimeInterval(20 * 365 * 86_400)
         let (rootKey, root, intermediateKey, intermediate) = try makeCAPair(
             name: "attest-gateway Simulator", notBefore: notBefore, notAfter: notAfter)
-        let signerKey = try SimulatorKey.generate()
+        let receiptCAKey = try SimulatorKey.generate(.p256)
+        let receiptCA = try SimulatorCertificate.issue(
+            .init(
+                commonName: "attest-gateway Simulator Application Integration CA", notBefore: notBefore,
+                notAfter: notAfter, isCA: true, keyUsage: "keyCertSign,cRLSign", signatureDigestIsSHA384: true),
+            subjectKey: receiptCAKey, issuer: root, issuerKey: rootKey)
+        let signerKey = try SimulatorKey.generate(.p256)
         let signer = try SimulatorCertificate.issue(
             .init(
                 commonName: "Simulator Application Attestation Fraud Receipt Signing",
                 notBefore: notBefore, notAfter: notAfter, isCA: false, keyUsage: "digitalSignature",
                 customExtensions: [(ReceiptVerifier.receiptSigningMarkerOID, DERBuilder.null)]),
-            subjectKey: signerKey, issuer: intermediate, issuerKey: intermediateKey)
+            subjectKey: signerKey, issuer: receiptCA, issuerKey: receiptCAKey)
         return try SimulatorAuthority(
             rootKey: rootKey, root: root, intermediateKey: intermediateKey, intermediate: intermediate,
-            receiptSignerKey: signerKey, receiptSigner: signer)
+            receiptCAKey: receiptCAKey, receiptCA: receiptCA, receiptSignerKey: signerKey, receiptSigner: signer)
     }
 
     /// Loads an authority written by `save(directory:)`.
+    ///
+    /// Directories written before the receipt CA existed (receipt signer issued by the
+    /// attestation CA, all keys P-256) still load: their signer's issuer is the attestation CA.
     public static func load(directory: String) throws -> SimulatorAuthority {
+        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         func read(_ name: String) throws -> String {
-            let path = (directory as NSString).appendingPathComponent(name)
             do {
-                return try String(contentsOfFile: path, encoding: .utf8)
+                return try String(contentsOfFile: path(name), encoding: .utf8)
             } catch {
-                throw SimulatorError("cannot read \(path): \(error.localizedDescription)")
+                throw SimulatorError("cannot read \(path(name)): \(error.localizedDescription)")
             }
         }
+        let anyCurve: Set<SimulatorKey.Curve> = [.p256, .p384]
+        let intermediateKey = try SimulatorKey(pem: read(FileName.intermediateKey), curves: anyCurve)
+        let intermediate = try SimulatorCertificate(pem: read(FileName.intermediateCertificate))
+        let hasReceiptCA = FileManager.default.fileExists(atPath: path(FileName.receiptCACertificate))
         return try SimulatorAuthority(
-            rootKey: SimulatorKey(pem: read(FileName.rootKey)),
+            rootKey: SimulatorKey(pem: read(FileName.rootKey), curves: anyCurve),
             root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
-            intermediateKey: SimulatorKey(pem: read(FileName.intermediateKey)),
-            intermediate: SimulatorCertificate(pem: read(FileName.intermediateCertificate)),
+            intermediateKey: intermediateKey,
+            intermediate: intermediate,
+            receiptCAKey: hasReceiptCA ? SimulatorKey(pem: read(FileName.receiptCAKey), curves: anyCurve) : intermediateKey,
+            receiptCA: hasReceiptCA ? SimulatorCertificate(pem: read(FileName.receiptCACertificate)) : intermediate,
             receiptSignerKey: SimulatorKey(pem: read(FileName.receiptSignerKey)),
             receiptSigner: SimulatorCertificate(pem: read(FileName.receiptSignerCertificate)))
     }
@@ -91,6 +118,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (FileName.rootKey, try self.rootKey.privateKeyPEM, true),
             (FileName.intermediateCertificate, try self.intermediate.pem, false),
             (FileName.intermediateKey, try self.intermediateKey.privateKeyPEM, true),
+            (FileName.receiptCACertificate, try self.receiptCA.pem, false),
+            (FileName.receiptCAKey, try self.receiptCAKey.privateKeyPEM, true),
             (FileName.receiptSignerCertificate, try self.receiptSigner.pem, false),
             (FileName.receiptSignerKey, try self.receiptSignerKey.privateKeyPEM, true),
         ]
@@ -144,6 +173,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             notAfter: options.leafNotAfter ?? time.addingTimeInterval(2 * 86_400),
             isCA: false,
             keyUsage: "digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment",
+            keyIdentifiers: false,
             customExtensions: extensions)
 
         let issuer: SimulatorCertificate
@@ -232,10 +262,12 @@ public final class SimulatorAuthority: @unchecked Sendable {
     /// The receipt signer's certificate and key, and the CA certificates (for tests that build
     /// receipts from other signers).
     var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) { (self.receiptSigner, self.receiptSignerKey) }
-    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate) { (self.root, self.intermediate) }
+    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate, receiptCA: SimulatorCertificate) {
+        (self.root, self.intermediate, self.receiptCA)
+    }
 
     /// PKCS#7 SignedData over `content`, signed by the receipt signer, certificates
-    /// [signer, intermediate, root] like Apple's.
+    /// [signer, receipt CA, root] like Apple's.
     ///
     /// `signer`, `signerKey` and `certificates` replace the receipt signer and the embedded
     /// certificates (tests use them to build receipts from other signers).
@@ -255,7 +287,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             DERBuilder.octetString(signature),
         ])
         var encodedCertificates: [[UInt8]] = []
-        for certificate in certificates ?? [self.receiptSigner, self.intermediate, self.root] {
+        for certificate in certificates ?? [self.receiptSigner, self.receiptCA, self.root] {
             encodedCertificates.append(try certificate.der)
         }
         let dataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.1")
@@ -270,7 +302,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
         }
-        precondition(chunkSize > 0, "chunk size must be positive")
+        guard chunkSize > 0 else { throw SimulatorError("receipt chunk size must be positive, not \(chunkSize)") }
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }
@@ -288,21 +320,22 @@ public final class SimulatorAuthority: @unchecked Sendable {
 
     // MARK: - Helpers
 
+    /// A P-384 root and a P-384 intermediate signed with SHA-384 (Apple's App Attest CA shape).
     private static func makeCAPair(name: String, notBefore: Date, notAfter: Date) throws(SimulatorError) -> (
         rootKey: SimulatorKey, root: SimulatorCertificate,
         intermediateKey: SimulatorKey, intermediate: SimulatorCertificate
     ) {
-        let rootKey = try SimulatorKey.generate()
+        let rootKey = try SimulatorKey.generate(.p384)
         let root = try SimulatorCertificate.issue(
             .init(
                 commonName: "\(name) Root CA", notBefore: notBefore, notAfter: notAfter, isCA: true,
-                keyUsage: "keyCertSign,cRLSign"),
+                keyUsage: "keyCertSign,cRLSign", signatureDigestIsSHA384: true),
             subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
-        let intermediateKey = try SimulatorKey.generate()
+        let intermediateKey = try SimulatorKey.generate(.p384)
         let intermediate = try SimulatorCertificate.issue(
             .init(
                 commonName: "\(name) App Attestation CA 1", notBefore: notBefore, notAfter: notAfter, isCA: true,
-                keyUsage: "keyCertSign,cRLSign"),
+                keyUsage: "keyCertSign,cRLSign", pathLength: 0, signatureDigestIsSHA384: true),
             subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
         return (rootKey, root, intermediateKey, intermediate)
     }

@@ -45,7 +45,7 @@ public struct SimulatorDirectory: Sendable {
         try FileManager.default.createDirectory(atPath: self.keysPath, withIntermediateDirectories: true)
         let device = try SimulatedDevice.generate()
         try SimulatorFiles.writeAtomically(
-            Array(try device.privateKeyPEM.utf8), to: self.keyFile(device.keyID), mode: 0o600)
+            Array(device.privateKeyPEM.utf8), to: self.keyFile(device.keyID), mode: 0o600)
         return device
     }
 

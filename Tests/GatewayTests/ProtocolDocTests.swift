@@ -301,3 +301,49 @@ struct ClientDataExample: Equatable {
         #expect(policy.listen.map(\.description) == ["0.0.0.0:8080"] && doc.contains("| `listen` | `host:port` or a list of them | `0.0.0.0:8080` |"))
     }
 }
+
+/// Every metric family the gateway registers appears in docs/operations.md's metrics table with
+/// its labels, so dashboards and alerts are written against names that exist.
+@Suite struct MetricsDocTests {
+    @Test func everyRegisteredMetricIsDocumented() throws {
+        let doc = try ProtocolDocTests.read("docs/operations.md")
+        let registry = MetricsRegistry()
+        _ = ProxyMetrics(registry: registry)
+        let gate = GatewayGateMetrics(registry: registry, routeNames: ["r"])
+        // Touch every labelled family once so that its label names show in the exposition.
+        gate.requestDecided(route: "r", verdict: .verified)
+        gate.attestation(result: "verified")
+        gate.storeError(operation: "ping", kind: .timeout)
+        let text = registry.render()
+        var families: [String: Set<String>] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
+            let name = line.dropFirst("# TYPE ".count).prefix { $0 != " " }
+            families[String(name)] = []
+        }
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let brace = line.firstIndex(of: "{"), let close = line.firstIndex(of: "}") else { continue }
+            var name = String(line[..<brace])
+            for suffix in ["_bucket", "_sum", "_count"] where families[name] == nil && name.hasSuffix(suffix) {
+                name = String(name.dropLast(suffix.count))
+            }
+            for pair in line[line.index(after: brace)..<close].split(separator: ",") {
+                let label = String(pair.prefix { $0 != "=" })
+                if label != "le" { families[name, default: []].insert(label) }
+            }
+        }
+        #expect(families.count >= 11, "found only \(families.keys.sorted())")
+        let rows = doc.split(separator: "\n").filter { $0.hasPrefix("| `attest_gateway_") }
+        for (name, labels) in families.sorted(by: { $0.key < $1.key }) {
+            let row = rows.first { $0.hasPrefix("| `\(name)` |") }
+            #expect(row != nil, "docs/operations.md has no row for \(name)")
+            for label in labels.sorted() {
+                #expect(row?.contains("`\(label)`") == true, "\(name): label \(label) not documented")
+            }
+        }
+        // ... and the table names no metric the gateway does not have.
+        for row in rows {
+            let name = String(row.dropFirst(3).prefix { $0 != "`" })
+            #expect(families[name] != nil, "docs/operations.md documents \(name), which is not registered")
+        }
+    }
+}

@@ -93,6 +93,13 @@ import Verification
         .init(
             name: "credentialId is not the key ID", expected: .credentialIDMismatch,
             options: with { $0.credentialID = [UInt8](repeating: 0xab, count: 32) }),
+        // Structure: what every attestation must carry.
+        .init(
+            name: "attStmt without receipt", expected: .malformedAttestation,
+            options: with { $0.includeReceipt = false }),
+        .init(
+            name: "flag AT cleared: no attested credential data", expected: .malformedAuthenticatorData,
+            options: with { $0.flags = 0x00 }),
     ]
 
     @Test(arguments: attestationCases)

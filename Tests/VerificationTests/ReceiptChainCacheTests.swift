@@ -1,7 +1,9 @@
+import Dispatch
 import Foundation
 @testable import Simulator
+import Synchronization
 import Testing
-import Verification
+@testable import Verification
 
 /// The receipt verifier remembers chains it verified (signer + embedded certificates + validity
 /// window). These tests show that the cache never changes an outcome.
@@ -34,8 +36,8 @@ import Verification
                 customExtensions: [(ReceiptVerifier.receiptSigningMarkerOID, [0x05, 0x00])]),
             subjectKey: rogueKey, issuer: nil, issuerKey: rogueKey)
         let (signer, signerKey) = authority.receiptSigning
-        let (root, intermediate) = authority.caCertificates
-        let certificates = [rogue, signer, intermediate, root]
+        let (root, _, receiptCA) = authority.caCertificates
+        let certificates = [rogue, signer, receiptCA, root]
 
         let device = try SimulatedDevice.generate()
         let certificate = try ReceiptPayloadTests.attestedCertificate(device)
@@ -62,16 +64,16 @@ import Verification
     }
 
     @Test func trustedSignerWithoutMarkerIsRefused() throws {
-        // The intermediate chains to the root but is not a receipt-signing certificate.
+        // The receipt CA chains to the root but is not a receipt-signing certificate.
         let authority = SharedSimulator.authority
-        let (root, intermediate) = authority.caCertificates
+        let (root, _, receiptCA) = authority.caCertificates
         let genuine = try authority.receipt(
             attestedCertificate: try ReceiptPayloadTests.attestedCertificate(try SimulatedDevice.generate()),
             appID: SharedSimulator.appID, clientHash: [1], environment: .production)
-        let intermediateKey = try Self.intermediateKey(authority)
+        let receiptCAKey = try Self.receiptCAKey(authority)
         let forged = try authority.signedData(
-            try Self.payload(of: genuine), chunkSize: 1000, signer: intermediate, signerKey: intermediateKey,
-            certificates: [intermediate, root])
+            try Self.payload(of: genuine), chunkSize: 1000, signer: receiptCA, signerKey: receiptCAKey,
+            certificates: [receiptCA, root])
         let error = #expect(throws: VerificationError.self) {
             try SharedSimulator.receiptVerifier().verify(receipt: forged, appID: nil, publicKey: nil, at: nil)
         }
@@ -94,12 +96,37 @@ import Verification
         return try #require(try wrapped.next()).octetStringBytes(limits: limits)
     }
 
-    static func intermediateKey(_ authority: SimulatorAuthority) throws -> SimulatorKey {
+    static func receiptCAKey(_ authority: SimulatorAuthority) throws -> SimulatorKey {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try authority.save(directory: directory)
         let pem = try String(
-            contentsOfFile: (directory as NSString).appendingPathComponent("intermediate_ca_key.pem"), encoding: .utf8)
+            contentsOfFile: (directory as NSString).appendingPathComponent("receipt_ca_key.pem"), encoding: .utf8)
         return try SimulatorKey(pem: pem)
+    }
+}
+
+/// One `ReceiptVerifier` shared by many threads: every vector gives its result every time, the
+/// chain cache included, and no failure leaves an entry on OpenSSL's thread-local error queue.
+@Suite struct ReceiptConcurrencyTests {
+    @Test func oneVerifierFromManyThreads() throws {
+        let vectors = try ReceiptVector.loadAll()
+        let keys = try vectors.map { try TestPEM.x962(fromSPKI: $0.publicKeyPEM) }
+        let verifier = try ReceiptVerifier()
+        let expired = try #require(RFC3339.parse("2030-01-01T00:00:00Z"))
+        let wrong = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for round in 0..<30 {
+                let index = (worker * 7 + round) % vectors.count
+                let vector = vectors[index]
+                // Every third round at a time when no receipt-signing certificate is valid.
+                let late = round % 3 == 0
+                let result = try? verifier.verify(
+                    receipt: vector.receipt, appID: vector.appID, publicKey: keys[index], at: late ? expired : nil)
+                if (result != nil) != (vector.expectedValid && !late) { wrong.withLock { $0 += 1 } }
+                if !OpenSSLErrorQueue.isEmpty { wrong.withLock { $0 += 1 } }
+            }
+        }
+        #expect(wrong.withLock { $0 } == 0)
     }
 }

@@ -197,6 +197,20 @@ import Verification
         #expect(error?.code == .receiptFieldMissing)
     }
 
+    @Test func nonMinimalLengthsInThePayloadAreTolerated() throws {
+        // App ID field with its OCTET STRING length written as `81 1a` instead of `1a`.
+        let appID = Array("ABCDE12345.com.example.app".utf8)
+        let inner: [UInt8] = [0x02, 0x01, 0x02, 0x02, 0x01, 0x01, 0x04, 0x81, UInt8(appID.count)] + appID
+        let field = [0x30, UInt8(inner.count)] + inner
+        let payload = Self.set([field] + Self.standardFields(except: [2]))
+        #expect(try Receipt(payload: payload).appID == "ABCDE12345.com.example.app")
+        // Indefinite lengths are not.
+        let fields: [UInt8] = Self.standardFields().flatMap { $0 }
+        let indefinite: [UInt8] = [0x31, 0x80] + fields + [0x00, 0x00]
+        let error = #expect(throws: VerificationError.self) { try Receipt(payload: indefinite) }
+        #expect(error?.code == .malformedReceipt)
+    }
+
     @Test func unknownFieldsAreSkipped() throws {
         let payload = Self.set(Self.standardFields() + [Self.field(99, [0xde, 0xad]), Self.field(1, [])])
         #expect(try Receipt(payload: payload).appID == "ABCDE12345.com.example.app")

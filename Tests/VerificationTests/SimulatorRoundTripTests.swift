@@ -135,7 +135,7 @@ enum SharedSimulator {
 
     @Test func deviceKeyRoundTripsThroughPEM() throws {
         let device = try SimulatedDevice.generate()
-        let restored = try SimulatedDevice(privateKeyPEM: try device.privateKeyPEM)
+        let restored = try SimulatedDevice(privateKeyPEM: device.privateKeyPEM)
         #expect(restored.keyID == device.keyID)
         #expect(restored.publicKey == device.publicKey)
         #expect(throws: (any Error).self) { try SimulatedDevice(privateKeyPEM: "not a key") }

@@ -47,6 +47,8 @@ expect '^PASS tampered body: denied with 401 invalid_signature' "tampered reques
 expect '^PASS reused challenge: denied with 401 challenge_invalid' "reused challenge denied"
 expect '^PASS missing challenge: denied with 428 challenge_missing' "missing challenge denied"
 expect '^PASS missing assertion: denied with 401 assertion_missing' "request without assertion denied"
+expect '^PASS key record: counter 3' "keys show"
+expect '^PASS revoked key: denied with 401 revoked_key' "revocation"
 expect '^PASS metrics count the verified and the denied requests' "metrics"
 expect '^demo: [0-9]+ passed, 0 failed' "the summary line"
 if grep -qE '^ +X-App-Attest-App-Id: FORGED' "$work/demo.out"; then problems+=("the forged identity header reached the upstream"); fi

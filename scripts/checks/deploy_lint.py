@@ -246,6 +246,9 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
 
     for init in init_containers:
         iname = f"{where} initContainer {init.get('name')}"
+        if init.get("image") != gateway.get("image"):
+            problems.append(f"{iname}: image {init.get('image')!r} differs from the gateway's {image!r} "
+                            "(it validates the policy with the same binary)")
         isc = init.get("securityContext") or {}
         if isc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
             problems.append(f"{iname}: securityContext.runAsNonRoot is not true")
@@ -620,6 +623,7 @@ def self_test() -> int:
         mutate("no secret", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].pop("env"))
         mutate("no renderer", lambda k: k["Deployment"]["spec"]["template"]["spec"].pop("initContainers"))
         mutate("rendered policy on disk", lambda k: k["Deployment"]["spec"]["template"]["spec"]["volumes"][1].update(emptyDir={}))
+        mutate("init image differs", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].update(image="busybox:1.36"))
         mutate("init container as root", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["securityContext"].update(runAsNonRoot=False))
     problems, _ = run_checks()
     failures += [f"self-test: the real files fail: {p}" for p in problems]

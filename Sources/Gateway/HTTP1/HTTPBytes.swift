@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-private import Glibc
+    private import Glibc
 #elseif canImport(Darwin)
-private import Darwin
+    private import Darwin
 #endif
 
 // Byte-level building blocks shared by the request and response parsers: character classes,
@@ -218,7 +218,9 @@ struct HTTPHeadFacts {
     }
 
     /// Host: reg-name / IP-literal characters and an optional port (RFC 3986 authority without userinfo).
-    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int) throws(HTTPParserError) {
+    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int)
+        throws(HTTPParserError)
+    {
         self.hostCount += 1
         if self.hostCount > 1 { throw .duplicateHost }
         self.hostFieldIndex = fieldIndex
@@ -274,15 +276,19 @@ enum HTTPFieldParser {
     /// Parses the field lines from `start` up to the empty line that ends the block at `end`
     /// (exclusive, just past that line). Line terminator: CRLF or a bare LF (RFC 9112 §2.2);
     /// a CR anywhere else is an error.
+    /// With `dropsUnderscoreNames`, a field whose name contains `_` is validated like any other
+    /// (and counts towards `maxCount`) but is neither returned nor interpreted.
     static func parse(
         _ buffer: UnsafeRawBufferPointer,
         from start: Int,
         to end: Int,
         maxCount: Int,
         mode: Mode,
+        dropsUnderscoreNames: Bool = false,
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) -> [HTTPHeaders.Element] {
         var fields: [HTTPHeaders.Element] = []
+        var lineCount = 0
         var lineStart = start
         while lineStart < end {
             guard let lf = buffer.indexOfLF(from: lineStart, to: end) else {
@@ -292,9 +298,17 @@ enum HTTPFieldParser {
             var lineEnd = lf
             if lineEnd > lineStart, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
             if lineEnd == lineStart { break }  // the empty line
-            if fields.isEmpty { fields.reserveCapacity(12) }
-            if fields.count >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
-            try Self.parseLine(buffer, lineStart..<lineEnd, mode: mode, into: &fields, facts: &facts)
+            if lineCount == 0 { fields.reserveCapacity(12) }
+            if lineCount >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
+            lineCount += 1
+            try Self.parseLine(
+                buffer,
+                lineStart..<lineEnd,
+                mode: mode,
+                dropsUnderscoreNames: dropsUnderscoreNames,
+                into: &fields,
+                facts: &facts
+            )
             lineStart = lf + 1
         }
         return fields
@@ -305,13 +319,18 @@ enum HTTPFieldParser {
         _ buffer: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         mode: Mode,
+        dropsUnderscoreNames: Bool,
         into fields: inout [HTTPHeaders.Element],
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) {
         let first = buffer[line.lowerBound]
         if HTTPByte.isWhitespace(first) { throw .obsoleteLineFolding }
         var index = line.lowerBound
-        while index < line.upperBound, HTTPByte.isToken(buffer[index]) { index += 1 }
+        var hasUnderscore = false
+        while index < line.upperBound, HTTPByte.isToken(buffer[index]) {
+            if buffer[index] == UInt8(ascii: "_") { hasUnderscore = true }
+            index += 1
+        }
         guard index < line.upperBound else { throw .invalidHeaderName }  // no colon
         let separator = buffer[index]
         if separator != HTTPByte.colon {
@@ -328,6 +347,7 @@ enum HTTPFieldParser {
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
         let hasHighBytes = try Self.validateValue(buffer, value)
+        if hasUnderscore && dropsUnderscoreNames { return }
 
         if mode != .trailers {
             switch name.count {
@@ -362,7 +382,9 @@ enum HTTPFieldParser {
     /// Eight bytes at a time: a word with no byte below 0x20, no DEL and no high bit is plain
     /// VCHAR/SP (the common case); any other word is checked byte by byte.
     @inline(__always)
-    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError) -> Bool {
+    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError)
+        -> Bool
+    {
         var index = value.lowerBound
         if let base = buffer.baseAddress {
             let ones: UInt64 = 0x0101_0101_0101_0101
@@ -431,7 +453,22 @@ extension String {
 
     /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
     func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
-        guard self.utf8.count == other.utf8.count else { return false }
+        let count = self.utf8.count
+        guard count == other.utf8.count else { return false }
+        let fast = self.utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in
+                for index in 0..<count where HTTPByte.lower(a[index]) != HTTPByte.lower(b[index]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
         return zip(self.utf8, other.utf8).allSatisfy { HTTPByte.lower($0) == HTTPByte.lower($1) }
+    }
+
+    /// Concrete overload of `StringProtocol.caseInsensitiveEquals` (HTTPHead.swift) for two
+    /// Strings: `HTTPHeaders` lookups and every other String–String call pick it instead of the
+    /// generic version, which costs generic dispatch and a zip iterator per call.
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
+        self.equalsCaseInsensitiveASCII(other)
     }
 }

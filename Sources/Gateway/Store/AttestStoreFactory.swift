@@ -3,7 +3,8 @@ package enum AttestStoreFactory {
     /// `.memory` → `MemoryStore`; `.redis(url)` → a `RedisStore` that starts connecting now.
     /// Throws when the URL is malformed (the policy loader normally caught that already).
     package static func make(
-        _ configuration: StoreConfiguration, redis: RedisConfiguration = RedisConfiguration()
+        _ configuration: StoreConfiguration,
+        redis: RedisConfiguration = RedisConfiguration()
     ) throws(RedisURLError) -> any AttestStore {
         switch configuration {
         case .memory:

@@ -17,6 +17,12 @@ import Synchronization
 /// 5. App ID (`receipt_app_id_mismatch`) and attested public key (`receipt_public_key_mismatch`)
 ///    when the caller passes them.
 ///
+/// Verification time: Apple's receipt-signing certificates live about a year, shorter than the
+/// keys whose receipts they sign, so a receipt is checked at its own creation time (field 12),
+/// as Apple's documentation says; `time` overrides it (the CLI's `--at`). The vector tests run
+/// every receipt both ways: with no time and at the vector's `valid_at` (creation time, to the
+/// second or + 1 minute), with the same outcome.
+///
 /// Thread-safe: the trust store is built once and only read; each call makes its own
 /// `X509_STORE_CTX` and drains the OpenSSL error queue.
 public struct ReceiptVerifier: Sendable {

@@ -132,8 +132,10 @@ final class CertificateTrustStore: @unchecked Sendable {
 
         let result = withExtendedLifetime(intermediates) { X509_verify_cert(ctx) }
         if result == 1 {
-            // Chain: leaf, intermediate(s), root. Record the validity of what is above x5c[1].
-            guard let chain = X509_STORE_CTX_get0_chain(ctx), OPENSSL_sk_num(chain) == 3,
+            // Cacheable only as leaf, x5c[1] itself (not a look-alike OpenSSL found in the
+            // store), root: then record the validity of the root above it.
+            guard intermediates.count == 1, let chain = X509_STORE_CTX_get0_chain(ctx), OPENSSL_sk_num(chain) == 3,
+                  let middle = OPENSSL_sk_value(chain, 1), X509_cmp(OpaquePointer(middle), intermediates[0].pointer) == 0,
                   let top = OPENSSL_sk_value(chain, 2)
             else { return nil }
             return ParsedCertificate.validity(of: OpaquePointer(top))

@@ -66,7 +66,9 @@ final class RedisServer: @unchecked Sendable {
         let template = FileManager.default.temporaryDirectory.appendingPathComponent("attest-redis-XXXXXX").path
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw RedisServerError("mkdtemp failed: errno \(errno)") }
-        self.directory = URL(fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        self.directory = URL(
+            fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        )
     }
 
     deinit {
@@ -163,7 +165,9 @@ final class RedisServer: @unchecked Sendable {
     /// Stops the server and removes its directory. Idempotent.
     func shutDown() {
         try? self.stop()
-        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil { try? FileManager.default.removeItem(at: self.directory) }
+        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil {
+            try? FileManager.default.removeItem(at: self.directory)
+        }
     }
 
     private func logTail() -> String {
@@ -244,7 +248,9 @@ func freeServerPort() throws -> UInt16 {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if bound == 0 { return port }
     }
@@ -299,7 +305,9 @@ final class RESPClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let code = errno

@@ -48,6 +48,8 @@ final class UpstreamProcess: @unchecked Sendable {
         UpstreamConfiguration(name: "api", host: "127.0.0.1", port: self.port, maxConnections: 8)
     }
 
+    /// SIGKILL: a test upstream has nothing to flush, and SIGTERM can be ignored (SIG_IGN is
+    /// inherited through exec), which once hung the whole test run at exit (from deinit).
     func stop() {
         guard self.process.isRunning else { return }
         kill(self.process.processIdentifier, SIGKILL)

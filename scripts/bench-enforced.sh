@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# bench-enforced.sh - `make bench`, enforced route: the gateway (release build) verifying an App
+# Attest assertion on every request, beside nginx as a plain reverse proxy and beside
+# `openssl speed ecdsap256` one-core verify/s, all measured in the same run.
+#
+# Setup (loopback, high ports; the shared baseline's conf files):
+#   upstream : nginx, 1 worker, fixed 200 + 100-byte body            127.0.0.1:18080
+#   nginx    : nginx reverse proxy, 1 worker (the ratio base)        127.0.0.1:18081
+#   redis    : redis-server, empty, no persistence (the gateway store) 127.0.0.1:16379
+#   gateway  : attest-gateway serve, default loop count (as bench.sh),
+#              access log on, to /dev/null (as bench.sh)              127.0.0.1:18086 (admin :18087)
+#     route "enforced" GET /v1/bench: mode enforce, binding request, challenge none
+#     route "passthrough" everything else: mode off (the "gateway-off" row)
+# Keys: ENFORCED_KEYS simulator keys (default 8 x CONNS), each attested through the gateway's
+# real /app-attest/challenge + /app-attest/attest (scripts/bench/attest_keys.py), then
+# assertions pre-minted by the simulator (`bench-mint assert`): round-robin over the keys,
+# each key's counter +1 per pass, so consecutive uses of a key are ENFORCED_KEYS requests
+# apart and 32 connections never deliver one key's counters out of order. wrk sends each
+# assertion once (scripts/bench/enforced.lua); later runs continue after the last one sent.
+# Validity checks before measuring: one assertion passes (200), the same one again is refused
+# (401 counter_replay), a request without headers is refused (401 assertion_missing).
+#
+# Rounds: ROUNDS interleaved rounds (target order rotated each round), each target measured
+# like proxy_baseline.sh does (wait for a quiet machine, WARMUP s of wrk, then DURATION s with
+# --latency); each round starts with `openssl speed -seconds OPENSSL_SECONDS ecdsap256`
+# pinned to one core (verify/s per CPU second, as openssl counts).
+# Summary: per target median req/s, p50, p99, errors (non-2xx + socket errors + requests sent
+# without an assertion), CPU us per request (target's processes; redis separately), ratios
+# paired per round to nginx-proxy, load average and steal; then the goals:
+#   gateway-enforced req/s / openssl one-core verify/s >= 0.8
+#   gateway-enforced p99 <= nginx-proxy p99 + 1 ms
+# A run with any error is reported as NOT a valid measurement (exit 1).
+#
+# Env: SHARED_DIR (default <repo>/../shared), THREADS=1 (only 1 is supported) CONNS=32
+#      DURATION=6 WARMUP=1 ROUNDS=3 WAIT_QUIET=5 QUIET_PCT=10 OPENSSL_SECONDS=3
+#      ENFORCED_KEYS=8*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
+#      PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
+#      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
+#      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
+# Raw wrk output and rounds.tsv: $BENCH_WORK/enforced-<timestamp>/ (default /tmp/attest-bench).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHARED_DIR="${SHARED_DIR:-$ROOT/../shared}"
+CONF="$SHARED_DIR/bench/conf"
+THREADS="${THREADS:-1}"
+CONNS="${CONNS:-32}"
+DURATION="${DURATION:-6}"
+WARMUP="${WARMUP:-1}"
+ROUNDS="${ROUNDS:-3}"
+WAIT_QUIET="${WAIT_QUIET:-5}"
+QUIET_PCT="${QUIET_PCT:-10}"
+OPENSSL_SECONDS="${OPENSSL_SECONDS:-3}"
+KEYS="${ENFORCED_KEYS:-$((8 * CONNS))}"
+MAX_RPS="${ENFORCED_MAX_RPS:-20000}"
+PASSTHROUGH="${PASSTHROUGH:-1}"
+GATEWAY_PORT=18086
+ADMIN_PORT=18087
+APP_ID="BENCH12345.com.example.bench"
+ENFORCED_PATH="/v1/bench"
+CLK_TCK="$(getconf CLK_TCK)"
+STAMP="$(date +%Y%m%d-%H%M%S)"
+OUT="${BENCH_WORK:-${TMPDIR:-/tmp}/attest-bench}/enforced-$STAMP"
+
+die() { echo "bench-enforced: $*" >&2; exit 1; }
+[ -f "$CONF/nginx-upstream.conf" ] || die "$CONF/nginx-upstream.conf not found (set SHARED_DIR)"
+[ "$THREADS" = 1 ] || die "THREADS=$THREADS: only THREADS=1 keeps each key's counters in order"
+[ "$KEYS" -ge $((4 * CONNS)) ] || die "ENFORCED_KEYS=$KEYS: at least 4 x CONNS keys are needed"
+for tool in nginx redis-server redis-cli wrk openssl curl python3; do
+    command -v "$tool" > /dev/null || die "$tool not installed (make bench-deps)"
+done
+
+cd "$ROOT"
+swift build -c release >&2 || die "release build failed"
+BIN="$ROOT/.build/release/attest-gateway"
+MINT="$ROOT/.build/release/bench-mint"
+[ -x "$MINT" ] || die "$MINT missing"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-bench-enforced.XXXXXX")"
+mkdir -p "$WORK/run" "$OUT"
+STARTED_PIDS=()
+cleanup() {
+    local p
+    for p in "${STARTED_PIDS[@]}"; do kill -TERM "$p" 2> /dev/null; done
+    for p in "${STARTED_PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
+        kill -0 "$p" 2> /dev/null && kill -KILL "$p" 2> /dev/null
+    done
+    STARTED_PIDS=()
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_in_use() { ss -Htln "sport = :$1" | grep -q .; }
+# Another benchmark on these ports (e.g. bench.sh's baseline) would also skew this one: wait
+# for it to finish (up to PORT_WAIT s), never run beside it.
+waited=0
+for port in 18080 18081 16379 $GATEWAY_PORT $ADMIN_PORT; do
+    while port_in_use "$port"; do
+        [ "$waited" -ge "${PORT_WAIT:-300}" ] && die "port $port still in use after ${waited}s; refusing to start"
+        [ "$waited" = 0 ] && echo "# port $port in use (another benchmark?): waiting up to ${PORT_WAIT:-300}s" >&2
+        sleep 5; waited=$((waited + 5))
+    done
+done
+wait_http() { # url
+    for _ in $(seq 100); do
+        curl -s -o /dev/null --max-time 1 "$1" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# --- servers
+nginx -p "$WORK" -e "$WORK/run/nginx-upstream.startup.log" -c "$CONF/nginx-upstream.conf" -g 'daemon off;' &
+UP_PID=$!; STARTED_PIDS+=("$UP_PID")
+nginx -p "$WORK" -e "$WORK/run/nginx-proxy.startup.log" -c "$CONF/nginx-proxy.conf" -g 'daemon off;' &
+NGX_PID=$!; STARTED_PIDS+=("$NGX_PID")
+redis-server "$CONF/redis.conf" --dir "$WORK/run" > "$WORK/run/redis.log" 2>&1 &
+REDIS_PID=$!; STARTED_PIDS+=("$REDIS_PID")
+for _ in $(seq 50); do redis-cli -p 16379 ping > /dev/null 2>&1 && break; sleep 0.1; done
+wait_http http://127.0.0.1:18080/ || die "upstream nginx did not come up"
+wait_http http://127.0.0.1:18081/ || die "nginx proxy did not come up"
+
+"$BIN" sim init --dir "$WORK/sim" > /dev/null || die "sim init failed"
+cat > "$WORK/policy.yaml" << EOF
+listen: 127.0.0.1:$GATEWAY_PORT
+admin_listen: 127.0.0.1:$ADMIN_PORT
+redis: redis://127.0.0.1:16379/0
+app_ids: ["$APP_ID"]
+environment: development
+trust_roots: [sim/root_ca.pem]
+limits:
+  max_connections: 4096
+upstreams:
+  bench: { url: "http://127.0.0.1:18080", max_connections: 64 }
+routes:
+  - name: enforced
+    match: { path: $ENFORCED_PATH, methods: [GET] }
+    upstream: bench
+    mode: enforce
+    challenge: none
+    binding: request
+    on_store_error: deny
+  - name: passthrough
+    match: { path_prefix: / }
+    upstream: bench
+    mode: off
+EOF
+"$BIN" serve --config "$WORK/policy.yaml" > /dev/null 2> "$WORK/run/gateway.log" &
+GW_PID=$!; STARTED_PIDS+=("$GW_PID")
+for _ in $(seq 100); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
+grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
+echo "# pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID (default loops, access log to /dev/null); $(nproc) cpus"
+
+# --- keys and assertions
+python3 "$ROOT/scripts/bench/attest_keys.py" "127.0.0.1:$GATEWAY_PORT" "$MINT" "$WORK/sim" "$APP_ID" "$KEYS" \
+    "$WORK/keys.txt" || die "attesting the keys failed"
+PASSES=$(( (ROUNDS * (WARMUP + DURATION) * MAX_RPS + KEYS - 1) / KEYS + 2 ))
+t0=$(date +%s.%N)
+"$MINT" assert --dir "$WORK/sim" --app-id "$APP_ID" --keys "$WORK/keys.txt" --method GET \
+    --target "$ENFORCED_PATH" --rounds "$PASSES" --out "$WORK/assertions.txt" || die "minting assertions failed"
+MINTED=$(wc -l < "$WORK/assertions.txt")
+echo "# minted $MINTED assertions ($KEYS keys x $PASSES counters, for up to $MAX_RPS req/s) in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+
+# --- validity checks: a valid assertion passes once, its replay and a bare request are refused
+OFFSET=0
+first=$(head -n 1 "$WORK/assertions.txt")
+check() { # expected-status expected-error-code [curl header args...]
+    local want="$1" code="$2" got body; shift 2
+    body=$(curl -s -w '\n%{http_code}' --max-time 5 "$@" "http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH")
+    got=$(tail -n 1 <<< "$body")
+    [ "$got" = "$want" ] || die "validity check: expected HTTP $want, got $got: $(head -n 1 <<< "$body")"
+    [ -z "$code" ] || grep -q "\"error\": *\"$code\"" <<< "$body" || die "validity check: expected $code, got: $body"
+}
+check 200 "" -H "X-App-Attest-Key-Id: ${first%% *}" -H "X-App-Assertion: ${first#* }"
+check 401 counter_replay -H "X-App-Attest-Key-Id: ${first%% *}" -H "X-App-Assertion: ${first#* }"
+check 401 assertion_missing
+OFFSET=$(( ${#first} + 1 ))
+echo "# validity: assertion accepted once (200), its replay refused (counter_replay), bare request refused (assertion_missing)"
+
+# --- measurement helpers (as in the shared proxy_baseline.sh)
+pid_tree() { local p; for p in ${1//,/ }; do echo "$p"; pgrep -P "$p" 2> /dev/null; done; }
+cpu_ticks() {
+    local total=0 p f
+    for p in $(pid_tree "$1"); do
+        [ -r "/proc/$p/stat" ] || continue
+        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
+        total=$(( total + ${12} + ${13} ))
+    done
+    echo "$total"
+}
+to_ms() {
+    awk -v v="$1" 'BEGIN{
+        if (v ~ /us$/) { sub(/us$/,"",v); printf "%.3f", v/1000 }
+        else if (v ~ /ms$/) { sub(/ms$/,"",v); printf "%.3f", v }
+        else if (v ~ /m$/) { sub(/m$/,"",v); printf "%.3f", v*60000 }
+        else if (v ~ /s$/) { sub(/s$/,"",v); printf "%.3f", v*1000 }
+        else print "nan" }'
+}
+sys_stat() {
+    local _c us ni sy id io irq sirq st
+    read -r _c us ni sy id io irq sirq st _ < /proc/stat
+    echo "$((us + ni + sy + irq + sirq)) $((us + ni + sy + id + io + irq + sirq + st)) $st"
+}
+wait_quiet() {
+    local waited=0 a b pct
+    [ "$WAIT_QUIET" -gt 0 ] || return 0
+    while :; do
+        a=($(sys_stat)); sleep 1; b=($(sys_stat))
+        pct=$(( 100 * (b[0] - a[0]) / (b[1] - a[1] > 0 ? b[1] - a[1] : 1) ))
+        [ "$pct" -lt "$QUIET_PCT" ] && return 0
+        waited=$((waited + 1))
+        [ "$waited" -ge "$WAIT_QUIET" ] && return 0
+    done
+}
+# One wrk run; for the enforced target through enforced.lua, continuing at $OFFSET.
+run_wrk() { # label url seconds raw-output [--latency]
+    local label="$1" url="$2" secs="$3" raw="$4"; shift 4
+    if [ "$label" = gateway-enforced ]; then
+        wrk -t1 -c"$CONNS" -d"${secs}s" --timeout 2s "$@" -s "$ROOT/scripts/bench/enforced.lua" "$url" \
+            -- "$WORK/assertions.txt" "$OFFSET" "$WORK/lua.state" > "$raw" 2>&1
+        local next sent missing
+        read -r next sent missing < "$WORK/lua.state" || die "enforced.lua wrote no state"
+        OFFSET="$next"; LAST_MISSING="$missing"
+    else
+        wrk -t1 -c"$CONNS" -d"${secs}s" --timeout 2s "$@" "$url" > "$raw" 2>&1
+        LAST_MISSING=0
+    fi
+}
+openssl_verify() {
+    local pin=()
+    command -v taskset > /dev/null && pin=(taskset -c "${BENCH_CPU:-0}")
+    "${pin[@]}" openssl speed -seconds "$OPENSSL_SECONDS" ecdsap256 2> /dev/null \
+        | awk '/ecdsa \(nistp256\)/ { v = $NF } END { print v }'
+}
+measure() { # round label url cpu-pids
+    local round="$1" label="$2" url="$3" pids="$4" raw="$OUT/$2.r$1.txt"
+    wait_quiet
+    run_wrk "$label" "$url" "$WARMUP" /dev/null
+    local s0 s1 t0 t1 u0 u1 r0 r1
+    s0=($(sys_stat)); t0=$(cpu_ticks "$pids"); u0=$(cpu_ticks "$UP_PID"); r0=$(cpu_ticks "$REDIS_PID")
+    local perf_pid=""
+    if [ -n "${PERF_OUT:-}" ] && [ "$label" = gateway-enforced ] && [ "$round" = 1 ]; then
+        perf record -F 499 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
+        perf_pid=$!
+    fi
+    run_wrk "$label" "$url" "$DURATION" "$raw" --latency
+    [ -n "$perf_pid" ] && wait "$perf_pid"
+    t1=$(cpu_ticks "$pids"); u1=$(cpu_ticks "$UP_PID"); r1=$(cpu_ticks "$REDIS_PID"); s1=($(sys_stat))
+    local rps p50 p99 reqs non2xx sockerr errs cpu upcpu rediscpu st load
+    rps=$(awk '/^Requests\/sec:/{print $2}' "$raw")
+    p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$raw")")
+    p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$raw")")
+    reqs=$(awk '/requests in/{print $1}' "$raw"); reqs=${reqs:-0}
+    non2xx=$(awk '/Non-2xx/{print $NF}' "$raw"); non2xx=${non2xx:-0}
+    sockerr=$(awk '/Socket errors/{n=0; for(i=1;i<=NF;i++) if ($i ~ /^[0-9]+,?$/) n+=$i+0; print n}' "$raw"); sockerr=${sockerr:-0}
+    errs=$(( non2xx + sockerr + LAST_MISSING ))
+    per_req() { awk -v d="$1" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN{ if (n>0) printf "%.1f", d/hz*1e6/n; else print "-" }'; }
+    cpu=$(per_req $((t1 - t0))); upcpu=$(per_req $((u1 - u0))); rediscpu=$(per_req $((r1 - r0)))
+    st=$(awk -v s=$((s1[2] - s0[2])) -v t=$((s1[1] - s0[1])) 'BEGIN{ printf "%.0f", (t>0 ? 100*s/t : 0) }')
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "${rps:-0}" "$p50" "$p99" "$errs" \
+        "$cpu" "$upcpu" "$rediscpu" "$load" "$st" >> "$OUT/rounds.tsv"
+    echo "# round $round $label: ${rps:-?} req/s, p99 $p99 ms, errors $errs, load $load" >&2
+}
+
+TARGETS=("nginx-proxy http://127.0.0.1:18081/v1/bench $NGX_PID")
+[ "$PASSTHROUGH" = 1 ] && TARGETS+=("gateway-off http://127.0.0.1:$GATEWAY_PORT/bench-off $GW_PID")
+TARGETS+=("gateway-enforced http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH $GW_PID")
+printf 'round\ttarget\trps\tp50_ms\tp99_ms\terrs\tcpu_us_per_req\tup_us_per_req\tredis_us_per_req\tload1\tst_pct\n' > "$OUT/rounds.tsv"
+printf 'round\topenssl_verify_per_s\tload1\n' > "$OUT/openssl.tsv"
+echo "# wrk -t1 -c$CONNS -d${DURATION}s --latency (warmup ${WARMUP}s), $ROUNDS rounds, $(date -Is), load $(cut -d' ' -f1-3 /proc/loadavg)"
+NT=${#TARGETS[@]}
+for r in $(seq "$ROUNDS"); do
+    v=$(openssl_verify)
+    printf '%s\t%s\t%s\n' "$r" "${v:-0}" "$(cut -d' ' -f1 /proc/loadavg)" >> "$OUT/openssl.tsv"
+    echo "# round $r openssl speed ecdsap256: ${v:-?} verify/s (1 core)" >&2
+    for k in $(seq 0 $((NT - 1))); do
+        set -- ${TARGETS[$(( (k + r - 1) % NT ))]}
+        measure "$r" "$1" "$2" "$3"
+    done
+done
+curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^attest_gateway_verdicts_total' > "$OUT/verdicts.txt" || true
+SENT_TOTAL=$(awk -v o="$OFFSET" -v f="$(wc -c < "$WORK/assertions.txt")" 'BEGIN{printf "%.0f%%", 100*o/f}')
+echo "# assertions file used up to $SENT_TOTAL; gateway verdicts (route enforced):"
+grep 'route="enforced"' "$OUT/verdicts.txt" | sed 's/^/#   /'
+
+python3 - "$OUT/rounds.tsv" "$OUT/openssl.tsv" << 'PY' | tee "$OUT/table.txt"
+import sys, statistics as st
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+ossl = [l.rstrip("\n").split("\t") for l in open(sys.argv[2])][1:]
+def num(x):
+    try: return float(x)
+    except ValueError: return None
+def med(v):
+    v = [x for x in v if x is not None]
+    return st.median(v) if v else None
+def f(x, fmt): return fmt % x if x is not None else "-"
+order, by = [], {}
+for r in rows:
+    by.setdefault(r[1], []).append(r)
+    if r[1] not in order: order.append(r[1])
+base = {r[0]: r for r in rows if r[1] == "nginx-proxy"}
+ov = {r[0]: num(r[1]) for r in ossl}
+print("per round:")
+print("%-5s %-17s %9s %8s %8s %6s %8s %8s %8s %6s %4s" % ("round", "target", "req/s", "p50_ms", "p99_ms", "errs", "cpu_us/r", "up_us/r", "rds_us/r", "load1", "st%"))
+for r in rows:
+    print("%-5s %-17s %9.0f %8.3f %8.3f %6s %8s %8s %8s %6s %4s" % (r[0], r[1], num(r[2]) or 0, num(r[3]) or 0, num(r[4]) or 0, r[5], r[6], r[7], r[8], r[9], r[10]))
+for r in ossl:
+    print("%-5s %-17s %9s verify/s (1 core, per CPU second)  load1 %s" % (r[0], "openssl-ecdsap256", r[1], r[2]))
+print()
+print("summary (medians over rounds; ratios paired per round vs nginx-proxy):")
+print("%-17s %9s %8s %8s %6s %8s %8s %8s %8s %8s %8s %6s %4s" % ("target", "req/s", "p50_ms", "p99_ms", "errs", "cpu_us/r", "rds_us/r", "rps/ngx", "p99/ngx", "cpu/ngx", "spread%", "load1", "st%"))
+for t in order:
+    rs = by[t]
+    rps = [num(r[2]) for r in rs]
+    ratio = lambda i: med([num(r[i]) / num(base[r[0]][i]) if r[0] in base and num(base[r[0]][i]) and num(r[i]) is not None else None for r in rs])
+    m = med(rps)
+    spread = (max(rps) - min(rps)) / m * 100 if m else None
+    print("%-17s %9s %8s %8s %6d %8s %8s %8s %8s %8s %8s %6s %4s" % (
+        t, f(m, "%.0f"), f(med([num(r[3]) for r in rs]), "%.3f"), f(med([num(r[4]) for r in rs]), "%.3f"),
+        sum(int(r[5]) for r in rs), f(med([num(r[6]) for r in rs]), "%.1f"), f(med([num(r[8]) for r in rs]), "%.1f"),
+        f(ratio(2), "%.2f"), f(ratio(4), "%.2f"), f(ratio(6), "%.2f"), f(spread, "%.0f"),
+        f(st.mean(num(r[9]) for r in rs), "%.1f"), f(st.mean(num(r[10]) for r in rs), "%.0f")))
+enf = by.get("gateway-enforced", [])
+openssl = med(list(ov.values()))
+per_round = [num(r[2]) / ov[r[0]] for r in enf if ov.get(r[0])]
+ratio = med(per_round)
+p99_gap = med([num(r[4]) - num(base[r[0]][4]) for r in enf if r[0] in base])
+errors = sum(int(r[5]) for r in enf)
+print()
+print("openssl speed ecdsap256, 1 core:          %s verify/s (median of %d)" % (f(openssl, "%.0f"), len(ov)))
+print("gateway-enforced req/s / openssl verify/s: %s  (goal >= 0.8: %s; rounds: %s)" % (
+    f(ratio, "%.2f"), "met" if ratio is not None and ratio >= 0.8 else "NOT met", ", ".join("%.2f" % x for x in per_round)))
+print("gateway-enforced p99 - nginx-proxy p99:    %s ms  (goal <= 1 ms: %s)" % (
+    f(p99_gap, "%+.3f"), "met" if p99_gap is not None and p99_gap <= 1.0 else "NOT met"))
+if errors:
+    print("NOT A VALID MEASUREMENT: %d enforced requests failed (denied, socket errors or no assertion left)" % errors)
+    sys.exit(1)
+print("valid: every enforced request was verified and forwarded (0 errors)")
+PY
