@@ -11,6 +11,7 @@ final class TestGateway: @unchecked Sendable {
     /// Access-log lines written by the server (read end of a pipe), when enabled.
     private let logPipe: (read: Int32, write: Int32)?
     private var isStopped = false
+    private var logBytes: [UInt8] = []
 
     init(
         upstreams: [String: UpstreamConfiguration],
@@ -62,18 +63,18 @@ final class TestGateway: @unchecked Sendable {
         }
     }
 
-    /// Access-log lines written so far (waits for the log queue).
+    /// Every access-log line written so far (the loops hand lines over per 16 KiB or per
+    /// 100 ms tick: poll with `eventually`).
     func accessLogLines() -> [String] {
         guard let logPipe else { return [] }
         self.server.accessLog?.flush()
-        var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(logPipe.read, $0.baseAddress, $0.count) }
             if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
+            self.logBytes.append(contentsOf: chunk[0..<n])
         }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+        return String(decoding: self.logBytes, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 }
 
