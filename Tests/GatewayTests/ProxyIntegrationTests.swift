@@ -204,6 +204,7 @@ import Verification
         #expect(try response.json()["error"] as? String == "upstream_timeout")
         // Answered by the timeout, well before the upstream would have answered.
         #expect(Date().timeIntervalSince(started) < 3.5)
+        #expect(gateway.metrics.render().contains("attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
     }
 
     @Test func clientGoneMidBodyReleasesTheUpstreamConnection() throws {
