@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Simulator
+import Synchronization
 import Testing
 import Verification
 @testable import Gateway
@@ -207,5 +208,54 @@ import Verification
         #expect(metrics.contains("attest_gateway_attestations_total{result=\"verified\"} 1"))
         #expect(metrics.contains("attest_gateway_challenges_issued_total 2"))
         #expect(metrics.contains("attest_gateway_verification_duration_seconds_count"))
+    }
+
+    @Test func sighupReloadRebuildsTheGateAndABadPolicyKeepsTheRunningOne() async throws {
+        let upstream = try Upstream()
+        defer { upstream.stop() }
+        var policy = GatewayPolicy(
+            listen: [ListenAddress(host: "127.0.0.1", port: 0)],
+            store: .memory,
+            appIDs: [EnforcementHarness.appID],
+            environment: .production,
+            upstreams: ["api": UpstreamConfiguration(name: "api", host: "127.0.0.1", port: upstream.port)],
+            routes: [RoutePolicy(name: "api", match: .init(pathPrefix: "/v1/"), upstream: "api", mode: .enforce)]
+        )
+        let next = Mutex<GatewayPolicy?>(policy)
+        let registry = MetricsRegistry()
+        let server = try GatewayServer(loopCount: 1, metrics: registry, accessLog: nil)
+        let factory = EnforcementGateFactory(registry: registry)
+        let service = GatewayService(
+            configPath: "<test>", server: server,
+            load: { _ in
+                guard let policy = next.withLock({ $0 }) else { throw RedisServerError("bad policy file") }
+                return policy
+            },
+            makeGates: { policy, _ in
+                let built = try factory.makeGates(for: policy)
+                return GatewayGates(main: built.main, admin: built.admin)
+            }
+        )
+        let bound = try service.start()
+        defer {
+            let semaphore = DispatchSemaphore(value: 0)
+            server.shutdown(drainTimeout: .seconds(2)) { _ in semaphore.signal() }
+            _ = semaphore.wait(timeout: .now() + 5)
+        }
+        let port = try #require(bound.first?.address.port)
+        #expect(try Self.exchange(port: port, "GET", "/v1/items").status == 401)
+
+        // Reload with the route switched to monitor: forwarded, flagged.
+        policy.routes[0].mode = .monitor
+        next.withLock { $0 = policy }
+        service.reload()
+        let monitored = Self.json(try Self.exchange(port: port, "GET", "/v1/items").body)
+        let status = (monitored["headers"] as? [[String]] ?? []).first { $0[0] == "X-App-Attest-Status" }?[1]
+        #expect(status == "failed; reason=assertion_missing")
+
+        // A bad file: the running (monitor) policy stays.
+        next.withLock { $0 = nil }
+        service.reload()
+        #expect(try Self.exchange(port: port, "GET", "/v1/items").status == 200)
     }
 }
