@@ -29,6 +29,7 @@ With --port 0 a free port is chosen; the first line on stdout is always `listeni
 import argparse
 import hashlib
 import json
+import signal
 import socket
 import socketserver
 import struct
@@ -226,11 +227,16 @@ def main():
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9000)
     args = parser.parse_args()
+    # A parent may have spawned us with signals blocked (Dispatch worker threads block them).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     Server.address_family = family
     server = Server((args.host, args.port), Handler)
     host, port = server.server_address[:2]
     print(f"listening {host}:{port}", flush=True)
+    # A parent that ignores SIGTERM (the gateway does, to catch it with a Dispatch source)
+    # passes SIG_IGN on through exec: restore a handler so `kill -TERM` always stops us.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         server.serve_forever()
     except KeyboardInterrupt:

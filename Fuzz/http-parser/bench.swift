@@ -4,7 +4,7 @@
 // (other builds sharing the cores) inflates the numbers less than wall time would.
 
 #if canImport(Glibc)
-private import Glibc
+    private import Glibc
 #endif
 
 @main
@@ -141,6 +141,9 @@ struct HTTPParserBench {
     static func report(_ name: String, _ nanoseconds: Double, _ iterations: Int) {
         let perOp = nanoseconds / Double(iterations)
         let rate = 1e9 / perOp
-        print(name + String(repeating: " ", count: max(1, 48 - name.count)) + " \(Int(perOp)) ns/op  \(Int(rate / 1000)) k op/s")
+        print(
+            name + String(repeating: " ", count: max(1, 48 - name.count))
+                + " \(Int(perOp)) ns/op  \(Int(rate / 1000)) k op/s"
+        )
     }
 }

@@ -3,6 +3,7 @@
 #   FUZZ_RUNS      executions (default 1000000)
 #   FUZZ_MAX_TIME  upper bound in seconds (default 600)
 # Work dir: .fuzz/http-parser (binary, growing corpus, crash artifacts). Exit status != 0 on a crash.
+# With arguments (input files, e.g. a crash artifact), runs just those inputs once.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=.fuzz/http-parser
@@ -17,7 +18,11 @@ swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -o "$work/fuzz-http-parser"
 
 # The Swift runtime's crash backtracer trips ASan; libFuzzer prints the failing input itself.
-SWIFT_BACKTRACE=enable=no "$work/fuzz-http-parser" \
+export SWIFT_BACKTRACE=enable=no
+if [ "$#" -gt 0 ]; then
+  exec "$work/fuzz-http-parser" "$@"
+fi
+"$work/fuzz-http-parser" \
   -runs="${FUZZ_RUNS:-1000000}" \
   -max_total_time="${FUZZ_MAX_TIME:-600}" \
   -max_len=2048 \

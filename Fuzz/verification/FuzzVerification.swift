@@ -4,8 +4,14 @@
 // together with the Verification sources into one module.
 import Foundation
 
-private let fuzzTime = Date(timeIntervalSince1970: 1_700_000_000)
-private let fuzzVerifier: AttestationVerifier? = try? AttestationVerifier(appIDs: ["ABCDE12345.com.example.app"], environment: .any)
+// Inside the validity of real vector att-10 (2024-02-07T09:08:56Z) with its key ID and
+// clientDataHash, so mutations of that object get past the chain (and through the
+// intermediate cache) to the later checks.
+private let fuzzTime = Date(timeIntervalSince1970: 1_707_296_936)
+private let fuzzKeyID = [UInt8](Data(base64Encoded: "SC86LZmoFbL/KxWfezr7ihgEdLHK8ZrDbTwMtAkBCbM=") ?? Data())
+private let fuzzClientDataHash = [UInt8](Data(base64Encoded: "Pp71C3/w+YUwT3tmCJXEwtoDTkPa+zhbcVKJjSJsADc=") ?? Data())
+private let fuzzVerifier: AttestationVerifier? = try? AttestationVerifier(
+    appIDs: ["V8H6LQ9448.io.uebelacker.AppAttestExample", "ABCDE12345.com.example.app"], environment: .any)
 private let fuzzKey: ECPublicKey? = try? ECPublicKey(
     x962: Array(Data(base64Encoded: "BLqK+9/4UD0ZwmKwKtnRtFQjVrmTPv8Upbby6NIFm1X/jm7mnsOI/OTgfugeMAs3EhSb0ErTVjLUZGxXn5pADQs=") ?? Data())
 )
@@ -25,8 +31,7 @@ public func fuzzVerificationOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int)
     _ = try? AttestationObject(bytes)
     _ = try? AssertionObject(bytes)
     if let verifier = fuzzVerifier {
-        _ = try? verifier.verify(attestationObject: bytes, keyID: [UInt8](repeating: 0, count: 32),
-                                 clientDataHash: [1, 2, 3], at: fuzzTime)
+        _ = try? verifier.verify(attestationObject: bytes, keyID: fuzzKeyID, clientDataHash: fuzzClientDataHash, at: fuzzTime)
     }
     if let key = fuzzKey {
         _ = try? AssertionVerifier().verify(assertionObject: bytes, clientDataHash: [UInt8](repeating: 7, count: 32),

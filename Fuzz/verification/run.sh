@@ -4,7 +4,6 @@
 #
 #   FUZZ_RUNS       executions (default 1000000)
 #   FUZZ_MAX_TIME   seconds cap (default 600)
-#   FUZZ_JOBS       parallel workers (default 1)
 # Work dir: .fuzz/verification (binary, corpus seeded from the real vectors, crashes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

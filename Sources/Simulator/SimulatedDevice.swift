@@ -11,10 +11,14 @@ public final class SimulatedDevice: @unchecked Sendable {
     /// SHA256(publicKey): what the app reports as its key ID.
     public let keyID: [UInt8]
 
+    /// PKCS#8 PEM of the private key (development only: unencrypted).
+    public let privateKeyPEM: String
+
     private init(key: SimulatorKey) throws(SimulatorError) {
         self.key = key
         self.publicKey = try key.x962
         self.keyID = SHA256.hash(self.publicKey)
+        self.privateKeyPEM = try key.privateKeyPEM
     }
 
     public static func generate() throws -> SimulatedDevice {
@@ -26,10 +30,6 @@ public final class SimulatedDevice: @unchecked Sendable {
         try self.init(key: SimulatorKey(pem: privateKeyPEM))
     }
 
-    /// PKCS#8 PEM of the private key (development only: unencrypted).
-    public var privateKeyPEM: String {
-        get throws { try self.key.privateKeyPEM }
-    }
 
     /// An assertion object in Apple's format: CBOR `{signature, authenticatorData}` where
     /// authenticatorData = SHA256(appID) | flags | counter (big endian) and the signature is
@@ -61,5 +61,8 @@ public final class SimulatedDevice: @unchecked Sendable {
 }
 
 func bigEndian(_ value: UInt32) -> [UInt8] {
-    [UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
+    [
+        UInt8(value >> 24), UInt8(truncatingIfNeeded: value >> 16), UInt8(truncatingIfNeeded: value >> 8),
+        UInt8(truncatingIfNeeded: value),
+    ]
 }

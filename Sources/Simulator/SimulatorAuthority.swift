@@ -1,10 +1,15 @@
+private import COpenSSL
 import Foundation
 public import Verification
-private import COpenSSL
 
-/// The simulator's certificate authority: a test root, an intermediate that issues credential
-/// certificates (as "Apple App Attestation CA 1" does) and a receipt-signing certificate under
-/// the same intermediate (as "Application Attestation Fraud Receipt Signing" is under Apple's).
+/// The simulator's certificate authority, shaped like Apple's two chains:
+/// - root (P-384) → attestation CA (P-384, SHA-384) → credential certificates (P-256 device keys,
+///   signed with SHA-256, no key identifiers), as Apple App Attestation Root CA → Apple App
+///   Attestation CA 1 → leaf;
+/// - root → receipt CA (P-256, SHA-384) → receipt signer (P-256, with Apple's marker extension),
+///   as Apple Root CA - G3 → Apple Application Integration CA 5 - G1 → Application Attestation
+///   Fraud Receipt Signing.
+/// One root for both, so one `trust_roots` entry covers attestations and receipts.
 ///
 /// Development only: the gateway trusts this root only when a policy lists it in `trust_roots`.
 /// Immutable after creation, hence `@unchecked Sendable` (its OpenSSL objects are only read).
@@ -13,6 +18,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
     private let root: SimulatorCertificate
     private let intermediateKey: SimulatorKey
     private let intermediate: SimulatorCertificate
+    private let receiptCAKey: SimulatorKey
+    private let receiptCA: SimulatorCertificate
     private let receiptSignerKey: SimulatorKey
     private let receiptSigner: SimulatorCertificate
 
@@ -25,6 +32,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
         public static let rootKey = "root_ca_key.pem"
         public static let intermediateCertificate = "intermediate_ca.pem"
         public static let intermediateKey = "intermediate_ca_key.pem"
+        public static let receiptCACertificate = "receipt_ca.pem"
+        public static let receiptCAKey = "receipt_ca_key.pem"
         public static let receiptSignerCertificate = "receipt_signer.pem"
         public static let receiptSignerKey = "receipt_signer_key.pem"
     }
@@ -32,12 +41,15 @@ public final class SimulatorAuthority: @unchecked Sendable {
     private init(
         rootKey: SimulatorKey, root: SimulatorCertificate,
         intermediateKey: SimulatorKey, intermediate: SimulatorCertificate,
+        receiptCAKey: SimulatorKey, receiptCA: SimulatorCertificate,
         receiptSignerKey: SimulatorKey, receiptSigner: SimulatorCertificate
     ) throws(SimulatorError) {
         self.rootKey = rootKey
         self.root = root
         self.intermediateKey = intermediateKey
         self.intermediate = intermediate
+        self.receiptCAKey = receiptCAKey
+        self.receiptCA = receiptCA
         self.receiptSignerKey = receiptSignerKey
         self.receiptSigner = receiptSigner
         self.rootCertificatePEM = try root.pem
@@ -51,16 +63,22 @@ public final class SimulatorAuthority: @unchecked Sendable {
         let notAfter = now.addingTimeInterval(20 * 365 * 86_400)
         let (rootKey, root, intermediateKey, intermediate) = try makeCAPair(
             name: "attest-gateway Simulator", notBefore: notBefore, notAfter: notAfter)
-        let signerKey = try SimulatorKey.generate()
+        let receiptCAKey = try SimulatorKey.generate(.p256)
+        let receiptCA = try SimulatorCertificate.issue(
+            .init(
+                commonName: "attest-gateway Simulator Application Integration CA", notBefore: notBefore,
+                notAfter: notAfter, isCA: true, keyUsage: "keyCertSign,cRLSign", signatureDigestIsSHA384: true),
+            subjectKey: receiptCAKey, issuer: root, issuerKey: rootKey)
+        let signerKey = try SimulatorKey.generate(.p256)
         let signer = try SimulatorCertificate.issue(
             .init(
                 commonName: "Simulator Application Attestation Fraud Receipt Signing",
                 notBefore: notBefore, notAfter: notAfter, isCA: false, keyUsage: "digitalSignature",
                 customExtensions: [(ReceiptVerifier.receiptSigningMarkerOID, DERBuilder.null)]),
-            subjectKey: signerKey, issuer: intermediate, issuerKey: intermediateKey)
+            subjectKey: signerKey, issuer: receiptCA, issuerKey: receiptCAKey)
         return try SimulatorAuthority(
             rootKey: rootKey, root: root, intermediateKey: intermediateKey, intermediate: intermediate,
-            receiptSignerKey: signerKey, receiptSigner: signer)
+            receiptCAKey: receiptCAKey, receiptCA: receiptCA, receiptSignerKey: signerKey, receiptSigner: signer)
     }
 
     /// Loads an authority written by `save(directory:)`.
@@ -74,10 +92,12 @@ public final class SimulatorAuthority: @unchecked Sendable {
             }
         }
         return try SimulatorAuthority(
-            rootKey: SimulatorKey(pem: read(FileName.rootKey)),
+            rootKey: SimulatorKey(pem: read(FileName.rootKey), curves: [.p384]),
             root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
-            intermediateKey: SimulatorKey(pem: read(FileName.intermediateKey)),
+            intermediateKey: SimulatorKey(pem: read(FileName.intermediateKey), curves: [.p384]),
             intermediate: SimulatorCertificate(pem: read(FileName.intermediateCertificate)),
+            receiptCAKey: SimulatorKey(pem: read(FileName.receiptCAKey)),
+            receiptCA: SimulatorCertificate(pem: read(FileName.receiptCACertificate)),
             receiptSignerKey: SimulatorKey(pem: read(FileName.receiptSignerKey)),
             receiptSigner: SimulatorCertificate(pem: read(FileName.receiptSignerCertificate)))
     }
@@ -91,6 +111,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (FileName.rootKey, try self.rootKey.privateKeyPEM, true),
             (FileName.intermediateCertificate, try self.intermediate.pem, false),
             (FileName.intermediateKey, try self.intermediateKey.privateKeyPEM, true),
+            (FileName.receiptCACertificate, try self.receiptCA.pem, false),
+            (FileName.receiptCAKey, try self.receiptCAKey.privateKeyPEM, true),
             (FileName.receiptSignerCertificate, try self.receiptSigner.pem, false),
             (FileName.receiptSignerKey, try self.receiptSignerKey.privateKeyPEM, true),
         ]
@@ -144,6 +166,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             notAfter: options.leafNotAfter ?? time.addingTimeInterval(2 * 86_400),
             isCA: false,
             keyUsage: "digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment",
+            keyIdentifiers: false,
             customExtensions: extensions)
 
         let issuer: SimulatorCertificate
@@ -213,31 +236,53 @@ public final class SimulatorAuthority: @unchecked Sendable {
             (5, Array(Data(token).base64EncodedString().utf8)),
             (6, Array(options.type.rawValue.utf8)),
             (7, Array((environment == .production ? "production" : "sandbox").utf8)),
-            (12, Array(Self.rfc3339(created).utf8)),
+            (12, Array(RFC3339.format(created).utf8)),
         ]
         if let risk = options.riskMetric { fields.append((17, Array(String(risk).utf8))) }
-        if options.type == .receipt { fields.append((19, Array(Self.rfc3339(created.addingTimeInterval(86_400)).utf8))) }
-        fields.append((21, Array(Self.rfc3339(created.addingTimeInterval(90 * 86_400)).utf8)))
+        if options.type == .receipt {
+            fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8)))
+        }
+        fields.append((21, Array(RFC3339.format(created.addingTimeInterval(90 * 86_400)).utf8)))
         let payload = DERBuilder.set(
             fields.filter { !options.omittedFields.contains($0.0) }.map { field in
-                DERBuilder.sequence([DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1)])
+                DERBuilder.sequence([
+                    DERBuilder.integer(field.0), DERBuilder.integer(1), DERBuilder.octetString(field.1),
+                ])
             })
         return try self.signedData(payload, chunkSize: options.chunkSize)
     }
 
+    /// The receipt signer's certificate and key, and the CA certificates (for tests that build
+    /// receipts from other signers).
+    var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) { (self.receiptSigner, self.receiptSignerKey) }
+    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate, receiptCA: SimulatorCertificate) {
+        (self.root, self.intermediate, self.receiptCA)
+    }
+
     /// PKCS#7 SignedData over `content`, signed by the receipt signer, certificates
-    /// [signer, intermediate, root] like Apple's.
-    func signedData(_ content: [UInt8], chunkSize: Int?) throws(SimulatorError) -> [UInt8] {
+    /// [signer, receipt CA, root] like Apple's.
+    ///
+    /// `signer`, `signerKey` and `certificates` replace the receipt signer and the embedded
+    /// certificates (tests use them to build receipts from other signers).
+    func signedData(
+        _ content: [UInt8], chunkSize: Int?,
+        signer: SimulatorCertificate? = nil, signerKey: SimulatorKey? = nil,
+        certificates: [SimulatorCertificate]? = nil
+    ) throws(SimulatorError) -> [UInt8] {
+        let signer = signer ?? self.receiptSigner
         let sha256 = DERBuilder.sequence([DERBuilder.objectIdentifier("2.16.840.1.101.3.4.2.1"), DERBuilder.null])
-        let signature = try self.receiptSignerKey.sign(content)
+        let signature = try (signerKey ?? self.receiptSignerKey).sign(content)
         let signerInfo = DERBuilder.sequence([
             DERBuilder.integer(1),
-            DERBuilder.sequence([try self.receiptSigner.issuerNameDER, try self.receiptSigner.serialNumberDER]),
+            DERBuilder.sequence([try signer.issuerNameDER, try signer.serialNumberDER]),
             sha256,
             DERBuilder.sequence([DERBuilder.objectIdentifier("1.2.840.10045.4.3.2")]),
             DERBuilder.octetString(signature),
         ])
-        let certificates = [try self.receiptSigner.der, try self.intermediate.der, try self.root.der]
+        var encodedCertificates: [[UInt8]] = []
+        for certificate in certificates ?? [self.receiptSigner, self.receiptCA, self.root] {
+            encodedCertificates.append(try certificate.der)
+        }
         let dataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.1")
         let signedDataOID = DERBuilder.objectIdentifier("1.2.840.113549.1.7.2")
 
@@ -245,7 +290,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             let signedData = DERBuilder.sequence([
                 DERBuilder.integer(1), DERBuilder.set([sha256]),
                 DERBuilder.sequence([dataOID, DERBuilder.tlv(0xa0, DERBuilder.octetString(content))]),
-                DERBuilder.tlv(0xa0, certificates.flatMap { $0 }),
+                DERBuilder.tlv(0xa0, encodedCertificates.flatMap { $0 }),
                 DERBuilder.set([signerInfo]),
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
@@ -254,49 +299,38 @@ public final class SimulatorAuthority: @unchecked Sendable {
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }
-        let signedData = DERBuilder.indefinite(0x30, [
-            DERBuilder.integer(1), DERBuilder.set([sha256]),
-            DERBuilder.indefinite(0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
-            DERBuilder.indefinite(0xa0, certificates),
-            DERBuilder.set([signerInfo]),
-        ])
+        let signedData = DERBuilder.indefinite(
+            0x30,
+            [
+                DERBuilder.integer(1), DERBuilder.set([sha256]),
+                DERBuilder.indefinite(
+                    0x30, [dataOID, DERBuilder.indefinite(0xa0, [DERBuilder.indefinite(0x24, chunks)])]),
+                DERBuilder.indefinite(0xa0, encodedCertificates),
+                DERBuilder.set([signerInfo]),
+            ])
         return DERBuilder.indefinite(0x30, [signedDataOID, DERBuilder.indefinite(0xa0, [signedData])])
     }
 
     // MARK: - Helpers
 
+    /// A P-384 root and a P-384 intermediate signed with SHA-384 (Apple's App Attest CA shape).
     private static func makeCAPair(name: String, notBefore: Date, notAfter: Date) throws(SimulatorError) -> (
         rootKey: SimulatorKey, root: SimulatorCertificate,
         intermediateKey: SimulatorKey, intermediate: SimulatorCertificate
     ) {
-        let rootKey = try SimulatorKey.generate()
+        let rootKey = try SimulatorKey.generate(.p384)
         let root = try SimulatorCertificate.issue(
             .init(
                 commonName: "\(name) Root CA", notBefore: notBefore, notAfter: notAfter, isCA: true,
-                keyUsage: "keyCertSign,cRLSign"),
+                keyUsage: "keyCertSign,cRLSign", signatureDigestIsSHA384: true),
             subjectKey: rootKey, issuer: nil, issuerKey: rootKey)
-        let intermediateKey = try SimulatorKey.generate()
+        let intermediateKey = try SimulatorKey.generate(.p384)
         let intermediate = try SimulatorCertificate.issue(
             .init(
                 commonName: "\(name) App Attestation CA 1", notBefore: notBefore, notAfter: notAfter, isCA: true,
-                keyUsage: "keyCertSign,cRLSign"),
+                keyUsage: "keyCertSign,cRLSign", pathLength: 0, signatureDigestIsSHA384: true),
             subjectKey: intermediateKey, issuer: root, issuerKey: rootKey)
         return (rootKey, root, intermediateKey, intermediate)
-    }
-
-    /// `2020-11-21T22:13:02.796Z`, as in Apple's receipts (UTC, milliseconds).
-    static func rfc3339(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(milliseconds / 1000)
-        var broken = tm()
-        gmtime_r(&seconds, &broken)
-        func pad(_ n: Int32, _ width: Int) -> String {
-            let text = String(n)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(broken.tm_year + 1900, 4))-\(pad(broken.tm_mon + 1, 2))-\(pad(broken.tm_mday, 2))T"
-            + "\(pad(broken.tm_hour, 2)):\(pad(broken.tm_min, 2)):\(pad(broken.tm_sec, 2))."
-            + "\(pad(Int32(milliseconds % 1000), 3))Z"
     }
 }
 

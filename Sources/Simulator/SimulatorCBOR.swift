@@ -55,7 +55,9 @@ public enum SimulatorCBOR {
         case .float(let d):
             out.append(0xfb)
             let bits = d.bitPattern
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+            }
         }
     }
 
@@ -67,10 +69,14 @@ public enum SimulatorCBOR {
         case 0x100...0xffff: out += [type | 25, UInt8(argument >> 8), UInt8(truncatingIfNeeded: argument)]
         case 0x1_0000...0xffff_ffff:
             out.append(type | 26)
-            for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: argument >> UInt64(shift))) }
+            for shift in stride(from: 24, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: argument >> UInt64(shift)))
+            }
         default:
             out.append(type | 27)
-            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: argument >> UInt64(shift))) }
+            for shift in stride(from: 56, through: 0, by: -8) {
+                out.append(UInt8(truncatingIfNeeded: argument >> UInt64(shift)))
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 private import COpenSSL
+import Foundation
 
 /// Errors of the simulator (development tooling: one struct with a message is enough).
 public struct SimulatorError: Error, CustomStringConvertible, Sendable {
@@ -22,24 +22,35 @@ public struct SimulatorError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// An owned P-256 `EVP_PKEY *` (private key). Immutable after init; OpenSSL keys may be used
-/// for signing from several threads at once (each signature gets its own `EVP_MD_CTX`).
+/// An owned EC `EVP_PKEY *` (private key): P-256 for devices and signers, P-384 for the CAs
+/// (as Apple's roots and App Attest intermediate are). Immutable after init; OpenSSL keys may be
+/// used for signing from several threads at once (each signature gets its own `EVP_MD_CTX`).
 final class SimulatorKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+    enum Curve: String {
+        case p256 = "P-256"
+        case p384 = "P-384"
 
-    private init(pointer: OpaquePointer) {
+        /// OpenSSL's group name.
+        var groupName: String { self == .p256 ? "prime256v1" : "secp384r1" }
+    }
+
+    let pointer: OpaquePointer
+    let curve: Curve
+
+    private init(pointer: OpaquePointer, curve: Curve) {
         self.pointer = pointer
+        self.curve = curve
     }
 
     deinit { EVP_PKEY_free(self.pointer) }
 
-    static func generate() throws(SimulatorError) -> SimulatorKey {
-        guard let key = COpenSSL_EVP_EC_gen("P-256") else { throw .openSSL("EVP_EC_gen(P-256)") }
-        return SimulatorKey(pointer: key)
+    static func generate(_ curve: Curve = .p256) throws(SimulatorError) -> SimulatorKey {
+        guard let key = COpenSSL_EVP_EC_gen(curve.rawValue) else { throw .openSSL("EVP_EC_gen(\(curve.rawValue))") }
+        return SimulatorKey(pointer: key, curve: curve)
     }
 
-    /// A PKCS#8 or SEC1 PEM private key; must be an EC P-256 key.
-    convenience init(pem: String) throws(SimulatorError) {
+    /// A PKCS#8 or SEC1 PEM private key on one of `curves`.
+    convenience init(pem: String, curves: Set<Curve> = [.p256]) throws(SimulatorError) {
         let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }
@@ -48,14 +59,16 @@ final class SimulatorKey: @unchecked Sendable {
         guard let parsed else { throw .openSSL("PEM_read_bio_PrivateKey") }
         var name = [CChar](repeating: 0, count: 64)
         var length = 0
-        guard EVP_PKEY_get_group_name(parsed, &name, name.count, &length) == 1,
-            String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1"
-        else {
+        let group =
+            EVP_PKEY_get_group_name(parsed, &name, name.count, &length) == 1
+            ? String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        guard let curve = curves.first(where: { $0.groupName == group }) else {
             EVP_PKEY_free(parsed)
             ERR_clear_error()
-            throw SimulatorError("private key is not an EC P-256 key")
+            throw SimulatorError(
+                "private key is not an EC key on \(curves.map(\.rawValue).sorted().joined(separator: " or "))")
         }
-        self.init(pointer: parsed)
+        self.init(pointer: parsed, curve: curve)
     }
 
     /// PKCS#8 PEM, unencrypted (development keys).
@@ -154,6 +167,12 @@ final class SimulatorCertificate: @unchecked Sendable {
         var isCA: Bool
         /// OpenSSL `keyUsage` config text.
         var keyUsage: String
+        /// `pathlen` of a CA's basic constraints (nil: none).
+        var pathLength: Int? = nil
+        /// Subject and authority key identifiers (Apple's credential certificates have none).
+        var keyIdentifiers: Bool = true
+        /// Digest of the issuer's signature (Apple: SHA-384 from its P-384 roots, SHA-256 below).
+        var signatureDigestIsSHA384: Bool = false
         /// Extra extensions: dotted OID → DER value (non-critical).
         var customExtensions: [(oid: String, value: [UInt8])] = []
     }
@@ -195,12 +214,15 @@ final class SimulatorCertificate: @unchecked Sendable {
 
         var ctx = X509V3_CTX()
         X509V3_set_ctx(&ctx, issuer?.pointer ?? x509, x509, nil, nil, 0)
+        let basic = template.isCA ? "critical,CA:TRUE" + (template.pathLength.map { ",pathlen:\($0)" } ?? "") : "critical,CA:FALSE"
         var extensions: [(Int32, String)] = [
-            (NID_basic_constraints, template.isCA ? "critical,CA:TRUE" : "critical,CA:FALSE"),
+            (NID_basic_constraints, basic),
             (NID_key_usage, "critical," + template.keyUsage),
-            (NID_subject_key_identifier, "hash"),
         ]
-        if issuer != nil { extensions.append((NID_authority_key_identifier, "keyid:always")) }
+        if template.keyIdentifiers {
+            extensions.append((NID_subject_key_identifier, "hash"))
+            if issuer != nil { extensions.append((NID_authority_key_identifier, "keyid:always")) }
+        }
         for (nid, value) in extensions {
             guard let ext = X509V3_EXT_nconf_nid(nil, &ctx, nid, value) else {
                 throw .openSSL("X509V3_EXT_nconf_nid(\(nid), \(value))")
@@ -211,7 +233,8 @@ final class SimulatorCertificate: @unchecked Sendable {
         for custom in template.customExtensions {
             try certificate.addExtension(oid: custom.oid, value: custom.value)
         }
-        guard X509_sign(x509, issuerKey.pointer, EVP_sha256()) > 0 else { throw .openSSL("X509_sign") }
+        let digest = template.signatureDigestIsSHA384 ? EVP_sha384() : EVP_sha256()
+        guard X509_sign(x509, issuerKey.pointer, digest) > 0 else { throw .openSSL("X509_sign") }
         return certificate
     }
 

@@ -45,7 +45,7 @@ public struct SimulatorDirectory: Sendable {
         try FileManager.default.createDirectory(atPath: self.keysPath, withIntermediateDirectories: true)
         let device = try SimulatedDevice.generate()
         try SimulatorFiles.writeAtomically(
-            Array(try device.privateKeyPEM.utf8), to: self.keyFile(device.keyID), mode: 0o600)
+            Array(device.privateKeyPEM.utf8), to: self.keyFile(device.keyID), mode: 0o600)
         return device
     }
 
@@ -122,7 +122,9 @@ enum SimulatorFiles {
         guard fd >= 0 else { throw SimulatorError("cannot open \(lockPath): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw SimulatorError("cannot lock \(lockPath): \(String(cString: strerror(errno)))") }
+            guard errno == EINTR else {
+                throw SimulatorError("cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+            }
         }
         defer { flock(fd, LOCK_UN) }
         return try body()

@@ -46,9 +46,9 @@ enum VerifyReceiptCommand: Subcommand {
                 ("token", jsonQuote(parsed.token)),
                 ("client_hash", jsonQuote(encodeBase64(parsed.clientHash))),
                 ("risk_metric", parsed.riskMetric.map(String.init) ?? "null"),
-                ("created_at", jsonQuote(Self.formatReceiptTime(parsed.creationTime))),
-                ("not_before", parsed.notBefore.map { jsonQuote(Self.formatReceiptTime($0)) } ?? "null"),
-                ("expires_at", jsonQuote(Self.formatReceiptTime(parsed.expirationTime))),
+                ("created_at", jsonQuote(RFC3339.format(parsed.creationTime))),
+                ("not_before", parsed.notBefore.map { jsonQuote(RFC3339.format($0)) } ?? "null"),
+                ("expires_at", jsonQuote(RFC3339.format(parsed.expirationTime))),
             ])
             return 0
         } catch {
@@ -60,12 +60,4 @@ enum VerifyReceiptCommand: Subcommand {
             return 1
         }
     }
-
-    /// ISO 8601 UTC with milliseconds, as receipts carry them (`2020-11-21T22:13:02.796Z`).
-    static func formatReceiptTime(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
 }
-

@@ -194,6 +194,26 @@ import Testing
         #expect(transcript.lines.first?.hasSuffix("[Host: h][X-Empty: ][X-Tabs: a \t b][X-Utf8: caf\u{e9}]") == true)
     }
 
+    /// The value check runs eight bytes at a time: put each bad byte at every position of a long value.
+    @Test(arguments: [UInt8(0x00), 0x01, 0x08, 0x0B, 0x0D, 0x1F, 0x7F])
+    func controlBytesAnywhereInALongValueAreRefused(bad: UInt8) {
+        for position in 0..<24 {
+            var value = Array(repeating: UInt8(ascii: "v"), count: 24)
+            value[position] = bad
+            if position == 0 || position == 23, bad == 0x0D { continue }  // would be a line end / OWS case
+            let input = Self.bytes("GET / HTTP/1.1\r\nHost: h\r\nX: ") + value + Self.bytes("\r\n\r\n")
+            let transcript = HTTPParserTestDriver.feedRequests(input)
+            let expected = bad == 0x0D ? "bare_carriage_return" : "invalid_header_value"
+            #expect(transcript.errorCode == expected, "byte \(bad) at \(position): \(transcript)")
+        }
+    }
+
+    @Test func tabsSpacesAndUTF8AnywhereInALongValueAreKept() {
+        let value = "a\tb c~d\u{e9}e\u{1F600}f" + String(repeating: "g\t", count: 8) + "h"
+        let transcript = Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nX: \(value)\r\n\r\n")
+        #expect(transcript.lines.first?.hasSuffix("[X: \(value)]") == true, "\(transcript)")
+    }
+
     @Test func invalidUTF8InAValueIsRefused() {
         var input = Self.bytes("GET / HTTP/1.1\r\nHost: h\r\nX: a")
         input.append(0xFF)
@@ -251,6 +271,18 @@ import Testing
         #expect(Self.parseAllWays(fits, limits: limits).lines.count == 2)
         let over = "GET / HTTP/1.1\r\nHost: h\r\nX: " + String(repeating: "b", count: 64 - 31) + "\r\n\r\n"
         #expect(Self.parseAllWays(over, limits: limits).lines == ["error headers_too_large"])
+    }
+
+    @Test func headNearTheDefaultLimitParsesInEverySplit() {
+        var text = "\r\n\r\nGET /" + String(repeating: "p", count: 6000) + " HTTP/1.1\r\nHost: h\r\n"
+        for index in 0..<90 {
+            text += "X-Field-\(index): " + String(repeating: "v", count: 100) + "\r\n"
+        }
+        text += "\r\n"
+        #expect(text.utf8.count < 16384)
+        let transcript = Self.parseAllWays(text)
+        #expect(transcript.lines.count == 2)
+        #expect(transcript.lines.first?.hasPrefix("head GET /ppp") == true)
     }
 
     @Test func moreHeadersThanTheCountLimitAre431() {

@@ -69,7 +69,9 @@ import Testing
     }
 
     @Test func closeDelimitedBodyEndsWhenThePeerCloses() {
-        let transcript = Self.parseAllWays("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it\r\nuntil close")
+        let transcript = Self.parseAllWays(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it\r\nuntil close"
+        )
         #expect(
             transcript.lines == [
                 "head 200 OK 1.1 untilClose keepAlive=false [Content-Type: text/plain]",
@@ -157,7 +159,10 @@ import Testing
     }
 
     @Test func missingReasonPhraseIsAccepted() {
-        let transcript = Self.parseAllWays("HTTP/1.1 404\r\nContent-Length: 0\r\n\r\nHTTP/1.1 500 \r\nContent-Length: 0\r\n\r\n", methods: ["GET", "GET"])
+        let transcript = Self.parseAllWays(
+            "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\nHTTP/1.1 500 \r\nContent-Length: 0\r\n\r\n",
+            methods: ["GET", "GET"]
+        )
         #expect(transcript.lines.filter { $0.hasPrefix("head") }.count == 2)
     }
 
@@ -170,7 +175,10 @@ import Testing
         ("http/1.1 200 OK\r\n\r\n", "invalid_status_line"),
         ("ICY 200 OK\r\n\r\n", "invalid_status_line"),
         ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "duplicate_content_length"),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "content_length_with_transfer_encoding"),
+        (
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "content_length_with_transfer_encoding"
+        ),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "unsupported_transfer_coding"),
         ("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "unsupported_transfer_coding"),
         ("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", "invalid_transfer_encoding"),
@@ -195,7 +203,11 @@ import Testing
     }
 
     @Test func unannouncedResponsesAreReadAsAnswersToGet() {
-        let transcript = Self.parseAllWays("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", methods: [], peerClosesAtEnd: false)
+        let transcript = Self.parseAllWays(
+            "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+            methods: [],
+            peerClosesAtEnd: false
+        )
         #expect(transcript.bodies == ["x"])
     }
 
@@ -208,7 +220,8 @@ import Testing
             let (event, consumed) = parser.next(buffer)
             #expect(consumed == buffer.count)
             if case .head? = event {} else { Issue.record("expected head") }
-            if case .end? = parser.next(UnsafeRawBufferPointer(rebasing: buffer[consumed...])).event {} else {
+            if case .end? = parser.next(UnsafeRawBufferPointer(rebasing: buffer[consumed...])).event {
+            } else {
                 Issue.record("expected end")
             }
         }

@@ -41,7 +41,8 @@ import Testing
         var out: [UInt8] = []
         HTTPSerializer.writeLocalResponse(
             status: 401,
-            headers: HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "999"), ("Connection", "x")]),
+            headers: HTTPHeaders([("Content-Type", "application/json"), ("Content-Length", "999"), ("Connection", "x")]
+            ),
             body: Array("{}".utf8),
             keepAlive: false,
             into: &out
@@ -54,7 +55,13 @@ import Testing
         HTTPSerializer.writeLocalResponse(status: 204, headers: HTTPHeaders(), body: [], keepAlive: true, into: &out)
         #expect(Self.text(out) == "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
         out.removeAll()
-        HTTPSerializer.writeLocalResponse(status: 200, headers: HTTPHeaders(), body: Array(repeating: 0x7A, count: 1234), keepAlive: true, into: &out)
+        HTTPSerializer.writeLocalResponse(
+            status: 200,
+            headers: HTTPHeaders(),
+            body: Array(repeating: 0x7A, count: 1234),
+            keepAlive: true,
+            into: &out
+        )
         #expect(Self.text(out).hasPrefix("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\nzzz"))
     }
 
@@ -66,7 +73,9 @@ import Testing
             headers: HTTPHeaders([("Host", "h"), ("X-Evil", "a\r\nTransfer-Encoding: chunked"), ("X-Nul", "a\u{0}b")])
         )
         HTTPSerializer.writeRequestHead(head, into: &out)
-        #expect(Self.text(out) == "GET / HTTP/1.1\r\nHost: h\r\nX-Evil: a  Transfer-Encoding: chunked\r\nX-Nul: a b\r\n\r\n")
+        #expect(
+            Self.text(out) == "GET / HTTP/1.1\r\nHost: h\r\nX-Evil: a  Transfer-Encoding: chunked\r\nX-Nul: a b\r\n\r\n"
+        )
     }
 
     @Test func continueResponse() {
@@ -105,7 +114,9 @@ import Testing
                 continue
             }
             #expect(second.method == firstHead.method && second.target == firstHead.target)
-            #expect(second.headers.map { "\($0.name)=\($0.value)" } == firstHead.headers.map { "\($0.name)=\($0.value)" })
+            #expect(
+                second.headers.map { "\($0.name)=\($0.value)" } == firstHead.headers.map { "\($0.name)=\($0.value)" }
+            )
             #expect(second.versionMinor == 1)
             #expect(first.violations.isEmpty)
         }

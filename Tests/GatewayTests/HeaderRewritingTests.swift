@@ -56,7 +56,9 @@ import Testing
             ])
         )
         let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "2001:db8::1", scheme: "http")
-        #expect(rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"])
+        #expect(
+            rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"]
+        )
         #expect(
             rewritten.headers.values(for: "Forwarded")
                 == ["for=203.0.113.1, for=\"[2001:db8::1]\";proto=http;host=\"h:8080\""]
@@ -64,13 +66,23 @@ import Testing
     }
 
     @Test func noHostMeansNoForwardedHost() {
-        let head = HTTPRequestHead(method: "GET", target: "/", versionMinor: 0, headers: HTTPHeaders([("X-Forwarded-Host", "evil")]))
+        let head = HTTPRequestHead(
+            method: "GET",
+            target: "/",
+            versionMinor: 0,
+            headers: HTTPHeaders([("X-Forwarded-Host", "evil")])
+        )
         let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http")
         #expect(!rewritten.headers.contains("x-forwarded-host"))
         #expect(rewritten.headers["forwarded"] == "for=10.0.0.1;proto=http")
-        // HTTP/1.1 upstream requests always carry Host.
-        #expect(rewritten.headers.values(for: "host") == [""])
-        let named = HeaderRewriting.upstreamRequest(head, clientAddress: "10.0.0.1", scheme: "http", upstreamHost: "backend:9000")
+        // Host for an HTTP/1.0 request without one: the upstream's when given, else the caller's job.
+        #expect(!rewritten.headers.contains("host"))
+        let named = HeaderRewriting.upstreamRequest(
+            head,
+            clientAddress: "10.0.0.1",
+            scheme: "http",
+            upstreamHost: "backend:9000"
+        )
         #expect(named.headers.values(for: "host") == ["backend:9000"])
     }
 
@@ -98,10 +110,24 @@ import Testing
     }
 
     @Test func trailersLoseFramingAndRoutingFields() {
-        let trailers = HTTPHeaders([("X-Checksum", "abc"), ("Content-Length", "5"), ("Host", "x"), ("Transfer-Encoding", "chunked")])
+        let trailers = HTTPHeaders([
+            ("X-Checksum", "abc"), ("Content-Length", "5"), ("Host", "x"), ("Transfer-Encoding", "chunked"),
+        ])
         #expect(HeaderRewriting.forwardedTrailers(trailers).map(Self.names) == ["X-Checksum"])
         #expect(HeaderRewriting.forwardedTrailers(HTTPHeaders([("Host", "x")])) == nil)
         #expect(HeaderRewriting.forwardedTrailers(nil) == nil)
+    }
+
+    @Test func caseInsensitiveComparisons() {
+        #expect("Content-Length".caseInsensitiveEquals("content-LENGTH"))
+        #expect(!"Content-Length".caseInsensitiveEquals("Content-Lengt"))
+        #expect(!"a".caseInsensitiveEquals("b"))
+        #expect("Transfer-Encoding".equalsLowercaseASCII("transfer-encoding"))
+        #expect(!"Transfer-Encodinh".equalsLowercaseASCII("transfer-encoding"))
+        // Only ASCII letters fold: "K" (Kelvin sign) is not "k".
+        #expect(!"\u{212A}eep".caseInsensitiveEquals("keep"))
+        let headers = HTTPHeaders([("X-Long-Header-Name-Over-Fifteen", "1")])
+        #expect(headers["x-long-header-name-over-fifteen"] == "1")
     }
 
     @Test func forwardedValuesQuoteWhatIsNotAToken() {

@@ -162,13 +162,21 @@ import Testing
     @Test func badURLs() {
         let redis = minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: http://127.0.0.1:6379")
         let error = self.expectError(redis, .invalidRedisURL, line: 1, column: 8, field: "redis")
-        #expect(error?.message.contains("scheme must be redis:// or unix://") == true)
+        #expect(error?.message.hasSuffix("found \"http://127.0.0.1:6379\"") == true)
+
+        // A password is never echoed, whatever is wrong with the URL.
+        for url in ["rediss://:hunter2@h:6379/0", "redis://:hunter2@h:99999/0", "redis://:hunter2@h/x"] {
+            let text = minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: \"\(url)\"")
+            let error = self.expectError(text, .invalidRedisURL, line: 1, field: "redis")
+            #expect(error?.description.contains("hunter2") == false, "\(String(describing: error))")
+            #expect(error?.description.contains("hun") == false)
+        }
 
         let port = minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://127.0.0.1:99999/0")
         self.expectError(port, .invalidRedisURL, line: 1, field: "redis")
 
         for url in [
-            "https://api:443", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80", "http://[::1",
+            "https://api:443", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80", "http://[::1", "http://300.1.1.1:80", "http://-api:80", "http://a..b",
         ] {
             let text = minimalPolicy().replacingOccurrences(of: "http://127.0.0.1:9000", with: url)
             self.expectError(text, .invalidUpstreamURL, line: 4, field: "upstreams.api.url")

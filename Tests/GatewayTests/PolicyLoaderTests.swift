@@ -253,6 +253,22 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         #expect(table.match(method: "GET", path: "/other") == nil)
     }
 
+    @Test func loadLoggingWarningsReturnsTheSamePolicy() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/policies.yaml"
+        // Two warnings (memory store, unreachable route) go to the log; the policy is the same.
+        try (minimalPolicy() + "\n  - { match: { path: /x }, upstream: api }\n").write(
+            toFile: path, atomically: true, encoding: .utf8
+        )
+        var warnings: [PolicyWarning] = []
+        let plain = try PolicyLoader.load(path: path, warnings: &warnings)
+        #expect(warnings.map(\.code) == ["memory_store", "unreachable_route"])
+        let logged = try PolicyLoader.loadLoggingWarnings(path: path)
+        #expect(logged.routes == plain.routes)
+        #expect(logged.store == plain.store)
+        #expect(policyErrorCode { try PolicyLoader.loadLoggingWarnings(path: directory.path + "/none.yaml") } == .fileUnreadable)
+    }
+
     @Test func loadReportsUnreadableAndOversizedFiles() throws {
         let missing = #expect(throws: PolicyError.self) { try PolicyLoader.load(path: "/nonexistent/policies.yaml") }
         #expect(missing?.code == .fileUnreadable)

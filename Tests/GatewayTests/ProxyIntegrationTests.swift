@@ -343,9 +343,11 @@ import Verification
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let policy = directory.appendingPathComponent("policy.yaml")
+        let listenPort = try Self.unusedPort()
         try """
-            listen: 127.0.0.1:0
+            listen: 127.0.0.1:\(listenPort)
             store: memory
+            app_ids: ["ABCDE12345.com.example.app"]
             limits:
               shutdown_drain_timeout: 5s
             upstreams:
@@ -364,6 +366,7 @@ import Verification
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let port = try Self.readListeningPort(stderr.fileHandleForReading)
+        #expect(port == listenPort)
 
         var clients: [TestHTTPClient] = []
         for i in 0..<5 {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// N gateways racing on one key: the compare-and-set and the one-use challenge hold across

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// One behaviour, two stores: every test runs against `MemoryStore` and against
@@ -10,7 +11,10 @@ import Testing
         try await withStore(kind) { store, _ in
             let challenge = randomToken("ch-")
             #expect(await store.putChallenge(challenge, ttlSeconds: 300).value == true)
-            #expect(await store.putChallenge(challenge, ttlSeconds: 300).value == false, "a second put must not overwrite")
+            #expect(
+                await store.putChallenge(challenge, ttlSeconds: 300).value == false,
+                "a second put must not overwrite"
+            )
             #expect(await store.consumeChallenge(challenge).value == true)
             #expect(await store.consumeChallenge(challenge).value == false, "one use only")
             #expect(await store.consumeChallenge(randomToken("never-")).value == false)
@@ -70,7 +74,10 @@ import Testing
             #expect(await store.advanceCounter(keyID: record.keyID, to: 5).value == .notIncreasing(stored: 5))
             #expect(await store.advanceCounter(keyID: record.keyID, to: 3).value == .notIncreasing(stored: 5))
             #expect(await store.advanceCounter(keyID: record.keyID, to: UInt32.max).value == .advanced)
-            #expect(await store.advanceCounter(keyID: record.keyID, to: UInt32.max).value == .notIncreasing(stored: UInt32.max))
+            #expect(
+                await store.advanceCounter(keyID: record.keyID, to: UInt32.max).value
+                    == .notIncreasing(stored: UInt32.max)
+            )
             let fetched = try #require(await store.fetchKey(keyID: record.keyID).value ?? nil)
             #expect(fetched.counter == UInt32.max)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// What `keys show` / `keys revoke` rely on.
@@ -55,11 +56,26 @@ import Testing
 
 /// A store that never answers (tests the CLI's own bound on waiting).
 private final class SilentStore: AttestStore {
-    func putChallenge(_ c: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
+    func putChallenge(_ c: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+    {}
     func consumeChallenge(_ c: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func createKey(_ r: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void) {}
     func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {}
-    func advanceCounter(keyID: String, to n: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void) {}
+    func advanceCounter(
+        keyID: String,
+        to n: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {}
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {}
+}
+
+@Suite struct StoreFactoryTests {
+    @Test func buildsTheStoreThePolicyNames() throws {
+        #expect(try AttestStoreFactory.make(.memory) is MemoryStore)
+        let redis = try #require(try AttestStoreFactory.make(.redis(url: "redis://127.0.0.1:1/0")) as? RedisStore)
+        #expect(redis.connection.url.address == .tcp(host: "127.0.0.1", port: 1))
+        redis.close()
+        #expect(throws: RedisURLError.self) { try AttestStoreFactory.make(.redis(url: "http://nope")) }
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// RedisStore specifics on a real redis-server: the key layout, AUTH/SELECT, Unix sockets,
@@ -31,7 +32,9 @@ import Testing
                 fields[String(decoding: name, as: UTF8.self)] = value
             }
         }
-        #expect(Set(fields.keys) == ["public_key", "counter", "app_id", "environment", "receipt", "attested_at", "status"])
+        #expect(
+            Set(fields.keys) == ["public_key", "counter", "app_id", "environment", "receipt", "attested_at", "status"]
+        )
         #expect(fields["public_key"] == record.publicKey)
         #expect(fields["receipt"] == record.receipt)
         #expect(fields["counter"] == Array("9".utf8))
@@ -114,8 +117,12 @@ import Testing
         let onQueue: [Bool] = await concurrently(20) { index, done in
             switch index % 3 {
             case 0: store.ping { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
-            case 1: store.putChallenge(randomToken(), ttlSeconds: 5) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
-            default: store.advanceCounter(keyID: "none", to: 1) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
+            case 1:
+                store.putChallenge(randomToken(), ttlSeconds: 5) { _ in
+                    done(DispatchQueue.getSpecific(key: key) == "store")
+                }
+            default:
+                store.advanceCounter(keyID: "none", to: 1) { _ in done(DispatchQueue.getSpecific(key: key) == "store") }
             }
         }
         #expect(onQueue.count == 20 && onQueue.allSatisfy { $0 })
@@ -124,7 +131,10 @@ import Testing
     @Test func everyReferenceIsReleasedAfterClose() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let configuration = RedisConfiguration(commandTimeout: .milliseconds(100), reconnectBackoffMaximum: .milliseconds(100))
+        let configuration = RedisConfiguration(
+            commandTimeout: .milliseconds(100),
+            reconnectBackoffMaximum: .milliseconds(100)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         let counters = store.connection.counters
         #expect(await waitUntilReachable(store))
@@ -143,5 +153,40 @@ import Testing
         }
         #expect(counters.liveDrivers == 0)
         #expect(counters.liveCommands == 0)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct StorePipeliningTests {
+    @Test func manyCommandsAreInFlightOnOneConnection() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        // Long timeout: this test is about pipelining, not timing.
+        let configuration = RedisConfiguration(commandTimeout: .seconds(3), staleConnectionTimeout: .seconds(6))
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
+        defer { store.close() }
+        #expect(await waitUntilReachable(store))
+        let counters = store.connection.counters
+        server.pause()
+        let results = ResultBox<Result<Void, StoreError>>(count: 100)
+        let group = DispatchGroup()
+        for index in 0..<100 {
+            group.enter()
+            store.ping { result in
+                results.set(index, result)
+                group.leave()
+            }
+        }
+        // All 100 are written and waiting on the one connection at the same time.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while counters.liveCommands < 100 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(counters.liveCommands == 100)
+        #expect(counters.liveDrivers == 1)
+        server.resume()
+        while group.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(results.values.count == 100)
+        #expect(results.values.allSatisfy { $0.error == nil })
+        #expect(counters.connectAttempts == 1)
     }
 }

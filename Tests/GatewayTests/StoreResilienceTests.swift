@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// Outages, hangs and overload against a real redis-server: every command completes, with
@@ -18,7 +19,10 @@ import Testing
     @Test func serverStoppedMidTrafficFailsEveryCommandInTimeAndTheStoreRecovers() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let configuration = RedisConfiguration(commandTimeout: .milliseconds(250), reconnectBackoffMaximum: .milliseconds(400))
+        let configuration = RedisConfiguration(
+            commandTimeout: .milliseconds(250),
+            reconnectBackoffMaximum: .milliseconds(400)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         defer { store.close() }
         #expect(await waitUntilReachable(store))
@@ -49,12 +53,18 @@ import Testing
         #expect(all.count == sent, "every command completed")
         #expect(all.count > 100)
         let late = all.filter { $0.latency > 0.25 + Self.schedulingSlack }
-        #expect(late.isEmpty, "\(late.count) commands took longer than the timeout; worst \(late.map(\.latency).max() ?? 0)")
+        #expect(
+            late.isEmpty,
+            "\(late.count) commands took longer than the timeout; worst \(late.map(\.latency).max() ?? 0)"
+        )
         let before = all.filter { $0.sentAt < stoppedAt - 0.05 }
         #expect(!before.isEmpty && before.allSatisfy { $0.result.value == true }, "all succeed before the outage")
         let after = all.filter { $0.sentAt > stopDone + 0.1 }
         #expect(after.count > 50)
-        #expect(after.allSatisfy { $0.result.error?.kind == .unavailable }, "fail fast (not time out) once the loss is known")
+        #expect(
+            after.allSatisfy { $0.result.error?.kind == .unavailable },
+            "fail fast (not time out) once the loss is known"
+        )
         let kinds = Set(all.compactMap { $0.result.error?.kind })
         #expect(kinds.isSubset(of: [.unavailable, .timeout]))
 
@@ -79,15 +89,14 @@ import Testing
         defer { store.close() }
         #expect(await waitUntilReachable(store))
         server.pause()  // commands pile up unanswered
-        async let first = store.ping()
-        async let second = store.consumeChallenge("x")
+        async let first = timed { store.ping(completion: $0) }
+        async let second = timed { store.consumeChallenge("x", completion: $0) }
         try await Task.sleep(for: .milliseconds(50))
-        let start = ContinuousClock.now
         server.kill9()
-        let results = await (first.error, second.error)
-        #expect(results.0?.kind == .unavailable || results.0?.kind == .timeout)
-        #expect(results.1?.kind == .unavailable || results.1?.kind == .timeout)
-        #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
+        let results = await [first.result.error, second.result.error]
+        #expect(results.allSatisfy { $0?.kind == .unavailable || $0?.kind == .timeout })
+        let latencies = await [first.seconds, second.seconds]
+        #expect(latencies.allSatisfy { $0 < 0.25 + Self.schedulingSlack }, "\(latencies)")
         try server.restart()
         #expect(await waitUntilReachable(store))
     }
@@ -101,9 +110,7 @@ import Testing
         #expect(await store.putChallenge("late-a", ttlSeconds: 60).value == true)
 
         server.pause()
-        let start = ContinuousClock.now
-        let result = await store.consumeChallenge("late-a")
-        let elapsed = seconds(since: start)
+        let (result, elapsed) = await timed { store.consumeChallenge("late-a", completion: $0) }
         #expect(result.error?.kind == .timeout)
         #expect(store.connection.counters.commandTimeouts == 1)
         #expect(elapsed >= 0.24, "not before the timeout: \(elapsed)")
@@ -132,10 +139,9 @@ import Testing
             slept.signal()
         }
         try await Task.sleep(for: .milliseconds(100))
-        let start = ContinuousClock.now
-        let result = await store.ping()
+        let (result, elapsed) = await timed { store.ping(completion: $0) }
         #expect(result.error?.kind == .timeout)
-        #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
+        #expect(elapsed >= 0.24 && elapsed < 0.25 + Self.schedulingSlack, "\(elapsed)")
         while slept.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
         #expect(await store.ping().error == nil)
     }
@@ -144,9 +150,12 @@ import Testing
         let server = try RedisServer.start()
         defer { server.shutDown() }
         let configuration = RedisConfiguration(
-            commandTimeout: .milliseconds(100), connectTimeout: .milliseconds(300),
-            reconnectBackoffInitial: .milliseconds(20), reconnectBackoffMaximum: .milliseconds(100),
-            staleConnectionTimeout: .milliseconds(400))
+            commandTimeout: .milliseconds(100),
+            connectTimeout: .milliseconds(300),
+            reconnectBackoffInitial: .milliseconds(20),
+            reconnectBackoffMaximum: .milliseconds(100),
+            staleConnectionTimeout: .milliseconds(400)
+        )
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
         defer { store.close() }
         #expect(await waitUntilReachable(store))
@@ -186,10 +195,9 @@ import Testing
         let store = RedisStore(url: try RedisURL(parsing: "redis://127.0.0.1:\(refusing.port)/0"))
         defer { store.close() }
         for _ in 0..<5 {
-            let start = ContinuousClock.now
-            let result = await store.ping()
+            let (result, elapsed) = await timed { store.ping(completion: $0) }
             #expect(result.error?.kind == .unavailable)
-            #expect(seconds(since: start) < 0.25 + Self.schedulingSlack)
+            #expect(elapsed < 0.25 + Self.schedulingSlack)
         }
         withExtendedLifetime(refusing) {}
     }

@@ -1,11 +1,14 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 /// Async bridges over the completion-handler store API (tests only).
 extension AttestStore {
     func putChallenge(_ challenge: String, ttlSeconds: Int) async -> Result<Bool, StoreError> {
-        await withCheckedContinuation { c in self.putChallenge(challenge, ttlSeconds: ttlSeconds) { c.resume(returning: $0) } }
+        await withCheckedContinuation { c in
+            self.putChallenge(challenge, ttlSeconds: ttlSeconds) { c.resume(returning: $0) }
+        }
     }
     func consumeChallenge(_ challenge: String) async -> Result<Bool, StoreError> {
         await withCheckedContinuation { c in self.consumeChallenge(challenge) { c.resume(returning: $0) } }
@@ -17,7 +20,8 @@ extension AttestStore {
         await withCheckedContinuation { c in self.fetchKey(keyID: keyID) { c.resume(returning: $0) } }
     }
     func advanceCounter(keyID: String, to counter: UInt32) async -> Result<CounterAdvance, StoreError> {
-        await withCheckedContinuation { c in self.advanceCounter(keyID: keyID, to: counter) { c.resume(returning: $0) } }
+        await withCheckedContinuation { c in self.advanceCounter(keyID: keyID, to: counter) { c.resume(returning: $0) }
+        }
     }
     func revokeKey(keyID: String) async -> Result<Bool, StoreError> {
         await withCheckedContinuation { c in self.revokeKey(keyID: keyID) { c.resume(returning: $0) } }
@@ -79,7 +83,8 @@ extension Result {
 /// Runs `count` operations started as close together as possible (from several threads at
 /// once) and returns their results in index order.
 func concurrently<T: Sendable>(
-    _ count: Int, _ operation: @escaping @Sendable (Int, @escaping @Sendable (T) -> Void) -> Void
+    _ count: Int,
+    _ operation: @escaping @Sendable (Int, @escaping @Sendable (T) -> Void) -> Void
 ) async -> [T] {
     let results = ResultBox<T>(count: count)
     return await withCheckedContinuation { continuation in
@@ -125,4 +130,15 @@ func waitUntilReachable(_ store: any AttestStore, limit: Duration = .seconds(8))
         try? await Task.sleep(for: .milliseconds(50))
     }
     return false
+}
+
+/// Runs one store call and measures its latency in the completion itself (on the store's
+/// queue), so that a busy Swift concurrency pool cannot inflate it.
+func timed<T: Sendable>(
+    _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
+) async -> (result: Result<T, StoreError>, seconds: Double) {
+    let begin = ContinuousClock.now
+    return await withCheckedContinuation { continuation in
+        start { result in continuation.resume(returning: (result, seconds(since: begin))) }
+    }
 }

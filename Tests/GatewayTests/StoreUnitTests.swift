@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Gateway
 
 /// The store's pure parts, without sockets or a server.
@@ -46,7 +47,12 @@ import Testing
     @Test func backoffDoublesUpToTheCapAndResets() {
         var backoff = ReconnectBackoff(initial: .milliseconds(50), maximum: .seconds(1), jitter: { 1.0 })
         let delays = (0..<7).map { _ in backoff.nextDelay() }
-        #expect(delays == [.milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .seconds(1), .seconds(1)])
+        #expect(
+            delays == [
+                .milliseconds(50), .milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800),
+                .seconds(1), .seconds(1),
+            ]
+        )
         backoff.reset()
         #expect(backoff.nextDelay() == .milliseconds(50))
     }
@@ -77,8 +83,19 @@ import Testing
             "status": Array("revoked".utf8),
         ])
         let record = try #require(try RedisStore.decodeKeyRecord(keyID: "k", reply: reply))
-        #expect(record == KeyRecord(keyID: "k", publicKey: [4, 1, 2], counter: 42, appID: "T.b", environment: "development",
-            receipt: [0, 255], attestedAt: Date(timeIntervalSince1970: 1_700_000_000), status: .revoked))
+        #expect(
+            record
+                == KeyRecord(
+                    keyID: "k",
+                    publicKey: [4, 1, 2],
+                    counter: 42,
+                    appID: "T.b",
+                    environment: "development",
+                    receipt: [0, 255],
+                    attestedAt: Date(timeIntervalSince1970: 1_700_000_000),
+                    status: .revoked
+                )
+        )
         #expect(try RedisStore.decodeKeyRecord(keyID: "k", reply: .array([])) == nil)
     }
 
@@ -88,7 +105,8 @@ import Testing
     ])
     func rejectsACorruptKeyRecord(field: String, value: [UInt8]) {
         var fields: [String: [UInt8]] = [
-            "public_key": [4], "counter": Array("1".utf8), "app_id": Array("a".utf8), "environment": Array("production".utf8),
+            "public_key": [4], "counter": Array("1".utf8), "app_id": Array("a".utf8),
+            "environment": Array("production".utf8),
             "receipt": [], "attested_at": Array("1".utf8), "status": Array("active".utf8),
         ]
         fields[field] = value
@@ -102,15 +120,27 @@ import Testing
     @Test func rejectsMalformedHashReplies() {
         #expect(throws: StoreError.self) { try RedisStore.decodeKeyRecord(keyID: "k", reply: .array([.bulk([1])])) }
         #expect(throws: StoreError.self) { try RedisStore.decodeKeyRecord(keyID: "k", reply: .status("OK")) }
-        #expect(throws: StoreError.self) { try RedisStore.decodeKeyRecord(keyID: "k", reply: .array([.bulk(Array("counter".utf8)), .integer(1)])) }
+        #expect(throws: StoreError.self) {
+            try RedisStore.decodeKeyRecord(keyID: "k", reply: .array([.bulk(Array("counter".utf8)), .integer(1)]))
+        }
         // A hash missing a field (someone wrote it by hand).
-        #expect(throws: StoreError.self) { try RedisStore.decodeKeyRecord(keyID: "k", reply: Self.hash(["counter": Array("1".utf8)])) }
+        #expect(throws: StoreError.self) {
+            try RedisStore.decodeKeyRecord(keyID: "k", reply: Self.hash(["counter": Array("1".utf8)]))
+        }
     }
 
     @Test func serverErrorsThatMeanUnavailableAreNotProtocolErrors() {
-        #expect(RedisStore.serverError(.error("LOADING Redis is loading the dataset in memory"), command: "GET")?.kind == .unavailable)
-        #expect(RedisStore.serverError(.error("READONLY You can't write against a read only replica."), command: "SET")?.kind == .unavailable)
-        #expect(RedisStore.serverError(.error("ERR unknown command 'GETDEL'"), command: "GETDEL")?.kind == .protocolError)
+        #expect(
+            RedisStore.serverError(.error("LOADING Redis is loading the dataset in memory"), command: "GET")?.kind
+                == .unavailable
+        )
+        #expect(
+            RedisStore.serverError(.error("READONLY You can't write against a read only replica."), command: "SET")?
+                .kind == .unavailable
+        )
+        #expect(
+            RedisStore.serverError(.error("ERR unknown command 'GETDEL'"), command: "GETDEL")?.kind == .protocolError
+        )
         #expect(RedisStore.serverError(.status("OK"), command: "SET") == nil)
         #expect(RedisReply.error("NOSCRIPT No matching script").errorCode == "NOSCRIPT")
     }

@@ -38,45 +38,68 @@ import Verification
         // fmt
         .init(name: "fmt is not apple-appattest", expected: .unsupportedFormat, options: with { $0.format = "packed" }),
         // 1. chain and validity
-        .init(name: "leaf signed by an untrusted CA", expected: .certificateChainInvalid,
-              options: with { $0.signLeafWithUntrustedCA = true }),
-        .init(name: "x5c without the intermediate", expected: .certificateChainInvalid,
-              options: with { $0.omitIntermediate = true }),
-        .init(name: "leaf expired at verification time", expected: .certificateExpired,
-              options: with { $0.leafNotAfter = SharedSimulator.time.addingTimeInterval(-60) }),
-        .init(name: "leaf not yet valid at verification time", expected: .certificateExpired,
-              options: with { $0.leafNotBefore = SharedSimulator.time.addingTimeInterval(60) }),
-        .init(name: "verified three days after attestation", expected: .certificateExpired,
-              options: with { _ in }, verifyAt: SharedSimulator.time.addingTimeInterval(3 * 86_400)),
+        .init(
+            name: "leaf signed by an untrusted CA", expected: .certificateChainInvalid,
+            options: with { $0.signLeafWithUntrustedCA = true }),
+        .init(
+            name: "x5c without the intermediate", expected: .certificateChainInvalid,
+            options: with { $0.omitIntermediate = true }),
+        .init(
+            name: "leaf expired at verification time", expected: .certificateExpired,
+            options: with { $0.leafNotAfter = SharedSimulator.time.addingTimeInterval(-60) }),
+        .init(
+            name: "leaf not yet valid at verification time", expected: .certificateExpired,
+            options: with { $0.leafNotBefore = SharedSimulator.time.addingTimeInterval(60) }),
+        .init(
+            name: "verified three days after attestation", expected: .certificateExpired,
+            options: with { _ in }, verifyAt: SharedSimulator.time.addingTimeInterval(3 * 86_400)),
         // 2. nonce = SHA256(authData || clientDataHash)
-        .init(name: "clientDataHash differs from the one attested", expected: .nonceMismatch,
-              options: with { _ in }, wrongClientDataHash: true),
+        .init(
+            name: "clientDataHash differs from the one attested", expected: .nonceMismatch,
+            options: with { _ in }, wrongClientDataHash: true),
         // 3. nonce extension
-        .init(name: "certificate certifies another nonce", expected: .nonceMismatch,
-              options: with { $0.corruptNonce = true }),
-        .init(name: "certificate without nonce extension", expected: .missingNonceExtension,
-              options: with { $0.omitNonceExtension = true }),
+        .init(
+            name: "certificate certifies another nonce", expected: .nonceMismatch,
+            options: with { $0.corruptNonce = true }),
+        .init(
+            name: "certificate without nonce extension", expected: .missingNonceExtension,
+            options: with { $0.omitNonceExtension = true }),
         // 4. SHA256(certified key) == keyId
-        .init(name: "certificate certifies another key", expected: .keyIDMismatch,
-              options: with { $0.certifiedDevice = otherDevice }),
-        .init(name: "key ID given is another key's", expected: .keyIDMismatch, options: with { _ in }, wrongKeyID: true),
+        .init(
+            name: "certificate certifies another key", expected: .keyIDMismatch,
+            options: with { $0.certifiedDevice = otherDevice }),
+        .init(
+            name: "key ID given is another key's", expected: .keyIDMismatch, options: with { _ in }, wrongKeyID: true),
         // 5. rpIdHash == SHA256(App ID)
-        .init(name: "rpIdHash of another App ID", expected: .appIDMismatch,
-              options: with { $0.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8)) }),
-        .init(name: "verifier configured for another App ID", expected: .appIDMismatch,
-              options: with { _ in }, appIDs: ["ZZZZZ99999.com.other.app"]),
+        .init(
+            name: "rpIdHash of another App ID", expected: .appIDMismatch,
+            options: with { $0.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8)) }),
+        .init(
+            name: "verifier configured for another App ID", expected: .appIDMismatch,
+            options: with { _ in }, appIDs: ["ZZZZZ99999.com.other.app"]),
         // 6. signCount == 0
         .init(name: "counter is 1", expected: .counterNotZero, options: with { $0.counter = 1 }),
         // 7. aaguid and environment
-        .init(name: "unknown AAGUID", expected: .unknownAAGUID,
-              options: with { $0.aaguid = Array("appattestXXXXXXX".utf8) }),
-        .init(name: "production key, development required", expected: .environmentMismatch,
-              options: with { _ in }, environment: .production, requirement: .development),
-        .init(name: "development key, production required", expected: .environmentMismatch,
-              options: with { _ in }, environment: .development, requirement: .production),
+        .init(
+            name: "unknown AAGUID", expected: .unknownAAGUID,
+            options: with { $0.aaguid = Array("appattestXXXXXXX".utf8) }),
+        .init(
+            name: "production key, development required", expected: .environmentMismatch,
+            options: with { _ in }, environment: .production, requirement: .development),
+        .init(
+            name: "development key, production required", expected: .environmentMismatch,
+            options: with { _ in }, environment: .development, requirement: .production),
         // 8. credentialId == keyId
-        .init(name: "credentialId is not the key ID", expected: .credentialIDMismatch,
-              options: with { $0.credentialID = [UInt8](repeating: 0xab, count: 32) }),
+        .init(
+            name: "credentialId is not the key ID", expected: .credentialIDMismatch,
+            options: with { $0.credentialID = [UInt8](repeating: 0xab, count: 32) }),
+        // Structure: what every attestation must carry.
+        .init(
+            name: "attStmt without receipt", expected: .malformedAttestation,
+            options: with { $0.includeReceipt = false }),
+        .init(
+            name: "flag AT cleared: no attested credential data", expected: .malformedAuthenticatorData,
+            options: with { $0.flags = 0x00 }),
     ]
 
     @Test(arguments: attestationCases)
@@ -109,7 +132,9 @@ import Verification
                 for: device, appID: SharedSimulator.appID, clientDataHash: [1, 2], environment: environment,
                 options: options)
             let key = try SharedSimulator.attestationVerifier(environment == .production ? .production : .development)
-                .verify(attestationObject: attestation, keyID: device.keyID, clientDataHash: [1, 2], at: SharedSimulator.time)
+                .verify(
+                    attestationObject: attestation, keyID: device.keyID, clientDataHash: [1, 2],
+                    at: SharedSimulator.time)
             #expect(key.environment == environment)
         }
     }
@@ -135,19 +160,24 @@ import Verification
 
     static let assertionCases: [AssertionCase] = [
         // 1-2. signature over nonce = SHA256(authenticatorData || SHA256(clientData))
-        .init(name: "signature bit flipped", expected: .invalidSignature,
-              options: assertionWith { $0.corruptSignature = true }),
-        .init(name: "signed by another key", expected: .invalidSignature,
-              options: assertionWith { $0.signingDevice = otherDevice }),
-        .init(name: "signed over authData || clientDataHash, not the nonce", expected: .invalidSignature,
-              options: assertionWith { $0.signConcatenationInsteadOfNonce = true }),
+        .init(
+            name: "signature bit flipped", expected: .invalidSignature,
+            options: assertionWith { $0.corruptSignature = true }),
+        .init(
+            name: "signed by another key", expected: .invalidSignature,
+            options: assertionWith { $0.signingDevice = otherDevice }),
+        .init(
+            name: "signed over authData || clientDataHash, not the nonce", expected: .invalidSignature,
+            options: assertionWith { $0.signConcatenationInsteadOfNonce = true }),
         .init(name: "clientData differs from the signed one", expected: .invalidSignature, wrongClientData: true),
         // 3. rpIdHash == SHA256(App ID)
-        .init(name: "rpIdHash of another App ID", expected: .appIDMismatch,
-              options: assertionWith { $0.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8)) }),
+        .init(
+            name: "rpIdHash of another App ID", expected: .appIDMismatch,
+            options: assertionWith { $0.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8)) }),
         .init(name: "key belongs to another App ID", expected: .appIDMismatch, appIDs: ["ZZZZZ99999.com.other.app"]),
         // 4. counter > stored
-        .init(name: "counter equal to stored (replay)", expected: .counterNotIncreasing, counter: 4, previousCounter: 4),
+        .init(
+            name: "counter equal to stored (replay)", expected: .counterNotIncreasing, counter: 4, previousCounter: 4),
         .init(name: "counter below stored", expected: .counterNotIncreasing, counter: 3, previousCounter: 4),
         .init(name: "first assertion with counter 0", expected: .counterNotIncreasing, counter: 0, previousCounter: 0),
     ]

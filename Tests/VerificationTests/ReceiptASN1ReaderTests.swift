@@ -32,7 +32,8 @@ import Verification
 
     @Test func integers() throws {
         func value(_ content: [UInt8]) throws -> Int {
-            try ASN1Reader.parseSingle([0x02, UInt8(content.count)] + content, limits: self.der).integerValue(limits: self.der)
+            try ASN1Reader.parseSingle([0x02, UInt8(content.count)] + content, limits: self.der).integerValue(
+                limits: self.der)
         }
         #expect(try value([0x00]) == 0)
         #expect(try value([0x7f]) == 127)
@@ -155,4 +156,3 @@ import Verification
         }
     }
 }
-

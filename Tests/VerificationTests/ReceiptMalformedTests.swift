@@ -117,9 +117,25 @@ import Verification
         #expect(error?.code == .invalidPublicKey)
     }
 
+    @Test func trustRootBundleMayHoldSeveralCertificates() throws {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/apple_root_ca_g3", withExtension: "pem"))
+        let apple = try String(contentsOf: url, encoding: .utf8)
+        let bundle = apple + "\n" + SharedSimulator.authority.rootCertificatePEM
+        let verifier = try ReceiptVerifier(additionalTrustRootsPEM: [bundle])
+        let certificate = try ReceiptPayloadTests.attestedCertificate(try SimulatedDevice.generate())
+        let simulated = try SharedSimulator.authority.receipt(
+            attestedCertificate: certificate, appID: SharedSimulator.appID, clientHash: [1], environment: .production)
+        #expect(try verifier.verify(receipt: simulated, appID: nil, publicKey: nil, at: nil).clientHash == [1])
+        // A bad block after a good one spoils the bundle.
+        let spoiled = bundle + "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+        #expect(throws: VerificationError.self) { try ReceiptVerifier(additionalTrustRootsPEM: [spoiled]) }
+    }
+
     @Test func badTrustRootIsRejected() {
         let error = #expect(throws: VerificationError.self) {
-            try ReceiptVerifier(additionalTrustRootsPEM: ["-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"])
+            try ReceiptVerifier(additionalTrustRootsPEM: [
+                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"
+            ])
         }
         #expect(error?.code == .malformedCertificate)
     }
@@ -181,6 +197,20 @@ import Verification
         #expect(error?.code == .receiptFieldMissing)
     }
 
+    @Test func nonMinimalLengthsInThePayloadAreTolerated() throws {
+        // App ID field with its OCTET STRING length written as `81 1a` instead of `1a`.
+        let appID = Array("ABCDE12345.com.example.app".utf8)
+        let inner: [UInt8] = [0x02, 0x01, 0x02, 0x02, 0x01, 0x01, 0x04, 0x81, UInt8(appID.count)] + appID
+        let field = [0x30, UInt8(inner.count)] + inner
+        let payload = Self.set([field] + Self.standardFields(except: [2]))
+        #expect(try Receipt(payload: payload).appID == "ABCDE12345.com.example.app")
+        // Indefinite lengths are not.
+        let fields: [UInt8] = Self.standardFields().flatMap { $0 }
+        let indefinite: [UInt8] = [0x31, 0x80] + fields + [0x00, 0x00]
+        let error = #expect(throws: VerificationError.self) { try Receipt(payload: indefinite) }
+        #expect(error?.code == .malformedReceipt)
+    }
+
     @Test func unknownFieldsAreSkipped() throws {
         let payload = Self.set(Self.standardFields() + [Self.field(99, [0xde, 0xad]), Self.field(1, [])])
         #expect(try Receipt(payload: payload).appID == "ABCDE12345.com.example.app")
@@ -190,7 +220,10 @@ import Verification
         let cases: [(String, [UInt8])] = [
             ("duplicate field", Self.set(Self.standardFields() + [Self.field(2, Array("X.y".utf8))])),
             ("bad creation time", Self.set(Self.standardFields(overriding: [12: Array("yesterday".utf8)]))),
-            ("bad expiration time", Self.set(Self.standardFields(overriding: [21: Array("2024-13-01T00:00:00Z".utf8)]))),
+            (
+                "bad expiration time",
+                Self.set(Self.standardFields(overriding: [21: Array("2024-13-01T00:00:00Z".utf8)]))
+            ),
             ("unknown type", Self.set(Self.standardFields(overriding: [6: Array("OTHER".utf8)]))),
             ("non-UTF-8 App ID", Self.set(Self.standardFields(overriding: [2: [0xff, 0xfe]]))),
             ("empty App ID", Self.set(Self.standardFields(overriding: [2: []]))),
@@ -198,8 +231,17 @@ import Verification
             ("risk metric empty", Self.set(Self.standardFields() + [Self.field(17, [])])),
             ("SEQUENCE instead of SET", [0x30] + Array(Self.set(Self.standardFields()).dropFirst())),
             // SEQUENCE { INTEGER 9, INTEGER 1, OCTET STRING "", INTEGER 0 }
-            ("attribute with four elements", Self.set(Self.standardFields() + [[0x30, 0x0b, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x04, 0x00, 0x02, 0x01, 0x00]])),
-            ("value not an OCTET STRING", Self.set(Self.standardFields() + [[0x30, 0x08, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x05, 0x00]])),
+            (
+                "attribute with four elements",
+                Self.set(
+                    Self.standardFields() + [
+                        [0x30, 0x0b, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x04, 0x00, 0x02, 0x01, 0x00]
+                    ])
+            ),
+            (
+                "value not an OCTET STRING",
+                Self.set(Self.standardFields() + [[0x30, 0x08, 0x02, 0x01, 0x09, 0x02, 0x01, 0x01, 0x05, 0x00]])
+            ),
             ("empty", []),
             ("trailing byte", Self.set(Self.standardFields()) + [0x00]),
         ]
@@ -267,6 +309,24 @@ import Verification
         #expect(RFC3339.parse("2020-11-21T21:13:02-01:00") == base)
         #expect(RFC3339.parse("2024-02-29T00:00:00Z") != nil)
         #expect(RFC3339.parse("1970-01-01T00:00:00Z")?.timeIntervalSince1970 == 0)
+    }
+
+    @Test(arguments: [
+        "2020-11-21T22:13:02.796Z", "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z", "2024-02-29T12:00:00.001Z",
+        "2000-03-01T00:00:00.000Z", "2100-12-31T23:59:59.500Z", "1900-02-28T10:00:00.000Z",
+    ])
+    func formatRoundTrips(_ text: String) throws {
+        #expect(RFC3339.format(try #require(RFC3339.parse(text))) == text)
+    }
+
+    @Test func formatMatchesFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var generator = SplitMix64(seed: 3)
+        for _ in 0..<1000 {
+            let date = Date(timeIntervalSince1970: Double(generator.next() % 8_000_000_000) - 2_000_000_000)
+            #expect(RFC3339.format(date) == formatter.string(from: date))
+        }
     }
 
     @Test(arguments: [

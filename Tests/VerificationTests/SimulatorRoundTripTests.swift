@@ -94,7 +94,10 @@ enum SharedSimulator {
 
         // Top-level key order is Apple's: fmt, attStmt, authData.
         let decoded = try CBORDecoder().decode(bytes)
-        guard case .map(let entries) = decoded else { Issue.record("not a map"); return }
+        guard case .map(let entries) = decoded else {
+            Issue.record("not a map")
+            return
+        }
         #expect(entries.map(\.key) == [.textString("fmt"), .textString("attStmt"), .textString("authData")])
 
         // Receipt is BER with indefinite lengths and 1000-byte chunks, like Apple's.
@@ -132,7 +135,7 @@ enum SharedSimulator {
 
     @Test func deviceKeyRoundTripsThroughPEM() throws {
         let device = try SimulatedDevice.generate()
-        let restored = try SimulatedDevice(privateKeyPEM: try device.privateKeyPEM)
+        let restored = try SimulatedDevice(privateKeyPEM: device.privateKeyPEM)
         #expect(restored.keyID == device.keyID)
         #expect(restored.publicKey == device.publicKey)
         #expect(throws: (any Error).self) { try SimulatedDevice(privateKeyPEM: "not a key") }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Verification
+@testable import Verification
 
 /// Objects minted by Fixtures/synthetic/generate.py under a throwaway test CA: the shapes
 /// and failures the real vectors do not cover, each with the exact error code expected.
@@ -18,6 +18,7 @@ struct SyntheticFixtures: Decodable, Sendable {
         var expected_error: String?
         var environment: String
         var public_key_x962: String
+        var expired_at: String?
         var testDescription: String { self.id }
     }
     struct Assertion: Decodable, Sendable, CustomTestStringConvertible {
@@ -86,6 +87,65 @@ struct SyntheticFixtures: Decodable, Sendable {
             let result = try verifier.verify(assertionObject: object, clientDataHash: hash, publicKey: key,
                                              appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             #expect(result.counter == vector.expected_counter)
+        }
+    }
+
+    /// One verifier for every object, twice over: once the intermediate is cached, every
+    /// outcome (and error code) must stay what a fresh verifier gives.
+    @Test func sharedVerifierWithIntermediateCacheGivesTheSameResults() throws {
+        let fixtures = try SyntheticFixtures.load()
+        var verifiers: [String: AttestationVerifier] = [:]
+        for requirement in EnvironmentRequirement.allCases {
+            verifiers[requirement.rawValue] = try AttestationVerifier(
+                appIDs: ["ABCDE12345.com.example.app"], environment: requirement,
+                additionalTrustRootsPEM: [fixtures.meta.trust_root_pem])
+        }
+        for pass in 0..<2 {
+            for vector in fixtures.attestations {
+                let verifier = try #require(verifiers[vector.required_environment])
+                let object = try VectorFixtures.base64(vector.attestation)
+                let keyID = try VectorFixtures.base64(vector.key_id)
+                let hash = try VectorFixtures.base64(vector.client_data_hash)
+                let time = try VectorFixtures.date(vector.valid_at)
+                do {
+                    let key = try verifier.verify(attestationObject: object, keyID: keyID, clientDataHash: hash, at: time)
+                    #expect(vector.expected_error == nil, "pass \(pass) \(vector.id) verified")
+                    #expect(key.publicKey == (try VectorFixtures.base64(vector.public_key_x962)))
+                } catch {
+                    #expect((error as? VerificationError)?.code.rawValue == vector.expected_error, "pass \(pass) \(vector.id): \(error)")
+                }
+                if let expiredAt = vector.expired_at {
+                    // Leaf still valid, intermediate and root expired: the cached intermediate must not hide it.
+                    #expect(throws: VerificationError(.certificateExpired, ""), "pass \(pass) \(vector.id)") {
+                        try verifier.verify(attestationObject: object, keyID: keyID, clientDataHash: hash,
+                                            at: try VectorFixtures.date(expiredAt))
+                    }
+                }
+            }
+        }
+        // The valid objects share one intermediate: exactly it is cached, by each verifier that saw it.
+        #expect(verifiers["any"]?.trustStore.cachedIntermediateCount == 1)
+    }
+
+    @Test func realVectorsPopulateAndUseTheIntermediateCache() throws {
+        for vector in try AttestationVector.all() where vector.expected_result == "valid" {
+            let verifier = try AttestationVerifier(appIDs: [vector.app_id], environment: .any)
+            let object = try AttestationObject(try VectorFixtures.base64(vector.attestation))
+            let time = try VectorFixtures.date(vector.valid_at)
+            #expect(verifier.trustStore.cachedIntermediateCount == 0)
+            for _ in 0..<2 {
+                _ = try verifier.verify(attestationObject: try VectorFixtures.base64(vector.attestation),
+                                        keyID: try VectorFixtures.base64(vector.key_id),
+                                        clientDataHash: try VectorFixtures.base64(vector.client_data_hash), at: time)
+            }
+            #expect(verifier.trustStore.cachedIntermediateCount == 1)
+            // The shortcut itself accepts the leaf under the intermediate, and only within validity.
+            let leaf = try ParsedCertificate(der: object.certificates[0], label: "leaf")
+            let intermediate = try ParsedCertificate(der: object.certificates[1], label: "intermediate")
+            #expect(verifier.trustStore.verifyUnderVerifiedIntermediate(leaf: leaf, anchor: intermediate, at: time))
+            #expect(!verifier.trustStore.verifyUnderVerifiedIntermediate(
+                leaf: leaf, anchor: intermediate, at: try VectorFixtures.date(vector.leaf_not_after).addingTimeInterval(1)))
+            #expect(!verifier.trustStore.verifyUnderVerifiedIntermediate(leaf: intermediate, anchor: leaf, at: time))
         }
     }
 

@@ -91,7 +91,7 @@ struct HTTPBodyDecoder: Sendable {
         let digitsEnd = index
         if digitsEnd == count { return .needMore }
         if digitsEnd == lineStart { return .error(.invalidChunkSize) }
-        let lineLimit = digitsEnd + limits.maxChunkExtensionBytes + 1  // + CR
+        let lineLimit = digitsEnd + min(max(limits.maxChunkExtensionBytes, 0), 1 << 30) + 1  // + CR
         let searchEnd = min(count, lineLimit + 1)
         guard let lf = buffer.indexOfLF(from: digitsEnd, to: searchEnd) else {
             if let error = Self.validateExtensions(buffer, digitsEnd..<searchEnd, complete: false) {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-private import Glibc
+    private import Glibc
 #elseif canImport(Darwin)
-private import Darwin
+    private import Darwin
 #endif
 
 // Byte-level building blocks shared by the request and response parsers: character classes,
@@ -218,7 +218,9 @@ struct HTTPHeadFacts {
     }
 
     /// Host: reg-name / IP-literal characters and an optional port (RFC 3986 authority without userinfo).
-    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int) throws(HTTPParserError) {
+    mutating func noteHost(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>, fieldIndex: Int)
+        throws(HTTPParserError)
+    {
         self.hostCount += 1
         if self.hostCount > 1 { throw .duplicateHost }
         self.hostFieldIndex = fieldIndex
@@ -327,16 +329,7 @@ enum HTTPFieldParser {
         while valueStart < valueEnd, HTTPByte.isWhitespace(buffer[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
-        var hasHighBytes = false
-        for index in value {
-            let byte = buffer[index]
-            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
-            if byte >= 0x80 {
-                hasHighBytes = true
-                continue
-            }
-            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
-        }
+        let hasHighBytes = try Self.validateValue(buffer, value)
 
         if mode != .trailers {
             switch name.count {
@@ -365,6 +358,40 @@ enum HTTPFieldParser {
             valueString = buffer.string(value)
         }
         fields.append((name: buffer.string(name), value: valueString))
+    }
+
+    /// field-value bytes: HTAB, SP, VCHAR, obs-text. Returns whether obs-text (≥ 0x80) occurs.
+    /// Eight bytes at a time: a word with no byte below 0x20, no DEL and no high bit is plain
+    /// VCHAR/SP (the common case); any other word is checked byte by byte.
+    @inline(__always)
+    private static func validateValue(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) throws(HTTPParserError)
+        -> Bool
+    {
+        var index = value.lowerBound
+        if let base = buffer.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highs: UInt64 = 0x8080_8080_8080_8080
+            while index + 8 <= value.upperBound {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let below20 = (word &- ones &* 0x20) & ~word
+                let del = word ^ (ones &* 0x7F)
+                let isDel = (del &- ones) & ~del
+                if (below20 | isDel | word) & highs != 0 { break }
+                index += 8
+            }
+        }
+        var hasHighBytes = false
+        while index < value.upperBound {
+            let byte = buffer[index]
+            index += 1
+            if byte >= 0x20 && byte < 0x7F || byte == HTTPByte.htab { continue }
+            if byte >= 0x80 {
+                hasHighBytes = true
+                continue
+            }
+            throw byte == HTTPByte.cr ? .bareCarriageReturn : .invalidHeaderValue
+        }
+        return hasHighBytes
     }
 }
 
@@ -408,7 +435,22 @@ extension String {
 
     /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
     func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
-        guard self.utf8.count == other.utf8.count else { return false }
+        let count = self.utf8.count
+        guard count == other.utf8.count else { return false }
+        let fast = self.utf8.withContiguousStorageIfAvailable { a in
+            other.utf8.withContiguousStorageIfAvailable { b in
+                for index in 0..<count where HTTPByte.lower(a[index]) != HTTPByte.lower(b[index]) { return false }
+                return true
+            }
+        }
+        if let fast, let result = fast { return result }
         return zip(self.utf8, other.utf8).allSatisfy { HTTPByte.lower($0) == HTTPByte.lower($1) }
+    }
+
+    /// Concrete overload of `StringProtocol.caseInsensitiveEquals` (HTTPHead.swift) for two
+    /// Strings: `HTTPHeaders` lookups and every other String–String call pick it instead of the
+    /// generic version, which costs generic dispatch and a zip iterator per call.
+    package func caseInsensitiveEquals(_ other: String) -> Bool {
+        self.equalsCaseInsensitiveASCII(other)
     }
 }

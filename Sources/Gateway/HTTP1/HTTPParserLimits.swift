@@ -4,7 +4,8 @@ package struct HTTPParserLimits: Sendable, Hashable {
     /// Default 16 KiB (nginx `large_client_header_buffers` is 4 × 8 KiB, Envoy 60 KiB).
     /// Beyond it: 414 when the request line alone does not fit, 431 otherwise.
     package var maxHeaderBytes: Int
-    /// Header field lines in one head (and in one trailer section). Default 100 (Envoy `max_headers_count`). 431 beyond.
+    /// Header field lines in one head (and in one trailer section). Default 100 (Envoy
+    /// `max_headers_count`). 431 beyond.
     package var maxHeaderCount: Int
     /// Bytes of one chunk-size line after the size digits (whitespace and chunk extensions). Default 4 KiB. 400 beyond.
     package var maxChunkExtensionBytes: Int

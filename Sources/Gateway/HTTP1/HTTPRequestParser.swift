@@ -59,8 +59,9 @@ package struct HTTPRequestParser: Sendable {
     package var limits: HTTPParserLimits
     private var state: State = .head
     private var scanner = HTTPBlockScanner()
-    /// The request line of the head being received was already validated (memo for slow feeds).
-    private var requestLineChecked = false
+    /// What is known about the head being received, so that a slow feed (a byte at a time) does
+    /// not make the parser redo it on every call. Reset whenever bytes are consumed.
+    private var memo = HeadMemo()
 
     package init(limits: HTTPParserLimits = .init()) {
         self.limits = limits
@@ -110,7 +111,7 @@ package struct HTTPRequestParser: Sendable {
         }
         if result.consumed > 0 {
             self.scanner.reset()
-            self.requestLineChecked = false
+            self.memo = HeadMemo()
         }
         return result
     }
@@ -127,7 +128,7 @@ package struct HTTPRequestParser: Sendable {
         // Empty lines before a request line are ignored (RFC 9112 §2.2; nginx does the same), within
         // the limit. No check below looks at bytes past the limit: a split feed sees no more than
         // `limit` bytes before it must decide, so the whole buffer must not decide on more either.
-        var start = 0
+        var start = self.memo.start
         while start < min(count, limit) {
             let byte = buffer[start]
             if byte == HTTPByte.lf {
@@ -140,31 +141,41 @@ package struct HTTPRequestParser: Sendable {
                 break
             }
         }
+        self.memo.start = start
 
         if start >= limit { return self.fail(.requestLineTooLong) }
 
-        // Refuse garbage (TLS on the plain port, binary) without waiting for a line end.
-        var index = start
-        let methodCheckEnd = min(count, start + 32, limit)
-        while index < methodCheckEnd {
-            let byte = buffer[index]
-            if byte == HTTPByte.sp || byte == HTTPByte.cr || byte == HTTPByte.lf { break }
-            if !HTTPByte.isToken(byte) { return self.fail(.invalidMethod) }
-            index += 1
-        }
-        if start < count, buffer[start] == HTTPByte.sp { return self.fail(.invalidMethod) }
-
-        // The request line must end within the limit, else 414.
-        guard let requestLineEnd = buffer.indexOfLF(from: start, to: min(count, limit)) else {
-            return count >= limit ? self.fail(.requestLineTooLong) : (nil, 0)
-        }
-        var lineEnd = requestLineEnd
-        if lineEnd > start, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
+        let requestLineEnd: Int
         let requestLine: RequestLine
-        do {
-            requestLine = try RequestLine(buffer, start..<lineEnd)
-        } catch {
-            return self.fail(error)
+        if let known = self.memo.requestLine {
+            (requestLineEnd, requestLine) = known
+        } else {
+            // Refuse garbage (TLS on the plain port, binary) without waiting for a line end.
+            var index = start
+            let methodCheckEnd = min(count, start + 32, limit)
+            while index < methodCheckEnd {
+                let byte = buffer[index]
+                if byte == HTTPByte.sp || byte == HTTPByte.cr || byte == HTTPByte.lf { break }
+                if !HTTPByte.isToken(byte) { return self.fail(.invalidMethod) }
+                index += 1
+            }
+            if start < count, buffer[start] == HTTPByte.sp { return self.fail(.invalidMethod) }
+
+            // The request line must end within the limit, else 414.
+            let searchFrom = max(start, self.memo.searchedForLineEnd)
+            guard let lf = buffer.indexOfLF(from: searchFrom, to: min(count, limit)) else {
+                self.memo.searchedForLineEnd = min(count, limit)
+                return count >= limit ? self.fail(.requestLineTooLong) : (nil, 0)
+            }
+            var lineEnd = lf
+            if lineEnd > start, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
+            do {
+                requestLine = try RequestLine(buffer, start..<lineEnd)
+            } catch {
+                return self.fail(error)
+            }
+            requestLineEnd = lf
+            self.memo.requestLine = (lf, requestLine)
         }
 
         guard let headEnd = self.scanner.findEnd(buffer, lineStart: requestLineEnd + 1) else {
@@ -260,6 +271,17 @@ package struct HTTPRequestParser: Sendable {
     }
 }
 
+/// Progress on a head that is not complete yet (indices into the caller's buffer, which starts
+/// with the same unconsumed bytes on every call).
+private struct HeadMemo {
+    /// End of the leading empty lines seen so far.
+    var start = 0
+    /// No LF before this index (request line end search).
+    var searchedForLineEnd = 0
+    /// The validated request line and the index of its LF.
+    var requestLine: (end: Int, line: RequestLine)?
+}
+
 /// The three parts of a request line, as ranges of the buffer.
 private struct RequestLine {
     var method: Range<Int>
@@ -309,7 +331,9 @@ private struct RequestLine {
         }
     }
 
-    private static func isExactly(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, _ literal: StaticString) -> Bool {
+    private static func isExactly(_ buffer: UnsafeRawBufferPointer, _ range: Range<Int>, _ literal: StaticString)
+        -> Bool
+    {
         guard range.count == literal.utf8CodeUnitCount else { return false }
         return zip(range, UnsafeBufferPointer(start: literal.utf8Start, count: range.count)).allSatisfy {
             buffer[$0.0] == $0.1

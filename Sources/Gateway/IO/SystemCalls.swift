@@ -167,11 +167,3 @@ package enum SystemCalls {
     }
 }
 
-extension Duration {
-    /// Whole nanoseconds, saturating at 0 for negative durations.
-    package var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = self.components
-        if seconds < 0 { return 0 }
-        return UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
-    }
-}

@@ -114,6 +114,11 @@ package final class GatewayService: Sendable {
     /// `exit` is called with the status once shutdown completes (default: the process exits).
     package func installSignalHandlers(exit: @escaping @Sendable (Int32) -> Void = { Glibc.exit($0) }) {
         _ = SystemCalls.ignoreSIGPIPE
+        // A parent may have started us with these blocked (e.g. from a Dispatch worker thread).
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for signalNumber in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&unblock, signalNumber) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         var sources: [any DispatchSourceSignal] = []
         for signalNumber in [SIGTERM, SIGINT] {
             signal(signalNumber, SIG_IGN)

@@ -183,14 +183,17 @@ struct PolicyDecoder {
             )
         case (.some(let node), .none):
             let text = try self.string(node, expected: "a redis:// or unix:// URL")
+            let expected = "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]"
+            // The URL may carry a password: never echo it (RedisURL's own messages quote only
+            // the parts after the user information, once the scheme is right).
+            guard text.hasPrefix("redis://") || text.hasPrefix("unix://") else {
+                let found = text.contains("@") ? "a URL with another scheme" : Self.quote(text)
+                throw self.error(.invalidRedisURL, node, "\(expected); found \(found)")
+            }
             do {
                 _ = try RedisURL(parsing: text)
             } catch {
-                throw self.error(
-                    .invalidRedisURL,
-                    node,
-                    "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]; \(error.description)"
-                )
+                throw self.error(.invalidRedisURL, node, "\(expected); \(error.description)")
             }
             return .redis(url: text)
         case (.none, .some(let node)):

@@ -32,6 +32,24 @@ public enum PolicyLoader {
         return try Self.parse(text, sourcePath: path, warnings: &warnings)
     }
 
+    /// As `load(path:)`, writing each warning to the operational log as a `policy_warning`
+    /// event (code, file, line, column, field, message): what `serve` wants at start and on
+    /// reload, so that extra trust roots and unreachable routes are logged loudly.
+    public static func loadLoggingWarnings(path: String) throws(PolicyError) -> GatewayPolicy {
+        var warnings: [PolicyWarning] = []
+        let policy = try Self.load(path: path, warnings: &warnings)
+        for warning in warnings {
+            Log.warning(
+                "policy_warning",
+                [
+                    ("code", warning.code), ("file", warning.file), ("line", String(warning.line)),
+                    ("column", String(warning.column)), ("field", warning.field), ("message", warning.message),
+                ]
+            )
+        }
+        return policy
+    }
+
     /// Parses and validates policy text. `sourcePath` names the file in messages, and relative
     /// `trust_roots` resolve against its directory (the current directory for a bare name).
     public static func parse(_ text: String, sourcePath: String) throws(PolicyError) -> GatewayPolicy {

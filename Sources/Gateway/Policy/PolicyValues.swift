@@ -77,9 +77,13 @@ enum PolicyValues {
     }
 
     /// A DNS host name: labels of letters, digits and `-`, separated by dots.
+    /// The last label is not all digits (RFC 3696 §2), so `300.1.1.1` is a bad IPv4 address,
+    /// not a host name.
     static func isHostName(_ text: some StringProtocol) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 253 else { return false }
-        for label in text.split(separator: ".", omittingEmptySubsequences: false) {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        if let last = labels.last, last.utf8.allSatisfy({ Self.isDigit($0) }) { return false }
+        for label in labels {
             guard !label.isEmpty, label.utf8.count <= 63, label.first != "-", label.last != "-",
                 label.utf8.allSatisfy({ Self.isAlphanumeric($0) || $0 == UInt8(ascii: "-") })
             else { return false }

@@ -11,8 +11,9 @@ package enum HeaderRewriting {
     /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
     /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
     ///
-    /// The request goes out as HTTP/1.1, which requires Host: an HTTP/1.0 request without one gets
-    /// `Host: upstreamHost`, or an empty Host when that is nil (RFC 9112 §3.2).
+    /// The request goes out as HTTP/1.1, which requires Host (RFC 9112 §3.2): an HTTP/1.0 request
+    /// without one gets `Host: upstreamHost`. With `upstreamHost == nil` no Host is added and the
+    /// caller must add one (ProxyFraming does).
     package static func upstreamRequest(
         _ head: HTTPRequestHead,
         clientAddress: String,
@@ -45,7 +46,7 @@ package enum HeaderRewriting {
             if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }) { continue }
             kept.append(field)
         }
-        if host == nil { kept.append((name: "Host", value: upstreamHost ?? "")) }
+        if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
         kept.append((name: "X-Forwarded-For", value: forwardedFor.map { $0 + ", " + clientAddress } ?? clientAddress))
         kept.append((name: "X-Forwarded-Proto", value: scheme))
         if let host { kept.append((name: "X-Forwarded-Host", value: host)) }
@@ -105,7 +106,8 @@ package enum HeaderRewriting {
         trailers.removeAll { field in
             Self.isHopByHop(field.name) || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
-                || field.name.equalsLowercaseASCII("content-type") || field.name.equalsLowercaseASCII("content-encoding")
+                || field.name.equalsLowercaseASCII("content-type")
+                || field.name.equalsLowercaseASCII("content-encoding")
         }
         return trailers.count == 0 ? nil : trailers
     }

@@ -112,7 +112,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if events & EventLoop.readHangup != 0 { self.clientSentFIN = true }
         if events & (EventLoop.error | EventLoop.peerClosed) != 0 && !self.isLingering {
             // Reset, or both directions closed: no response can reach the client any more.
-            self.clientGone()
+            self.clientGone("client reset or hung up")
             return
         }
         self.pump()
@@ -121,15 +121,15 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     func handleDeadline() {
         guard !self.isClosed else { return }
         if self.isLingering {
-            self.close()
+            self.close("linger deadline")
             return
         }
         switch self.machine.timerExpired() {
         case .closeQuietly:
-            self.close()
+            self.close("keep-alive or header timer")
             return
         case .abort:
-            self.abort()
+            self.abort("timer during a response")
             return
         case .respond(let status, let code, let message):
             if let upstream = self.upstream {
@@ -225,8 +225,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         (self.upstream?.output.readableCount ?? 0) > Self.highWaterMark
     }
 
+    /// The phase wants request bytes parsed. Back-pressure does not stop parsing what is
+    /// already buffered (at most one read, or `maxBufferedInput`): it only stops reading the
+    /// socket. So a zero-byte `.end` after the last body bytes is never left behind.
     private var wantsClientInput: Bool {
-        (self.machine.wantsRequestBytes || self.parserOwesEnd) && !self.upstreamIsBackedUp && !self.isClosed
+        (self.machine.wantsRequestBytes || self.parserOwesEnd) && !self.isClosed
     }
 
     private func processClientInput() {
@@ -239,7 +242,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 if consumed > 0 || self.machine.phase != phaseBefore { continue }
                 if input.readableCount >= Self.maxBufferedInput { return }
             }
-            guard self.clientMayRead && !self.clientReadClosed else { return }
+            guard self.clientMayRead && !self.clientReadClosed && !self.upstreamIsBackedUp else { return }
             if !self.readClient() { return }
         }
     }
@@ -262,7 +265,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 if case .processed(let n) = result { input.didWrite(n) }
             }
         } catch {
-            self.clientGone()
+            self.clientGone("client read error")
             return false
         }
         switch result {
@@ -325,11 +328,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         switch self.machine.phase {
         case .idle:
             // Closed between requests (or mid-head): nothing to answer.
-            self.close()
+            self.close("client closed between requests")
         case .bufferingBody, .deciding, .connecting, .exchanging:
             if !self.machine.requestComplete {
                 // Gone mid-body: the upstream connection is in an unknown state.
-                self.abort()
+                self.abort("client closed mid-body")
             }
         // Otherwise a half-close after a complete request: the response is still delivered.
         case .respondingLocally, .closing, .closed:
@@ -337,9 +340,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
     }
 
-    private func clientGone() {
+    private func clientGone(_ why: String) {
         self.clientReadClosed = true
-        self.abort()
+        self.abort(why)
     }
 
     private func discardInput() {
@@ -349,10 +352,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 switch try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: scratch.count) {
                 case .processed: continue
                 case .wouldBlock: self.clientMayRead = false
-                case .endOfFile: self.close()
+                case .endOfFile: self.close("client closed while lingering")
                 }
             } catch {
-                self.close()
+                self.close("read error while lingering")
             }
         }
     }
@@ -452,7 +455,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         self.cancelWaiting()
         if self.machine.responseStarted {
-            self.abort()
+            self.abort("invalid request after the response started")
             return
         }
         if self.head == nil || self.machine.phase == .idle {
@@ -566,7 +569,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.queueLocalResponse(.jsonError(status: status, code: code, message: message), keepAlive: keepAlive)
             self.finishRequest(keepAlive: self.machine.localResponseWritten())
         case .abort:
-            self.abort()
+            self.abort("upstream failed after the response started")
         }
     }
 
@@ -799,7 +802,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                     return
                 }
             } catch {
-                self.abort()
+                self.abort("client write error")
                 return
             }
         }
@@ -859,7 +862,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     func beginDrain() {
         guard !self.isClosed else { return }
         if self.machine.drain() && (self.input?.isEmpty ?? true) && (self.output?.isEmpty ?? true) {
-            self.close()
+            self.close("close after a half-closed client")
         }
     }
 
@@ -868,7 +871,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// a reset (lingering close, as nginx does).
     private func startClosing() {
         if self.clientReadClosed || self.isLingering {
-            self.close()
+            self.close("done")
             return
         }
         if let upstream = self.upstream { self.releaseUpstream(upstream, reusable: false) }
@@ -880,16 +883,24 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     /// Something broke: close both sides now.
-    private func abort() {
-        self.close()
+    private func abort(_ why: String) {
+        self.close("abort: " + why)
     }
 
     func forceClose() {
-        self.close()
+        self.close("shutdown")
     }
 
-    private func close() {
+    /// `ATTEST_GATEWAY_TRACE=1`: every connection close is logged with its reason (debugging).
+    static let tracing = getenv("ATTEST_GATEWAY_TRACE") != nil
+
+    private func close(_ why: String) {
         guard !self.isClosed else { return }
+        if Self.tracing {
+            Log.warning(
+                "connection_closed",
+                [("reason", why), ("phase", "\(self.machine.phase)"), ("request_complete", "\(self.machine.requestComplete)")])
+        }
         self.isClosed = true
         if let upstream = self.upstream {
             self.upstream = nil

@@ -25,13 +25,11 @@ package struct UpstreamRequestPlan: Sendable {
         clientAddress: String,
         upstreamHost: String
     ) -> UpstreamRequestPlan {
-        var head = HeaderRewriting.upstreamRequest(gateHead, clientAddress: clientAddress, scheme: "http")
+        // Also removes Expect (100-continue is answered by the gateway itself, see
+        // ProxyConnectionStateMachine) and adds Host for HTTP/1.0 requests that had none.
+        var head = HeaderRewriting.upstreamRequest(
+            gateHead, clientAddress: clientAddress, scheme: "http", upstreamHost: upstreamHost)
         head.versionMinor = 1
-        // 100-continue is answered by the gateway itself (see ProxyConnectionStateMachine).
-        head.headers.remove(name: "Expect")
-        if !head.headers.contains("Host") {
-            head.headers.add(name: "Host", value: upstreamHost)
-        }
         let encoding: BodyEncoding
         if let bufferedBodyCount {
             if bufferedBodyCount > 0 || framing != .none || Self.methodsWithBody.contains(head.method) {

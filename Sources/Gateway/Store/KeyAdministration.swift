@@ -21,7 +21,9 @@ package enum KeyAdministration {
     }
 
     /// Fetches a key record, waiting at most `timeout`.
-    package static func fetch(_ store: any AttestStore, keyID: String, timeout: Duration) throws(StoreError) -> KeyRecord? {
+    package static func fetch(_ store: any AttestStore, keyID: String, timeout: Duration) throws(StoreError)
+        -> KeyRecord?
+    {
         try Self.wait(timeout: timeout) { done in store.fetchKey(keyID: keyID, completion: done) }
     }
 
@@ -50,12 +52,19 @@ package enum KeyAdministration {
         var parts = tm()
         gmtime_r(&seconds, &parts)
         return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
-            parts.tm_min, parts.tm_sec)
+            format: "%04d-%02d-%02dT%02d:%02d:%02dZ",
+            parts.tm_year + 1900,
+            parts.tm_mon + 1,
+            parts.tm_mday,
+            parts.tm_hour,
+            parts.tm_min,
+            parts.tm_sec
+        )
     }
 
     private static func wait<T: Sendable>(
-        timeout: Duration, _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
+        timeout: Duration,
+        _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
     ) throws(StoreError) -> T {
         let box = Mutex<Result<T, StoreError>?>(nil)
         let done = DispatchSemaphore(value: 0)

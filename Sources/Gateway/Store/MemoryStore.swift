@@ -33,7 +33,11 @@ package final class MemoryStore: AttestStore {
         self.queue.async { completion(.success(value)) }
     }
 
-    package func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    package func putChallenge(
+        _ challenge: String,
+        ttlSeconds: Int,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
         let now = self.clock()
         let expiry = now + .seconds(max(1, ttlSeconds))
         let stored = self.state.withLock { state -> Bool in
@@ -49,7 +53,10 @@ package final class MemoryStore: AttestStore {
         self.complete(completion, stored)
     }
 
-    package func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    package func consumeChallenge(
+        _ challenge: String,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
         let now = self.clock()
         let consumed = self.state.withLock { state -> Bool in
             guard let expiry = state.challenges.removeValue(forKey: challenge) else { return false }
@@ -58,7 +65,10 @@ package final class MemoryStore: AttestStore {
         self.complete(completion, consumed)
     }
 
-    package func createKey(_ record: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void) {
+    package func createKey(
+        _ record: KeyRecord,
+        completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void
+    ) {
         var stored = record
         stored.attestedAt = Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds(record.attestedAt)))
         let outcome = self.state.withLock { state -> KeyCreation in
@@ -74,7 +84,11 @@ package final class MemoryStore: AttestStore {
         self.complete(completion, record)
     }
 
-    package func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void) {
+    package func advanceCounter(
+        keyID: String,
+        to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
         let outcome = self.state.withLock { state -> CounterAdvance in
             guard var record = state.keys[keyID] else { return .unknownKey }
             if record.status == .revoked { return .revoked }

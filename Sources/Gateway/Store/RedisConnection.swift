@@ -1,6 +1,6 @@
+private import CHiredis
 package import Dispatch
 import Glibc
-private import CHiredis
 
 /// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
 /// number of commands in flight and automatic reconnects.
@@ -52,8 +52,14 @@ package final class RedisConnection: @unchecked Sendable {
     /// Bumped on every scheduled reconnect so that a stale one does nothing.
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
+    private var hasBeenReady = false
 
-    package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), scripts: [RedisScript] = [], label: String = "attest-gateway.redis") {
+    package init(
+        url: RedisURL,
+        configuration: RedisConfiguration = RedisConfiguration(),
+        scripts: [RedisScript] = [],
+        label: String = "attest-gateway.redis"
+    ) {
         ignoreSIGPIPEOnce()
         self.url = url
         var configuration = configuration
@@ -63,7 +69,9 @@ package final class RedisConnection: @unchecked Sendable {
         self.scripts = scripts
         self.queue = DispatchQueue(label: label)
         self.backoff = ReconnectBackoff(
-            initial: configuration.reconnectBackoffInitial, maximum: configuration.reconnectBackoffMaximum)
+            initial: configuration.reconnectBackoffInitial,
+            maximum: configuration.reconnectBackoffMaximum
+        )
     }
 
     deinit {
@@ -80,23 +88,31 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     /// Closes the connection: commands in flight complete with `unavailable`, later ones too.
-    package func close() {
-        self.queue.async { [self] in self.closeOnQueue() }
+    /// `completion` runs on `queue` once the connection is closed and every command completed.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.queue.async { [self] in
+            self.closeOnQueue()
+            completion?()
+        }
     }
 
     /// Sends one command. `completion` runs on `queue` with the reply (an error reply is a
     /// `.success(.error)`: the caller decides what it means) or a `StoreError`.
-    package func send(_ arguments: [[UInt8]], completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void) {
+    package func send(_ arguments: [[UInt8]], completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void)
+    {
         self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
     }
 
     /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) loads the script and
     /// retries once.
     package func evaluate(
-        _ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]],
+        _ script: RedisScript,
+        keys: [[UInt8]],
+        arguments: [[UInt8]],
         completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void
     ) {
-        let command: [[UInt8]] = [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)] + keys + arguments
+        let command: [[UInt8]] =
+            [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)] + keys + arguments
         self.send(command) { [self] result in
             guard case .success(let reply) = result, reply.errorCode == "NOSCRIPT" else {
                 completion(result)
@@ -111,7 +127,7 @@ package final class RedisConnection: @unchecked Sendable {
     // MARK: - Commands (on queue)
 
     private func sendOnQueue(_ arguments: [[UInt8]], completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         let driver: RedisContextDriver
         switch self.state {
         case .ready(let d):
@@ -134,7 +150,12 @@ package final class RedisConnection: @unchecked Sendable {
         guard self.pending.count < self.configuration.maxPendingCommands else {
             completion(
                 .failure(
-                    StoreError(.overloaded, "\(self.pending.count) redis commands in flight (max \(self.configuration.maxPendingCommands))")))
+                    StoreError(
+                        .overloaded,
+                        "\(self.pending.count) redis commands in flight (max \(self.configuration.maxPendingCommands))"
+                    )
+                )
+            )
             return
         }
         let command = RedisPendingCommand(arguments: arguments, counters: self.counters, completion: completion)
@@ -150,8 +171,12 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     /// Called by the driver's reply callback (reply, or NULL when the context is freed).
-    func commandDidFinish(_ command: RedisPendingCommand, outcome: RedisPendingCommand.Outcome, driver: RedisContextDriver) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+    func commandDidFinish(
+        _ command: RedisPendingCommand,
+        outcome: RedisPendingCommand.Outcome,
+        driver: RedisContextDriver
+    ) {
+        assertOnQueue(self.queue)
         if command.isTracked {
             // Replies come in order: this is the oldest tracked command in flight.
             if let first = self.pending.popFirst(), first.element !== command {
@@ -167,7 +192,7 @@ package final class RedisConnection: @unchecked Sendable {
     // MARK: - Connection life cycle (on queue)
 
     private func connect(acceptsCommands: Bool) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         self.counters.connectAttempted()
         let context: UnsafeMutablePointer<redisAsyncContext>?
         let endpoint: String
@@ -189,16 +214,29 @@ package final class RedisConnection: @unchecked Sendable {
             self.attemptFailed("redis \(endpoint): \(reason)")
             return
         }
-        guard let driver = RedisContextDriver(context: context, endpoint: endpoint, queue: self.queue, counters: self.counters) else {
+        guard
+            let driver = RedisContextDriver(
+                context: context,
+                endpoint: endpoint,
+                queue: self.queue,
+                counters: self.counters
+            )
+        else {
             self.attemptFailed("redis \(endpoint): cannot duplicate the socket descriptor")
             return
         }
         driver.connection = self
         let setup = self.setupCommands()
         let deadline = DispatchTime.now().uptimeNanoseconds &+ self.configuration.connectTimeout.nanoseconds
-        self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: setup.count)
+        self.state = .connecting(
+            driver,
+            deadline: deadline,
+            acceptsCommands: acceptsCommands,
+            setupRemaining: setup.count
+        )
         for (name, arguments) in setup {
-            let command = RedisPendingCommand(arguments: arguments, counters: self.counters) { [weak self, weak driver] result in
+            let command = RedisPendingCommand(arguments: arguments, counters: self.counters) {
+                [weak self, weak driver] result in
                 guard let self, let driver else { return }
                 self.setupCommandDidFinish(name, result: result, driver: driver)
             }
@@ -225,8 +263,14 @@ package final class RedisConnection: @unchecked Sendable {
         return setup
     }
 
-    private func setupCommandDidFinish(_ name: String, result: Result<RedisReply, StoreError>, driver: RedisContextDriver) {
-        guard case .connecting(let current, let deadline, let acceptsCommands, let remaining) = self.state, current === driver else {
+    private func setupCommandDidFinish(
+        _ name: String,
+        result: Result<RedisReply, StoreError>,
+        driver: RedisContextDriver
+    ) {
+        guard case .connecting(let current, let deadline, let acceptsCommands, let remaining) = self.state,
+            current === driver
+        else {
             return
         }
         switch result {
@@ -237,14 +281,21 @@ package final class RedisConnection: @unchecked Sendable {
             driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
         case .success:
             if remaining > 1 {
-                self.state = .connecting(driver, deadline: deadline, acceptsCommands: acceptsCommands, setupRemaining: remaining - 1)
+                self.state = .connecting(
+                    driver,
+                    deadline: deadline,
+                    acceptsCommands: acceptsCommands,
+                    setupRemaining: remaining - 1
+                )
                 return
             }
             self.state = .ready(driver)
             self.counters.setReady(true)
             self.backoff.reset()
-            if self.hasLoggedOutage {
+            // Logged at start and after an outage, not on every reconnect attempt.
+            if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
+                self.hasBeenReady = true
                 Log.info("redis_connected", [("redis", self.url.description)])
             }
             self.rearmTimer()
@@ -254,7 +305,7 @@ package final class RedisConnection: @unchecked Sendable {
     /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
     /// command on it.
     func contextDidClose(_ driver: RedisContextDriver, reason: String) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         switch self.state {
         case .connecting(let current, _, _, _) where current === driver:
             self.failLeftovers(reason)
@@ -349,7 +400,10 @@ package final class RedisConnection: @unchecked Sendable {
         self.timerDeadline = nil
         let now = DispatchTime.now().uptimeNanoseconds
         if case .connecting(let driver, let deadline, _, _) = self.state, now >= deadline {
-            driver.close(reason: "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms")
+            driver.close(
+                reason:
+                    "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms"
+            )
         }
         for command in self.pending.expire(now: now) {
             self.counters.commandTimedOut()
@@ -359,11 +413,21 @@ package final class RedisConnection: @unchecked Sendable {
             let extra = (self.configuration.staleConnectionTimeout - self.configuration.commandTimeout).nanoseconds
             if now >= oldest &+ extra, case .ready(let driver) = self.state {
                 driver.close(
-                    reason: "redis \(driver.endpoint): no reply for \(self.configuration.staleConnectionTimeout.milliseconds) ms, connection reset")
+                    reason:
+                        "redis \(driver.endpoint): no reply for \(self.configuration.staleConnectionTimeout.milliseconds) ms, connection reset"
+                )
             }
         }
         self.rearmTimer()
     }
+}
+
+/// Debug builds check queue confinement at entry points (release builds skip the check).
+@inline(__always)
+func assertOnQueue(_ queue: DispatchQueue) {
+    #if DEBUG
+        dispatchPrecondition(condition: .onQueue(queue))
+    #endif
 }
 
 /// hiredis writes with `write(2)`: a peer that closed would kill the process with SIGPIPE.

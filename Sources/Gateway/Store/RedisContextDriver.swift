@@ -1,6 +1,6 @@
+internal import CHiredis
 import Dispatch
 import Glibc
-internal import CHiredis
 
 /// Drives one hiredis async context (one TCP or Unix connection) with Dispatch sources on
 /// the connection's serial queue: the hiredis ⇄ Dispatch adapter.
@@ -45,17 +45,23 @@ final class RedisContextDriver: @unchecked Sendable {
 
     /// Takes ownership of a freshly connected (or connecting) context without error.
     /// Returns nil, freeing the context, when the socket cannot be duplicated.
-    init?(context: UnsafeMutablePointer<redisAsyncContext>, endpoint: String, queue: DispatchQueue, counters: RedisConnectionCounters) {
+    init?(
+        context: UnsafeMutablePointer<redisAsyncContext>,
+        endpoint: String,
+        queue: DispatchQueue,
+        counters: RedisConnectionCounters
+    ) {
         self.queue = queue
         self.endpoint = endpoint
-        let copy = dup(context.pointee.c.fd)
+        // hiredis 0.14 opens its socket without SOCK_CLOEXEC.
+        _ = fcntl(context.pointee.c.fd, F_SETFD, FD_CLOEXEC)
+        let copy = fcntl(context.pointee.c.fd, F_DUPFD_CLOEXEC, 0)
         guard copy >= 0 else {
             redisAsyncFree(context)
             return nil
         }
         self.counters = counters
         counters.driverCreated()
-        _ = fcntl(copy, F_SETFD, FD_CLOEXEC)
         self.descriptor = DescriptorBox(copy)
         self.context = context
 
@@ -111,7 +117,7 @@ final class RedisContextDriver: @unchecked Sendable {
     /// Queues one command. Returns false (having released everything) when hiredis refuses
     /// it: the context is closing.
     func submit(_ command: RedisPendingCommand) -> Bool {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         guard let context = self.context else { return false }
         let arguments = command.arguments
         // One contiguous buffer: hiredis copies the arguments before redisAsyncCommandArgv returns.
@@ -128,12 +134,19 @@ final class RedisContextDriver: @unchecked Sendable {
         let privdata = Unmanaged.passRetained(command).toOpaque()
         let status = flat.withUnsafeBufferPointer { buffer -> Int32 in
             let base = UnsafeRawPointer(buffer.baseAddress!)
-            var argv: [UnsafePointer<CChar>?] = offsets.map { base.advanced(by: $0).assumingMemoryBound(to: CChar.self) }
+            var argv: [UnsafePointer<CChar>?] = offsets.map {
+                base.advanced(by: $0).assumingMemoryBound(to: CChar.self)
+            }
             return argv.withUnsafeMutableBufferPointer { argvBuffer in
                 lengths.withUnsafeBufferPointer { lengthBuffer in
                     redisAsyncCommandArgv(
-                        context, redisReplyCallback, privdata, Int32(arguments.count),
-                        argvBuffer.baseAddress, lengthBuffer.baseAddress)
+                        context,
+                        redisReplyCallback,
+                        privdata,
+                        Int32(arguments.count),
+                        argvBuffer.baseAddress,
+                        lengthBuffer.baseAddress
+                    )
                 }
             }
         }
@@ -147,7 +160,7 @@ final class RedisContextDriver: @unchecked Sendable {
     /// Closes the connection now: hiredis completes every pending command with a NULL reply
     /// (→ `reason`), then calls `ev.cleanup`. Safe inside a reply callback (hiredis defers).
     func close(reason: String) {
-        dispatchPrecondition(condition: .onQueue(self.queue))
+        assertOnQueue(self.queue)
         guard let context = self.context else { return }
         if self.localCloseReason == nil { self.localCloseReason = reason }
         redisAsyncFree(context)
@@ -231,25 +244,26 @@ private final class DescriptorBox: Sendable {
 
 /// The reply callback of every command: hands the copied reply (nil when the context is
 /// being freed) to the connection. Runs exactly once per submitted command.
-private let redisReplyCallback: @convention(c) (
-    UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
-) -> Void = { ac, reply, privdata in
-    guard let privdata else { return }
-    let command = Unmanaged<RedisPendingCommand>.fromOpaque(privdata).takeRetainedValue()
-    let driver = RedisContextDriver.owner(of: ac.map { UnsafePointer($0) })
-    let outcome: RedisPendingCommand.Outcome
-    if let reply {
-        if let copied = RedisReply(copying: reply.assumingMemoryBound(to: redisReply.self)) {
-            outcome = .reply(copied)
+private let redisReplyCallback:
+    @convention(c) (
+        UnsafeMutablePointer<redisAsyncContext>?, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?
+    ) -> Void = { ac, reply, privdata in
+        guard let privdata else { return }
+        let command = Unmanaged<RedisPendingCommand>.fromOpaque(privdata).takeRetainedValue()
+        let driver = RedisContextDriver.owner(of: ac.map { UnsafePointer($0) })
+        let outcome: RedisPendingCommand.Outcome
+        if let reply {
+            if let copied = RedisReply(copying: reply.assumingMemoryBound(to: redisReply.self)) {
+                outcome = .reply(copied)
+            } else {
+                outcome = .malformed
+            }
         } else {
-            outcome = .malformed
+            outcome = .connectionClosed(driver?.errorText() ?? "redis connection closed")
         }
-    } else {
-        outcome = .connectionClosed(driver?.errorText() ?? "redis connection closed")
+        if let driver, let connection = driver.connection {
+            connection.commandDidFinish(command, outcome: outcome, driver: driver)
+        } else {
+            command.finish(outcome, timeout: .zero)
+        }
     }
-    if let driver, let connection = driver.connection {
-        connection.commandDidFinish(command, outcome: outcome, driver: driver)
-    } else {
-        command.finish(outcome, timeout: .zero)
-    }
-}

@@ -24,7 +24,11 @@ final class RedisPendingCommand: @unchecked Sendable {
 
     private let counters: RedisConnectionCounters
 
-    init(arguments: [[UInt8]], counters: RedisConnectionCounters, completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
+    init(
+        arguments: [[UInt8]],
+        counters: RedisConnectionCounters,
+        completion: @escaping (Result<RedisReply, StoreError>) -> Void
+    ) {
         self.name = arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "?"
         self.arguments = arguments
         self.completion = completion
@@ -50,11 +54,15 @@ final class RedisPendingCommand: @unchecked Sendable {
         case .reply(let reply):
             completion(.success(reply))
         case .malformed:
-            completion(.failure(StoreError(.protocolError, "redis sent a reply to \(self.name) that could not be read")))
+            completion(
+                .failure(StoreError(.protocolError, "redis sent a reply to \(self.name) that could not be read"))
+            )
         case .connectionClosed(let reason):
             completion(.failure(StoreError(.unavailable, "\(self.name): \(reason)")))
         case .timedOut:
-            completion(.failure(StoreError(.timeout, "redis did not answer \(self.name) within \(timeout.milliseconds) ms")))
+            completion(
+                .failure(StoreError(.timeout, "redis did not answer \(self.name) within \(timeout.milliseconds) ms"))
+            )
         }
     }
 }

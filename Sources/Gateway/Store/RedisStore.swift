@@ -17,9 +17,16 @@ package final class RedisStore: AttestStore {
     /// The queue every completion runs on.
     package var queue: DispatchQueue { self.connection.queue }
 
+    /// Connected, authenticated and scripts loaded (for `/readyz` without a round trip).
+    package var isReady: Bool { self.connection.counters.isReady }
+
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
     /// for the first attempt.
-    package init(url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(), label: String = "attest-gateway.redis") {
+    package init(
+        url: RedisURL,
+        configuration: RedisConfiguration = RedisConfiguration(),
+        label: String = "attest-gateway.redis"
+    ) {
         self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
         self.connection.start()
     }
@@ -28,9 +35,10 @@ package final class RedisStore: AttestStore {
         self.connection.close()
     }
 
-    /// Closes the connection; later calls complete with `StoreError.unavailable`.
-    package func close() {
-        self.connection.close()
+    /// Closes the connection (last step of a graceful shutdown); commands still in flight and
+    /// later calls complete with `StoreError.unavailable`. `completion` runs on `queue` when done.
+    package func close(completion: (@Sendable () -> Void)? = nil) {
+        self.connection.close(completion: completion)
     }
 
     // MARK: - Layout
@@ -46,7 +54,8 @@ package final class RedisStore: AttestStore {
         redis.call('HSET', KEYS[1], 'public_key', ARGV[1], 'counter', ARGV[2], 'app_id', ARGV[3],
           'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
         return 1
-        """)
+        """
+    )
 
     /// KEYS[1] = record; ARGV[1] = proposed counter. Returns {1} advanced, {0, stored} not
     /// increasing, {-1} unknown key, {-2} revoked, {-3} stored counter unreadable.
@@ -60,7 +69,8 @@ package final class RedisStore: AttestStore {
         if stored >= tonumber(ARGV[1]) then return {0, stored} end
         redis.call('HSET', KEYS[1], 'counter', ARGV[1])
         return {1}
-        """)
+        """
+    )
 
     /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key.
     static let revokeKeyScript = RedisScript(
@@ -68,15 +78,23 @@ package final class RedisStore: AttestStore {
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'status', 'revoked')
         return 1
-        """)
+        """
+    )
 
     static let scripts = [createKeyScript, advanceCounterScript, revokeKeyScript]
 
     // MARK: - AttestStore
 
-    package func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    package func putChallenge(
+        _ challenge: String,
+        ttlSeconds: Int,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
         let ttl = max(1, ttlSeconds)
-        self.connection.send([Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)), Self.bytes("NX")]) {
+        self.connection.send([
+            Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
+            Self.bytes("NX"),
+        ]) {
             completion(
                 Self.interpret($0, command: "SET") { reply in
                     switch reply {
@@ -84,11 +102,15 @@ package final class RedisStore: AttestStore {
                     case .null: return false
                     default: return nil
                     }
-                })
+                }
+            )
         }
     }
 
-    package func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+    package func consumeChallenge(
+        _ challenge: String,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
         self.connection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
             completion(
                 Self.interpret($0, command: "GETDEL") { reply in
@@ -97,11 +119,15 @@ package final class RedisStore: AttestStore {
                     case .null: return false
                     default: return nil
                     }
-                })
+                }
+            )
         }
     }
 
-    package func createKey(_ record: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void) {
+    package func createKey(
+        _ record: KeyRecord,
+        completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void
+    ) {
         let arguments: [[UInt8]] = [
             record.publicKey,
             Self.bytes(String(record.counter)),
@@ -119,7 +145,8 @@ package final class RedisStore: AttestStore {
                     case .integer(0): return .alreadyExists
                     default: return nil
                     }
-                })
+                }
+            )
         }
     }
 
@@ -142,9 +169,15 @@ package final class RedisStore: AttestStore {
         }
     }
 
-    package func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void) {
+    package func advanceCounter(
+        keyID: String,
+        to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
         self.connection.evaluate(
-            Self.advanceCounterScript, keys: [Self.keyRecordKey(keyID)], arguments: [Self.bytes(String(newCounter))]
+            Self.advanceCounterScript,
+            keys: [Self.keyRecordKey(keyID)],
+            arguments: [Self.bytes(String(newCounter))]
         ) {
             completion(
                 Self.interpret($0, command: "EVALSHA advance_counter") { reply in
@@ -158,7 +191,8 @@ package final class RedisStore: AttestStore {
                     case (-2, 1): return .revoked
                     default: return nil
                     }
-                })
+                }
+            )
         }
     }
 
@@ -171,7 +205,8 @@ package final class RedisStore: AttestStore {
                     case .integer(0): return false
                     default: return nil
                     }
-                })
+                }
+            )
         }
     }
 
@@ -181,7 +216,8 @@ package final class RedisStore: AttestStore {
                 Self.interpret($0, command: "PING") { reply in
                     if case .status("PONG") = reply { return () }
                     return nil
-                })
+                }
+            )
         }
     }
 
@@ -207,7 +243,9 @@ package final class RedisStore: AttestStore {
     }
 
     private static func interpret<T>(
-        _ result: Result<RedisReply, StoreError>, command: String, _ decode: (RedisReply) -> T?
+        _ result: Result<RedisReply, StoreError>,
+        command: String,
+        _ decode: (RedisReply) -> T?
     ) -> Result<T, StoreError> {
         switch result {
         case .failure(let error):
@@ -249,7 +287,10 @@ package final class RedisStore: AttestStore {
         }
         let statusText = try text("status")
         guard let status = KeyStatus(rawValue: statusText) else {
-            throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has unknown status \(statusText.prefix(20))")
+            throw StoreError(
+                .protocolError,
+                "key record \(keyID.prefix(8))… has unknown status \(statusText.prefix(20))"
+            )
         }
         return KeyRecord(
             keyID: keyID,

@@ -11,20 +11,6 @@ public struct ASN1Element: Sendable {
     /// Nesting depth at which this element was read (0 = top level).
     public let depth: Int
 
-    init(
-        identifier: ASN1Identifier,
-        encoded: ArraySlice<UInt8>,
-        content: ArraySlice<UInt8>,
-        isIndefiniteLength: Bool,
-        depth: Int
-    ) {
-        self.identifier = identifier
-        self.encoded = encoded
-        self.content = content
-        self.isIndefiniteLength = isIndefiniteLength
-        self.depth = depth
-    }
-
     /// A reader over the children of this constructed element, one level deeper.
     public func childReader(limits: ASN1Limits) throws(VerificationError) -> ASN1Reader {
         guard self.identifier.isConstructed else {

@@ -31,7 +31,8 @@ public struct ASN1Reader: Sendable {
         -> ASN1Element
     {
         guard bytes.count <= limits.maximumInputSize else {
-            throw VerificationError(limits.errorCode, "ASN.1 input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
+            throw VerificationError(
+                limits.errorCode, "ASN.1 input of \(bytes.count) bytes exceeds \(limits.maximumInputSize)")
         }
         var reader = ASN1Reader(bytes, limits: limits)
         guard let element = try reader.next() else {
@@ -66,7 +67,8 @@ public struct ASN1Reader: Sendable {
             throw VerificationError(self.limits.errorCode, "\(what()): missing (expected \(identifier))")
         }
         guard element.identifier == identifier else {
-            throw VerificationError(self.limits.errorCode, "\(what()): expected \(identifier), found \(element.identifier)")
+            throw VerificationError(
+                self.limits.errorCode, "\(what()): expected \(identifier), found \(element.identifier)")
         }
         return element
     }

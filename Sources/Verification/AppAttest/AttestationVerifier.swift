@@ -8,7 +8,7 @@ public import Foundation
 public struct AttestationVerifier: Sendable {
     public let appIDs: [AppID]
     public let environment: EnvironmentRequirement
-    private let trustStore: CertificateTrustStore
+    let trustStore: CertificateTrustStore
     private let nonceOID: OpenSSLObjectIdentifier
 
     /// - Parameters:
@@ -42,10 +42,11 @@ public struct AttestationVerifier: Sendable {
             certificates.append(try ParsedCertificate(der: der, label: "x5c[\(index)]"))
         }
         let leaf = certificates[0]
-        try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()), at: time)
+        try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()),
+                                   intermediateDER: Array(object.certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
-        let nonce = SHA256.hash(authData.rawValue, clientDataHash)
+        let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
 
         // 3. The credential certificate's nonce extension equals it.
         guard let extensionValue = try leaf.extensionValue(self.nonceOID, label: "x5c[0]") else {

@@ -1,8 +1,10 @@
 /// One decoded CBOR data item (RFC 8949), as far as App Attest needs it.
 ///
 /// Produced only by `CBORDecoder`, which bounds sizes and nesting; indefinite-length
-/// items never appear here because the decoder rejects them.
-public indirect enum CBORValue: Sendable, Hashable {
+/// items never appear here because the decoder rejects them. Only `tagged` is boxed
+/// (`indirect`): arrays and maps already live on the heap, and scalars stay unboxed, which
+/// saves an allocation per item on the assertion hot path.
+public enum CBORValue: Sendable, Hashable {
     /// Major type 0.
     case unsignedInteger(UInt64)
     /// Major type 1: the value is `-1 - n`; `n` is stored so the whole range fits.
@@ -16,7 +18,7 @@ public indirect enum CBORValue: Sendable, Hashable {
     /// Major type 5, in encoded order; keys are unique.
     case map([CBORMapEntry])
     /// Major type 6.
-    case tagged(UInt64, CBORValue)
+    indirect case tagged(UInt64, CBORValue)
     /// Major type 7: `false`, `true`.
     case boolean(Bool)
     /// Major type 7: `null`.

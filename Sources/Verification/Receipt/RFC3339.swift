@@ -75,6 +75,21 @@ public enum RFC3339 {
 
     public static func parse(_ text: String) -> Date? { self.parse(text.utf8) }
 
+    /// `2020-11-21T22:13:02.796Z`: UTC with milliseconds, the form Apple's receipts use.
+    public static func format(_ date: Date) -> String {
+        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded())
+        let (days, msOfDay) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
+        let (day, ms) = msOfDay >= 0 ? (days, msOfDay) : (days - 1, msOfDay + 86_400_000)
+        let (year, month, dayOfMonth) = civilFromDays(day)
+        func pad(_ n: Int, _ width: Int) -> String {
+            let text = String(n)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        let seconds = ms / 1000
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(dayOfMonth, 2))T\(pad(seconds / 3600, 2)):"
+            + "\(pad(seconds / 60 % 60, 2)):\(pad(seconds % 60, 2)).\(pad(ms % 1000, 3))Z"
+    }
+
     private static func isLeap(_ year: Int) -> Bool { (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 }
 
     private static func daysInMonth(year: Int, month: Int) -> Int {
@@ -83,6 +98,19 @@ public enum RFC3339 {
         case 4, 6, 9, 11: return 30
         default: return 31
         }
+    }
+
+    /// (year, month, day) of a day number since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+    private static func civilFromDays(_ z0: Int) -> (Int, Int, Int) {
+        let z = z0 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`).

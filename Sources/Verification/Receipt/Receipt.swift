@@ -84,13 +84,17 @@ extension Receipt {
 
     /// Parses the signed content of a receipt (already authenticated by the caller).
     ///
-    /// Strict DER. Unknown field types are skipped (Apple may add fields); a known field given
-    /// twice is malformed; a missing required field is `receipt_field_missing`.
+    /// Definite lengths, bounded depth and sizes, no trailing bytes. Unknown field types are
+    /// skipped (Apple may add fields); a known field given twice is malformed; a missing required
+    /// field is `receipt_field_missing`.
     public init(payload: [UInt8]) throws(VerificationError) {
         guard payload.count <= Self.maximumPayloadSize else {
             throw VerificationError(.malformedReceipt, "receipt payload of \(payload.count) bytes is too large")
         }
-        let limits = ASN1Limits.der(errorCode: .malformedReceipt)
+        // Definite lengths only; long-form lengths that DER would write shorter are tolerated,
+        // since the payload is signed by Apple and a BER encoder may produce them.
+        var limits = ASN1Limits.der(errorCode: .malformedReceipt)
+        limits.allowsNonMinimalLengths = true
         let set = try ASN1Reader.parseSingle(payload, limits: limits)
         guard set.identifier == .set else {
             throw VerificationError(.malformedReceipt, "receipt payload is \(set.identifier), expected a SET")
@@ -99,12 +103,14 @@ extension Receipt {
         var reader = try set.childReader(limits: limits)
         while let entry = try reader.next() {
             guard entry.identifier == .sequence else {
-                throw VerificationError(.malformedReceipt, "receipt attribute is \(entry.identifier), expected a SEQUENCE")
+                throw VerificationError(
+                    .malformedReceipt, "receipt attribute is \(entry.identifier), expected a SEQUENCE")
             }
             var fields = try entry.childReader(limits: limits)
             let type = try fields.read(.integer, "receipt attribute type").integerValue(limits: limits)
             _ = try fields.read(.integer, "receipt attribute version").integerValue(limits: limits)
-            let value = try fields.read(.octetString, "receipt attribute \(type) value").octetStringBytes(limits: limits)
+            let value = try fields.read(.octetString, "receipt attribute \(type) value").octetStringBytes(
+                limits: limits)
             try fields.expectEnd("receipt attribute \(type)")
             guard let field = ReceiptField(rawValue: type) else { continue }
             guard values[field] == nil else {

@@ -1,5 +1,6 @@
-public import Foundation
 private import COpenSSL
+public import Foundation
+import Synchronization
 
 /// Verifies App Attest receipts: the `attStmt.receipt` of an attestation and the refreshed
 /// receipts Apple's fraud-metric endpoint returns.
@@ -15,6 +16,12 @@ private import COpenSSL
 ///    and the signer carries Apple's receipt-signing marker extension (`receipt_chain_invalid`);
 /// 5. App ID (`receipt_app_id_mismatch`) and attested public key (`receipt_public_key_mismatch`)
 ///    when the caller passes them.
+///
+/// Verification time: Apple's receipt-signing certificates live about a year, shorter than the
+/// keys whose receipts they sign, so a receipt is checked at its own creation time (field 12),
+/// as Apple's documentation says; `time` overrides it (the CLI's `--at`). The vector tests run
+/// every receipt both ways: with no time and at the vector's `valid_at` (creation time, to the
+/// second or + 1 minute), with the same outcome.
 ///
 /// Thread-safe: the trust store is built once and only read; each call makes its own
 /// `X509_STORE_CTX` and drains the OpenSSL error queue.
@@ -43,7 +50,8 @@ public struct ReceiptVerifier: Sendable {
         defer { ERR_clear_error() }
         if let publicKey, publicKey.count != 65 || publicKey.first != 0x04 {
             throw VerificationError(
-                .invalidPublicKey, "public key must be a 65-byte uncompressed X9.62 point, got \(publicKey.count) bytes")
+                .invalidPublicKey, "public key must be a 65-byte uncompressed X9.62 point, got \(publicKey.count) bytes"
+            )
         }
         let envelope = try ReceiptEnvelope(receipt)
         let signed = try OpenSSLPKCS7(der: receipt)
@@ -52,7 +60,8 @@ public struct ReceiptVerifier: Sendable {
 
         let verificationTime = time ?? parsed.creationTime
         try self.trust.verifyChain(
-            signer: signed.signer, untrusted: envelope.certificates, at: verificationTime)
+            signer: signed.signer, untrusted: signed, certificatesDigest: envelope.certificatesDigest,
+            at: verificationTime)
         guard signed.signer.hasExtension(Self.receiptSigningMarkerOID) else {
             throw VerificationError(
                 .receiptChainInvalid,
@@ -63,11 +72,8 @@ public struct ReceiptVerifier: Sendable {
             throw VerificationError(
                 .receiptAppIDMismatch, "receipt App ID \"\(parsed.appID)\" is not the expected \"\(appID)\"")
         }
-        guard let attested = OpenSSLCertificate(der: parsed.attestedCertificate) else {
-            throw VerificationError(.malformedReceipt, "receipt field 3 is not a DER X.509 certificate")
-        }
+        let certificateKey = try Self.subjectPublicKeyBits(ofCertificate: parsed.attestedCertificate)
         if let publicKey {
-            let certificateKey = attested.subjectPublicKeyBits
             guard certificateKey == publicKey else {
                 throw VerificationError(
                     .receiptPublicKeyMismatch,
@@ -77,17 +83,56 @@ public struct ReceiptVerifier: Sendable {
         }
         return parsed
     }
+
+    /// The subjectPublicKey BIT STRING content of a DER certificate (for EC keys, the X9.62
+    /// point), read with the bounded DER reader: the certificate sits in the signed payload, so
+    /// only its shape is checked here, not its signature.
+    static func subjectPublicKeyBits(ofCertificate der: [UInt8]) throws(VerificationError) -> [UInt8] {
+        let limits = ASN1Limits.der(errorCode: .malformedReceipt)
+        let certificate = try ASN1Reader.parseSingle(der, limits: limits)
+        guard certificate.identifier == .sequence else {
+            throw VerificationError(.malformedReceipt, "receipt field 3 is not a DER X.509 certificate")
+        }
+        var outer = try certificate.childReader(limits: limits)
+        let tbs = try outer.read(.sequence, "receipt certificate tbsCertificate")
+        _ = try outer.read(.sequence, "receipt certificate signatureAlgorithm")
+        _ = try outer.read(.bitString, "receipt certificate signature")
+        try outer.expectEnd("receipt certificate")
+
+        var fields = try tbs.childReader(limits: limits)
+        var next = try fields.next()
+        if let version = next, version.identifier == .contextSpecific(0) { next = try fields.next() }
+        guard next?.identifier == .integer else {
+            throw VerificationError(.malformedReceipt, "receipt certificate has no serial number")
+        }
+        _ = try fields.read(.sequence, "receipt certificate signature algorithm")
+        _ = try fields.read(.sequence, "receipt certificate issuer")
+        _ = try fields.read(.sequence, "receipt certificate validity")
+        _ = try fields.read(.sequence, "receipt certificate subject")
+        let spki = try fields.read(.sequence, "receipt certificate subjectPublicKeyInfo")
+        var keyInfo = try spki.childReader(limits: limits)
+        _ = try keyInfo.read(.sequence, "receipt certificate key algorithm")
+        let bits = try keyInfo.read(.bitString, "receipt certificate subjectPublicKey")
+        try keyInfo.expectEnd("receipt certificate subjectPublicKeyInfo")
+        guard bits.content.first == 0 else {
+            throw VerificationError(.malformedReceipt, "receipt certificate key is not a whole number of bytes")
+        }
+        return Array(bits.content.dropFirst())
+    }
 }
 
 // MARK: - Structure (ASN1Reader, before any byte reaches OpenSSL)
 
-/// The bounded BER walk of the PKCS#7 envelope: checks the shape OpenSSL is about to parse and
-/// collects the embedded certificates (the untrusted intermediates of the chain).
+/// The bounded BER walk of the PKCS#7 envelope: checks the shape OpenSSL is about to parse
+/// (sizes, depth, one signed-data ContentInfo with attached content, at most 8 certificates,
+/// one signer) before any byte reaches OpenSSL.
 private struct ReceiptEnvelope {
     static let signedDataOID = "1.2.840.113549.1.7.2"
     static let dataOID = "1.2.840.113549.1.7.1"
 
-    var certificates: [[UInt8]] = []
+    /// SHA-256 of the encoded certificates field (empty when there is none): part of the chain
+    /// cache key, since the untrusted certificates steer chain building.
+    var certificatesDigest: [UInt8] = []
 
     init(_ receipt: [UInt8]) throws(VerificationError) {
         guard receipt.count <= ReceiptVerifier.maximumReceiptSize else {
@@ -138,12 +183,14 @@ private struct ReceiptEnvelope {
 
         var next = try fields.next()
         if let certificates = next, certificates.identifier == .contextSpecific(0) {
+            self.certificatesDigest = SHA256.hash(certificates.encoded)
             var reader = try certificates.childReader(limits: limits)
+            var count = 0
             while let certificate = try reader.next() {
-                guard certificate.identifier == .sequence, self.certificates.count < 8 else {
+                count += 1
+                guard certificate.identifier == .sequence, count <= 8 else {
                     throw VerificationError(.malformedReceipt, "unexpected element in receipt certificates")
                 }
-                self.certificates.append(Array(certificate.encoded))
             }
             next = try fields.next()
         }
@@ -200,6 +247,12 @@ private final class OpenSSLPKCS7 {
 
     deinit { PKCS7_free(self.pointer) }
 
+    /// The `STACK_OF(X509) *` of the embedded certificates (owned by `pointer`; nil if none).
+    var certificateStack: OpaquePointer? {
+        guard let signed = self.pointer.pointee.d.sign else { return nil }
+        return signed.pointee.cert
+    }
+
     /// Checks the signature over the content and returns the content.
     func verifiedContent() throws(VerificationError) -> [UInt8] {
         guard let out = BIO_new(BIO_s_mem()) else {
@@ -231,35 +284,26 @@ private final class OpenSSLPKCS7 {
 private final class OpenSSLCertificate {
     let pointer: OpaquePointer
 
-    init?(der: [UInt8]) {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return nil }
-            var cursor: UnsafePointer<UInt8>? = base
-            let result = d2i_X509(nil, &cursor, buffer.count)
-            guard let result, let cursor, cursor - base == buffer.count else {
-                if let result { X509_free(result) }
-                return nil
+    /// Every certificate of a PEM text (a bundle may hold several); empty if there is none or
+    /// one of them does not parse.
+    static func all(pem: String) -> [OpenSSLCertificate] {
+        var certificates: [OpenSSLCertificate] = []
+        let complete: Bool = Array(pem.utf8).withUnsafeBytes { buffer in
+            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return false }
+            defer { BIO_free(bio) }
+            while let parsed = PEM_read_bio_X509(bio, nil, nil, nil) {
+                certificates.append(OpenSSLCertificate(owning: parsed))
             }
-            return result
+            // The loop ends with "no start line" at the end of the text; any other error is a bad block.
+            let error = ERR_peek_last_error()
+            return certificates.isEmpty == false && (error == 0 || ERR_GET_REASON(error) == PEM_R_NO_START_LINE)
         }
-        guard let parsed else {
-            ERR_clear_error()
-            return nil
-        }
-        self.pointer = parsed
+        ERR_clear_error()
+        return complete ? certificates : []
     }
 
-    init?(pem: String) {
-        let parsed: OpaquePointer? = Array(pem.utf8).withUnsafeBytes { buffer in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_X509(bio, nil, nil, nil)
-        }
-        guard let parsed else {
-            ERR_clear_error()
-            return nil
-        }
-        self.pointer = parsed
+    private init(owning pointer: OpaquePointer) {
+        self.pointer = pointer
     }
 
     /// Takes a reference of its own on a certificate owned by another structure.
@@ -270,12 +314,17 @@ private final class OpenSSLCertificate {
 
     deinit { X509_free(self.pointer) }
 
-    /// The subjectPublicKey BIT STRING content (for EC keys: the X9.62 point).
-    var subjectPublicKeyBits: [UInt8] {
-        guard let bits = X509_get0_pubkey_bitstr(self.pointer), let data = ASN1_STRING_get0_data(bits) else {
-            return []
+    /// SHA-256 of the certificate's DER encoding.
+    var derDigest: [UInt8] {
+        get throws(VerificationError) {
+            var raw: UnsafeMutablePointer<UInt8>?
+            let count = i2d_X509(self.pointer, &raw)
+            guard count > 0, let raw else {
+                throw VerificationError(.internalCryptoError, "i2d_X509: \(OpenSSLErrorQueue.drain())")
+            }
+            defer { COpenSSL_free(raw) }
+            return SHA256.hash(UnsafeRawBufferPointer(start: raw, count: Int(count)))
         }
-        return Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(bits))))
     }
 
     func hasExtension(_ oid: String) -> Bool {
@@ -285,55 +334,100 @@ private final class OpenSSLCertificate {
     }
 }
 
-/// The pinned roots, parsed once. Immutable after init, so `@unchecked Sendable`:
-/// each verification builds its own `X509_STORE`/`X509_STORE_CTX` over these certificates.
+/// The pinned roots in one `X509_STORE`, built once and then only read (OpenSSL locks its
+/// lookups), hence `@unchecked Sendable`. Each verification has its own `X509_STORE_CTX`.
+///
+/// Chain results are cached: Apple signs every receipt of a year with the same signing
+/// certificate, and checking its chain costs two P-384 verifications (about 1 ms), ten times the
+/// rest of a receipt. A successful chain is remembered by (signer certificate, the receipt's
+/// certificates) with the interval in which every certificate of the built chain is valid; a
+/// later receipt with the same pair at a time inside that interval skips `X509_verify_cert`.
+/// Signatures do not depend on time and the store never changes, so the result is the same.
+/// The signer is part of the key: the same certificate set with another signer is verified anew.
 private final class ReceiptTrustStore: @unchecked Sendable {
-    private let roots: [OpenSSLCertificate]
+    private let store: OpaquePointer  // X509_STORE *
+    private let chainCache = Mutex<[[UInt8]: ClosedRange<Int64>]>([:])
+    /// Entries kept at most; the cache is emptied when full (only trusted chains get in).
+    static let chainCacheCapacity = 64
 
     init(rootsPEM: [String]) throws(VerificationError) {
-        var roots: [OpenSSLCertificate] = []
-        for pem in rootsPEM {
-            guard let root = OpenSSLCertificate(pem: pem) else {
-                throw VerificationError(.malformedCertificate, "trust root is not a PEM certificate")
-            }
-            roots.append(root)
+        guard let store = X509_STORE_new() else {
+            throw VerificationError(.internalCryptoError, "X509_STORE_new: \(OpenSSLErrorQueue.drain())")
         }
-        self.roots = roots
+        self.store = store  // freed by deinit from here on, also when init throws below
+        for (index, pem) in rootsPEM.enumerated() {
+            let roots = OpenSSLCertificate.all(pem: pem)
+            guard !roots.isEmpty else {
+                throw VerificationError(.malformedCertificate, "trust root \(index) is not PEM certificates")
+            }
+            for root in roots where X509_STORE_add_cert(store, root.pointer) != 1 {  // the store takes a reference
+                throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
+            }
+        }
     }
 
-    func verifyChain(signer: OpenSSLCertificate, untrusted: [[UInt8]], at time: Date) throws(VerificationError) {
-        guard let store = X509_STORE_new(), let context = X509_STORE_CTX_new(),
-            let stack = OPENSSL_sk_new_null()
-        else {
-            throw VerificationError(.internalCryptoError, "cannot allocate an X509 store")
+    deinit { X509_STORE_free(self.store) }
+
+    /// Verifies `signer` up to a root at `time`, with the receipt's own certificates as the
+    /// untrusted intermediates.
+    func verifyChain(
+        signer: OpenSSLCertificate, untrusted: OpenSSLPKCS7, certificatesDigest: [UInt8], at time: Date
+    ) throws(VerificationError) {
+        let seconds = Int64(time.timeIntervalSince1970.rounded(.down))
+        let key = try signer.derDigest + certificatesDigest
+        if self.chainCache.withLock({ $0[key]?.contains(seconds) ?? false }) {
+            return
         }
-        defer {
-            X509_STORE_CTX_free(context)
-            X509_STORE_free(store)
-            OPENSSL_sk_free(stack)
+        guard let context = X509_STORE_CTX_new() else {
+            throw VerificationError(.internalCryptoError, "X509_STORE_CTX_new failed")
         }
-        for root in self.roots where X509_STORE_add_cert(store, root.pointer) != 1 {
-            throw VerificationError(.internalCryptoError, "X509_STORE_add_cert: \(OpenSSLErrorQueue.drain())")
-        }
-        var intermediates: [OpenSSLCertificate] = []
-        for der in untrusted {
-            guard let certificate = OpenSSLCertificate(der: der) else {
-                throw VerificationError(.malformedReceipt, "a receipt certificate is not DER X.509")
+        defer { X509_STORE_CTX_free(context) }
+        let window = try withExtendedLifetime(untrusted) { () throws(VerificationError) -> ClosedRange<Int64>? in
+            guard X509_STORE_CTX_init(context, self.store, signer.pointer, untrusted.certificateStack) == 1 else {
+                throw VerificationError(.internalCryptoError, "X509_STORE_CTX_init: \(OpenSSLErrorQueue.drain())")
             }
-            intermediates.append(certificate)
-            _ = OPENSSL_sk_push(stack, UnsafeRawPointer(certificate.pointer))
+            X509_STORE_CTX_set_time(context, 0, time_t(seconds))
+            guard X509_verify_cert(context) == 1 else { return nil }
+            return Self.validityWindow(of: context)
         }
-        let verified = withExtendedLifetime(intermediates) { () -> Bool in
-            guard X509_STORE_CTX_init(context, store, signer.pointer, stack) == 1 else { return false }
-            X509_STORE_CTX_set_time(context, 0, time_t(time.timeIntervalSince1970.rounded(.down)))
-            return X509_verify_cert(context) == 1
-        }
-        guard verified else {
+        guard let window else {
             let code = X509_STORE_CTX_get_error(context)
             let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"
             throw VerificationError(
                 .receiptChainInvalid,
-                "receipt signer does not chain to a trusted root at \(time): \(text) (X509 error \(code))")
+                "receipt signer does not chain to a trusted root at \(RFC3339.format(time)): \(text) (X509 error \(code))"
+            )
         }
+        if window.contains(seconds) {
+            self.chainCache.withLock { cache in
+                if cache.count >= Self.chainCacheCapacity { cache.removeAll() }
+                cache[key] = window
+            }
+        }
+    }
+
+    /// The interval in which every certificate of the verified chain is valid, or nil if a
+    /// validity time cannot be read (then nothing is cached).
+    private static func validityWindow(of context: OpaquePointer) -> ClosedRange<Int64>? {
+        guard let chain = X509_STORE_CTX_get0_chain(context) else { return nil }
+        var lower = Int64.min
+        var upper = Int64.max
+        for index in 0..<OPENSSL_sk_num(chain) {
+            guard let raw = OPENSSL_sk_value(chain, index) else { return nil }
+            let certificate = OpaquePointer(raw)
+            guard let notBefore = seconds(X509_get0_notBefore(certificate)),
+                let notAfter = seconds(X509_get0_notAfter(certificate))
+            else { return nil }
+            lower = max(lower, notBefore)
+            upper = min(upper, notAfter)
+        }
+        return lower <= upper ? lower...upper : nil
+    }
+
+    private static func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
+        guard let time else { return nil }
+        var broken = tm()
+        guard ASN1_TIME_to_tm(time, &broken) == 1 else { return nil }
+        return Int64(timegm(&broken))
     }
 }

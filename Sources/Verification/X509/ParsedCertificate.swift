@@ -1,8 +1,12 @@
 import Foundation
 private import COpenSSL
 
-/// Owns one OpenSSL `X509`. Immutable after `init`; used within one verification call.
-final class ParsedCertificate {
+/// Owns one OpenSSL `X509`.
+///
+/// Sendable: immutable after `init`; OpenSSL guards the X509's lazily cached extension data
+/// with the object's own lock, so a verified intermediate can be shared by the trust
+/// store's cache (`CertificateTrustStore`).
+final class ParsedCertificate: @unchecked Sendable {
     let pointer: OpaquePointer  // X509 *
 
     /// Parses exactly `der` (trailing bytes are rejected).
@@ -62,7 +66,21 @@ final class ParsedCertificate {
 
     /// notAfter, or nil if OpenSSL cannot read the field.
     var notAfter: Date? {
-        guard let time = X509_get0_notAfter(self.pointer) else { return nil }
+        Self.notAfter(of: self.pointer)
+    }
+
+    /// notBefore...notAfter of an `X509 *`, or nil if a field cannot be read.
+    static func validity(of x509: OpaquePointer) -> ClosedRange<Date>? {
+        guard let start = Self.date(X509_get0_notBefore(x509)), let end = Self.notAfter(of: x509), start <= end else { return nil }
+        return start...end
+    }
+
+    private static func notAfter(of x509: OpaquePointer) -> Date? {
+        Self.date(X509_get0_notAfter(x509))
+    }
+
+    private static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date? {
+        guard let time else { return nil }
         var broken = tm()
         guard ASN1_TIME_to_tm(time, &broken) == 1 else {
             OpenSSLErrorQueue.clear()

@@ -18,6 +18,12 @@ import Synchronization
 /// ```
 /// `shutDown()` (also run by `deinit`) stops the process and removes the directory.
 /// Every wait is bounded (`startTimeout`, `stopTimeout`); nothing listens beyond loopback.
+///
+/// The methods block (start ≈ 20–100 ms, stop ≈ 10 ms): fine in test set-up, but run long
+/// blocking calls such as `command("DEBUG", "SLEEP", "1")` on a Dispatch thread, not on the
+/// Swift concurrency pool (2 threads here), or timing-sensitive tests stall with them.
+/// Stopping uses `SHUTDOWN NOSAVE`, then SIGKILL: children spawned by `Process` from a test
+/// inherit the runner's blocked signal mask (SIGTERM included), so SIGTERM does nothing.
 final class RedisServer: @unchecked Sendable {
     let port: UInt16
     let directory: URL
@@ -60,7 +66,9 @@ final class RedisServer: @unchecked Sendable {
         let template = FileManager.default.temporaryDirectory.appendingPathComponent("attest-redis-XXXXXX").path
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw RedisServerError("mkdtemp failed: errno \(errno)") }
-        self.directory = URL(fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        self.directory = URL(
+            fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        )
     }
 
     deinit {
@@ -157,7 +165,9 @@ final class RedisServer: @unchecked Sendable {
     /// Stops the server and removes its directory. Idempotent.
     func shutDown() {
         try? self.stop()
-        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil { try? FileManager.default.removeItem(at: self.directory) }
+        if ProcessInfo.processInfo.environment["KEEP_REDIS_DIR"] == nil {
+            try? FileManager.default.removeItem(at: self.directory)
+        }
     }
 
     private func logTail() -> String {
@@ -238,7 +248,9 @@ func freeServerPort() throws -> UInt16 {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if bound == 0 { return port }
     }
@@ -293,7 +305,9 @@ final class RESPClient {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let code = errno

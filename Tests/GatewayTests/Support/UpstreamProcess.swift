@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 @testable import Gateway
 
 /// `scripts/upstream.py` started on a free loopback port for one test; stopped by `stop()`
@@ -47,11 +48,12 @@ final class UpstreamProcess: @unchecked Sendable {
         UpstreamConfiguration(name: "api", host: "127.0.0.1", port: self.port, maxConnections: 8)
     }
 
+    /// SIGKILL: a test upstream has nothing to flush, and SIGTERM can be ignored (SIG_IGN is
+    /// inherited through exec), which once hung the whole test run at exit (from deinit).
     func stop() {
-        if self.process.isRunning {
-            self.process.terminate()
-            self.process.waitUntilExit()
-        }
+        guard self.process.isRunning else { return }
+        kill(self.process.processIdentifier, SIGKILL)
+        self.process.waitUntilExit()
     }
 
     deinit {

@@ -66,10 +66,10 @@ def cose(key):
 
 EXTENSIONS = cbor({"apple_bundle_version_01": "1", "apple_validation_category_01": b"\x03\x00\x00\x00"})
 
-def leaf(key, nonce_ext, not_before=NOT_BEFORE, issuer=inter, issuer_key=inter_key):
+def leaf(key, nonce_ext, not_before=NOT_BEFORE, issuer=inter, issuer_key=inter_key, not_after=NOT_AFTER):
     builder = (x509.CertificateBuilder().subject_name(name(sha(point(key)).hex())).issuer_name(issuer.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(not_before).not_valid_after(NOT_AFTER))
+               .not_valid_before(not_before).not_valid_after(not_after))
     if nonce_ext is not None:
         builder = builder.add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier("1.2.840.113635.100.8.2"), nonce_ext),
                                         critical=False)
@@ -91,10 +91,11 @@ def attestation(case, **o):
     nonce = sha(auth + client_data_hash)
     if o.get("wrong_nonce"): nonce = sha(nonce)
     ext = None if o.get("no_nonce_extension") else nonce_der(nonce)
-    issuer, issuer_key = (rogue, rogue_key) if o.get("rogue") else (inter, inter_key)
-    cert = leaf(key, ext, o.get("not_before", NOT_BEFORE), issuer, issuer_key)
+    issuer, issuer_key = (rogue, rogue_key) if (o.get("rogue") or o.get("rogue_leaf")) else (inter, inter_key)
+    cert = leaf(key, ext, o.get("not_before", NOT_BEFORE), issuer, issuer_key, o.get("not_after", NOT_AFTER))
     chain = [cert.public_bytes(serialization.Encoding.DER)]
     if not o.get("leaf_only"):
+        # rogue_leaf: leaf signed by the rogue CA but presented with the real intermediate.
         chain.append((rogue if o.get("rogue") else inter).public_bytes(serialization.Encoding.DER))
     obj = cbor({"fmt": o.get("fmt", "apple-appattest"), "attStmt": {"x5c": chain, "receipt": b"\x30\x80synthetic"}, "authData": auth})
     vector = {"id": "syn-att-" + case, "app_id": APP_ID, "key_id": b64(key_id), "client_data_hash": b64(client_data_hash),
@@ -102,6 +103,8 @@ def attestation(case, **o):
               "expected_result": "valid" if o.get("code") is None else "invalid", "expected_error": o.get("code"),
               "environment": "development" if o.get("aaguid") == DEV else "production",
               "public_key_x962": b64(point(key)), "authdata_len": len(auth)}
+    if o.get("expired_at"):
+        vector["expired_at"] = o["expired_at"]
     return vector, key
 
 def assertion(case, key, counter, flags=0x40, trailing=b"", code=None, previous=0):
@@ -142,6 +145,9 @@ add("missing-nonce-extension", no_nonce_extension=True, code="missing_nonce_exte
 add("wrong-nonce", wrong_nonce=True, code="nonce_mismatch")
 add("fmt-packed", fmt="packed", code="unsupported_format")
 add("rogue-ca", rogue=True, code="certificate_chain_invalid")
+add("rogue-leaf-real-intermediate", rogue_leaf=True, code="certificate_chain_invalid")
+# Valid in 2026; in 2036 the leaf is still valid but the intermediate and root are not.
+add("leaf-outlives-ca", not_after=datetime.datetime(2040, 1, 1, tzinfo=datetime.timezone.utc), expired_at="2036-01-01T00:00:00Z")
 add("leaf-only", leaf_only=True, code="certificate_chain_invalid")
 add("not-yet-valid", not_before=datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc), code="certificate_expired")
 add("app-id", rp_app_id="ZZZZZ99999.com.example.other", code="app_id_mismatch")

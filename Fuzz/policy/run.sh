@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Fuzzes the policy loader (libyaml reader + schema decoder) and the route matcher with
+# libFuzzer + AddressSanitizer (invariants: Fuzz/policy/harness.swift).
+#   FUZZ_RUNS      executions (default 300000)
+#   FUZZ_MAX_TIME  upper bound in seconds (default 300)
+# Work dir: .fuzz/policy (binary, growing corpus, crash artifacts). Exit status != 0 on a crash.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=.fuzz/policy
+mkdir -p "$work/corpus"
+
+swiftc -sanitize=fuzzer,address -parse-as-library -O \
+  -package-name attest_gateway -module-name PolicyFuzz \
+  -I Sources/CYAML -lyaml \
+  Sources/Gateway/Policy/*.swift \
+  Sources/Gateway/IO/GatewayLimits.swift \
+  Sources/Gateway/Store/RedisURL.swift \
+  Fuzz/policy/harness.swift \
+  -o "$work/fuzz-policy"
+
+# No interactive Swift backtracer on a crash: libFuzzer reports it and keeps the artifact.
+SWIFT_BACKTRACE=enable=no "$work/fuzz-policy" \
+  -runs="${FUZZ_RUNS:-300000}" \
+  -max_total_time="${FUZZ_MAX_TIME:-300}" \
+  -max_len=4096 \
+  -timeout=20 \
+  -rss_limit_mb=2048 \
+  -dict=Fuzz/policy/policy.dict \
+  -artifact_prefix="$work/" \
+  -print_final_stats=1 \
+  "$work/corpus" Fuzz/policy/seeds

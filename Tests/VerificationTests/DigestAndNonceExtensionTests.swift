@@ -1,0 +1,45 @@
+import Testing
+@testable import Verification
+
+@Suite struct DigestAndNonceExtensionTests {
+    @Test func fetchedSHA256MatchesSHA256() {
+        var generator = SplitMix64(seed: 99)
+        for length in [0, 1, 31, 32, 33, 55, 56, 64, 65, 1000] {
+            let a = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            let b = (0..<(length / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            #expect(FetchedSHA256.hash(a) == SHA256.hash(a))
+            #expect(FetchedSHA256.hash(a, b) == SHA256.hash(a + b))
+        }
+        // FIPS 180-2 "abc".
+        #expect(FetchedSHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    static let nonce = [UInt8](repeating: 0xab, count: 32)
+
+    @Test func parsesTheNonceExtension() {
+        let der: [UInt8] = [0x30, 0x24, 0xa1, 0x22, 0x04, 0x20] + Self.nonce
+        #expect(NonceExtension.nonce(fromExtensionValue: der) == Self.nonce)
+        // Other lengths are carried as they are (the comparison with the computed nonce decides).
+        #expect(NonceExtension.nonce(fromExtensionValue: [0x30, 0x05, 0xa1, 0x03, 0x04, 0x01, 0x07]) == [0x07])
+    }
+
+    @Test func rejectsAnythingElse() {
+        let good: [UInt8] = [0x30, 0x24, 0xa1, 0x22, 0x04, 0x20] + Self.nonce
+        let cases: [[UInt8]] = [
+            [],
+            Array(good.dropLast()),  // truncated
+            good + [0x00],  // trailing
+            [0x31] + good.dropFirst(),  // SET, not SEQUENCE
+            [0x30, 0x24, 0xa0, 0x22, 0x04, 0x20] + Self.nonce,  // [0], not [1]
+            [0x30, 0x24, 0xa1, 0x22, 0x03, 0x20] + Self.nonce,  // BIT STRING
+            [0x30, 0x26, 0xa1, 0x22, 0x04, 0x20] + Self.nonce + [0x05, 0x00],  // extra element in the SEQUENCE
+            [0x30, 0x80, 0xa1, 0x22, 0x04, 0x20] + Self.nonce + [0x00, 0x00],  // BER indefinite length
+            [0x30, 0x81, 0x24, 0xa1, 0x22, 0x04, 0x20] + Self.nonce,  // non-minimal length
+            [0x30, 0x84, 0xff, 0xff, 0xff, 0xff],  // huge length
+            [0x30, 0x24, 0xa1, 0x7f, 0x04, 0x20] + Self.nonce,  // inner length past the end
+        ]
+        for der in cases {
+            #expect(NonceExtension.nonce(fromExtensionValue: der) == nil, "\(der.prefix(8).hexString)")
+        }
+    }
+}

@@ -1,0 +1,648 @@
+#!/usr/bin/env python3
+"""Structural checks of deploy/: Kubernetes manifests, the Dockerfile, the systemd unit, redis.conf.
+
+Run by scripts/checks/deploy-lint.sh (which adds `systemd-analyze verify` and a throwaway
+redis-server on deploy/redis.conf). Every check appends a problem string; the exit status is 1 when
+any problem was found. `--self-test` breaks copies of the real files one way at a time and fails
+unless each broken copy is caught, so the checker itself cannot silently pass everything.
+
+Needs PyYAML for the manifests (Debian: python3-yaml, installed by `make deps`). Without it the
+YAML checks are reported as SKIPPED and the rest still runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from pathlib import Path
+
+try:
+    import yaml  # type: ignore
+except ImportError:  # pragma: no cover - depends on the machine
+    yaml = None
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+# Runtime libraries the image may install: exactly what the binary links, plus CA certificates.
+RUNTIME_PACKAGES = {"libssl3", "libhiredis0.14", "libyaml-0-2", "ca-certificates"}
+BUILD_IMAGE = "swift:6.3-bookworm"
+RUNTIME_IMAGE = "debian:bookworm-slim"
+DEFAULT_DRAIN_SECONDS = 20  # GatewayLimits.shutdownDrainTimeout
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def parse_duration(text: str) -> float | None:
+    """`20s`, `500ms`, `2m`, `1h` or a bare number of seconds (policies.yaml and systemd forms)."""
+    text = str(text).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ms|s|sec|m|min|h)?", text)
+    if not m:
+        return None
+    value = float(m.group(1))
+    unit = m.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[unit]
+
+
+def parse_listen(text: str) -> tuple[str, int] | None:
+    m = re.fullmatch(r"\[?([0-9A-Za-z.:]*?)\]?:(\d+)", str(text).strip())
+    if not m:
+        return None
+    return m.group(1), int(m.group(2))
+
+
+def container_port(container: dict, ref) -> int | None:
+    """Resolves a probe/Service port reference (a number or a port name) against a container."""
+    if isinstance(ref, int):
+        return ref
+    for port in container.get("ports") or []:
+        if port.get("name") == ref:
+            return port.get("containerPort")
+    if isinstance(ref, str) and ref.isdigit():
+        return int(ref)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Kubernetes
+
+
+def load_manifests(directory: Path) -> tuple[list[dict], list[str]]:
+    docs, problems = [], []
+    files = sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml"))
+    if not files:
+        problems.append(f"{directory}: no manifests found")
+    for path in files:
+        try:
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc is None:
+                    continue
+                if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
+                    problems.append(f"{path.name}: document without kind/apiVersion")
+                    continue
+                doc["__file__"] = path.name
+                docs.append(doc)
+        except yaml.YAMLError as error:
+            problems.append(f"{path.name}: YAML does not parse: {error}")
+    return docs, problems
+
+
+def check_policy_text(text: str, where: str) -> tuple[dict | None, list[str]]:
+    """The policy embedded in the ConfigMap: parsed as strings (BaseLoader), like libyaml does."""
+    problems = []
+    try:
+        policy = yaml.load(text, Loader=yaml.BaseLoader)
+    except yaml.YAMLError as error:
+        return None, [f"{where}: policies.yaml does not parse: {error}"]
+    if not isinstance(policy, dict):
+        return None, [f"{where}: policies.yaml is not a mapping"]
+    for key in ("listen", "admin_listen", "app_ids", "upstreams", "routes"):
+        if key not in policy:
+            problems.append(f"{where}: policies.yaml has no `{key}`")
+    if "redis" not in policy and policy.get("store") != "memory":
+        problems.append(f"{where}: policies.yaml names no store (`redis:` URL)")
+    if policy.get("store") == "memory":
+        problems.append(f"{where}: `store: memory` is single-node only; replicas need `redis:`")
+    if policy.get("trust_roots"):
+        problems.append(f"{where}: trust_roots set in a production manifest (development CAs only)")
+    if policy.get("environment") not in (None, "production"):
+        problems.append(f"{where}: environment is {policy.get('environment')!r}, expected production")
+    redis_url = str(policy.get("redis", ""))
+    if re.match(r"redis://[^@/]*:[^@/]+@", redis_url) and "${" not in redis_url:
+        problems.append(f"{where}: the Redis password is written in the ConfigMap; use the Secret")
+    return policy, problems
+
+
+def check_kubernetes(docs: list[dict]) -> list[str]:
+    problems: list[str] = []
+    by_kind: dict[str, list[dict]] = {}
+    for doc in docs:
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    for kind in ("Deployment", "Service", "PodDisruptionBudget", "ConfigMap"):
+        if kind not in by_kind:
+            problems.append(f"kubernetes: no {kind}")
+    if problems:
+        return problems
+
+    deployment = by_kind["Deployment"][0]
+    where = f"{deployment['__file__']} Deployment/{deployment['metadata'].get('name')}"
+    spec = deployment.get("spec", {})
+    template = spec.get("template", {})
+    pod_labels = template.get("metadata", {}).get("labels", {}) or {}
+    pod = template.get("spec", {})
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    if not selector or any(pod_labels.get(k) != v for k, v in selector.items()):
+        problems.append(f"{where}: selector.matchLabels does not match the pod labels")
+    if int(spec.get("replicas", 1)) < 2:
+        problems.append(f"{where}: fewer than 2 replicas (no availability during rollouts)")
+
+    pod_sc = pod.get("securityContext") or {}
+    containers = pod.get("containers") or []
+    if not containers:
+        return problems + [f"{where}: no containers"]
+    gateway = containers[0]
+    cname = f"{where} container {gateway.get('name')}"
+
+    image = str(gateway.get("image", ""))
+    if not image:
+        problems.append(f"{cname}: no image")
+    elif image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]:
+        problems.append(f"{cname}: image {image!r} is not pinned to a tag or digest")
+
+    sc = gateway.get("securityContext") or {}
+    run_as_non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot"))
+    if run_as_non_root is not True:
+        problems.append(f"{cname}: securityContext.runAsNonRoot is not true")
+    uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if uid is not None and int(uid) == 0:
+        problems.append(f"{cname}: runAsUser is 0 (root)")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        problems.append(f"{cname}: securityContext.readOnlyRootFilesystem is not true")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        problems.append(f"{cname}: securityContext.allowPrivilegeEscalation is not false")
+    if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+        problems.append(f"{cname}: capabilities.drop does not contain ALL")
+    if sc.get("privileged"):
+        problems.append(f"{cname}: privileged")
+
+    resources = gateway.get("resources") or {}
+    if not (resources.get("requests") or {}).get("cpu") or not (resources.get("requests") or {}).get("memory"):
+        problems.append(f"{cname}: resources.requests needs cpu and memory")
+    if not (resources.get("limits") or {}).get("memory"):
+        problems.append(f"{cname}: resources.limits.memory missing")
+
+    # The policy this pod serves: the file at the --config path comes from a ConfigMap, either
+    # mounted directly or rendered into a shared volume by an init container (which fills in the
+    # Redis password from a Secret).
+    args = [str(a) for a in (gateway.get("args") or []) + (gateway.get("command") or [])]
+    config_path = None
+    for i, arg in enumerate(args):
+        if arg == "--config" and i + 1 < len(args):
+            config_path = args[i + 1]
+        elif arg.startswith("--config="):
+            config_path = arg.split("=", 1)[1]
+    if config_path is None:
+        config_path = "/etc/attest-gateway/policies.yaml"  # the image's CMD
+    policy = None
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    init_containers = pod.get("initContainers") or []
+    config_maps = {cm["metadata"].get("name"): cm for cm in by_kind["ConfigMap"]}
+
+    def config_map_policy(volume: dict, file_name: str) -> str | None:
+        cm_ref = (volume.get("configMap") or {}).get("name")
+        cm = config_maps.get(cm_ref)
+        if cm is None:
+            problems.append(f"{where}: volume {volume.get('name')} names ConfigMap {cm_ref!r}, which is not defined")
+            return None
+        key = file_name
+        for item in (volume.get("configMap") or {}).get("items") or []:
+            if item.get("path") == file_name:
+                key = item.get("key")
+        text = (cm.get("data") or {}).get(key)
+        if text is None:
+            problems.append(f"{cm['__file__']}: ConfigMap {cm_ref} has no key {key!r}")
+        return text
+
+    policy_text, policy_where = None, None
+    for mount in gateway.get("volumeMounts") or []:
+        mount_path = mount.get("mountPath", "").rstrip("/")
+        if not config_path.startswith(mount_path + "/"):
+            continue
+        if mount.get("readOnly") is not True:
+            problems.append(f"{cname}: the policy volume is not mounted readOnly")
+        volume = volumes.get(mount.get("name"))
+        if volume is None:
+            problems.append(f"{cname}: volumeMount {mount.get('name')} has no volume")
+            continue
+        file_name = config_path[len(mount_path) + 1 :]
+        if volume.get("configMap"):
+            policy_text = config_map_policy(volume, file_name)
+            policy_where = f"ConfigMap/{volume['configMap'].get('name')}"
+        elif "emptyDir" in volume:
+            if (volume.get("emptyDir") or {}).get("medium") != "Memory":
+                problems.append(f"{where}: the rendered policy volume {volume.get('name')} is not emptyDir medium: Memory")
+            # An init container writes it: find the ConfigMap template it reads.
+            for init in init_containers:
+                mounts = init.get("volumeMounts") or []
+                if not any(m.get("name") == mount.get("name") for m in mounts):
+                    continue
+                for m in mounts:
+                    template = volumes.get(m.get("name"))
+                    if template and template.get("configMap"):
+                        items = (template.get("configMap") or {}).get("items") or []
+                        name = items[0].get("path") if items else file_name
+                        policy_text = config_map_policy(template, name)
+                        policy_where = f"ConfigMap/{template['configMap'].get('name')} (rendered by {init.get('name')})"
+        else:
+            problems.append(f"{cname}: the policy volume is neither a ConfigMap nor an init-rendered emptyDir")
+    if policy_text is None:
+        problems.append(f"{cname}: {config_path} does not come from a ConfigMap (directly or via an init container)")
+    else:
+        policy, more = check_policy_text(policy_text, policy_where or "policy")
+        problems += more
+
+    for init in init_containers:
+        iname = f"{where} initContainer {init.get('name')}"
+        if init.get("image") != gateway.get("image"):
+            problems.append(f"{iname}: image {init.get('image')!r} differs from the gateway's {image!r} "
+                            "(it validates the policy with the same binary)")
+        isc = init.get("securityContext") or {}
+        if isc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
+            problems.append(f"{iname}: securityContext.runAsNonRoot is not true")
+        if isc.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{iname}: securityContext.readOnlyRootFilesystem is not true")
+        if isc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{iname}: securityContext.allowPrivilegeEscalation is not false")
+        if "ALL" not in ((isc.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"{iname}: capabilities.drop does not contain ALL")
+        if not (init.get("resources") or {}).get("limits", {}).get("memory"):
+            problems.append(f"{iname}: resources.limits.memory missing")
+
+    # Ports: the container's ports match the policy's listeners; probes on the admin port.
+    ports = {p.get("containerPort") for p in gateway.get("ports") or []}
+    admin_port = None
+    if policy is not None:
+        listen = policy.get("listen")
+        for text in listen if isinstance(listen, list) else [listen]:
+            parsed = parse_listen(text) if text else None
+            if parsed is None:
+                problems.append(f"{cname}: policy listen {text!r} is not host:port")
+            else:
+                if parsed[1] not in ports:
+                    problems.append(f"{cname}: policy listens on {parsed[1]}, not a containerPort {sorted(ports)}")
+                if parsed[0] in ("127.0.0.1", "localhost", "::1"):
+                    problems.append(f"{cname}: policy listen {text} is loopback: the Service cannot reach it")
+        admin = parse_listen(policy.get("admin_listen", "")) if policy.get("admin_listen") else None
+        if admin is None:
+            problems.append(f"{cname}: policy has no admin_listen: probes have nothing to hit")
+        else:
+            admin_port = admin[1]
+            if admin_port not in ports:
+                problems.append(f"{cname}: admin_listen port {admin_port} is not a containerPort")
+            if admin[0] in ("127.0.0.1", "localhost", "::1"):
+                problems.append(f"{cname}: admin_listen {policy.get('admin_listen')} is loopback: kubelet probes fail")
+        drain = parse_duration((policy.get("limits") or {}).get("shutdown_drain_timeout", DEFAULT_DRAIN_SECONDS))
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        pre_stop = 0
+        pre_cmd = (((gateway.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command") or []
+        if len(pre_cmd) == 2 and pre_cmd[0] == "sleep" and str(pre_cmd[1]).isdigit():
+            pre_stop = int(pre_cmd[1])
+        if drain is not None and grace <= drain + pre_stop:
+            problems.append(
+                f"{where}: terminationGracePeriodSeconds {grace} <= drain {drain:g}s + preStop {pre_stop}s"
+            )
+
+    for probe_name, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        probe = gateway.get(probe_name)
+        get = (probe or {}).get("httpGet") or {}
+        if not probe or get.get("path") != path:
+            problems.append(f"{cname}: {probe_name} must be httpGet {path}")
+            continue
+        port = container_port(gateway, get.get("port"))
+        if port is None:
+            problems.append(f"{cname}: {probe_name} port {get.get('port')!r} is not a container port")
+        elif admin_port is not None and port != admin_port:
+            problems.append(f"{cname}: {probe_name} hits port {port}, the admin listener is {admin_port}")
+
+    # Service: selects the pods, targets the proxy port (not the admin port).
+    for service in by_kind["Service"]:
+        sname = f"{service['__file__']} Service/{service['metadata'].get('name')}"
+        ssel = (service.get("spec") or {}).get("selector") or {}
+        if not ssel or any(pod_labels.get(k) != v for k, v in ssel.items()):
+            problems.append(f"{sname}: selector does not match the pod labels")
+        for port in (service.get("spec") or {}).get("ports") or []:
+            target = container_port(gateway, port.get("targetPort", port.get("port")))
+            if target is None or target not in ports:
+                problems.append(f"{sname}: targetPort {port.get('targetPort')!r} is not a container port")
+            elif admin_port is not None and target == admin_port:
+                problems.append(f"{sname}: exposes the admin port {target} (metrics must stay internal)")
+
+    for pdb in by_kind["PodDisruptionBudget"]:
+        pname = f"{pdb['__file__']} PodDisruptionBudget/{pdb['metadata'].get('name')}"
+        psel = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if not psel or any(pod_labels.get(k) != v for k, v in psel.items()):
+            problems.append(f"{pname}: selector does not match the pod labels")
+        if "minAvailable" not in (pdb.get("spec") or {}) and "maxUnavailable" not in (pdb.get("spec") or {}):
+            problems.append(f"{pname}: neither minAvailable nor maxUnavailable")
+
+    # Secrets: the Redis password comes from a Secret, by env var or file, into whichever
+    # container fills the ${REDIS_PASSWORD} placeholder of the policy.
+    all_containers = containers + init_containers
+    secret_envs = {
+        e.get("name")
+        for c in all_containers
+        for e in c.get("env") or []
+        if (e.get("valueFrom") or {}).get("secretKeyRef")
+    }
+    secret_volumes = any(v.get("secret") for v in pod.get("volumes") or [])
+    if not secret_envs and not secret_volumes:
+        problems.append(f"{cname}: nothing comes from a Secret (the Redis password must)")
+    if policy is not None:
+        for placeholder in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)\}", str(policy.get("redis", ""))):
+            if placeholder not in secret_envs:
+                problems.append(f"{where}: the policy's ${{{placeholder}}} is not set from a Secret in any container")
+            elif not any(
+                placeholder in " ".join(str(a) for a in (c.get("command") or []) + (c.get("args") or []))
+                for c in init_containers
+            ):
+                problems.append(f"{where}: no init container replaces ${{{placeholder}}} in the policy")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Dockerfile
+
+
+def dockerfile_instructions(text: str) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out, buffer, start = [], "", 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not buffer and (not line or line.startswith("#")):
+            continue
+        if buffer and line.startswith("#"):
+            continue
+        if not buffer:
+            start = number
+        if line.endswith("\\"):
+            buffer += line[:-1] + " "
+            continue
+        buffer += line
+        word, _, rest = buffer.partition(" ")
+        out.append((start, word.upper(), rest.strip()))
+        buffer = ""
+    if buffer:
+        word, _, rest = buffer.partition(" ")
+        out.append((start, word.upper(), rest.strip()))
+    return out
+
+
+def check_dockerfile(text: str, name: str = "Dockerfile") -> list[str]:
+    problems: list[str] = []
+    instructions = dockerfile_instructions(text)
+    stages: list[dict] = []
+    for line, word, args in instructions:
+        if word == "FROM":
+            parts = args.split()
+            image = next((p for p in parts if not p.startswith("--")), "")
+            alias = parts[parts.index("AS") + 1] if "AS" in parts else (parts[parts.index("as") + 1] if "as" in parts else None)
+            stages.append({"image": image, "alias": alias, "line": line, "body": []})
+        elif not stages:
+            if word != "ARG":
+                problems.append(f"{name}:{line}: {word} before the first FROM")
+        else:
+            stages[-1]["body"].append((line, word, args))
+    if len(stages) < 2:
+        return problems + [f"{name}: {len(stages)} FROM stage(s); a multi-stage build needs a build and a runtime stage"]
+    if stages[0]["image"] != BUILD_IMAGE:
+        problems.append(f"{name}:{stages[0]['line']}: build stage is {stages[0]['image']!r}, expected {BUILD_IMAGE}")
+    if stages[-1]["image"] != RUNTIME_IMAGE:
+        problems.append(f"{name}:{stages[-1]['line']}: runtime stage is {stages[-1]['image']!r}, expected {RUNTIME_IMAGE}")
+    aliases = {s["alias"] for s in stages if s["alias"]}
+    for stage in stages:
+        if stage["image"].endswith(":latest") or ":" not in stage["image"] and "@" not in stage["image"]:
+            problems.append(f"{name}:{stage['line']}: base image {stage['image']!r} is not pinned to a tag")
+        for line, word, args in stage["body"]:
+            if word == "ADD" and re.search(r"\b(https?|ftp)://", args):
+                problems.append(f"{name}:{line}: ADD of a URL (download in a RUN with a checksum, or COPY)")
+            if word == "ADD":
+                problems.append(f"{name}:{line}: ADD used; prefer COPY (ADD unpacks archives and fetches URLs)")
+            if word == "COPY":
+                m = re.search(r"--from=(\S+)", args)
+                if m and m.group(1) not in aliases and not m.group(1).isdigit():
+                    problems.append(f"{name}:{line}: COPY --from={m.group(1)} names no stage")
+            if word == "RUN" and re.search(r"\b(curl|wget)\b[^|]*\|\s*(ba)?sh", args):
+                problems.append(f"{name}:{line}: pipes a download into a shell")
+    runtime = stages[-1]["body"]
+    users = [(line, args) for line, word, args in runtime if word == "USER"]
+    if not users:
+        problems.append(f"{name}: the runtime stage has no USER (it would run as root)")
+    else:
+        line, user = users[-1]
+        who = user.split(":")[0]
+        if who in ("root", "0", ""):
+            problems.append(f"{name}:{line}: the runtime stage runs as {user!r}")
+        # After the last USER nothing should need root.
+        for later_line, word, _ in runtime:
+            if later_line > line and word == "RUN":
+                problems.append(f"{name}:{later_line}: RUN after USER in the runtime stage")
+    if not any(word == "EXPOSE" for _, word, _ in runtime):
+        problems.append(f"{name}: the runtime stage has no EXPOSE")
+    if not any(word in ("ENTRYPOINT", "CMD") for _, word, _ in runtime):
+        problems.append(f"{name}: the runtime stage has no ENTRYPOINT/CMD")
+    installed = set()
+    for line, word, args in runtime:
+        if word == "RUN" and "apt-get install" in args:
+            after = args.split("apt-get install", 1)[1].split("&&")[0]
+            installed |= {w for w in after.split() if not w.startswith("-") and w != "\\"}
+    extra = installed - RUNTIME_PACKAGES
+    if extra:
+        problems.append(f"{name}: the runtime stage installs more than it needs: {sorted(extra)}")
+    missing = RUNTIME_PACKAGES - installed
+    if missing:
+        problems.append(f"{name}: the runtime stage does not install {sorted(missing)}")
+    if not any(word == "COPY" and "--from=" in args for _, word, args in runtime):
+        problems.append(f"{name}: the runtime stage copies nothing from the build stage")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# systemd unit
+
+
+REQUIRED_UNIT = {
+    "DynamicUser": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "PrivateDevices": "yes",
+    "NoNewPrivileges": "yes",
+    "CapabilityBoundingSet": "",
+    "RestrictAddressFamilies": "AF_INET AF_INET6 AF_UNIX",
+    "MemoryDenyWriteExecute": "yes",
+    "LockPersonality": "yes",
+    "RestrictNamespaces": "yes",
+    "ExecReload": "/bin/kill -HUP $MAINPID",
+    "KillSignal": "SIGTERM",
+    "Restart": "on-failure",
+}
+
+
+def parse_unit(text: str) -> dict[str, list[str]]:
+    values: dict[str, list[str]] = {}
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            section = line.strip("[]")
+            continue
+        key, _, value = line.partition("=")
+        values.setdefault(f"{section}.{key.strip()}", []).append(value.strip())
+    return values
+
+
+def check_unit(text: str, name: str = "attest-gateway.service") -> list[str]:
+    problems: list[str] = []
+    unit = parse_unit(text)
+    for key, expected in REQUIRED_UNIT.items():
+        got = unit.get(f"Service.{key}")
+        if got is None:
+            problems.append(f"{name}: [Service] {key}= missing (expected {expected!r})")
+        elif got[-1] != expected:
+            problems.append(f"{name}: [Service] {key}={got[-1]!r}, expected {expected!r}")
+    filters = unit.get("Service.SystemCallFilter", [])
+    if "@system-service" not in filters:
+        problems.append(f"{name}: SystemCallFilter=@system-service missing")
+    if not unit.get("Service.LimitNOFILE"):
+        problems.append(f"{name}: LimitNOFILE missing")
+    caps = unit.get("Service.AmbientCapabilities")
+    if caps and caps[-1]:
+        problems.append(f"{name}: AmbientCapabilities={caps[-1]} set while the bounding set is empty")
+    exec_start = (unit.get("Service.ExecStart") or [""])[-1]
+    if " serve " not in f" {exec_start} " or "--config" not in exec_start:
+        problems.append(f"{name}: ExecStart does not run `attest-gateway serve --config …`")
+    stop = parse_duration((unit.get("Service.TimeoutStopSec") or [""])[-1])
+    if stop is None:
+        problems.append(f"{name}: TimeoutStopSec missing or unreadable")
+    elif stop <= DEFAULT_DRAIN_SECONDS:
+        problems.append(f"{name}: TimeoutStopSec {stop:g}s is not above the drain timeout {DEFAULT_DRAIN_SECONDS}s")
+    if unit.get("Service.User") and unit.get("Service.DynamicUser", ["no"])[-1] == "yes":
+        problems.append(f"{name}: User= together with DynamicUser=yes")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# redis.conf (static; deploy-lint.sh also loads it into a real redis-server)
+
+
+def check_redis_conf(text: str, name: str = "redis.conf") -> list[str]:
+    problems = []
+    conf: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition(" ")
+            conf[key.lower()] = value.strip()
+    for key, expected in (("appendonly", "yes"), ("appendfsync", "everysec"), ("maxmemory-policy", "noeviction")):
+        if conf.get(key) != expected:
+            problems.append(f"{name}: {key} is {conf.get(key)!r}, expected {expected!r}")
+    if "maxmemory" not in conf:
+        problems.append(f"{name}: maxmemory not set (noeviction needs a ceiling to refuse writes at)")
+    if conf.get("protected-mode") == "no" and "requirepass" not in conf:
+        problems.append(f"{name}: protected-mode no without requirepass")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def run_checks() -> tuple[list[str], list[str]]:
+    """Returns (problems, notes)."""
+    problems, notes = [], []
+    problems += check_dockerfile((DEPLOY / "Dockerfile").read_text())
+    notes.append("Dockerfile: stages, base images, USER, ADD, COPY --from, runtime packages checked")
+    problems += check_unit((DEPLOY / "attest-gateway.service").read_text())
+    notes.append("attest-gateway.service: required directives checked")
+    problems += check_redis_conf((DEPLOY / "redis.conf").read_text())
+    notes.append("redis.conf: durability and eviction settings checked")
+    if yaml is None:
+        notes.append("SKIPPED: Kubernetes manifests (PyYAML missing: apt-get install python3-yaml)")
+    else:
+        docs, more = load_manifests(DEPLOY / "kubernetes")
+        problems += more
+        problems += check_kubernetes(docs)
+        notes.append(f"kubernetes: {len(docs)} documents parsed and cross-checked")
+    return problems, notes
+
+
+def self_test() -> int:
+    """Each mutation of a real file must be caught; the real files must pass."""
+    failures = []
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    unit = (DEPLOY / "attest-gateway.service").read_text()
+    redis_conf = (DEPLOY / "redis.conf").read_text()
+    cases = [
+        ("Dockerfile USER root", check_dockerfile, re.sub(r"^USER .*$", "USER root", dockerfile, flags=re.M)),
+        ("Dockerfile without USER", check_dockerfile, re.sub(r"^USER .*$", "", dockerfile, flags=re.M)),
+        ("Dockerfile ADD URL", check_dockerfile, dockerfile.replace("WORKDIR /src", "ADD https://example.invalid/x.tgz /x\nWORKDIR /src")),
+        ("Dockerfile single stage", check_dockerfile, dockerfile.split("# ---- runtime stage")[0]),
+        ("Dockerfile latest runtime", check_dockerfile, dockerfile.replace("FROM debian:bookworm-slim", "FROM debian:latest")),
+        ("Dockerfile extra runtime package", check_dockerfile, dockerfile.replace("libyaml-0-2 ca-certificates", "libyaml-0-2 ca-certificates curl")),
+        ("Dockerfile bad COPY --from", check_dockerfile, dockerfile.replace("--from=build", "--from=builder")),
+        ("unit without DynamicUser", check_unit, re.sub(r"^DynamicUser=yes$", "", unit, flags=re.M)),
+        ("unit short TimeoutStopSec", check_unit, re.sub(r"^TimeoutStopSec=.*$", "TimeoutStopSec=10s", unit, flags=re.M)),
+        ("unit capability", check_unit, re.sub(r"^CapabilityBoundingSet=$", "CapabilityBoundingSet=CAP_SYS_ADMIN", unit, flags=re.M)),
+        ("unit no syscall filter", check_unit, re.sub(r"^SystemCallFilter=@system-service$", "", unit, flags=re.M)),
+        ("redis allkeys-lru", check_redis_conf, redis_conf.replace("maxmemory-policy noeviction", "maxmemory-policy allkeys-lru")),
+        ("redis appendonly no", check_redis_conf, redis_conf.replace("appendonly yes", "appendonly no")),
+    ]
+    for label, check, text in cases:
+        if not check(text):
+            failures.append(f"self-test: {label} was not caught")
+    total = len(cases)
+    if yaml is not None:
+        docs, _ = load_manifests(DEPLOY / "kubernetes")
+
+        def mutate(label, fn):
+            nonlocal total
+            total += 1
+            broken = copy.deepcopy(docs)
+            fn({d["kind"]: d for d in broken})
+            if not check_kubernetes(broken):
+                failures.append(f"self-test: {label} was not caught")
+
+        def container(k):
+            return k["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+
+        def cm_replace(old, new):
+            def fn(k):
+                data = k["ConfigMap"]["data"]
+                assert old in data["policies.yaml"], old
+                data["policies.yaml"] = data["policies.yaml"].replace(old, new)
+            return fn
+
+        mutate("no readiness probe", lambda k: container(k).pop("readinessProbe"))
+        mutate("liveness on /", lambda k: container(k)["livenessProbe"]["httpGet"].update(path="/"))
+        mutate("probe on proxy port", lambda k: container(k)["readinessProbe"]["httpGet"].update(port="proxy"))
+        mutate("root filesystem writable", lambda k: container(k)["securityContext"].update(readOnlyRootFilesystem=False))
+        mutate("runAsNonRoot false", lambda k: container(k)["securityContext"].update(runAsNonRoot=False))
+        mutate("image latest", lambda k: container(k).update(image="attest-gateway:latest"))
+        mutate("no resources", lambda k: container(k).pop("resources"))
+        mutate("admin on loopback", cm_replace("admin_listen: 0.0.0.0:9090", "admin_listen: 127.0.0.1:9090"))
+        mutate("listen port mismatch", cm_replace("listen: 0.0.0.0:8080", "listen: 0.0.0.0:8443"))
+        mutate("password in ConfigMap", cm_replace("${REDIS_PASSWORD}", "hunter2"))
+        mutate("dev trust root", cm_replace("trust_roots: []", "trust_roots: [ /etc/dev-ca.pem ]"))
+        mutate("service targets admin", lambda k: k["Service"]["spec"]["ports"][0].update(targetPort="admin"))
+        mutate("pdb selects nothing", lambda k: k["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"].update(x="y"))
+        mutate("short grace period", lambda k: k["Deployment"]["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=10))
+        mutate("no secret", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].pop("env"))
+        mutate("no renderer", lambda k: k["Deployment"]["spec"]["template"]["spec"].pop("initContainers"))
+        mutate("rendered policy on disk", lambda k: k["Deployment"]["spec"]["template"]["spec"]["volumes"][1].update(emptyDir={}))
+        mutate("init image differs", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].update(image="busybox:1.36"))
+        mutate("init container as root", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["securityContext"].update(runAsNonRoot=False))
+    problems, _ = run_checks()
+    failures += [f"self-test: the real files fail: {p}" for p in problems]
+    for failure in failures:
+        print(failure)
+    print(f"deploy-lint self-test: {total - len([f for f in failures if 'was not caught' in f])} of {total} broken files caught")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if "--self-test" in sys.argv:
+        return self_test()
+    problems, notes = run_checks()
+    for note in notes:
+        print(f"  {note}")
+    for problem in problems:
+        print(f"FAIL {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
