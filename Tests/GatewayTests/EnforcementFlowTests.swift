@@ -638,6 +638,22 @@ struct EnforcementHarness {
         #expect(decision.errorCode == "certificate_chain_invalid")
     }
 
+    @Test func policyWithoutAppIDsServesPassthroughAndRefusesAttestation() async throws {
+        var policy = EnforcementHarness.policy()
+        policy.appIDs = []
+        policy.routes = [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api", mode: .off)]
+        let memory = MemoryStore()
+        let gate = try AttestGate(policy: policy, store: memory)
+        let forwarded = await runGate(gate, request("GET", "/anything")).1
+        #expect(forwarded.forwardedHead?.headers["X-App-Attest-Status"] == "skipped")
+        let h = try EnforcementHarness(backing: memory)
+        let challenge = try await h.challenge()
+        let body = try h.attestBody(try SimulatedDevice.generate(), challenge: challenge)
+        let refused = await runGate(gate, request("POST", "/app-attest/attest"), body: body).1
+        #expect(refused.status == 403)
+        #expect(refused.errorCode == "app_id_mismatch")
+    }
+
     @Test func unroutedRequestsAre404() async throws {
         let h = try EnforcementHarness()
         let (classification, decision, _) = await runGate(h.gate, request("GET", "/elsewhere"))

@@ -31,7 +31,9 @@ package final class AttestGate: RequestGate {
     private let routes: RouteTable
     private let store: any AttestStore
     private let metrics: any GateMetrics
-    private let attestationVerifier: AttestationVerifier
+    /// nil when the policy names no App ID (a passthrough-only policy: the loader requires
+    /// App IDs as soon as a route enforces or monitors); the attest endpoint then refuses.
+    private let attestationVerifier: AttestationVerifier?
     private let assertionVerifier = AssertionVerifier()
     private let acceptedAppIDs: Set<String>
     private let keys: KeyCache<CachedKey>
@@ -70,11 +72,14 @@ package final class AttestGate: RequestGate {
         self.routes = RouteTable(routes: policy.routes)
         self.store = store
         self.metrics = metrics
-        self.attestationVerifier = try AttestationVerifier(
-            appIDs: policy.appIDs,
-            environment: Self.requirement(policy.environment),
-            additionalTrustRootsPEM: trustRootsPEM
-        )
+        self.attestationVerifier =
+            policy.appIDs.isEmpty
+            ? nil
+            : try AttestationVerifier(
+                appIDs: policy.appIDs,
+                environment: Self.requirement(policy.environment),
+                additionalTrustRootsPEM: trustRootsPEM
+            )
         self.acceptedAppIDs = Set(policy.appIDs)
         self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
         self.now = now
@@ -546,9 +551,14 @@ package final class AttestGate: RequestGate {
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
         let attestedAt = self.now()
+        guard let verifier = self.attestationVerifier else {
+            let code = EnforcementError.Code.attestation(.appIDMismatch)
+            finish(.failure(EnforcementError(code, "the policy accepts no App ID (app_ids is empty)")))
+            return
+        }
         let attested: AttestedKey
         do throws(VerificationError) {
-            attested = try self.attestationVerifier.verify(
+            attested = try verifier.verify(
                 attestationObject: request.attestation, keyID: request.keyID,
                 clientDataHash: SHA256.hash(Array(request.challenge.utf8)), at: attestedAt
             )
