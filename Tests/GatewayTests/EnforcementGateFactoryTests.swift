@@ -2,6 +2,7 @@ import Foundation
 import Simulator
 import Testing
 import Verification
+
 @testable import Gateway
 
 @Suite struct EnforcementGateFactoryTests {
@@ -18,7 +19,8 @@ import Verification
     }
 
     static func rootFile() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("enf-root-\(UUID().uuidString).pem").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("enf-root-\(UUID().uuidString).pem")
+            .path
         try EnforcementHarness.authority.rootCertificatePEM.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -58,8 +60,13 @@ import Verification
         #expect(throws: EnforcementGateFactory.BuildError.self) {
             try factory.makeGates(for: Self.policy(store: .redis(url: "http://not-redis")))
         }
-        let garbage = FileManager.default.temporaryDirectory.appendingPathComponent("enf-bad-\(UUID().uuidString).pem").path
-        try "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".write(toFile: garbage, atomically: true, encoding: .utf8)
+        let garbage = FileManager.default.temporaryDirectory.appendingPathComponent("enf-bad-\(UUID().uuidString).pem")
+            .path
+        try "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".write(
+            toFile: garbage,
+            atomically: true,
+            encoding: .utf8
+        )
         defer { try? FileManager.default.removeItem(atPath: garbage) }
         #expect(throws: EnforcementGateFactory.BuildError.self) {
             try factory.makeGates(for: Self.policy(trustRoots: [garbage]))
@@ -85,9 +92,14 @@ import Verification
         #expect(text.contains("attest_gateway_challenges_issued_total 1"))
         #expect(text.contains("attest_gateway_verification_duration_seconds_count 1"))
         #expect(text.contains("attest_gateway_verification_duration_seconds_bucket{le=\"0.0005\"} 1"))
-        #expect(text.contains("attest_gateway_store_errors_total{operation=\"advance_counter\",kind=\"store_timeout\"} 1"))
+        #expect(
+            text.contains("attest_gateway_store_errors_total{operation=\"advance_counter\",kind=\"store_timeout\"} 1")
+        )
         // A second instance on the same registry (a reload) adds to the same series.
-        GatewayGateMetrics(registry: registry, routeNames: ["premium"]).requestDecided(route: "premium", verdict: .verified)
+        GatewayGateMetrics(registry: registry, routeNames: ["premium"]).requestDecided(
+            route: "premium",
+            verdict: .verified
+        )
         #expect(registry.render().contains("attest_gateway_verdicts_total{route=\"premium\",verdict=\"verified\"} 3"))
     }
 }

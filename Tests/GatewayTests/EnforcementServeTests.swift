@@ -4,6 +4,7 @@ import Simulator
 import Synchronization
 import Testing
 import Verification
+
 @testable import Gateway
 
 /// The gates as `serve` wires them (`EnforcementGateFactory` + `GatewayService`), over real
@@ -32,7 +33,8 @@ import Verification
                 line.append(b)
             }
             let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard text.hasPrefix("listening "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            guard text.hasPrefix("listening "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) })
+            else {
                 self.process.terminate()
                 throw RedisServerError("upstream.py did not start: \(text)")
             }
@@ -49,7 +51,13 @@ import Verification
     }
 
     /// One HTTP/1.1 exchange on a fresh connection (`Connection: close`), read to EOF.
-    static func exchange(port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [])
+    static func exchange(
+        port: UInt16,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = []
+    )
         throws -> (status: Int, headers: [(String, String)], body: [UInt8])
     {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -62,7 +70,9 @@ import Verification
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw RedisServerError("connect: \(errno)") }
         var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -138,7 +148,9 @@ import Verification
         let server = try GatewayServer(loopCount: 2, metrics: registry, accessLog: nil)
         let factory = EnforcementGateFactory(registry: registry)
         let service = GatewayService(
-            configPath: "<test>", server: server, load: { _ in policy },
+            configPath: "<test>",
+            server: server,
+            load: { _ in policy },
             makeGates: { policy, _ in
                 let built = try factory.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)
@@ -161,15 +173,26 @@ import Verification
         let h = try EnforcementHarness()  // only for building the attest body
         let attestBody = try h.attestBody(device, challenge: challenge)
         let attested = try Self.exchange(
-            port: port, "POST", "/app-attest/attest", headers: [("Content-Type", "application/json")], body: attestBody
+            port: port,
+            "POST",
+            "/app-attest/attest",
+            headers: [("Content-Type", "application/json")],
+            body: attestBody
         )
         #expect(attested.status == 201, "\(String(decoding: attested.body, as: UTF8.self))")
 
         // An asserted request with a fresh challenge and spoofed identity headers.
-        let premiumChallenge = try #require(Self.json(try Self.exchange(port: port, "POST", "/app-attest/challenge").body)["challenge"] as? String)
+        let premiumChallenge = try #require(
+            Self.json(try Self.exchange(port: port, "POST", "/app-attest/challenge").body)["challenge"] as? String
+        )
         let body = Array("{\"buy\":1}".utf8)
         let signed = try EnforcementHarness.signed(
-            device, counter: 1, method: "POST", target: "/v1/premium/buy?sku=7", body: body, challenge: premiumChallenge,
+            device,
+            counter: 1,
+            method: "POST",
+            target: "/v1/premium/buy?sku=7",
+            body: body,
+            challenge: premiumChallenge,
             extraHeaders: [("X-App-Attest-App-Id", "EVIL123456.com.evil"), ("X-App-Attest-Status", "verified")]
         )
         let sentHeaders = signed.headers.fields.filter { $0.name != "Host" }.map { ($0.name, $0.value) }
@@ -180,13 +203,17 @@ import Verification
         #expect(echo["body_sha256"] as? String == SHA256.hash(body).hexString)
         let upstreamHeaders = (echo["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }
         let identity = upstreamHeaders.filter { $0.0.lowercased().hasPrefix("x-app-att") }
-        #expect(identity.map(\.0) == [
-            "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id", "X-App-Attest-Environment",
-            "X-App-Attest-Counter",
-        ])
-        #expect(identity.map(\.1) == [
-            "verified", Data(device.keyID).base64EncodedString(), EnforcementHarness.appID, "production", "1",
-        ])
+        #expect(
+            identity.map(\.0) == [
+                "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id", "X-App-Attest-Environment",
+                "X-App-Attest-Counter",
+            ]
+        )
+        #expect(
+            identity.map(\.1) == [
+                "verified", Data(device.keyID).base64EncodedString(), EnforcementHarness.appID, "production", "1",
+            ]
+        )
         #expect(!upstreamHeaders.contains { $0.0.lowercased() == "x-app-assertion" })
 
         // The same request again: denied locally, the upstream never sees it.
@@ -196,7 +223,9 @@ import Verification
         #expect(replayCode == "challenge_invalid" || replayCode == "counter_replay")
 
         // Off route: forwarded, marked skipped.
-        let open = Self.json(try Self.exchange(port: port, "GET", "/public/x", headers: [("X-App-Attest-Status", "verified")]).body)
+        let open = Self.json(
+            try Self.exchange(port: port, "GET", "/public/x", headers: [("X-App-Attest-Status", "verified")]).body
+        )
         let openHeaders = (open["headers"] as? [[String]] ?? []).filter { $0[0].lowercased().hasPrefix("x-app-attest") }
         #expect(openHeaders == [["X-App-Attest-Status", "skipped"]])
 
@@ -226,7 +255,8 @@ import Verification
         let server = try GatewayServer(loopCount: 1, metrics: registry, accessLog: nil)
         let factory = EnforcementGateFactory(registry: registry)
         let service = GatewayService(
-            configPath: "<test>", server: server,
+            configPath: "<test>",
+            server: server,
             load: { _ in
                 guard let policy = next.withLock({ $0 }) else { throw RedisServerError("bad policy file") }
                 return policy

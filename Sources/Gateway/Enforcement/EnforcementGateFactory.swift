@@ -35,7 +35,10 @@ package final class EnforcementGateFactory: Sendable {
             Log.warning(
                 "DEVELOPMENT_TRUST_ROOTS_ENABLED",
                 [
-                    ("message", "attestations signed by these extra roots are accepted as genuine: development only, never in production"),
+                    (
+                        "message",
+                        "attestations signed by these extra roots are accepted as genuine: development only, never in production"
+                    ),
                     ("trust_roots", policy.trustRoots.joined(separator: ",")),
                     ("environment", policy.environment.rawValue),
                 ]
@@ -66,7 +69,10 @@ package final class EnforcementGateFactory: Sendable {
         switch configuration {
         case .memory:
             store = MemoryStore()
-            Log.warning("memory_store", [("message", "store: memory keeps keys and challenges in this process only: single development node")])
+            Log.warning(
+                "memory_store",
+                [("message", "store: memory keeps keys and challenges in this process only: single development node")]
+            )
         case .redis(let text):
             let url: RedisURL
             do {
