@@ -80,6 +80,23 @@ import Verification
         #expect(await runGate(a.gate, afterRevoke).1.errorCode == "revoked_key")
     }
 
+    @Test func storeStateIsExportedForMetrics() async throws {
+        let redis = try RedisServer.start()
+        defer { redis.shutDown() }
+        let store = try Self.redisStore(redis)
+        defer { store.close() }
+        // Wait (bounded) for the connection to be ready: one ping round trip.
+        let pinged = await withCheckedContinuation { continuation in
+            store.ping { continuation.resume(returning: $0) }
+        }
+        #expect((try? pinged.get()) != nil)
+        let text = EnforcementGateFactory.storeMetricsText(store)
+        #expect(text.contains("attest_gateway_store_ready 1\n"))
+        #expect(text.contains("attest_gateway_store_connect_attempts_total 1\n"))
+        #expect(text.contains("attest_gateway_store_command_timeouts_total 0\n"))
+        #expect(EnforcementGateFactory.storeMetricsText(MemoryStore()).hasSuffix("attest_gateway_store_ready 1\n"))
+    }
+
     @Test func redisOutageDeniesOrForwardsUnverifiedByRoute() async throws {
         let redis = try RedisServer.start()
         defer { redis.shutDown() }
