@@ -558,6 +558,20 @@ struct EnforcementHarness {
         #expect(decision.logInfo.verdict == "malformed")
     }
 
+    @Test func duplicatedProtocolHeadersAreMalformed() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let good = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")
+        for name in ["X-App-Attest-Key-Id", "x-app-assertion"] {
+            var head = good
+            head.headers.add(name: name, value: "AAAA")
+            let decision = await runGate(h.gate, head).1
+            #expect(decision.errorCode == "malformed_assertion", "\(name)")
+        }
+        #expect(await runGate(h.gate, good).1.forwardedHead != nil)
+    }
+
     @Test func bodyBindingWithChallengeField() async throws {
         let h = try EnforcementHarness()
         let device = try SimulatedDevice.generate()

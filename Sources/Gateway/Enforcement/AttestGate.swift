@@ -202,6 +202,12 @@ package final class AttestGate: RequestGate {
             conclude(.failed(error, keyIDPrefix: nil))
             return
         }
+        // One value each: with two, which one the gateway checked would be ambiguous.
+        for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
+        where Self.occurrences(of: name, in: head.headers) > 1 {
+            conclude(.failed(EnforcementError(.malformedAssertion, "\(name) appears more than once"), keyIDPrefix: nil))
+            return
+        }
         guard let keyIDBytes = EndpointRequests.decodeBase64(keyIDText), keyIDBytes.count == 32 else {
             let error = EnforcementError(
                 .malformedAssertion,
@@ -305,6 +311,12 @@ package final class AttestGate: RequestGate {
                 }
             }
         }
+    }
+
+    private static func occurrences(of name: String, in headers: HTTPHeaders) -> Int {
+        var count = 0
+        for field in headers where field.name.caseInsensitiveEquals(name) { count += 1 }
+        return count
     }
 
     /// Key policy checks and the assertion itself; then the store's challenge and counter.
