@@ -709,6 +709,41 @@ struct EnforcementHarness {
         #expect(challenge.errorCode == "store_error")
     }
 
+    @Test func monitorModeForwardsStoreErrorsUnverified() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        h.store.set(.fail(StoreError(.overloaded, "4096 commands pending")), for: .fetchKey)
+        let head = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/watch/a")
+        let decision = await runGate(h.gate, head).1
+        #expect(decision.forwardedHead?.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
+        #expect(decision.logInfo.verdict == "store_error")
+    }
+
+    @Test func corruptKeyRecordIsAnInternalErrorNotACrash() async throws {
+        let h = try EnforcementHarness()
+        let keyID = Data([UInt8](repeating: 7, count: 32)).base64EncodedString()
+        let record = KeyRecord(
+            keyID: keyID,
+            publicKey: [0x04] + [UInt8](repeating: 0xff, count: 64),
+            counter: 0,
+            appID: EnforcementHarness.appID,
+            environment: "production",
+            receipt: [],
+            attestedAt: Date()
+        )
+        let created = await withCheckedContinuation { continuation in
+            h.backing.createKey(record) { continuation.resume(returning: $0) }
+        }
+        #expect((try? created.get()) == .created)
+        let head = request("GET", "/v1/a", headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", "oA==")])
+        let decision = await runGate(h.gate, head).1
+        #expect(decision.status == 500)
+        #expect(decision.errorCode == "internal_error")
+        #expect(decision.json?["message"] as? String == "internal error")
+        #expect(decision.logInfo.verdict == "internal_error")
+    }
+
     @Test func bodyOverTheRouteCapIs413() async throws {
         let h = try EnforcementHarness()
         let head = request(
