@@ -572,6 +572,48 @@ struct EnforcementHarness {
         #expect(await runGate(h.gate, good).1.forwardedHead != nil)
     }
 
+    @Test func randomAssertionsAreRefusedWithoutACrash() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let keyID = Data(device.keyID).base64EncodedString()
+        let valid = try device.assertion(
+            clientDataHash: SHA256.hash(ClientData.canonical(method: "GET", target: "/v1/a", body: [], challenge: "")),
+            appID: EnforcementHarness.appID,
+            counter: 1
+        )
+        var rng = SystemRandomNumberGenerator()
+        var codes: Set<String> = []
+        for round in 0..<300 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                // A real assertion with a few bytes flipped or cut short.
+                bytes = valid
+                if round % 6 == 0 { bytes.removeLast(Int.random(in: 1..<bytes.count, using: &rng)) }
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                }
+            } else {
+                bytes = (0..<Int.random(in: 0..<200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            }
+            let head = request(
+                "GET",
+                "/v1/a",
+                headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", Data(bytes).base64EncodedString())]
+            )
+            let decision = await runGate(h.gate, head).1
+            // A flip can land in a byte nobody checks (e.g. CBOR key text): then it is still valid.
+            if let forwarded = decision.forwardedHead {
+                #expect(forwarded.headers["X-App-Attest-Status"] == "verified")
+                continue
+            }
+            #expect(decision.status == 401)
+            codes.insert(decision.errorCode ?? "none")
+        }
+        #expect(codes.isSubset(of: ["malformed_assertion", "invalid_signature", "app_id_mismatch", "counter_replay"]))
+        #expect(codes.contains("malformed_assertion"))
+    }
+
     @Test func bodyBindingWithChallengeField() async throws {
         let h = try EnforcementHarness()
         let device = try SimulatedDevice.generate()
