@@ -43,11 +43,8 @@ import Verification
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration], accessLog: true)
         defer { gateway.stop() }
         _ = try TestHTTPClient.request(port: gateway.port, "GET /logged?status=201 HTTP/1.1\r\nHost: t\r\n\r\n")
-        var lines: [String] = []
-        #expect(eventually {
-            lines += gateway.accessLogLines()
-            return !lines.isEmpty
-        })
+        #expect(eventually { !gateway.accessLogLines().isEmpty })
+        let lines = gateway.accessLogLines()
         let entry = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         #expect(entry["method"] as? String == "GET")
         #expect(entry["path"] as? String == "/logged")
@@ -213,6 +210,7 @@ import Verification
         #expect(try response.json()["error"] as? String == "upstream_timeout")
         // Answered by the timeout, well before the upstream would have answered.
         #expect(Date().timeIntervalSince(started) < 3.5)
+        #expect(gateway.metrics.render().contains("attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
     }
 
     @Test func clientGoneMidBodyReleasesTheUpstreamConnection() throws {

@@ -124,6 +124,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.close("linger deadline")
             return
         }
+        let timer = self.machine.timer
+        let phase = self.machine.phase
+        if (timer == .upstreamConnect || timer == .upstreamResponse) && (phase == .connecting || phase == .exchanging) {
+            self.countUpstreamError(.timeout)
+        }
         switch self.machine.timerExpired() {
         case .closeQuietly:
             self.close("keep-alive or header timer")
@@ -133,7 +138,6 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             return
         case .respond(let status, let code, let message):
             if let upstream = self.upstream {
-                self.countUpstreamError(.timeout)
                 self.releaseUpstream(upstream, reusable: false)
             }
             self.cancelWaiting()
