@@ -83,11 +83,20 @@ extension EndToEnd {
             let claimed = try gateway.request(
                 "GET", "/watch/c",
                 headers: app.headers(assertion: tampered) + [
-                    ("X-App-Attest-Status", "verified"), ("X-App-Attest-Key-Id", app.keyID),
-                    ("X-App-Attest-App-Id", TestPolicy.appID), ("X-App-Attest-Counter", "99"),
+                    ("X-App-Attest-Status", "verified"), ("X-App-Attest-App-Id", TestPolicy.appID),
+                    ("X-App-Attest-Environment", "production"), ("X-App-Attest-Counter", "99"),
                 ]
             )
             expectFlagged(claimed, "invalid_signature")
+            // A second X-App-Attest-Key-Id (which one was checked?) is refused as malformed.
+            let valid = try app.assertion(method: "GET", target: "/v1/twice")
+            expectDenied(
+                try gateway.request(
+                    "GET", "/v1/twice",
+                    headers: app.headers(assertion: valid) + [("X-App-Attest-Key-Id", try world.app().keyID)]
+                ),
+                401, "malformed_assertion"
+            )
 
             let open = try gateway.request("GET", "/public/x", headers: strip)
             #expect(try UpstreamEcho(open).appHeaders == ["x-app-attest-status": ["skipped"]])
