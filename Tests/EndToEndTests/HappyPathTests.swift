@@ -26,9 +26,15 @@ extension EndToEnd {
 
             // Attest: 201 with the key's identity.
             let attestResponse = try gateway.request(
-                "POST", "/app-attest/attest", headers: [("Content-Type", "application/json")],
+                "POST",
+                "/app-attest/attest",
+                headers: [("Content-Type", "application/json")],
                 body: SimulatedApp.attestBody(
-                    keyID: app.keyID, attestation: try app.attestationObject(challenge: challenge), challenge: challenge))
+                    keyID: app.keyID,
+                    attestation: try app.attestationObject(challenge: challenge),
+                    challenge: challenge
+                )
+            )
             #expect(attestResponse.status == 201, "\(attestResponse)")
             let attested = try attestResponse.json()
             #expect(attested["key_id"] as? String == app.keyID)
@@ -53,8 +59,11 @@ extension EndToEnd {
                 ("X-APP-ATTEST-ANYTHING", "spoof"),
             ]
             let response = try gateway.request(
-                "POST", target,
-                headers: app.headers(assertion: assertion) + spoofed + [("Content-Type", "application/json")], body: body)
+                "POST",
+                target,
+                headers: app.headers(assertion: assertion) + spoofed + [("Content-Type", "application/json")],
+                body: body
+            )
             #expect(response.status == 200, "\(response)")
             let echo = try UpstreamEcho(response)
             #expect(echo.method == "POST")
@@ -67,7 +76,8 @@ extension EndToEnd {
                     "x-app-attest-app-id": [TestPolicy.appID],
                     "x-app-attest-environment": ["production"],
                     "x-app-attest-counter": ["1"],
-                ])
+                ]
+            )
             #expect(echo.values("X-App-Assertion").isEmpty)
             #expect(echo.values("X-Forwarded-For") == ["127.0.0.1"])
 
@@ -108,9 +118,77 @@ extension EndToEnd {
             #expect(metrics[#"attest_gateway_attestations_total{result="verified"}"#] == 1)
             #expect(metrics[#"attest_gateway_attestations_total{result="key_already_attested"}"#] == 1)
             #expect(metrics[#"attest_gateway_challenges_issued_total"#] == 3)
-            let verifiedLines = gateway.accessLog.filter { $0["verdict"] as? String == "verified" && $0["route"] as? String == "api" }
+            #expect(metrics[#"attest_gateway_requests_total{route="api",status="2xx"}"#] == 2)
+            #expect(metrics[#"attest_gateway_requests_total{route="_attest",status="4xx"}"#] == 1)
+            #expect(metrics[#"attest_gateway_request_duration_seconds_count{route="premium"}"#] == 1)
+            let verifiedLines = gateway.accessLog.filter {
+                $0["verdict"] as? String == "verified" && $0["route"] as? String == "api"
+            }
             #expect(verifiedLines.count == 2)
             #expect(verifiedLines.allSatisfy { $0["key_id"] as? String == String(app.keyID.prefix(8)) })
+        }
+
+        /// `binding: body` (Apple's sample): the assertion signs the raw body, whose JSON field
+        /// `nonce` carries the challenge. Method and path are not covered; the body and the
+        /// challenge are.
+        @Test(.timeLimit(.minutes(1)))
+        func bodyBindingRouteAsInApplesSample() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let routes = """
+                  - name: legacy
+                    match: { path_prefix: /legacy }
+                    upstream: api
+                    mode: enforce
+                    binding: body
+                    challenge: required
+                    challenge_field: nonce
+                """
+            let gateway = try world.startGateway("gw", routes: routes)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+
+            let challenge = try app.fetchChallenge(from: gateway)
+            let body = Array(#"{"nonce":"\#(challenge)","level":7}"#.utf8)
+            let assertion = try app.assertion(clientData: body)
+            // Signed over the body only: another method or path with the same body passes.
+            let response = try gateway.request(
+                "PUT",
+                "/legacy/scores?any=thing",
+                headers: app.headers(assertion: assertion),
+                body: body
+            )
+            expectVerified(response, app: app, counter: 1)
+            #expect(
+                try UpstreamEcho(response).bodySHA256 == SHA256.hash(body).map { String(format: "%02x", $0) }.joined()
+            )
+
+            // The same challenge again, freshly signed: used already.
+            let again = try app.assertion(clientData: body)
+            expectDenied(
+                try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: again), body: body),
+                401,
+                "challenge_invalid"
+            )
+            // A body changed after signing.
+            let fresh = try app.fetchChallenge(from: gateway)
+            let signedBody = Array(#"{"nonce":"\#(fresh)","level":7}"#.utf8)
+            let signed = try app.assertion(clientData: signedBody)
+            let tampered = Array(#"{"nonce":"\#(fresh)","level":99}"#.utf8)
+            expectDenied(
+                try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: signed), body: tampered),
+                401,
+                "invalid_signature"
+            )
+            // No challenge field in the body.
+            let bare = Array(#"{"level":7}"#.utf8)
+            let unbound = try app.assertion(clientData: bare)
+            expectDenied(
+                try gateway.request("POST", "/legacy/scores", headers: app.headers(assertion: unbound), body: bare),
+                428,
+                "challenge_missing"
+            )
+            #expect(try world.upstream.requestCount() == 1)
         }
     }
 }

@@ -8,6 +8,10 @@ package enum HeaderRewriting {
     /// appends the client to X-Forwarded-For and `Forwarded` (RFC 7239: `for`, `proto`, `host`),
     /// and sets X-Forwarded-Proto and X-Forwarded-Host (from Host) for the upstream request.
     ///
+    /// `X-App-Attest-*` fields are never removed for being named in Connection: by the time a
+    /// head gets here the gate has replaced every client-sent one with the gateway's own
+    /// (`IdentityHeaders.forwarded`), and a client must not be able to strip those.
+    ///
     /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
     /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
     ///
@@ -43,7 +47,13 @@ package enum HeaderRewriting {
             case .other:
                 break
             }
-            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }) { continue }
+            // The identity headers in `head` are the gateway's own (the gate removed every
+            // client-sent one): the client's Connection option must not remove them.
+            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
+                !IdentityHeaders.isReserved(field.name)
+            {
+                continue
+            }
             kept.append(field)
         }
         if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }

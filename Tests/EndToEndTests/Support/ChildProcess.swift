@@ -23,14 +23,18 @@ enum E2EPaths {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw E2EError(
                 "the gateway binary \(path) is missing: run `swift build` first (`make test` does), "
-                    + "or set ATTEST_GATEWAY_BIN")
+                    + "or set ATTEST_GATEWAY_BIN"
+            )
         }
         return path
     }
 
     static var upstreamScript: String { repositoryRoot.appendingPathComponent("scripts/upstream.py").path }
 
-    static func executable(_ name: String, in directories: [String] = ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"])
+    static func executable(
+        _ name: String,
+        in directories: [String] = ["/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"]
+    )
         throws -> String
     {
         for directory in directories {
@@ -46,16 +50,58 @@ struct E2EError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A temporary directory for one test: policies, logs, Redis data, the simulator CA.
-/// Removed by `remove()` unless `KEEP_E2E_DIR` is set (then its path is printed).
+/// A temporary directory for one test: policies, logs, Redis data, the simulator CA, and
+/// the working directory of every process the test starts. Removed by `remove()` unless
+/// `KEEP_E2E_DIR` is set (then its path is printed).
+///
+/// It records the test runner's PID (`owner.pid`): if a run dies without its teardown (a
+/// crash, a SIGKILL), the next run finds the directory's owner gone and SIGKILLs the
+/// processes still working in it (see `reapAbandoned`).
 final class TemporaryDirectory: Sendable {
     let path: String
+    static let prefix = "attest-e2e"
 
-    init(prefix: String = "attest-e2e") throws {
-        let template = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-XXXXXX").path
+    init() throws {
+        _ = Self.reapAbandonedOnce
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("\(Self.prefix)-XXXXXX").path
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw E2EError("mkdtemp failed: errno \(errno)") }
         self.path = String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        try Data("\(getpid())\n".utf8).write(to: URL(fileURLWithPath: self.file("owner.pid")))
+    }
+
+    private static let reapAbandonedOnce: Void = reapAbandoned()
+
+    /// SIGKILLs processes whose working directory is an `attest-e2e-*` directory whose owning
+    /// test runner no longer runs (left behind by a crashed run), then removes the directory
+    /// unless it was kept on purpose. Directories of live runs (e.g. another `swift test`
+    /// running meanwhile) are left alone.
+    static func reapAbandoned() {
+        let temporary = FileManager.default.temporaryDirectory.path
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: temporary) else { return }
+        var abandoned: [String] = []
+        for name in names where name.hasPrefix(Self.prefix + "-") {
+            let directory = (temporary as NSString).appendingPathComponent(name)
+            guard let text = try? String(contentsOfFile: directory + "/owner.pid", encoding: .utf8),
+                let owner = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), owner != getpid()
+            else { continue }
+            if kill(owner, 0) == 0 || errno == EPERM { continue }
+            abandoned.append(directory)
+        }
+        guard !abandoned.isEmpty, let pids = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else {
+            return
+        }
+        for pid in pids.compactMap(Int32.init) {
+            guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/cwd") else {
+                continue
+            }
+            if abandoned.contains(where: { cwd == $0 || cwd.hasPrefix($0 + "/") }) {
+                kill(pid, SIGKILL)
+            }
+        }
+        for directory in abandoned where !FileManager.default.fileExists(atPath: directory + "/kept") {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
 
     func file(_ name: String) -> String { (self.path as NSString).appendingPathComponent(name) }
@@ -68,6 +114,7 @@ final class TemporaryDirectory: Sendable {
 
     func remove() {
         if ProcessInfo.processInfo.environment["KEEP_E2E_DIR"] != nil {
+            _ = FileManager.default.createFile(atPath: self.file("kept"), contents: nil)
             print("KEEP_E2E_DIR: kept \(self.path)")
             return
         }
@@ -191,7 +238,9 @@ struct ToolRun: Sendable {
 
     /// Runs `executable` with `arguments`, killing it (SIGKILL) if it runs past `timeout`.
     static func run(
-        _ executable: String, _ arguments: [String], in directory: TemporaryDirectory,
+        _ executable: String,
+        _ arguments: [String],
+        in directory: TemporaryDirectory,
         timeout: Duration = .seconds(20)
     ) throws -> ToolRun {
         let label = "tool-\(UInt32.random(in: 0...UInt32.max))"

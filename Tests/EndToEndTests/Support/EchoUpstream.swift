@@ -9,8 +9,11 @@ final class EchoUpstream: @unchecked Sendable {
 
     init(in directory: TemporaryDirectory) throws {
         let child = try ChildProcess(
-            label: "upstream", executable: try E2EPaths.executable("python3"),
-            arguments: [E2EPaths.upstreamScript, "--host", "127.0.0.1", "--port", "0"], directory: directory)
+            label: "upstream",
+            executable: try E2EPaths.executable("python3"),
+            arguments: [E2EPaths.upstreamScript, "--host", "127.0.0.1", "--port", "0"],
+            directory: directory
+        )
         var port: UInt16?
         eventually(timeout: .seconds(15)) {
             // First stdout line: "listening HOST:PORT".

@@ -21,7 +21,9 @@ final class GatewayInstance: @unchecked Sendable {
     /// listener answers `/healthz` (and `/readyz` when `waitForReady`). Tries other ports
     /// when the chosen ones were taken in the meantime.
     static func start(
-        _ name: String, in directory: TemporaryDirectory, waitForReady: Bool = true,
+        _ name: String,
+        in directory: TemporaryDirectory,
+        waitForReady: Bool = true,
         policy: (GatewayPorts) -> String
     ) throws -> GatewayInstance {
         let binary = try E2EPaths.gatewayBinary()
@@ -31,10 +33,18 @@ final class GatewayInstance: @unchecked Sendable {
             guard ports.proxy != ports.admin else { continue }
             let policyPath = try directory.write("\(name).yaml", policy(ports))
             let child = try ChildProcess(
-                label: "\(name)-\(attempt)", executable: binary, arguments: ["serve", "--config", policyPath],
-                directory: directory)
+                label: "\(name)-\(attempt)",
+                executable: binary,
+                arguments: ["serve", "--config", policyPath],
+                directory: directory
+            )
             let instance = GatewayInstance(
-                name: name, ports: ports, policyPath: policyPath, child: child, directory: directory)
+                name: name,
+                ports: ports,
+                policyPath: policyPath,
+                child: child,
+                directory: directory
+            )
             let up = eventually(timeout: .seconds(20)) {
                 guard child.isRunning else { return true }
                 guard let response = try? instance.admin("/healthz", timeout: .seconds(2)) else { return false }
@@ -53,12 +63,20 @@ final class GatewayInstance: @unchecked Sendable {
                 return instance
             }
             child.kill()
-            failures.append("attempt \(attempt): exit \(child.exitStatus.map(String.init) ?? "-"): \(child.stderr.suffix(600))")
+            failures.append(
+                "attempt \(attempt): exit \(child.exitStatus.map(String.init) ?? "-"): \(child.stderr.suffix(600))"
+            )
         }
         throw E2EError("gateway \(name) did not start:\n" + failures.joined(separator: "\n"))
     }
 
-    private init(name: String, ports: GatewayPorts, policyPath: String, child: ChildProcess, directory: TemporaryDirectory) {
+    private init(
+        name: String,
+        ports: GatewayPorts,
+        policyPath: String,
+        child: ChildProcess,
+        directory: TemporaryDirectory
+    ) {
         self.name = name
         self.ports = ports
         self.policyPath = policyPath
@@ -70,16 +88,24 @@ final class GatewayInstance: @unchecked Sendable {
 
     /// A request to the proxy listener.
     func request(
-        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
-        trailers: [(String, String)]? = nil, timeout: Duration = .seconds(10)
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = [],
+        trailers: [(String, String)]? = nil,
+        timeout: Duration = .seconds(10)
     ) throws -> HTTPResponse {
         try HTTPClient.send(
             HTTPRequest(port: self.ports.proxy, method, target, headers: headers, body: body, trailers: trailers),
-            timeout: timeout)
+            timeout: timeout
+        )
     }
 
     func request(
-        _ method: String, _ target: String, headers: [(String, String)] = [], body: String,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: String,
         timeout: Duration = .seconds(10)
     ) throws -> HTTPResponse {
         try self.request(method, target, headers: headers, body: Array(body.utf8), timeout: timeout)
@@ -140,8 +166,13 @@ enum TestPolicy {
     static let appID = "ABCDE12345.com.example.app"
 
     static func yaml(
-        ports: GatewayPorts, redisURL: String, upstreamPort: UInt16, trustRoot: String,
-        environment: String = "production", challengeTTLSeconds: Int = 300, routes: String
+        ports: GatewayPorts,
+        redisURL: String,
+        upstreamPort: UInt16,
+        trustRoot: String,
+        environment: String = "production",
+        challengeTTLSeconds: Int = 300,
+        routes: String
     ) -> String {
         """
         listen: 127.0.0.1:\(ports.proxy)

@@ -14,7 +14,11 @@ struct HTTPRequest: Sendable {
     var trailers: [(String, String)]?
 
     init(
-        port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        port: UInt16,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = [],
         trailers: [(String, String)]? = nil
     ) {
         self.port = port
@@ -143,11 +147,10 @@ enum HTTPClient {
             }
         }
         return exchanges.map { exchange in
-            var exchange = exchange
-            if exchange.result == nil {
-                exchange.finish(.failure(.timeout(received: exchange.received.count)))
-            }
-            return exchange.result!
+            if let result = exchange.result { return result }
+            var late = exchange
+            late.finish(.failure(.timeout(received: exchange.received.count)))  // closes the socket
+            return .failure(.timeout(received: exchange.received.count))
         }
     }
 
@@ -169,7 +172,11 @@ enum HTTPClient {
 
         mutating func start() {
             self.started = ContinuousClock.now
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                AF_INET,
+                Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+                0
+            )
             guard fd >= 0 else {
                 self.finish(.failure(.io("socket", errno)))
                 return
@@ -222,13 +229,21 @@ enum HTTPClient {
                 let n = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
                 if n > 0 {
                     self.received += chunk[0..<n]
-                    if let response = try? ResponseParser.parse(self.received, atEOF: false, headRequest: self.request.method == "HEAD") {
+                    if let response = try? ResponseParser.parse(
+                        self.received,
+                        atEOF: false,
+                        headRequest: self.request.method == "HEAD"
+                    ) {
                         self.complete(response)
                         return
                     }
                 } else if n == 0 {
                     do {
-                        if let response = try ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
+                        if let response = try ResponseParser.parse(
+                            self.received,
+                            atEOF: true,
+                            headRequest: self.request.method == "HEAD"
+                        ) {
                             self.complete(response)
                         } else {
                             self.finish(.failure(.closedEarly(received: self.received.count)))
@@ -245,7 +260,13 @@ enum HTTPClient {
                     continue
                 } else {
                     let code = errno
-                    if code == ECONNRESET, let response = try? ResponseParser.parse(self.received, atEOF: true, headRequest: self.request.method == "HEAD") {
+                    if code == ECONNRESET,
+                        let response = try? ResponseParser.parse(
+                            self.received,
+                            atEOF: true,
+                            headRequest: self.request.method == "HEAD"
+                        )
+                    {
                         self.complete(response)
                     } else {
                         self.finish(.failure(.io("recv", code)))
@@ -257,7 +278,11 @@ enum HTTPClient {
 
         mutating func complete(_ parsed: (Int, [(String, String)], [UInt8])) {
             let response = HTTPResponse(
-                status: parsed.0, headers: parsed.1, body: parsed.2, elapsed: ContinuousClock.now - self.started)
+                status: parsed.0,
+                headers: parsed.1,
+                body: parsed.2,
+                elapsed: ContinuousClock.now - self.started
+            )
             self.finish(.success(response))
         }
 
@@ -276,7 +301,9 @@ enum HTTPClient {
 enum ResponseParser {
     /// The response when `bytes` hold a complete one; nil when more bytes are needed.
     /// `headRequest`: the response to a HEAD request has no body whatever its headers say.
-    static func parse(_ bytes: [UInt8], atEOF: Bool, headRequest: Bool = false) throws -> (Int, [(String, String)], [UInt8])? {
+    static func parse(_ bytes: [UInt8], atEOF: Bool, headRequest: Bool = false) throws -> (
+        Int, [(String, String)], [UInt8]
+    )? {
         guard let headEnd = Self.find([13, 10, 13, 10], in: bytes, from: 0) else {
             if atEOF { throw HTTPClientError.closedEarly(received: bytes.count) }
             return nil
@@ -351,5 +378,83 @@ enum ResponseParser {
             index += 1
         }
         return nil
+    }
+}
+
+/// One persistent (keep-alive) client connection for sequences of requests on the same
+/// socket: blocking, with a receive timeout.
+final class KeepAliveConnection {
+    private let fd: Int32
+    private let port: UInt16
+
+    init(port: UInt16, timeoutSeconds: Int = 10) throws {
+        self.port = port
+        self.fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard self.fd >= 0 else { throw HTTPClientError.io("socket", errno) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(self.fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(self.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = loopbackAddress(port: port)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(self.fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(self.fd)
+            throw HTTPClientError.connect(code)
+        }
+    }
+
+    deinit {
+        close(self.fd)
+    }
+
+    /// Sends `method target` (keep-alive: no `Connection: close`) and reads exactly one response.
+    func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) throws
+        -> HTTPResponse
+    {
+        let started = ContinuousClock.now
+        var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(self.port)\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        if !body.isEmpty || ["POST", "PUT", "PATCH"].contains(method) { text += "Content-Length: \(body.count)\r\n" }
+        let bytes = Array((text + "\r\n").utf8) + body
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes {
+                Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard n > 0 else { throw HTTPClientError.io("send", errno) }
+            sent += n
+        }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                received += chunk[0..<n]
+                if let (status, headers, body) = try ResponseParser.parse(
+                    received,
+                    atEOF: false,
+                    headRequest: method == "HEAD"
+                ) {
+                    return HTTPResponse(
+                        status: status,
+                        headers: headers,
+                        body: body,
+                        elapsed: ContinuousClock.now - started
+                    )
+                }
+            } else if n == 0 {
+                throw HTTPClientError.closedEarly(received: received.count)
+            } else if errno == EINTR {
+                continue
+            } else if errno == EAGAIN || errno == EWOULDBLOCK {
+                throw HTTPClientError.timeout(received: received.count)
+            } else {
+                throw HTTPClientError.io("recv", errno)
+            }
+        }
     }
 }

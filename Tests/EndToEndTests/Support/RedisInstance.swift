@@ -47,20 +47,26 @@ final class RedisInstance: @unchecked Sendable {
     private func startProcess() throws {
         self.generation += 1
         let child = try ChildProcess(
-            label: "redis-\(self.port)-\(self.generation)", executable: try E2EPaths.executable("redis-server"),
+            label: "redis-\(self.port)-\(self.generation)",
+            executable: try E2EPaths.executable("redis-server"),
             arguments: [
                 "--port", String(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
                 "--appendfsync", "always", "--dir", self.dataDirectory, "--daemonize", "no",
                 "--logfile", (self.dataDirectory as NSString).appendingPathComponent("redis.log"),
             ],
-            directory: self.directory)
+            directory: self.directory
+        )
         self.child = child
         let ready = eventually(timeout: Self.startTimeout) {
             guard child.isRunning else { return true }
             return (try? self.command("PING")) == "+PONG"
         }
         guard ready, child.isRunning else {
-            let log = (try? String(contentsOfFile: (self.dataDirectory as NSString).appendingPathComponent("redis.log"), encoding: .utf8)) ?? ""
+            let log =
+                (try? String(
+                    contentsOfFile: (self.dataDirectory as NSString).appendingPathComponent("redis.log"),
+                    encoding: .utf8
+                )) ?? ""
             throw E2EError("redis-server on port \(self.port) did not start: \(log.suffix(400))")
         }
     }
@@ -87,11 +93,14 @@ final class RedisInstance: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = loopbackAddress(port: self.port)
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw E2EError("connect to redis 127.0.0.1:\(self.port): errno \(errno)") }
         let line = Array((words.joined(separator: " ") + "\r\n").utf8)
-        guard line.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count else {
+        guard line.withUnsafeBytes({ Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == line.count
+        else {
             throw E2EError("send to redis failed: errno \(errno)")
         }
         var reply: [UInt8] = []

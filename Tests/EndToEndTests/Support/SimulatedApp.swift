@@ -35,16 +35,26 @@ final class SimulatedApp: @unchecked Sendable {
     /// The attestation object over SHA256(challenge), as `attestKey` would return it.
     func attestationObject(challenge: String) throws -> [UInt8] {
         try self.authority.attestation(
-            for: self.device, appID: self.appID, clientDataHash: SHA256.hash(Array(challenge.utf8)),
-            environment: self.environment)
+            for: self.device,
+            appID: self.appID,
+            clientDataHash: SHA256.hash(Array(challenge.utf8)),
+            environment: self.environment
+        )
     }
 
     /// `POST /app-attest/attest` with a fresh challenge; returns the gateway's answer.
     func attest(with gateway: GatewayInstance) throws -> HTTPResponse {
         let challenge = try self.fetchChallenge(from: gateway)
         return try gateway.request(
-            "POST", "/app-attest/attest", headers: [("Content-Type", "application/json")],
-            body: Self.attestBody(keyID: self.keyID, attestation: try self.attestationObject(challenge: challenge), challenge: challenge))
+            "POST",
+            "/app-attest/attest",
+            headers: [("Content-Type", "application/json")],
+            body: Self.attestBody(
+                keyID: self.keyID,
+                attestation: try self.attestationObject(challenge: challenge),
+                challenge: challenge
+            )
+        )
     }
 
     static func attestBody(keyID: String, attestation: [UInt8], challenge: String) -> String {
@@ -61,12 +71,18 @@ final class SimulatedApp: @unchecked Sendable {
     /// A new assertion for this request (next counter unless `counter` is given; the device's
     /// counter never goes down, as on a real device).
     func assertion(
-        method: String, target: String, body: [UInt8] = [], challenge: String = "", counter: UInt32? = nil,
+        method: String,
+        target: String,
+        body: [UInt8] = [],
+        challenge: String = "",
+        counter: UInt32? = nil,
         options: AssertionOptions = .init()
     ) throws -> String {
         try self.assertion(
             clientData: Self.clientData(method: method, target: target, body: body, challenge: challenge),
-            counter: counter, options: options)
+            counter: counter,
+            options: options
+        )
     }
 
     /// A new assertion over any clientData (under `binding: body`, the raw request body).
@@ -74,7 +90,11 @@ final class SimulatedApp: @unchecked Sendable {
         let use = counter ?? (self.counter + 1)
         self.counter = max(self.counter, use)
         let object = try self.device.assertion(
-            clientDataHash: SHA256.hash(clientData), appID: self.appID, counter: use, options: options)
+            clientDataHash: SHA256.hash(clientData),
+            appID: self.appID,
+            counter: use,
+            options: options
+        )
         return Data(object).base64EncodedString()
     }
 
@@ -88,14 +108,23 @@ final class SimulatedApp: @unchecked Sendable {
     /// Signs and sends one request to `gateway` (a fresh assertion; a fresh challenge when
     /// `challengeRequired`).
     func send(
-        _ method: String, _ target: String, body: [UInt8] = [], challengeRequired: Bool = false,
-        extraHeaders: [(String, String)] = [], to gateway: GatewayInstance, timeout: Duration = .seconds(10)
+        _ method: String,
+        _ target: String,
+        body: [UInt8] = [],
+        challengeRequired: Bool = false,
+        extraHeaders: [(String, String)] = [],
+        to gateway: GatewayInstance,
+        timeout: Duration = .seconds(10)
     ) throws -> HTTPResponse {
         let challenge = challengeRequired ? try self.fetchChallenge(from: gateway) : nil
         let assertion = try self.assertion(method: method, target: target, body: body, challenge: challenge ?? "")
         return try gateway.request(
-            method, target, headers: self.headers(assertion: assertion, challenge: challenge) + extraHeaders, body: body,
-            timeout: timeout)
+            method,
+            target,
+            headers: self.headers(assertion: assertion, challenge: challenge) + extraHeaders,
+            body: body,
+            timeout: timeout
+        )
     }
 }
 
@@ -117,7 +146,9 @@ final class E2EWorld: @unchecked Sendable {
             let simDirectory = directory.file("sim")
             self.authority = try SimulatorAuthority.generate()
             try self.authority.save(directory: simDirectory)
-            self.trustRootPath = (simDirectory as NSString).appendingPathComponent(SimulatorAuthority.FileName.rootCertificate)
+            self.trustRootPath = (simDirectory as NSString).appendingPathComponent(
+                SimulatorAuthority.FileName.rootCertificate
+            )
             self.redis = try RedisInstance.start(in: directory)
             self.upstream = try EchoUpstream(in: directory)
         } catch {
@@ -128,22 +159,40 @@ final class E2EWorld: @unchecked Sendable {
 
     /// A gateway serving `TestPolicy.yaml` with this world's Redis, upstream and CA.
     func startGateway(
-        _ name: String, environment: String = "production", challengeTTLSeconds: Int = 300, waitForReady: Bool = true,
+        _ name: String,
+        environment: String = "production",
+        challengeTTLSeconds: Int = 300,
+        waitForReady: Bool = true,
         routes: String
     ) throws -> GatewayInstance {
         let gateway = try GatewayInstance.start(name, in: self.directory, waitForReady: waitForReady) { ports in
-            self.policy(ports: ports, environment: environment, challengeTTLSeconds: challengeTTLSeconds, routes: routes)
+            self.policy(
+                ports: ports,
+                environment: environment,
+                challengeTTLSeconds: challengeTTLSeconds,
+                routes: routes
+            )
         }
         self.gateways.append(gateway)
         return gateway
     }
 
-    func policy(ports: GatewayPorts, environment: String = "production", challengeTTLSeconds: Int = 300, routes: String)
-        -> String
-    {
+    func policy(
+        ports: GatewayPorts,
+        environment: String = "production",
+        challengeTTLSeconds: Int = 300,
+        redisURL: String? = nil,
+        routes: String
+    ) -> String {
         TestPolicy.yaml(
-            ports: ports, redisURL: self.redis.url, upstreamPort: self.upstream.port, trustRoot: self.trustRootPath,
-            environment: environment, challengeTTLSeconds: challengeTTLSeconds, routes: routes)
+            ports: ports,
+            redisURL: redisURL ?? self.redis.url,
+            upstreamPort: self.upstream.port,
+            trustRoot: self.trustRootPath,
+            environment: environment,
+            challengeTTLSeconds: challengeTTLSeconds,
+            routes: routes
+        )
     }
 
     func app(environment: AppAttestEnvironment = .production) throws -> SimulatedApp {
@@ -166,4 +215,3 @@ final class E2EWorld: @unchecked Sendable {
         self.shutDown()
     }
 }
-
