@@ -242,7 +242,7 @@ measure() { # round label url cpu-pids
     s0=($(sys_stat)); t0=$(cpu_ticks "$pids"); u0=$(cpu_ticks "$UP_PID"); r0=$(cpu_ticks "$REDIS_PID")
     local perf_pid=""
     if [ -n "${PERF_OUT:-}" ] && [ "$label" = gateway-enforced ] && [ "$round" = 1 ]; then
-        perf record -F 499 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
+        perf record -F 1999 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
         perf_pid=$!
     fi
     run_wrk "$label" "$url" "$DURATION" "$raw" --latency
