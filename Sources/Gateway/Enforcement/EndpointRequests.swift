@@ -41,14 +41,25 @@ package enum EndpointRequests {
 
     /// Standard base64 (RFC 4648 §4), padding required; surrounding whitespace trimmed.
     package static func decodeBase64(_ text: some StringProtocol) -> [UInt8]? {
+        // Fast path (every request decodes two headers): Base64Text over the UTF-8 bytes.
+        let fast = text.utf8.withContiguousStorageIfAvailable { Base64Text.decode($0) }
+        switch fast {
+        case .bytes(let bytes)?: return bytes
+        case .invalid?: return nil
+        case .needsUnicodeTrim?, nil: break
+        }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, let data = Data(base64Encoded: trimmed) else { return nil }
-        return [UInt8](data)
+        guard !trimmed.isEmpty else { return nil }
+        var copy = trimmed
+        switch copy.withUTF8({ Base64Text.decode($0) }) {
+        case .bytes(let bytes): return bytes
+        case .invalid, .needsUnicodeTrim: return nil
+        }
     }
 
     /// Standard base64 with padding.
     package static func encodeBase64(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
+        Base64Text.encode(bytes)
     }
 
     /// base64url without padding (RFC 4648 §5), the challenge alphabet.
