@@ -300,7 +300,7 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         #expect(summary.contains("redis redis://:***@127.0.0.1:6379/0"))
         #expect(
             summary.contains(
-                "[0] route0 path_prefix=/v1/premium methods=GET,POST upstream=api mode=enforce challenge=required binding=request challenge_field=challenge max_body_bytes=1MiB on_store_error=deny"
+                "[0] route0 path_prefix=/v1/premium methods=GET,POST,HEAD upstream=api mode=enforce challenge=required binding=request challenge_field=challenge max_body_bytes=1MiB on_store_error=deny"
             )
         )
         #expect(summary.contains("[1] route1 path_prefix=/ methods=* upstream=api mode=off challenge=none"))

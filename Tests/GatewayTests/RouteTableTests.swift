@@ -32,10 +32,11 @@ import Testing
         ("GET", "/v1/premiumX", "all"),
         ("GET", "/v1/premium-x", "all"),
         ("GET", "/v1/premiu", "all"),
-        // Methods: listed only; case-sensitive; HEAD is not GET.
+        // Methods: listed only; case-sensitive; GET implies HEAD (a HEAD must not reach the
+        // upstream's GET handler through a later `mode: off` route).
         ("DELETE", "/v1/premium", "all"),
         ("get", "/v1/premium", "all"),
-        ("HEAD", "/v1/premium", "all"),
+        ("HEAD", "/v1/premium", "premium"),
         // Exact path.
         ("GET", "/health", "health"),
         ("GET", "/health/", "all"),

@@ -85,7 +85,7 @@ public enum PolicySummary {
         } else {
             match = "any-path"
         }
-        match += " methods=" + (route.match.methods?.joined(separator: ",") ?? "*")
+        match += " methods=" + (RouteTable.effectiveMethods(route.match.methods)?.joined(separator: ",") ?? "*")
         return "\(route.name) \(match) upstream=\(route.upstream) mode=\(route.mode.rawValue)"
             + " challenge=\(route.challenge.rawValue) binding=\(route.binding.rawValue)"
             + " challenge_field=\(route.challengeField) max_body_bytes=\(PolicyValues.formatSize(route.maxBodyBytes))"

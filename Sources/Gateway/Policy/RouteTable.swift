@@ -8,8 +8,11 @@
 ///   `/v1/premium` matches `/v1/premium`, `/v1/premium/`, `/v1/premium/x`, not `/v1/premiumX`.
 ///   A prefix that ends in `/` (including the catch-all `/`) matches anything under it;
 ///   `/v1/` therefore does not match `/v1` itself.
-/// - `match.methods`: the method must be one of them (case-sensitive, as RFC 9110 says;
-///   `GET` does not imply `HEAD`). nil means every method.
+/// - `match.methods`: the method must be one of them (case-sensitive, as RFC 9110 says).
+///   `GET` implies `HEAD` (as nginx's `limit_except GET` does): upstreams answer HEAD with
+///   their GET handler, so a route protecting GET must protect HEAD too, or
+///   `HEAD /v1/premium` would fall through to a later `mode: off` route unverified.
+///   nil means every method.
 /// - A route with neither `path` nor `path_prefix` matches every path.
 /// - The path given is the path part of the request-target (a `?query` suffix, if passed,
 ///   is ignored: it ends the path).
@@ -43,21 +46,28 @@ public final class RouteTable: Sendable {
     private static let maximumMaskedMethods = 63
     private static let otherMethodBit: UInt64 = 1 << 63
 
+    /// The methods a route matches: as listed, plus HEAD wherever GET is listed.
+    static func effectiveMethods(_ methods: [String]?) -> [String]? {
+        guard let methods, methods.contains("GET"), !methods.contains("HEAD") else { return methods }
+        return methods + ["HEAD"]
+    }
+
     public init(routes: [RoutePolicy]) {
         self.routes = routes
+        let effectiveMethods = routes.map { Self.effectiveMethods($0.match.methods) }
         var names: [String] = []
-        for route in routes {
-            for method in route.match.methods ?? [] where !names.contains(method) {
+        for methods in effectiveMethods {
+            for method in methods ?? [] where !names.contains(method) {
                 names.append(method)
             }
         }
         let masked = names.count <= Self.maximumMaskedMethods
         self.methodNames = masked ? names : []
-        self.methodLists = masked ? nil : routes.map(\.match.methods)
+        self.methodLists = masked ? nil : effectiveMethods
 
         var bytes: [UInt8] = []
         var compiled: [CompiledRoute] = []
-        for route in routes {
+        for (route, methods) in zip(routes, effectiveMethods) {
             let kind: CompiledRoute.Kind
             let pattern: String
             if let exact = route.match.path {
@@ -71,7 +81,7 @@ public final class RouteTable: Sendable {
                 pattern = ""
             }
             var mask = UInt64.max
-            if masked, let methods = route.match.methods {
+            if masked, let methods {
                 mask = 0
                 for method in methods {
                     if let bit = names.firstIndex(of: method) { mask |= 1 << UInt64(bit) }
