@@ -6,6 +6,8 @@
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
 #      SKIP_BASELINE=1 / SKIP_IDLE=1 run only one part.
+#      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
+#      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
 # Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
 set -euo pipefail
 
@@ -42,6 +44,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 cat > "$WORK/policy.yaml" <<EOF
 listen: 127.0.0.1:$GATEWAY_PORT
 store: memory
+app_ids: ["ABCDE12345.com.example.app"]
 limits:
   max_connections: 60000
   keep_alive_idle_timeout: 120s
@@ -56,14 +59,14 @@ EOF
 
 ACCESS_FLAG=""
 [ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
-"$BIN" serve --config "$WORK/policy.yaml" $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
+"$BIN" serve --config "$WORK/policy.yaml" --loops "${GATEWAY_LOOPS:-1}" $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
 GW_PID=$!
 for _ in $(seq 100); do
     grep -q '"listening"' "$WORK/gateway.log" 2>/dev/null && break
     sleep 0.1
 done
 grep -q '"listening"' "$WORK/gateway.log" || { cat "$WORK/gateway.log" >&2; echo "bench: gateway did not start" >&2; exit 1; }
-echo "# gateway pid $GW_PID on 127.0.0.1:$GATEWAY_PORT (access log: ${ACCESS_FLAG:-on, to /dev/null}), $(nproc) cpus"
+echo "# gateway pid $GW_PID on 127.0.0.1:$GATEWAY_PORT, ${GATEWAY_LOOPS:-1} loop(s), access log: ${ACCESS_FLAG:-on (to /dev/null)}, $(nproc) cpus"
 
 rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
 

@@ -4,10 +4,12 @@
 Every request is answered with JSON describing what arrived:
 
     {"method": "POST", "target": "/v1/x?a=1", "headers": [["Host", "..."], ...],
-     "body_bytes": 5, "body_sha256": "<hex>", "connection": 3, "request_on_connection": 2}
+     "body_bytes": 5, "body_sha256": "<hex>", "trailers": [["Name", "value"], ...],
+     "connection": 3, "request_on_connection": 2}
 
 `connection` numbers the TCP connections this process accepted, `request_on_connection`
-counts requests on the current one (keep-alive reuse shows as 2, 3, ...). Request bodies
+counts requests on the current one (keep-alive reuse shows as 2, 3, ...). `trailers` are the
+trailer fields of a chunked request body, in order (empty otherwise). Request bodies
 (Content-Length or chunked) are digested as they stream, never held whole.
 
 Query parameters switch modes (they combine):
@@ -72,9 +74,12 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def read_body(self):
-        """Reads the request body (Content-Length or chunked) in pieces; returns (count, sha256 hex)."""
+        """Reads the request body (Content-Length or chunked) in pieces.
+
+        Returns (count, sha256 hex, trailer fields as [name, value] pairs)."""
         digest = hashlib.sha256()
         count = 0
+        trailers = []
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             while True:
                 line = self.rfile.readline(1024)
@@ -86,6 +91,8 @@ class Handler(BaseHTTPRequestHandler):
                         trailer = self.rfile.readline(8192)
                         if trailer in (b"\r\n", b"\n", b""):
                             break
+                        name, _, value = trailer.decode("latin-1").partition(":")
+                        trailers.append([name.strip(), value.strip()])
                     break
                 remaining = size
                 while remaining > 0:
@@ -105,7 +112,7 @@ class Handler(BaseHTTPRequestHandler):
                 digest.update(piece)
                 count += len(piece)
                 remaining -= len(piece)
-        return count, digest.hexdigest()
+        return count, digest.hexdigest(), trailers
 
     def handle_any(self):
         url = urlsplit(self.path)
@@ -123,7 +130,7 @@ class Handler(BaseHTTPRequestHandler):
         self.request_count += 1
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
-            body_bytes, body_sha = self.read_body()
+            body_bytes, body_sha, trailers = self.read_body()
         except (ConnectionError, ValueError):
             self.close_connection = True
             return
@@ -175,6 +182,7 @@ class Handler(BaseHTTPRequestHandler):
                     "headers": [[k, v] for k, v in self.headers.items()],
                     "body_bytes": body_bytes,
                     "body_sha256": body_sha,
+                    "trailers": trailers,
                     "connection": self.connection_number,
                     "request_on_connection": self.request_count,
                 }

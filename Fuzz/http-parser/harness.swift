@@ -1,7 +1,9 @@
 // libFuzzer target for the HTTP/1.1 parsers. Built by run.sh as one module together with
 // Sources/Gateway/HTTP1/*.swift and Tests/GatewayTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).
 //
-// Input: byte 0 chooses the parser, the limits and the split seed; the rest is the message stream.
+// Input: byte 0 chooses the parser (bit 0), tiny limits (bit 1), for requests whether fields with
+// `_` are kept (bit 2), for responses which of four pipelined requests were HEAD (bits 2–5), and
+// seeds the random splits; the rest is the message stream.
 // Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
 //  1. The parser contract holds (nil event ⇒ 0 consumed, body ranges non-empty and inside the
 //     buffer, errors sticky and consuming nothing, no endless zero-progress events).
@@ -22,6 +24,9 @@ public func fuzzHTTPParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         limits.maxChunkExtensionBytes = 8
         limits.maxTrailerBytes = 24
         limits.maxBodyBytes = 40
+    }
+    if control & 0x05 == 0x04 {
+        limits.dropsUnderscoreFieldNames = false  // requests: both settings
     }
     var random = SplitMix64(state: UInt64(control) &* 0x1234_5678_9ABC_DEF1 &+ UInt64(size))
     let splits = [

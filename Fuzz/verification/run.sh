@@ -7,11 +7,10 @@
 # Work dir: .fuzz/verification (binary, corpus seeded from the real vectors, crashes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ROOT="$(pwd)"
-WORK="$ROOT/.fuzz/verification"
+. Fuzz/lib.sh
 FUZZ_RUNS="${FUZZ_RUNS:-1000000}"
 FUZZ_MAX_TIME="${FUZZ_MAX_TIME:-600}"
-mkdir -p "$WORK/corpus" "$WORK/artifacts"
+WORK=".fuzz/verification"
 
 SOURCES=(
   Sources/Verification/VerificationError.swift
@@ -22,15 +21,7 @@ SOURCES=(
   Sources/Verification/X509/*.swift
   Fuzz/verification/FuzzVerification.swift
 )
-BIN="$WORK/fuzz-verification"
-newest_source=$(ls -t "${SOURCES[@]}" "$0" | head -1)
-if [ ! -x "$BIN" ] || [ "$newest_source" -nt "$BIN" ]; then
-  echo "building $BIN"
-  swiftc -sanitize=fuzzer,address -parse-as-library -swift-version 6 -O \
-    -module-name VerificationFuzz \
-    -I Sources/COpenSSL -lcrypto \
-    "${SOURCES[@]}" -o "$BIN" >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; exit 1; }
-fi
+fuzz_build verification VerificationFuzz "${SOURCES[@]}"
 
 # Seed corpus: every real attestation and assertion, their authenticator data, and a few
 # hand-made edge cases (idempotent: files are named by content hash).
@@ -56,18 +47,4 @@ for seed in (b"", b"\xa0", b"\x80", b"\x30\x24\xa1\x22\x04\x20" + b"\x00" * 32, 
     put(seed)
 PY
 
-echo "fuzzing: runs=$FUZZ_RUNS max_total_time=${FUZZ_MAX_TIME}s corpus=$(ls "$WORK/corpus" | wc -l) files"
-start=$(date +%s)
-set +e
-"$BIN" -runs="$FUZZ_RUNS" -max_total_time="$FUZZ_MAX_TIME" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$WORK/artifacts/" -print_final_stats=1 "$WORK/corpus" 2>"$WORK/last-run.log"
-status=$?
-set -e
-end=$(date +%s)
-grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+ +DONE" "$WORK/last-run.log" || true
-if [ $status -ne 0 ]; then
-  echo "FUZZ FAILURE (exit $status): see $WORK/last-run.log and $WORK/artifacts/" >&2
-  tail -40 "$WORK/last-run.log" >&2
-  exit 1
-fi
-echo "fuzz verification: 0 crashes in $((end - start)) s"
+fuzz_run verification

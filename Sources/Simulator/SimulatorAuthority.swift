@@ -82,22 +82,29 @@ public final class SimulatorAuthority: @unchecked Sendable {
     }
 
     /// Loads an authority written by `save(directory:)`.
+    ///
+    /// Directories written before the receipt CA existed (receipt signer issued by the
+    /// attestation CA, all keys P-256) still load: their signer's issuer is the attestation CA.
     public static func load(directory: String) throws -> SimulatorAuthority {
+        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         func read(_ name: String) throws -> String {
-            let path = (directory as NSString).appendingPathComponent(name)
             do {
-                return try String(contentsOfFile: path, encoding: .utf8)
+                return try String(contentsOfFile: path(name), encoding: .utf8)
             } catch {
-                throw SimulatorError("cannot read \(path): \(error.localizedDescription)")
+                throw SimulatorError("cannot read \(path(name)): \(error.localizedDescription)")
             }
         }
+        let anyCurve: Set<SimulatorKey.Curve> = [.p256, .p384]
+        let intermediateKey = try SimulatorKey(pem: read(FileName.intermediateKey), curves: anyCurve)
+        let intermediate = try SimulatorCertificate(pem: read(FileName.intermediateCertificate))
+        let hasReceiptCA = FileManager.default.fileExists(atPath: path(FileName.receiptCACertificate))
         return try SimulatorAuthority(
-            rootKey: SimulatorKey(pem: read(FileName.rootKey), curves: [.p384]),
+            rootKey: SimulatorKey(pem: read(FileName.rootKey), curves: anyCurve),
             root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
-            intermediateKey: SimulatorKey(pem: read(FileName.intermediateKey), curves: [.p384]),
-            intermediate: SimulatorCertificate(pem: read(FileName.intermediateCertificate)),
-            receiptCAKey: SimulatorKey(pem: read(FileName.receiptCAKey)),
-            receiptCA: SimulatorCertificate(pem: read(FileName.receiptCACertificate)),
+            intermediateKey: intermediateKey,
+            intermediate: intermediate,
+            receiptCAKey: hasReceiptCA ? SimulatorKey(pem: read(FileName.receiptCAKey), curves: anyCurve) : intermediateKey,
+            receiptCA: hasReceiptCA ? SimulatorCertificate(pem: read(FileName.receiptCACertificate)) : intermediate,
             receiptSignerKey: SimulatorKey(pem: read(FileName.receiptSignerKey)),
             receiptSigner: SimulatorCertificate(pem: read(FileName.receiptSignerCertificate)))
     }
@@ -295,7 +302,7 @@ public final class SimulatorAuthority: @unchecked Sendable {
             ])
             return DERBuilder.sequence([signedDataOID, DERBuilder.tlv(0xa0, signedData)])
         }
-        precondition(chunkSize > 0, "chunk size must be positive")
+        guard chunkSize > 0 else { throw SimulatorError("receipt chunk size must be positive, not \(chunkSize)") }
         let chunks = stride(from: 0, to: content.count, by: chunkSize).map { start in
             DERBuilder.octetString(Array(content[start..<min(start + chunkSize, content.count)]))
         }

@@ -95,7 +95,11 @@ enum KeysCommandSupport {
         } catch {
             throw UsageError("bad Redis URL: \(error.description)")
         }
-        let configuration = RedisConfiguration(commandTimeout: .seconds(3), connectTimeout: .seconds(3))
+        let configuration = RedisConfiguration(
+            commandTimeout: .seconds(3),
+            connectTimeout: .seconds(3),
+            logsConnectionEvents: false
+        )
         return (keyID, RedisStore(url: url, configuration: configuration, label: "attest-gateway.keys"))
     }
 }

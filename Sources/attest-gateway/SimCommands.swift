@@ -10,7 +10,7 @@ enum SimInitCommand: Subcommand {
     static let summary = "create (or reuse) the simulator's test CA in DIR, print its root PEM path"
     static let usage = """
         attest-gateway sim init --dir DIR
-          Creates root_ca.pem (+ intermediate, receipt signer and their keys) in DIR, or keeps the
+          Creates root_ca.pem (+ attestation CA, receipt CA, receipt signer and keys) in DIR, or keeps the
           ones already there. Name root_ca.pem under trust_roots to let a development gateway trust it.
         Prints {"root_ca":"<path of the PEM>"}.
         """

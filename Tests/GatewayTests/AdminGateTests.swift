@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Gateway
 
 @Suite struct AdminGateTests {
@@ -26,7 +27,10 @@ import Testing
         let response = decision.localResponse
         #expect(response?.status == 200)
         #expect(response?.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8")
-        #expect(response.map { String(decoding: $0.body, as: UTF8.self) } == "# TYPE attest_gateway_up gauge\nattest_gateway_up 1\n")
+        #expect(
+            response.map { String(decoding: $0.body, as: UTF8.self) }
+                == "# TYPE attest_gateway_up gauge\nattest_gateway_up 1\n"
+        )
     }
 
     @Test func healthzIsAlways200() async {
@@ -64,7 +68,10 @@ import Testing
         let store = FaultInjectingStore(wrapping: MemoryStore())
         store.set(.hang, for: .ping)
         state.store.withLock { $0 = store }
-        let (_, decision, probe) = await runGate(Self.gate(state, timeout: .milliseconds(50)), request("GET", "/readyz"))
+        let (_, decision, probe) = await runGate(
+            Self.gate(state, timeout: .milliseconds(50)),
+            request("GET", "/readyz")
+        )
         #expect(decision.status == 503)
         #expect((decision.json?["reason"] as? String)?.contains("did not answer") == true)
         #expect(probe.count == 1)

@@ -1,5 +1,6 @@
 import Testing
 import Verification
+
 @testable import Gateway
 
 @Suite struct ClientDataTests {
@@ -15,7 +16,10 @@ import Verification
     @Test func canonicalTextWithBodyAndChallenge() {
         // SHA-256("abc") = ba7816bf…f20015ad.
         let bytes = ClientData.canonical(
-            method: "POST", target: "/v1/orders", body: Array("abc".utf8), challenge: "q1w2e3-_"
+            method: "POST",
+            target: "/v1/orders",
+            body: Array("abc".utf8),
+            challenge: "q1w2e3-_"
         )
         let expected =
             "appattest-v1\nPOST\n/v1/orders\n"
@@ -35,7 +39,8 @@ import Verification
 
     @Test func digestIsLowerCaseHex() {
         let text = String(
-            decoding: ClientData.canonical(method: "GET", target: "/", body: [0xff], challenge: ""), as: UTF8.self
+            decoding: ClientData.canonical(method: "GET", target: "/", body: [0xff], challenge: ""),
+            as: UTF8.self
         )
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count == 5)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 @Suite struct EnforcementEndpointRequestsTests {
@@ -18,9 +19,18 @@ import Testing
     @Test func namesTheBadField() {
         let cases: [(String, String)] = [
             ("{}", "key_id"),
-            ("{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"***\",\"challenge\":\"c\"}", "attestation"),
-            ("{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"AA==\",\"challenge\":7}", "challenge"),
-            ("{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"AA==\",\"challenge\":\"\"}", "challenge"),
+            (
+                "{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"***\",\"challenge\":\"c\"}",
+                "attestation"
+            ),
+            (
+                "{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"AA==\",\"challenge\":7}",
+                "challenge"
+            ),
+            (
+                "{\"key_id\":\"\(Data(Self.keyID).base64EncodedString())\",\"attestation\":\"AA==\",\"challenge\":\"\"}",
+                "challenge"
+            ),
         ]
         for (text, field) in cases {
             #expect {

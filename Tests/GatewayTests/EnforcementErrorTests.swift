@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Verification
+
 @testable import Gateway
 
 @Suite struct EnforcementErrorTests {
@@ -38,7 +39,9 @@ import Verification
         let object = try #require(
             try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: String]
         )
-        #expect(object == ["error": "challenge_missing", "message": "route /v1/premium requires X-App-Attest-Challenge"])
+        #expect(
+            object == ["error": "challenge_missing", "message": "route /v1/premium requires X-App-Attest-Challenge"]
+        )
     }
 
     @Test func internalErrorsHideTheirCause() {
@@ -91,20 +94,26 @@ import Verification
 
     @Test func forwardedHeadStripsSpoofsAndAddsIdentity() {
         let head = HTTPRequestHead(
-            method: "GET", target: "/v1/x",
+            method: "GET",
+            target: "/v1/x",
             headers: HTTPHeaders([
                 ("Host", "api"), ("x-app-attest-status", "verified"), ("X-App-Attest-App-Id", "EVIL.app"),
                 ("X-App-Assertion", "AAAA"), ("Accept", "*/*"), ("X-APP-ATTEST-COUNTER", "99"),
             ])
         )
         let identity = IdentityHeaders.Identity(
-            keyID: "a2V5", appID: "ABCDE12345.com.example.app", environment: "production", counter: 7
+            keyID: "a2V5",
+            appID: "ABCDE12345.com.example.app",
+            environment: "production",
+            counter: 7
         )
         let out = IdentityHeaders.forwarded(head, status: .verified, identity: identity)
-        #expect(out.headers.fields.map(\.name) == [
-            "Host", "Accept", "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id",
-            "X-App-Attest-Environment", "X-App-Attest-Counter",
-        ])
+        #expect(
+            out.headers.fields.map(\.name) == [
+                "Host", "Accept", "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id",
+                "X-App-Attest-Environment", "X-App-Attest-Counter",
+            ]
+        )
         #expect(out.headers.values(for: "X-App-Attest-App-Id") == ["ABCDE12345.com.example.app"])
         #expect(out.headers["X-App-Attest-Counter"] == "7")
         #expect(out.headers["X-App-Attest-Status"] == "verified")
@@ -112,7 +121,9 @@ import Verification
 
     @Test func statusValues() {
         #expect(IdentityHeaders.Status.failed(reason: "counter_replay").headerValue == "failed; reason=counter_replay")
-        #expect(IdentityHeaders.Status.unverified(reason: "store_error").headerValue == "unverified; reason=store_error")
+        #expect(
+            IdentityHeaders.Status.unverified(reason: "store_error").headerValue == "unverified; reason=store_error"
+        )
         #expect(IdentityHeaders.Status.skipped.headerValue == "skipped")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Simulator
 import Testing
 import Verification
+
 @testable import Gateway
 
 /// The whole App Attest flow through `AttestGate`, without sockets: MemoryStore, the
@@ -20,24 +21,44 @@ struct EnforcementHarness {
 
     static let routes: [RoutePolicy] = [
         RoutePolicy(
-            name: "premium", match: .init(pathPrefix: "/v1/premium", methods: ["GET", "POST"]), upstream: "api",
-            mode: .enforce, challenge: .required, binding: .request
+            name: "premium",
+            match: .init(pathPrefix: "/v1/premium", methods: ["GET", "POST"]),
+            upstream: "api",
+            mode: .enforce,
+            challenge: .required,
+            binding: .request
         ),
         RoutePolicy(
-            name: "legacy", match: .init(pathPrefix: "/v1/legacy"), upstream: "api",
-            mode: .enforce, challenge: .required, binding: .body, challengeField: "nonce"
+            name: "legacy",
+            match: .init(pathPrefix: "/v1/legacy"),
+            upstream: "api",
+            mode: .enforce,
+            challenge: .required,
+            binding: .body,
+            challengeField: "nonce"
         ),
         RoutePolicy(
-            name: "legacy-plain", match: .init(pathPrefix: "/v1/plain"), upstream: "api",
-            mode: .enforce, challenge: .none, binding: .body
+            name: "legacy-plain",
+            match: .init(pathPrefix: "/v1/plain"),
+            upstream: "api",
+            mode: .enforce,
+            challenge: .none,
+            binding: .body
         ),
         RoutePolicy(name: "watch", match: .init(pathPrefix: "/v1/watch"), upstream: "api", mode: .monitor),
         RoutePolicy(
-            name: "lenient", match: .init(pathPrefix: "/v1/lenient"), upstream: "api", mode: .enforce,
+            name: "lenient",
+            match: .init(pathPrefix: "/v1/lenient"),
+            upstream: "api",
+            mode: .enforce,
             onStoreError: .allow
         ),
         RoutePolicy(
-            name: "api", match: .init(pathPrefix: "/v1/"), upstream: "api", mode: .enforce, maxBodyBytes: 1024
+            name: "api",
+            match: .init(pathPrefix: "/v1/"),
+            upstream: "api",
+            mode: .enforce,
+            maxBodyBytes: 1024
         ),
         RoutePolicy(name: "public", match: .init(pathPrefix: "/public"), upstream: "api", mode: .off),
     ]
@@ -57,8 +78,10 @@ struct EnforcementHarness {
         self.backing = backing
         self.store = FaultInjectingStore(wrapping: backing)
         self.gate = try AttestGate(
-            policy: Self.policy(environment: environment), store: self.store,
-            trustRootsPEM: [Self.authority.rootCertificatePEM], metrics: self.metrics
+            policy: Self.policy(environment: environment),
+            store: self.store,
+            trustRootsPEM: [Self.authority.rootCertificatePEM],
+            metrics: self.metrics
         )
     }
 
@@ -77,7 +100,9 @@ struct EnforcementHarness {
         throws -> [UInt8]
     {
         let attestation = try Self.authority.attestation(
-            for: device, appID: Self.appID, clientDataHash: SHA256.hash(Array(challenge.utf8)),
+            for: device,
+            appID: Self.appID,
+            clientDataHash: SHA256.hash(Array(challenge.utf8)),
             environment: environment
         )
         let json = JSONText.object([
@@ -99,22 +124,42 @@ struct EnforcementHarness {
 
     /// A request signed the way the protocol says (`binding: request`).
     static func signed(
-        _ device: SimulatedDevice, counter: UInt32, method: String, target: String, body: [UInt8] = [],
-        challenge: String? = nil, extraHeaders: [(String, String)] = []
+        _ device: SimulatedDevice,
+        counter: UInt32,
+        method: String,
+        target: String,
+        body: [UInt8] = [],
+        challenge: String? = nil,
+        extraHeaders: [(String, String)] = []
     ) throws -> HTTPRequestHead {
         let clientData = ClientData.canonical(method: method, target: target, body: body, challenge: challenge ?? "")
         return try Self.signed(
-            device, counter: counter, clientData: clientData, method: method, target: target,
-            challengeHeader: challenge, extraHeaders: extraHeaders
+            device,
+            counter: counter,
+            clientData: clientData,
+            method: method,
+            target: target,
+            challengeHeader: challenge,
+            extraHeaders: extraHeaders
         )
     }
 
     /// A request whose assertion signs `clientData` exactly.
     static func signed(
-        _ device: SimulatedDevice, counter: UInt32, clientData: [UInt8], method: String, target: String,
-        challengeHeader: String? = nil, extraHeaders: [(String, String)] = [], keyID: [UInt8]? = nil
+        _ device: SimulatedDevice,
+        counter: UInt32,
+        clientData: [UInt8],
+        method: String,
+        target: String,
+        challengeHeader: String? = nil,
+        extraHeaders: [(String, String)] = [],
+        keyID: [UInt8]? = nil
     ) throws -> HTTPRequestHead {
-        let assertion = try device.assertion(clientDataHash: SHA256.hash(clientData), appID: Self.appID, counter: counter)
+        let assertion = try device.assertion(
+            clientDataHash: SHA256.hash(clientData),
+            appID: Self.appID,
+            counter: counter
+        )
         var headers: [(String, String)] = [
             ("X-App-Attest-Key-Id", Data(keyID ?? device.keyID).base64EncodedString()),
             ("X-App-Assertion", Data(assertion).base64EncodedString()),
@@ -138,7 +183,12 @@ struct EnforcementHarness {
         let challenge = try await h.challenge()
         let body = Array("{\"item\":42}".utf8)
         let head = try EnforcementHarness.signed(
-            device, counter: 1, method: "POST", target: "/v1/premium/orders?x=1", body: body, challenge: challenge,
+            device,
+            counter: 1,
+            method: "POST",
+            target: "/v1/premium/orders?x=1",
+            body: body,
+            challenge: challenge,
             extraHeaders: [("Content-Type", "application/json")]
         )
         let (classification, decision, probe) = await runGate(h.gate, head, body: body)
@@ -148,10 +198,12 @@ struct EnforcementHarness {
         let forwarded = try #require(decision.forwardedHead)
         #expect(forwarded.method == "POST")
         #expect(forwarded.target == "/v1/premium/orders?x=1")
-        #expect(forwarded.headers.fields.map(\.name) == [
-            "Host", "Content-Type", "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id",
-            "X-App-Attest-Environment", "X-App-Attest-Counter",
-        ])
+        #expect(
+            forwarded.headers.fields.map(\.name) == [
+                "Host", "Content-Type", "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id",
+                "X-App-Attest-Environment", "X-App-Attest-Counter",
+            ]
+        )
         #expect(forwarded.headers["X-App-Attest-Status"] == "verified")
         #expect(forwarded.headers["X-App-Attest-Key-Id"] == keyID)
         #expect(forwarded.headers["X-App-Attest-App-Id"] == EnforcementHarness.appID)
@@ -178,7 +230,11 @@ struct EnforcementHarness {
             ("X-App-Attest-Whatever", "1"),
         ]
         let head = try EnforcementHarness.signed(
-            device, counter: 1, method: "GET", target: "/v1/items", extraHeaders: spoofs
+            device,
+            counter: 1,
+            method: "GET",
+            target: "/v1/items",
+            extraHeaders: spoofs
         )
         let forwarded = try #require(await runGate(h.gate, head).1.forwardedHead)
         #expect(forwarded.headers.values(for: "X-App-Attest-Status") == ["verified"])
@@ -217,7 +273,10 @@ struct EnforcementHarness {
         let h = try EnforcementHarness()
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
-        #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/a")).1.forwardedHead != nil)
+        #expect(
+            await runGate(h.gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/a")).1
+                .forwardedHead != nil
+        )
         // A fresh gate knows nothing of counter 5: the store's compare-and-set refuses 3 and 5.
         let fresh = try h.sibling()
         for counter: UInt32 in [3, 5] {
@@ -264,7 +323,11 @@ struct EnforcementHarness {
         var counter: UInt32 = 1
         for (method, target, sentBody) in tampered {
             let head = try EnforcementHarness.signed(
-                device, counter: counter, clientData: signedData, method: method, target: target
+                device,
+                counter: counter,
+                clientData: signedData,
+                method: method,
+                target: target
             )
             let decision = await runGate(h.gate, head, body: sentBody).1
             #expect(decision.status == 401, "\(method) \(target)")
@@ -273,7 +336,11 @@ struct EnforcementHarness {
         }
         // The untampered request still passes.
         let good = try EnforcementHarness.signed(
-            device, counter: counter, clientData: signedData, method: "POST", target: "/v1/pay?to=alice"
+            device,
+            counter: counter,
+            clientData: signedData,
+            method: "POST",
+            target: "/v1/pay?to=alice"
         )
         #expect(await runGate(h.gate, good, body: body).1.forwardedHead != nil)
         #expect(h.metrics.snapshot.requests["api|invalid_signature"] == 5)
@@ -287,7 +354,12 @@ struct EnforcementHarness {
         #expect(try await h.attest(attacker).status == 201)
         let clientData = ClientData.canonical(method: "GET", target: "/v1/me", body: [], challenge: "")
         let head = try EnforcementHarness.signed(
-            attacker, counter: 1, clientData: clientData, method: "GET", target: "/v1/me", keyID: victim.keyID
+            attacker,
+            counter: 1,
+            clientData: clientData,
+            method: "GET",
+            target: "/v1/me",
+            keyID: victim.keyID
         )
         let decision = await runGate(h.gate, head).1
         #expect(decision.errorCode == "invalid_signature")
@@ -301,12 +373,19 @@ struct EnforcementHarness {
         options.rpIDHash = SHA256.hash(Array("ZZZZZ99999.com.other.app".utf8))
         let clientData = ClientData.canonical(method: "GET", target: "/v1/me", body: [], challenge: "")
         let assertion = try device.assertion(
-            clientDataHash: SHA256.hash(clientData), appID: EnforcementHarness.appID, counter: 1, options: options
+            clientDataHash: SHA256.hash(clientData),
+            appID: EnforcementHarness.appID,
+            counter: 1,
+            options: options
         )
-        let head = request("GET", "/v1/me", headers: [
-            ("X-App-Attest-Key-Id", Data(device.keyID).base64EncodedString()),
-            ("X-App-Assertion", Data(assertion).base64EncodedString()),
-        ])
+        let head = request(
+            "GET",
+            "/v1/me",
+            headers: [
+                ("X-App-Attest-Key-Id", Data(device.keyID).base64EncodedString()),
+                ("X-App-Assertion", Data(assertion).base64EncodedString()),
+            ]
+        )
         let decision = await runGate(h.gate, head).1
         #expect(decision.status == 401)
         #expect(decision.errorCode == "app_id_mismatch")
@@ -328,17 +407,26 @@ struct EnforcementHarness {
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         // Cache the key in this gate.
-        #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1.forwardedHead != nil)
+        #expect(
+            await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1
+                .forwardedHead != nil
+        )
         let fetchesBefore = h.store.callCount(.fetchKey)
         let revoked = await withCheckedContinuation { continuation in
             h.backing.revokeKey(keyID: Data(device.keyID).base64EncodedString()) { continuation.resume(returning: $0) }
         }
         #expect((try? revoked.get()) == true)
-        let cachedDecision = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/a")).1
+        let cachedDecision = await runGate(
+            h.gate,
+            try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/a")
+        ).1
         #expect(cachedDecision.errorCode == "revoked_key")
         #expect(h.store.callCount(.fetchKey) == fetchesBefore, "the cached path was taken")
         // An instance without the key cached reads `revoked` from the record.
-        let fresh = await runGate(try h.sibling().gate, try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/a")).1
+        let fresh = await runGate(
+            try h.sibling().gate,
+            try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/a")
+        ).1
         #expect(fresh.errorCode == "revoked_key")
     }
 
@@ -348,18 +436,30 @@ struct EnforcementHarness {
         #expect(try await h.attest(device).status == 201)
         let challenge = try await h.challenge()
         let first = try EnforcementHarness.signed(
-            device, counter: 1, method: "GET", target: "/v1/premium/a", challenge: challenge
+            device,
+            counter: 1,
+            method: "GET",
+            target: "/v1/premium/a",
+            challenge: challenge
         )
         #expect(await runGate(h.gate, first).1.forwardedHead != nil)
         let reused = try EnforcementHarness.signed(
-            device, counter: 2, method: "GET", target: "/v1/premium/a", challenge: challenge
+            device,
+            counter: 2,
+            method: "GET",
+            target: "/v1/premium/a",
+            challenge: challenge
         )
         let decision = await runGate(h.gate, reused).1
         #expect(decision.status == 401)
         #expect(decision.errorCode == "challenge_invalid")
         // A challenge the gateway never issued (or one that expired: gone from the store).
         let invented = try EnforcementHarness.signed(
-            device, counter: 3, method: "GET", target: "/v1/premium/a", challenge: "bm90LWlzc3VlZA"
+            device,
+            counter: 3,
+            method: "GET",
+            target: "/v1/premium/a",
+            challenge: "bm90LWlzc3VlZA"
         )
         #expect(await runGate(h.gate, invented).1.errorCode == "challenge_invalid")
     }
@@ -372,7 +472,11 @@ struct EnforcementHarness {
         let challenge = try await h.challenge()  // TTL 300 s
         clock.advance(by: .seconds(301))
         let head = try EnforcementHarness.signed(
-            device, counter: 1, method: "GET", target: "/v1/premium/a", challenge: challenge
+            device,
+            counter: 1,
+            method: "GET",
+            target: "/v1/premium/a",
+            challenge: challenge
         )
         let decision = await runGate(h.gate, head).1
         #expect(decision.status == 401)
@@ -380,7 +484,11 @@ struct EnforcementHarness {
         // A challenge issued after the jump is still good.
         let fresh = try await h.challenge()
         let head2 = try EnforcementHarness.signed(
-            device, counter: 2, method: "GET", target: "/v1/premium/a", challenge: fresh
+            device,
+            counter: 2,
+            method: "GET",
+            target: "/v1/premium/a",
+            challenge: fresh
         )
         #expect(await runGate(h.gate, head2).1.forwardedHead != nil)
     }
@@ -424,18 +532,86 @@ struct EnforcementHarness {
         #expect(none.errorCode == "assertion_missing")
         #expect(none.logInfo.verdict == "missing")
 
-        let badKey = request("GET", "/v1/items", headers: [("X-App-Attest-Key-Id", "not base64!"), ("X-App-Assertion", "AAAA")])
+        let badKey = request(
+            "GET",
+            "/v1/items",
+            headers: [("X-App-Attest-Key-Id", "not base64!"), ("X-App-Assertion", "AAAA")]
+        )
         #expect(await runGate(h.gate, badKey).1.errorCode == "malformed_assertion")
-        let shortKey = request("GET", "/v1/items", headers: [("X-App-Attest-Key-Id", "AAAA"), ("X-App-Assertion", "AAAA")])
+        let shortKey = request(
+            "GET",
+            "/v1/items",
+            headers: [("X-App-Attest-Key-Id", "AAAA"), ("X-App-Assertion", "AAAA")]
+        )
         #expect(await runGate(h.gate, shortKey).1.errorCode == "malformed_assertion")
 
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         let keyID = Data(device.keyID).base64EncodedString()
-        let garbage = request("GET", "/v1/items", headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", "oWFhAQ==")])
+        let garbage = request(
+            "GET",
+            "/v1/items",
+            headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", "oWFhAQ==")]
+        )
         let decision = await runGate(h.gate, garbage).1
         #expect(decision.errorCode == "malformed_assertion")
         #expect(decision.logInfo.verdict == "malformed")
+    }
+
+    @Test func duplicatedProtocolHeadersAreMalformed() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let good = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")
+        for name in ["X-App-Attest-Key-Id", "x-app-assertion"] {
+            var head = good
+            head.headers.add(name: name, value: "AAAA")
+            let decision = await runGate(h.gate, head).1
+            #expect(decision.errorCode == "malformed_assertion", "\(name)")
+        }
+        #expect(await runGate(h.gate, good).1.forwardedHead != nil)
+    }
+
+    @Test func randomAssertionsAreRefusedWithoutACrash() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let keyID = Data(device.keyID).base64EncodedString()
+        let valid = try device.assertion(
+            clientDataHash: SHA256.hash(ClientData.canonical(method: "GET", target: "/v1/a", body: [], challenge: "")),
+            appID: EnforcementHarness.appID,
+            counter: 1
+        )
+        var rng = SystemRandomNumberGenerator()
+        var codes: Set<String> = []
+        for round in 0..<300 {
+            var bytes: [UInt8]
+            if round % 2 == 0 {
+                // A real assertion with a few bytes flipped or cut short.
+                bytes = valid
+                if round % 6 == 0 { bytes.removeLast(Int.random(in: 1..<bytes.count, using: &rng)) }
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                }
+            } else {
+                bytes = (0..<Int.random(in: 0..<200, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            }
+            let head = request(
+                "GET",
+                "/v1/a",
+                headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", Data(bytes).base64EncodedString())]
+            )
+            let decision = await runGate(h.gate, head).1
+            // A flip can land in a byte nobody checks (e.g. CBOR key text): then it is still valid.
+            if let forwarded = decision.forwardedHead {
+                #expect(forwarded.headers["X-App-Attest-Status"] == "verified")
+                continue
+            }
+            #expect(decision.status == 401)
+            codes.insert(decision.errorCode ?? "none")
+        }
+        #expect(codes.isSubset(of: ["malformed_assertion", "invalid_signature", "app_id_mismatch", "counter_replay"]))
+        #expect(codes.contains("malformed_assertion"))
     }
 
     @Test func bodyBindingWithChallengeField() async throws {
@@ -444,22 +620,52 @@ struct EnforcementHarness {
         #expect(try await h.attest(device).status == 201)
         let challenge = try await h.challenge()
         let body = Array("{\"nonce\":\"\(challenge)\",\"score\":10}".utf8)
-        let head = try EnforcementHarness.signed(device, counter: 1, clientData: body, method: "POST", target: "/v1/legacy/score")
+        let head = try EnforcementHarness.signed(
+            device,
+            counter: 1,
+            clientData: body,
+            method: "POST",
+            target: "/v1/legacy/score"
+        )
         let forwarded = await runGate(h.gate, head, body: body).1
         #expect(forwarded.forwardedHead?.headers["X-App-Attest-Status"] == "verified")
 
         // Without the field: 428; with the challenge used again: refused.
         let noField = Array("{\"score\":10}".utf8)
-        let head2 = try EnforcementHarness.signed(device, counter: 2, clientData: noField, method: "POST", target: "/v1/legacy/score")
+        let head2 = try EnforcementHarness.signed(
+            device,
+            counter: 2,
+            clientData: noField,
+            method: "POST",
+            target: "/v1/legacy/score"
+        )
         #expect(await runGate(h.gate, head2, body: noField).1.errorCode == "challenge_missing")
-        let head3 = try EnforcementHarness.signed(device, counter: 3, clientData: body, method: "POST", target: "/v1/legacy/score")
+        let head3 = try EnforcementHarness.signed(
+            device,
+            counter: 3,
+            clientData: body,
+            method: "POST",
+            target: "/v1/legacy/score"
+        )
         #expect(await runGate(h.gate, head3, body: body).1.errorCode == "challenge_invalid")
 
         // binding body without a challenge: the raw body is the clientData; another body fails.
         let plain = Array("payload".utf8)
-        let head4 = try EnforcementHarness.signed(device, counter: 4, clientData: plain, method: "POST", target: "/v1/plain")
+        let head4 = try EnforcementHarness.signed(
+            device,
+            counter: 4,
+            clientData: plain,
+            method: "POST",
+            target: "/v1/plain"
+        )
         #expect(await runGate(h.gate, head4, body: Array("payloaD".utf8)).1.errorCode == "invalid_signature")
-        let head5 = try EnforcementHarness.signed(device, counter: 5, clientData: plain, method: "POST", target: "/v1/plain")
+        let head5 = try EnforcementHarness.signed(
+            device,
+            counter: 5,
+            clientData: plain,
+            method: "POST",
+            target: "/v1/plain"
+        )
         #expect(await runGate(h.gate, head5, body: plain).1.forwardedHead != nil)
     }
 
@@ -471,10 +677,21 @@ struct EnforcementHarness {
         let good = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/watch/a")
         let cases: [(String, HTTPRequestHead)] = [
             ("assertion_missing", request("GET", "/v1/watch/a", headers: [("X-App-Attest-Status", "verified")])),
-            ("malformed_assertion", request("GET", "/v1/watch/a", headers: [("X-App-Attest-Key-Id", "%%"), ("X-App-Assertion", "AA==")])),
+            (
+                "malformed_assertion",
+                request("GET", "/v1/watch/a", headers: [("X-App-Attest-Key-Id", "%%"), ("X-App-Assertion", "AA==")])
+            ),
             ("unknown_key", try EnforcementHarness.signed(stranger, counter: 1, method: "GET", target: "/v1/watch/a")),
-            ("invalid_signature", try EnforcementHarness.signed(
-                device, counter: 2, clientData: Array("other".utf8), method: "GET", target: "/v1/watch/a")),
+            (
+                "invalid_signature",
+                try EnforcementHarness.signed(
+                    device,
+                    counter: 2,
+                    clientData: Array("other".utf8),
+                    method: "GET",
+                    target: "/v1/watch/a"
+                )
+            ),
         ]
         #expect(await runGate(h.gate, good).1.forwardedHead?.headers["X-App-Attest-Status"] == "verified")
         for (code, head) in cases + [("counter_replay", good)] {
@@ -497,21 +714,33 @@ struct EnforcementHarness {
         #expect(try await h.attest(device).status == 201)
         h.store.set(.fail(StoreError(.timeout, "no reply within 250 ms")), for: .fetchKey)
 
-        let denied = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1
+        let denied = await runGate(
+            h.gate,
+            try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")
+        ).1
         #expect(denied.status == 503)
         #expect(denied.errorCode == "store_error")
         #expect(denied.logInfo.verdict == "store_error")
 
-        let allowed = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/lenient/a")).1
+        let allowed = await runGate(
+            h.gate,
+            try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/lenient/a")
+        ).1
         let head = try #require(allowed.forwardedHead)
         #expect(head.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
         #expect(!head.headers.contains("X-App-Attest-Key-Id"))
 
         // The counter step failing (key cached, fetch not needed) is handled the same way.
         h.store.set(nil, for: .fetchKey)
-        #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/a")).1.forwardedHead != nil)
+        #expect(
+            await runGate(h.gate, try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/a")).1
+                .forwardedHead != nil
+        )
         h.store.set(.fail(StoreError(.unavailable, "connection refused")), for: .advanceCounter)
-        #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 4, method: "GET", target: "/v1/a")).1.status == 503)
+        #expect(
+            await runGate(h.gate, try EnforcementHarness.signed(device, counter: 4, method: "GET", target: "/v1/a")).1
+                .status == 503
+        )
         #expect(h.metrics.snapshot.storeErrors["fetch_key|store_timeout"] == 2)
         #expect(h.metrics.snapshot.storeErrors["advance_counter|store_unavailable"] == 1)
 
@@ -522,9 +751,48 @@ struct EnforcementHarness {
         #expect(challenge.errorCode == "store_error")
     }
 
+    @Test func monitorModeForwardsStoreErrorsUnverified() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        h.store.set(.fail(StoreError(.overloaded, "4096 commands pending")), for: .fetchKey)
+        let head = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/watch/a")
+        let decision = await runGate(h.gate, head).1
+        #expect(decision.forwardedHead?.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
+        #expect(decision.logInfo.verdict == "store_error")
+    }
+
+    @Test func corruptKeyRecordIsAnInternalErrorNotACrash() async throws {
+        let h = try EnforcementHarness()
+        let keyID = Data([UInt8](repeating: 7, count: 32)).base64EncodedString()
+        let record = KeyRecord(
+            keyID: keyID,
+            publicKey: [0x04] + [UInt8](repeating: 0xff, count: 64),
+            counter: 0,
+            appID: EnforcementHarness.appID,
+            environment: "production",
+            receipt: [],
+            attestedAt: Date()
+        )
+        let created = await withCheckedContinuation { continuation in
+            h.backing.createKey(record) { continuation.resume(returning: $0) }
+        }
+        #expect((try? created.get()) == .created)
+        let head = request("GET", "/v1/a", headers: [("X-App-Attest-Key-Id", keyID), ("X-App-Assertion", "oA==")])
+        let decision = await runGate(h.gate, head).1
+        #expect(decision.status == 500)
+        #expect(decision.errorCode == "internal_error")
+        #expect(decision.json?["message"] as? String == "internal error")
+        #expect(decision.logInfo.verdict == "internal_error")
+    }
+
     @Test func bodyOverTheRouteCapIs413() async throws {
         let h = try EnforcementHarness()
-        let head = request("POST", "/v1/upload", headers: [("X-App-Attest-Key-Id", "AA=="), ("X-App-Assertion", "AA==")])
+        let head = request(
+            "POST",
+            "/v1/upload",
+            headers: [("X-App-Attest-Key-Id", "AA=="), ("X-App-Assertion", "AA==")]
+        )
         let (classification, decision, _) = await runGate(h.gate, head, body: [UInt8](repeating: 0x61, count: 1025))
         #expect(classification.bufferBodyUpTo == 1024)
         #expect(decision.status == 413)
@@ -606,7 +874,9 @@ struct EnforcementHarness {
         let issued = try await h.challenge()
         // Attestation minted for a different challenge than the one presented.
         let attestation = try EnforcementHarness.authority.attestation(
-            for: device, appID: EnforcementHarness.appID, clientDataHash: SHA256.hash(Array("other".utf8)),
+            for: device,
+            appID: EnforcementHarness.appID,
+            clientDataHash: SHA256.hash(Array("other".utf8)),
             environment: .production
         )
         let body = JSONText.object([
@@ -636,6 +906,22 @@ struct EnforcementHarness {
         let decision = await runGate(gate, request("POST", "/app-attest/attest"), body: body).1
         #expect(decision.status == 401)
         #expect(decision.errorCode == "certificate_chain_invalid")
+    }
+
+    @Test func policyWithoutAppIDsServesPassthroughAndRefusesAttestation() async throws {
+        var policy = EnforcementHarness.policy()
+        policy.appIDs = []
+        policy.routes = [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api", mode: .off)]
+        let memory = MemoryStore()
+        let gate = try AttestGate(policy: policy, store: memory)
+        let forwarded = await runGate(gate, request("GET", "/anything")).1
+        #expect(forwarded.forwardedHead?.headers["X-App-Attest-Status"] == "skipped")
+        let h = try EnforcementHarness(backing: memory)
+        let challenge = try await h.challenge()
+        let body = try h.attestBody(try SimulatedDevice.generate(), challenge: challenge)
+        let refused = await runGate(gate, request("POST", "/app-attest/attest"), body: body).1
+        #expect(refused.status == 403)
+        #expect(refused.errorCode == "app_id_mismatch")
     }
 
     @Test func unroutedRequestsAre404() async throws {

@@ -2,6 +2,7 @@ import Foundation
 import Simulator
 import Testing
 import Verification
+
 @testable import Gateway
 
 /// The gate over `RedisStore` on a real redis-server (loopback, one process per test):
@@ -32,16 +33,27 @@ import Verification
         let attestBody = try a.attestBody(device, challenge: challenge)
         let attested = await runGate(b.gate, request("POST", "/app-attest/attest"), body: attestBody).1
         #expect(attested.status == 201)
-        #expect(await runGate(a.gate, request("POST", "/app-attest/attest"), body: attestBody).1.errorCode == "challenge_invalid")
+        #expect(
+            await runGate(a.gate, request("POST", "/app-attest/attest"), body: attestBody).1.errorCode
+                == "challenge_invalid"
+        )
 
         // A challenge-bound request verified on A; its challenge cannot be reused on B.
         let premiumChallenge = try await b.challenge()
         let first = try EnforcementHarness.signed(
-            device, counter: 1, method: "GET", target: "/v1/premium/x", challenge: premiumChallenge
+            device,
+            counter: 1,
+            method: "GET",
+            target: "/v1/premium/x",
+            challenge: premiumChallenge
         )
         #expect(await runGate(a.gate, first).1.forwardedHead?.headers["X-App-Attest-Status"] == "verified")
         let reuse = try EnforcementHarness.signed(
-            device, counter: 2, method: "GET", target: "/v1/premium/x", challenge: premiumChallenge
+            device,
+            counter: 2,
+            method: "GET",
+            target: "/v1/premium/x",
+            challenge: premiumChallenge
         )
         #expect(await runGate(b.gate, reuse).1.errorCode == "challenge_invalid")
 
@@ -68,6 +80,23 @@ import Verification
         #expect(await runGate(a.gate, afterRevoke).1.errorCode == "revoked_key")
     }
 
+    @Test func storeStateIsExportedForMetrics() async throws {
+        let redis = try RedisServer.start()
+        defer { redis.shutDown() }
+        let store = try Self.redisStore(redis)
+        defer { store.close() }
+        // Wait (bounded) for the connection to be ready: one ping round trip.
+        let pinged = await withCheckedContinuation { continuation in
+            store.ping { continuation.resume(returning: $0) }
+        }
+        #expect((try? pinged.get()) != nil)
+        let text = EnforcementGateFactory.storeMetricsText(store)
+        #expect(text.contains("attest_gateway_store_ready 1\n"))
+        #expect(text.contains("attest_gateway_store_connect_attempts_total 1\n"))
+        #expect(text.contains("attest_gateway_store_command_timeouts_total 0\n"))
+        #expect(EnforcementGateFactory.storeMetricsText(MemoryStore()).hasSuffix("attest_gateway_store_ready 1\n"))
+    }
+
     @Test func redisOutageDeniesOrForwardsUnverifiedByRoute() async throws {
         let redis = try RedisServer.start()
         defer { redis.shutDown() }
@@ -76,14 +105,23 @@ import Verification
         let h = try EnforcementHarness(backing: store)
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
-        #expect(await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1.forwardedHead != nil)
+        #expect(
+            await runGate(h.gate, try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")).1
+                .forwardedHead != nil
+        )
 
         try redis.stop()
         let started = ContinuousClock.now
-        let denied = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/a")).1
+        let denied = await runGate(
+            h.gate,
+            try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/a")
+        ).1
         #expect(denied.status == 503)
         #expect(denied.errorCode == "store_error")
-        let allowed = await runGate(h.gate, try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/lenient/a")).1
+        let allowed = await runGate(
+            h.gate,
+            try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/lenient/a")
+        ).1
         #expect(allowed.forwardedHead?.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
         let challenge = await runGate(h.gate, request("POST", "/app-attest/challenge")).1
         #expect(challenge.status == 503)

@@ -1,8 +1,10 @@
 import Foundation
 import Glibc
 import Simulator
+import Synchronization
 import Testing
 import Verification
+
 @testable import Gateway
 
 /// The gates as `serve` wires them (`EnforcementGateFactory` + `GatewayService`), over real
@@ -31,7 +33,8 @@ import Verification
                 line.append(b)
             }
             let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard text.hasPrefix("listening "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            guard text.hasPrefix("listening "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) })
+            else {
                 self.process.terminate()
                 throw RedisServerError("upstream.py did not start: \(text)")
             }
@@ -48,7 +51,13 @@ import Verification
     }
 
     /// One HTTP/1.1 exchange on a fresh connection (`Connection: close`), read to EOF.
-    static func exchange(port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [])
+    static func exchange(
+        port: UInt16,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: [UInt8] = []
+    )
         throws -> (status: Int, headers: [(String, String)], body: [UInt8])
     {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -61,7 +70,9 @@ import Verification
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else { throw RedisServerError("connect: \(errno)") }
         var text = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -137,7 +148,9 @@ import Verification
         let server = try GatewayServer(loopCount: 2, metrics: registry, accessLog: nil)
         let factory = EnforcementGateFactory(registry: registry)
         let service = GatewayService(
-            configPath: "<test>", server: server, load: { _ in policy },
+            configPath: "<test>",
+            server: server,
+            load: { _ in policy },
             makeGates: { policy, _ in
                 let built = try factory.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)
@@ -160,15 +173,26 @@ import Verification
         let h = try EnforcementHarness()  // only for building the attest body
         let attestBody = try h.attestBody(device, challenge: challenge)
         let attested = try Self.exchange(
-            port: port, "POST", "/app-attest/attest", headers: [("Content-Type", "application/json")], body: attestBody
+            port: port,
+            "POST",
+            "/app-attest/attest",
+            headers: [("Content-Type", "application/json")],
+            body: attestBody
         )
         #expect(attested.status == 201, "\(String(decoding: attested.body, as: UTF8.self))")
 
         // An asserted request with a fresh challenge and spoofed identity headers.
-        let premiumChallenge = try #require(Self.json(try Self.exchange(port: port, "POST", "/app-attest/challenge").body)["challenge"] as? String)
+        let premiumChallenge = try #require(
+            Self.json(try Self.exchange(port: port, "POST", "/app-attest/challenge").body)["challenge"] as? String
+        )
         let body = Array("{\"buy\":1}".utf8)
         let signed = try EnforcementHarness.signed(
-            device, counter: 1, method: "POST", target: "/v1/premium/buy?sku=7", body: body, challenge: premiumChallenge,
+            device,
+            counter: 1,
+            method: "POST",
+            target: "/v1/premium/buy?sku=7",
+            body: body,
+            challenge: premiumChallenge,
             extraHeaders: [("X-App-Attest-App-Id", "EVIL123456.com.evil"), ("X-App-Attest-Status", "verified")]
         )
         let sentHeaders = signed.headers.fields.filter { $0.name != "Host" }.map { ($0.name, $0.value) }
@@ -179,13 +203,17 @@ import Verification
         #expect(echo["body_sha256"] as? String == SHA256.hash(body).hexString)
         let upstreamHeaders = (echo["headers"] as? [[String]] ?? []).map { ($0[0], $0[1]) }
         let identity = upstreamHeaders.filter { $0.0.lowercased().hasPrefix("x-app-att") }
-        #expect(identity.map(\.0) == [
-            "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id", "X-App-Attest-Environment",
-            "X-App-Attest-Counter",
-        ])
-        #expect(identity.map(\.1) == [
-            "verified", Data(device.keyID).base64EncodedString(), EnforcementHarness.appID, "production", "1",
-        ])
+        #expect(
+            identity.map(\.0) == [
+                "X-App-Attest-Status", "X-App-Attest-Key-Id", "X-App-Attest-App-Id", "X-App-Attest-Environment",
+                "X-App-Attest-Counter",
+            ]
+        )
+        #expect(
+            identity.map(\.1) == [
+                "verified", Data(device.keyID).base64EncodedString(), EnforcementHarness.appID, "production", "1",
+            ]
+        )
         #expect(!upstreamHeaders.contains { $0.0.lowercased() == "x-app-assertion" })
 
         // The same request again: denied locally, the upstream never sees it.
@@ -195,7 +223,9 @@ import Verification
         #expect(replayCode == "challenge_invalid" || replayCode == "counter_replay")
 
         // Off route: forwarded, marked skipped.
-        let open = Self.json(try Self.exchange(port: port, "GET", "/public/x", headers: [("X-App-Attest-Status", "verified")]).body)
+        let open = Self.json(
+            try Self.exchange(port: port, "GET", "/public/x", headers: [("X-App-Attest-Status", "verified")]).body
+        )
         let openHeaders = (open["headers"] as? [[String]] ?? []).filter { $0[0].lowercased().hasPrefix("x-app-attest") }
         #expect(openHeaders == [["X-App-Attest-Status", "skipped"]])
 
@@ -207,5 +237,55 @@ import Verification
         #expect(metrics.contains("attest_gateway_attestations_total{result=\"verified\"} 1"))
         #expect(metrics.contains("attest_gateway_challenges_issued_total 2"))
         #expect(metrics.contains("attest_gateway_verification_duration_seconds_count"))
+    }
+
+    @Test func sighupReloadRebuildsTheGateAndABadPolicyKeepsTheRunningOne() async throws {
+        let upstream = try Upstream()
+        defer { upstream.stop() }
+        var policy = GatewayPolicy(
+            listen: [ListenAddress(host: "127.0.0.1", port: 0)],
+            store: .memory,
+            appIDs: [EnforcementHarness.appID],
+            environment: .production,
+            upstreams: ["api": UpstreamConfiguration(name: "api", host: "127.0.0.1", port: upstream.port)],
+            routes: [RoutePolicy(name: "api", match: .init(pathPrefix: "/v1/"), upstream: "api", mode: .enforce)]
+        )
+        let next = Mutex<GatewayPolicy?>(policy)
+        let registry = MetricsRegistry()
+        let server = try GatewayServer(loopCount: 1, metrics: registry, accessLog: nil)
+        let factory = EnforcementGateFactory(registry: registry)
+        let service = GatewayService(
+            configPath: "<test>",
+            server: server,
+            load: { _ in
+                guard let policy = next.withLock({ $0 }) else { throw RedisServerError("bad policy file") }
+                return policy
+            },
+            makeGates: { policy, _ in
+                let built = try factory.makeGates(for: policy)
+                return GatewayGates(main: built.main, admin: built.admin)
+            }
+        )
+        let bound = try service.start()
+        defer {
+            let semaphore = DispatchSemaphore(value: 0)
+            server.shutdown(drainTimeout: .seconds(2)) { _ in semaphore.signal() }
+            _ = semaphore.wait(timeout: .now() + 5)
+        }
+        let port = try #require(bound.first?.address.port)
+        #expect(try Self.exchange(port: port, "GET", "/v1/items").status == 401)
+
+        // Reload with the route switched to monitor: forwarded, flagged.
+        policy.routes[0].mode = .monitor
+        next.withLock { $0 = policy }
+        service.reload()
+        let monitored = Self.json(try Self.exchange(port: port, "GET", "/v1/items").body)
+        let status = (monitored["headers"] as? [[String]] ?? []).first { $0[0] == "X-App-Attest-Status" }?[1]
+        #expect(status == "failed; reason=assertion_missing")
+
+        // A bad file: the running (monitor) policy stays.
+        next.withLock { $0 = nil }
+        service.reload()
+        #expect(try Self.exchange(port: port, "GET", "/v1/items").status == 200)
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Gateway
 
 /// Wraps a real store and makes chosen operations fail (or never answer), to drive the
@@ -48,8 +49,14 @@ final class FaultInjectingStore: AttestStore {
         }
     }
 
-    func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
-        self.intercept(.putChallenge, completion) { self.base.putChallenge(challenge, ttlSeconds: ttlSeconds, completion: completion) }
+    func putChallenge(
+        _ challenge: String,
+        ttlSeconds: Int,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.intercept(.putChallenge, completion) {
+            self.base.putChallenge(challenge, ttlSeconds: ttlSeconds, completion: completion)
+        }
     }
     func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.intercept(.consumeChallenge, completion) { self.base.consumeChallenge(challenge, completion: completion) }
@@ -60,8 +67,14 @@ final class FaultInjectingStore: AttestStore {
     func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
         self.intercept(.fetchKey, completion) { self.base.fetchKey(keyID: keyID, completion: completion) }
     }
-    func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void) {
-        self.intercept(.advanceCounter, completion) { self.base.advanceCounter(keyID: keyID, to: newCounter, completion: completion) }
+    func advanceCounter(
+        keyID: String,
+        to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
+        self.intercept(.advanceCounter, completion) {
+            self.base.advanceCounter(keyID: keyID, to: newCounter, completion: completion)
+        }
     }
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.intercept(.revokeKey, completion) { self.base.revokeKey(keyID: keyID, completion: completion) }
@@ -92,7 +105,9 @@ final class DecisionProbe: Sendable {
 
 /// Classifies and decides like the proxy does, waiting for the completion.
 func runGate(
-    _ gate: some RequestGate, _ head: HTTPRequestHead, body: [UInt8]? = nil
+    _ gate: some RequestGate,
+    _ head: HTTPRequestHead,
+    body: [UInt8]? = nil
 ) async -> (GateClassification, GateDecision, DecisionProbe) {
     let classification = gate.classify(head)
     let probe = DecisionProbe()
@@ -167,7 +182,9 @@ final class RecordingGateMetrics: GateMetrics {
 }
 
 func request(
-    _ method: String, _ target: String, headers: [(String, String)] = []
+    _ method: String,
+    _ target: String,
+    headers: [(String, String)] = []
 ) -> HTTPRequestHead {
     HTTPRequestHead(method: method, target: target, headers: HTTPHeaders([("Host", "api.example")] + headers))
 }

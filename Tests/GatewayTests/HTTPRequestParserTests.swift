@@ -214,6 +214,31 @@ import Testing
         #expect(transcript.lines.first?.hasSuffix("[X: \(value)]") == true, "\(transcript)")
     }
 
+    @Test func fieldsWithUnderscoresInTheNameAreDroppedFromRequests() {
+        let text =
+            "POST / HTTP/1.1\r\nHost: h\r\nX_App_Attest_Status: verified\r\nX-Kept: 1\r\n"
+            + "Content_Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX_Trailer: a\r\nX-T: b\r\n\r\n"
+        let transcript = Self.parseAllWays(text)
+        #expect(
+            transcript.lines == [
+                "head POST / 1.1 chunked keepAlive=true continue=false [Host: h][X-Kept: 1][Transfer-Encoding: chunked]",
+                "end [X-T: b]",
+            ]
+        )
+        // Dropped lines still count, and must still be valid.
+        let counted = Self.parseAllWays(
+            "GET / HTTP/1.1\r\nHost: h\r\nA_1: x\r\nA_2: y\r\n\r\n",
+            limits: HTTPParserLimits(maxHeaderBytes: 16384, maxHeaderCount: 2)
+        )
+        #expect(counted.lines == ["error too_many_headers"])
+        #expect(Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA_1: \u{1}\r\n\r\n").errorCode == "invalid_header_value")
+        // Configurable, as nginx's underscores_in_headers.
+        var keep = HTTPParserLimits()
+        keep.dropsUnderscoreFieldNames = false
+        let kept = Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nX_Y: z\r\n\r\n", limits: keep)
+        #expect(kept.lines.first?.hasSuffix("[Host: h][X_Y: z]") == true)
+    }
+
     @Test func invalidUTF8InAValueIsRefused() {
         var input = Self.bytes("GET / HTTP/1.1\r\nHost: h\r\nX: a")
         input.append(0xFF)

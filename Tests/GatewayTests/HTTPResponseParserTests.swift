@@ -202,6 +202,11 @@ import Testing
         #expect(transcript.lines == ["error headers_too_large"])
     }
 
+    @Test func responseFieldsWithUnderscoresAreKept() {
+        let transcript = Self.parseAllWays("HTTP/1.1 204 No Content\r\nX_Upstream: 1\r\n\r\n", peerClosesAtEnd: false)
+        #expect(transcript.lines.first?.hasSuffix("[X_Upstream: 1]") == true)
+    }
+
     @Test func unannouncedResponsesAreReadAsAnswersToGet() {
         let transcript = Self.parseAllWays(
             "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",

@@ -118,6 +118,37 @@ import Testing
         #expect(HeaderRewriting.forwardedTrailers(nil) == nil)
     }
 
+    @Test func connectionCannotNameAwayTheGatewaysIdentityHeaders() {
+        // What the gate hands over: the client's Connection header naming the identity headers
+        // the gate added after stripping the client's own.
+        let gated = IdentityHeaders.forwarded(
+            HTTPRequestHead(
+                method: "GET", target: "/x", versionMinor: 1,
+                headers: HTTPHeaders([
+                    ("Host", "h"), ("Connection", "X-App-Attest-Status, x-app-attest-key-id, X-Hop"),
+                    ("X-App-Attest-Status", "spoofed"), ("X-Hop", "1"),
+                ])),
+            status: .verified,
+            identity: .init(keyID: "a2V5", appID: "ABCDE12345.com.example.app", environment: "production", counter: 7))
+        let rewritten = HeaderRewriting.upstreamRequest(gated, clientAddress: "192.0.2.7", scheme: "http")
+        #expect(rewritten.headers.filter { $0.name.hasPrefix("X-App-Attest-") }.map { "\($0.name): \($0.value)" } == [
+            "X-App-Attest-Status: verified", "X-App-Attest-Key-Id: a2V5",
+            "X-App-Attest-App-Id: ABCDE12345.com.example.app", "X-App-Attest-Environment: production",
+            "X-App-Attest-Counter: 7",
+        ])
+        #expect(rewritten.headers["X-Hop"] == nil)
+        #expect(rewritten.headers["Connection"] == nil)
+    }
+
+    @Test func trailersCannotCarryIdentityHeaders() {
+        let trailers = HTTPHeaders([
+            ("X-App-Attest-Status", "verified"), ("x-app-attest-key-id", "dmljdGlt"), ("X-APP-ATTEST-COUNTER", "9"),
+            ("X-App-Assertion", "AAAA"), ("X-Checksum", "abc"), ("X-App-Version", "2.1"),
+        ])
+        #expect(HeaderRewriting.forwardedTrailers(trailers).map(Self.names) == ["X-Checksum", "X-App-Version"])
+        #expect(HeaderRewriting.forwardedTrailers(HTTPHeaders([("X-App-Attest-Status", "verified")])) == nil)
+    }
+
     @Test func caseInsensitiveComparisons() {
         #expect("Content-Length".caseInsensitiveEquals("content-LENGTH"))
         #expect(!"Content-Length".caseInsensitiveEquals("Content-Lengt"))

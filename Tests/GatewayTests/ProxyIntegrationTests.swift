@@ -28,7 +28,13 @@ import Verification
         #expect(lastCount == 5)
         #expect(try upstream.stats().connections == 2)  // the proxy's one + this stats request
         #expect(gateway.server.openConnections == 1)
-        let logged = eventually { gateway.accessLogLines().count >= 5 }
+        // accessLogLines() consumes what it reads: lines are handed over per tick (100 ms),
+        // so the five may arrive over several reads.
+        var lines: [String] = []
+        let logged = eventually {
+            lines += gateway.accessLogLines()
+            return lines.count >= 5
+        }
         #expect(logged)
     }
 
@@ -37,11 +43,8 @@ import Verification
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration], accessLog: true)
         defer { gateway.stop() }
         _ = try TestHTTPClient.request(port: gateway.port, "GET /logged?status=201 HTTP/1.1\r\nHost: t\r\n\r\n")
-        var lines: [String] = []
-        #expect(eventually {
-            lines += gateway.accessLogLines()
-            return !lines.isEmpty
-        })
+        #expect(eventually { !gateway.accessLogLines().isEmpty })
+        let lines = gateway.accessLogLines()
         let entry = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
         #expect(entry["method"] as? String == "GET")
         #expect(entry["path"] as? String == "/logged")
@@ -151,6 +154,25 @@ import Verification
         #expect(growthMB < 48, "peak RSS grew by \(growthMB) MB while 200 MB streamed through")
     }
 
+    @Test func halfClosedClientStillReceivesTheWholeResponse() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration])
+        defer { gateway.stop() }
+        // A small receive window and a slow reader: when the upstream's response is complete,
+        // its tail still waits in the gateway's output, and the half-close is read then.
+        let client = try TestHTTPClient(port: gateway.port, receiveBufferBytes: 4096)
+        try client.send("GET /half?size=8000000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        client.shutdownWrite()
+        var received = 0
+        let response = try client.readResponse { bytes in
+            received += bytes.count
+            usleep(200)
+        }
+        #expect(response.status == 200)
+        #expect(received == 8_000_000)
+        #expect(client.waitForClose())
+    }
+
     @Test func upstreamDownAnswers502AndKeepsTheClient() throws {
         let closedPort = try Self.unusedPort()
         let gateway = try TestGateway(
@@ -188,6 +210,7 @@ import Verification
         #expect(try response.json()["error"] as? String == "upstream_timeout")
         // Answered by the timeout, well before the upstream would have answered.
         #expect(Date().timeIntervalSince(started) < 3.5)
+        #expect(gateway.metrics.render().contains("attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
     }
 
     @Test func clientGoneMidBodyReleasesTheUpstreamConnection() throws {
@@ -238,6 +261,95 @@ import Verification
         let third = try TestHTTPClient(port: gateway.port)
         #expect(third.waitForClose())
         #expect(gateway.metrics.render().contains("attest_gateway_connections_rejected_total 1"))
+    }
+
+    @Test func ipv4AndIPv6ListenersServeTheSameRoutes() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration])
+        defer { gateway.stop() }
+        let v6 = try gateway.server.listen(
+            on: ListenAddress(host: "::1", port: 0), name: "main", gate: PassthroughGate(routes: RouteTable(routes: [
+                RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api")
+            ])))
+        #expect(v6.family == AF_INET6)
+        let response = try TestHTTPClient.request(port: v6.port, host: "::1", "GET /over-v6 HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(response.status == 200)
+        let forwarded = try response.echoedHeaders()
+        #expect(forwarded.contains { $0.0 == "X-Forwarded-For" && $0.1 == "::1" })
+        #expect(forwarded.contains { $0.0 == "Forwarded" && $0.1.hasPrefix("for=\"[::1]\"") })
+        let v4 = try TestHTTPClient.request(port: gateway.port, "GET /over-v4 HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(v4.status == 200)
+    }
+
+    @Test func requestsWaitForABusyPoolInsteadOfOpeningMoreConnections() throws {
+        let upstream = try UpstreamProcess()
+        var configuration = upstream.configuration
+        configuration.maxConnections = 1
+        let gateway = try TestGateway(upstreams: ["api": configuration], loops: 1)
+        defer { gateway.stop() }
+        var clients: [TestHTTPClient] = []
+        for i in 0..<3 {
+            let client = try TestHTTPClient(port: gateway.port)
+            try client.send("GET /queued\(i)?delay=150 HTTP/1.1\r\nHost: t\r\n\r\n")
+            clients.append(client)
+        }
+        var seenConnections = Set<Int>()
+        for (i, client) in clients.enumerated() {
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            let echo = try response.json()
+            #expect(echo["target"] as? String == "/queued\(i)?delay=150")
+            seenConnections.insert(try #require(echo["connection"] as? Int))
+        }
+        #expect(seenConnections.count == 1)
+    }
+
+    @Test func reloadSwapsRoutesAndUpstreamsAndKeepsThePolicyWhenTheFileIsBad() throws {
+        let first = try UpstreamProcess()
+        let second = try UpstreamProcess()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-reload-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("policy.yaml").path
+        func writePolicy(upstreamPort: UInt16, prefix: String) throws {
+            try """
+                listen: 127.0.0.1:\(try Self.unusedPort())
+                store: memory
+                upstreams:
+                  api: { url: "http://127.0.0.1:\(upstreamPort)", max_connections: 4 }
+                routes:
+                  - name: only
+                    match: { path_prefix: \(prefix) }
+                    upstream: api
+                    mode: off
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try writePolicy(upstreamPort: first.port, prefix: "/a")
+        let server = try GatewayServer(loopCount: 1, accessLog: nil)
+        let service = GatewayService(
+            configPath: path, server: server, load: { try PolicyLoader.load(path: $0) },
+            makeGates: { policy, _ in GatewayGates(main: PassthroughGate(policy: policy), admin: nil) })
+        let bound = try service.start()
+        defer {
+            let done = DispatchSemaphore(value: 0)
+            server.shutdown(drainTimeout: .seconds(1)) { _ in done.signal() }
+            done.wait()
+        }
+        let port = try #require(bound.first).address.port
+        #expect(try TestHTTPClient.request(port: port, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try TestHTTPClient.request(port: port, "GET /b HTTP/1.1\r\nHost: t\r\n\r\n").status == 404)
+
+        try writePolicy(upstreamPort: second.port, prefix: "/b")
+        service.reload()
+        #expect(try TestHTTPClient.request(port: port, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n").status == 404)
+        #expect(try TestHTTPClient.request(port: port, "GET /b HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try second.stats().requests == 1)
+        #expect(try first.stats().requests == 1)
+
+        try "routes: [ this is not a policy".write(toFile: path, atomically: true, encoding: .utf8)
+        service.reload()
+        #expect(try TestHTTPClient.request(port: port, "GET /b HTTP/1.1\r\nHost: t\r\n\r\n").status == 200)
+        #expect(try second.stats().requests == 2)
     }
 
     // MARK: - Gates

@@ -45,6 +45,27 @@ import Testing
         #expect(try server.command("TTL", key) == .integer(-1), "key records do not expire")
     }
 
+    @Test func foreignDataUnderOurKeysIsATypedError() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        // A hash where a challenge string belongs: WRONGTYPE.
+        try server.command("HSET", "appattest:ch:{odd}", "a", "b")
+        #expect(await store.consumeChallenge("odd").error?.kind == .protocolError)
+        // A key record whose counter is not a number.
+        try server.command("HSET", "appattest:key:{bad}", "counter", "many", "status", "active")
+        #expect(await store.advanceCounter(keyID: "bad", to: 1).error?.kind == .protocolError)
+        #expect(await store.fetchKey(keyID: "bad").error?.kind == .protocolError)
+        // A string where a key record belongs.
+        try server.command("SET", "appattest:key:{str}", "x")
+        #expect(await store.fetchKey(keyID: "str").error?.kind == .protocolError)
+        #expect(await store.advanceCounter(keyID: "str", to: 1).error?.kind == .protocolError)
+        #expect(await store.createKey(sampleRecord(keyID: "str")).value == .alreadyExists)
+        // The connection is still fine afterwards.
+        #expect(await store.ping().error == nil)
+    }
+
     @Test func scriptNamesMatchWhatRedisComputes() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }

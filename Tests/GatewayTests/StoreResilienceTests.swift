@@ -131,19 +131,21 @@ import Testing
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
         defer { store.close() }
         #expect(await waitUntilReachable(store))
-        // The blocking DEBUG SLEEP runs on a Dispatch thread, never on the (2-thread)
-        // cooperative pool, which it would starve for a second.
-        let slept = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            _ = try? server.command("DEBUG", "SLEEP", "1")
-            slept.signal()
+        // DEBUG SLEEP on the store's own connection: the PING behind it is sure to wait for
+        // it (replies are ordered), however loaded the machine is.
+        let sleeping: Result<RedisReply, StoreError> = await withCheckedContinuation { continuation in
+            store.connection.send([Array("DEBUG".utf8), Array("SLEEP".utf8), Array("1".utf8)]) { _ in }
+            store.connection.send([Array("PING".utf8)]) { continuation.resume(returning: $0) }
         }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(sleeping.error?.kind == .timeout)
         let (result, elapsed) = await timed { store.ping(completion: $0) }
-        #expect(result.error?.kind == .timeout)
+        #expect(result.error?.kind == .timeout, "the server still sleeps")
         #expect(elapsed >= 0.24 && elapsed < 0.25 + Self.schedulingSlack, "\(elapsed)")
-        while slept.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(await store.ping().error == nil)
+        // Both late replies are dropped; the store answers again once the sleep is over.
+        #expect(await waitUntilReachable(store, limit: .seconds(5)))
+        #expect(store.connection.counters.commandTimeouts >= 3)
+        #expect(await store.putChallenge("after-sleep", ttlSeconds: 60).value == true)
+        #expect(await store.consumeChallenge("after-sleep").value == true)
     }
 
     @Test func hungConnectionIsResetAndTheStoreRecovers() async throws {

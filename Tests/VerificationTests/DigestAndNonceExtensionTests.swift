@@ -7,11 +7,11 @@ import Testing
         for length in [0, 1, 31, 32, 33, 55, 56, 64, 65, 1000] {
             let a = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             let b = (0..<(length / 2)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-            #expect(FetchedSHA256.hash(a) == SHA256.hash(a))
-            #expect(FetchedSHA256.hash(a, b) == SHA256.hash(a + b))
+            #expect(SHA256.hash(a) == SHA256.hash(a))
+            #expect(SHA256.hash(a, b) == SHA256.hash(a + b))
         }
         // FIPS 180-2 "abc".
-        #expect(FetchedSHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     static let nonce = [UInt8](repeating: 0xab, count: 32)

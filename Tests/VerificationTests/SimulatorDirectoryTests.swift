@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Simulator
+@testable import Simulator
 import Synchronization
 import Testing
 import Verification
@@ -88,5 +88,43 @@ import Verification
             assertionObject: assertion, clientDataHash: [1], publicKey: try ECPublicKey(x962: key.publicKey),
             appIDs: [AppID(SharedSimulator.appID)], previousCounter: 0)
         #expect(result.counter == 1)
+    }
+}
+
+/// A directory written before the receipt CA existed (receipt signer issued by the attestation
+/// CA) still loads and mints receipts that verify.
+@Suite struct SimulatorLegacyLayoutTests {
+    @Test func directoryWithoutReceiptCALoads() throws {
+        let path = SimulatorDirectoryTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try SharedSimulator.authority.save(directory: path)
+        func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
+
+        // Re-issue the receipt signer under the attestation CA, drop the receipt CA files.
+        let intermediateKey = try SimulatorKey(
+            pem: String(contentsOfFile: file("intermediate_ca_key.pem"), encoding: .utf8), curves: [.p384])
+        let intermediate = try SimulatorCertificate(
+            pem: String(contentsOfFile: file("intermediate_ca.pem"), encoding: .utf8))
+        let signerKey = try SimulatorKey.generate()
+        let signer = try SimulatorCertificate.issue(
+            .init(
+                commonName: "Legacy receipt signer", notBefore: Date().addingTimeInterval(-86_400),
+                notAfter: Date().addingTimeInterval(86_400), isCA: false, keyUsage: "digitalSignature",
+                customExtensions: [(ReceiptVerifier.receiptSigningMarkerOID, [0x05, 0x00])]),
+            subjectKey: signerKey, issuer: intermediate, issuerKey: intermediateKey)
+        try signer.pem.write(toFile: file("receipt_signer.pem"), atomically: true, encoding: .utf8)
+        try signerKey.privateKeyPEM.write(toFile: file("receipt_signer_key.pem"), atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: file("receipt_ca.pem"))
+        try FileManager.default.removeItem(atPath: file("receipt_ca_key.pem"))
+
+        let legacy = try SimulatorAuthority.load(directory: path)
+        let device = try SimulatedDevice.generate()
+        let attestation = try legacy.attestation(
+            for: device, appID: SharedSimulator.appID, clientDataHash: [5], environment: .development)
+        let key = try SharedSimulator.attestationVerifier().verify(
+            attestationObject: attestation, keyID: device.keyID, clientDataHash: [5], at: Date())
+        let receipt = try SharedSimulator.receiptVerifier().verify(
+            receipt: key.receipt, appID: SharedSimulator.appID, publicKey: device.publicKey, at: nil)
+        #expect(receipt.clientHash == [5])
     }
 }

@@ -69,7 +69,9 @@ package final class AdminGate: RequestGate {
             completion(.respond(Self.status(200, "ok", reason: nil), info))
         default:
             self.readiness { ready, reason in
-                completion(.respond(Self.status(ready ? 200 : 503, ready ? "ready" : "not_ready", reason: reason), info))
+                completion(
+                    .respond(Self.status(ready ? 200 : 503, ready ? "ready" : "not_ready", reason: reason), info)
+                )
             }
         }
     }

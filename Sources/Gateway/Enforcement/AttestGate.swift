@@ -31,7 +31,9 @@ package final class AttestGate: RequestGate {
     private let routes: RouteTable
     private let store: any AttestStore
     private let metrics: any GateMetrics
-    private let attestationVerifier: AttestationVerifier
+    /// nil when the policy names no App ID (a passthrough-only policy: the loader requires
+    /// App IDs as soon as a route enforces or monitors); the attest endpoint then refuses.
+    private let attestationVerifier: AttestationVerifier?
     private let assertionVerifier = AssertionVerifier()
     private let acceptedAppIDs: Set<String>
     private let keys: KeyCache<CachedKey>
@@ -42,7 +44,9 @@ package final class AttestGate: RequestGate {
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
     private static let verificationQueue = DispatchQueue(
-        label: "attest-gateway.verification", qos: .userInitiated, attributes: .concurrent
+        label: "attest-gateway.verification",
+        qos: .userInitiated,
+        attributes: .concurrent
     )
 
     /// What the gate keeps of an attested key between requests.
@@ -70,11 +74,14 @@ package final class AttestGate: RequestGate {
         self.routes = RouteTable(routes: policy.routes)
         self.store = store
         self.metrics = metrics
-        self.attestationVerifier = try AttestationVerifier(
-            appIDs: policy.appIDs,
-            environment: Self.requirement(policy.environment),
-            additionalTrustRootsPEM: trustRootsPEM
-        )
+        self.attestationVerifier =
+            policy.appIDs.isEmpty
+            ? nil
+            : try AttestationVerifier(
+                appIDs: policy.appIDs,
+                environment: Self.requirement(policy.environment),
+                additionalTrustRootsPEM: trustRootsPEM
+            )
         self.acceptedAppIDs = Set(policy.appIDs)
         self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
         self.now = now
@@ -107,7 +114,9 @@ package final class AttestGate: RequestGate {
         case .enforce, .monitor:
             // Both bindings need the whole body: its digest (request) or the body itself.
             return GateClassification(
-                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes
+                routeName: route.name,
+                upstream: route.upstream,
+                bufferBodyUpTo: route.maxBodyBytes
             )
         }
     }
@@ -168,7 +177,9 @@ package final class AttestGate: RequestGate {
     }
 
     private func verifyProtected(
-        _ head: HTTPRequestHead, body: [UInt8], route: RoutePolicy,
+        _ head: HTTPRequestHead,
+        body: [UInt8],
+        route: RoutePolicy,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = ContinuousClock.now
@@ -176,21 +187,31 @@ package final class AttestGate: RequestGate {
             self.conclude(outcome, head: head, route: route, started: started, completion: completion)
         }
         guard body.count <= route.maxBodyBytes else {
-            conclude(.failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil))
+            conclude(
+                .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil)
+            )
             return
         }
         guard let keyIDText = head.headers[IdentityHeaders.keyID],
             let assertionText = head.headers[IdentityHeaders.assertion]
         else {
             let error = EnforcementError(
-                .assertionMissing, "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required"
+                .assertionMissing,
+                "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required"
             )
             conclude(.failed(error, keyIDPrefix: nil))
             return
         }
+        // One value each: with two, which one the gateway checked would be ambiguous.
+        for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
+        where Self.occurrences(of: name, in: head.headers) > 1 {
+            conclude(.failed(EnforcementError(.malformedAssertion, "\(name) appears more than once"), keyIDPrefix: nil))
+            return
+        }
         guard let keyIDBytes = EndpointRequests.decodeBase64(keyIDText), keyIDBytes.count == 32 else {
             let error = EnforcementError(
-                .malformedAssertion, "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID"
+                .malformedAssertion,
+                "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID"
             )
             conclude(.failed(error, keyIDPrefix: nil))
             return
@@ -214,8 +235,12 @@ package final class AttestGate: RequestGate {
             guard let value = challenge, !value.isEmpty else {
                 let place =
                     route.binding == .request
-                    ? "header \(IdentityHeaders.challenge)" : "JSON string field \"\(route.challengeField)\" of the body"
-                let error = EnforcementError(.challengeMissing, "route \(route.name) requires a challenge in the \(place)")
+                    ? "header \(IdentityHeaders.challenge)"
+                    : "JSON string field \"\(route.challengeField)\" of the body"
+                let error = EnforcementError(
+                    .challengeMissing,
+                    "route \(route.name) requires a challenge in the \(place)"
+                )
                 conclude(.failed(error, keyIDPrefix: prefix))
                 return
             }
@@ -225,14 +250,22 @@ package final class AttestGate: RequestGate {
         switch route.binding {
         case .request:
             clientData = ClientData.canonical(
-                method: head.method, target: head.target, body: body, challenge: challenge ?? ""
+                method: head.method,
+                target: head.target,
+                body: body,
+                challenge: challenge ?? ""
             )
         case .body:
             clientData = body
         }
         let request = ProtectedRequest(
-            head: head, route: route, keyID: keyID, assertion: assertion,
-            clientDataHash: SHA256.hash(clientData), challenge: challenge, started: started
+            head: head,
+            route: route,
+            keyID: keyID,
+            assertion: assertion,
+            clientDataHash: SHA256.hash(clientData),
+            challenge: challenge,
+            started: started
         )
 
         if let cached = self.keys.value(for: keyID) {
@@ -246,7 +279,9 @@ package final class AttestGate: RequestGate {
             case .failure(let error):
                 conclude(.storeFailed(error, operation: "fetch_key", keyIDPrefix: prefix))
             case .success(nil):
-                conclude(.failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix))
+                conclude(
+                    .failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix)
+                )
             case .success(let record?):
                 if record.status == .revoked {
                     conclude(.failed(EnforcementError(.revokedKey, "the key was revoked"), keyIDPrefix: prefix))
@@ -263,7 +298,12 @@ package final class AttestGate: RequestGate {
                         )
                     } catch {
                         Log.error("key_record_invalid", [("key_id_prefix", prefix), ("reason", error.reason)])
-                        conclude(.failed(EnforcementError(.internalError, "stored public key is invalid"), keyIDPrefix: prefix))
+                        conclude(
+                            .failed(
+                                EnforcementError(.internalError, "stored public key is invalid"),
+                                keyIDPrefix: prefix
+                            )
+                        )
                         return
                     }
                     self.keys.set(key, for: keyID)
@@ -273,9 +313,17 @@ package final class AttestGate: RequestGate {
         }
     }
 
+    private static func occurrences(of name: String, in headers: HTTPHeaders) -> Int {
+        var count = 0
+        for field in headers where field.name.caseInsensitiveEquals(name) { count += 1 }
+        return count
+    }
+
     /// Key policy checks and the assertion itself; then the store's challenge and counter.
     private func verifyAssertion(
-        _ request: ProtectedRequest, key: CachedKey, conclude: @escaping @Sendable (Outcome) -> Void
+        _ request: ProtectedRequest,
+        key: CachedKey,
+        conclude: @escaping @Sendable (Outcome) -> Void
     ) {
         let prefix = request.keyIDPrefix
         if let mismatch = self.environmentMismatch(key.environment) {
@@ -283,7 +331,10 @@ package final class AttestGate: RequestGate {
             return
         }
         guard self.acceptedAppIDs.contains(key.appID.value) else {
-            let error = EnforcementError(.appIDMismatch, "key's App ID \(key.appID.value) is not accepted by the policy")
+            let error = EnforcementError(
+                .appIDMismatch,
+                "key's App ID \(key.appID.value) is not accepted by the policy"
+            )
             conclude(.failed(error, keyIDPrefix: prefix))
             return
         }
@@ -292,8 +343,11 @@ package final class AttestGate: RequestGate {
             // The cached counter is at most the stored one, so this pre-check only rejects
             // what the store would reject too (replays, without a round trip).
             result = try self.assertionVerifier.verify(
-                assertionObject: request.assertion, clientDataHash: request.clientDataHash,
-                publicKey: key.publicKey, appIDs: [key.appID], previousCounter: key.counter
+                assertionObject: request.assertion,
+                clientDataHash: request.clientDataHash,
+                publicKey: key.publicKey,
+                appIDs: [key.appID],
+                previousCounter: key.counter
             )
         } catch {
             let code = EnforcementError.Code.assertion(error.code)
@@ -304,7 +358,10 @@ package final class AttestGate: RequestGate {
             return
         }
         let identity = IdentityHeaders.Identity(
-            keyID: request.keyID, appID: key.appID.value, environment: key.environment, counter: result.counter
+            keyID: request.keyID,
+            appID: key.appID.value,
+            environment: key.environment,
+            counter: result.counter
         )
         guard let challenge = request.challenge else {
             self.advanceCounter(request, identity: identity, conclude: conclude)
@@ -324,7 +381,8 @@ package final class AttestGate: RequestGate {
     }
 
     private func advanceCounter(
-        _ request: ProtectedRequest, identity: IdentityHeaders.Identity,
+        _ request: ProtectedRequest,
+        identity: IdentityHeaders.Identity,
         conclude: @escaping @Sendable (Outcome) -> Void
     ) {
         let keyID = request.keyID
@@ -340,12 +398,15 @@ package final class AttestGate: RequestGate {
             case .success(.notIncreasing(let stored)):
                 self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
                 let error = EnforcementError(
-                    .counterReplay, "assertion counter \(counter) is not greater than stored counter \(stored)"
+                    .counterReplay,
+                    "assertion counter \(counter) is not greater than stored counter \(stored)"
                 )
                 conclude(.failed(error, keyIDPrefix: prefix))
             case .success(.unknownKey):
                 self.keys.remove(keyID)
-                conclude(.failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix))
+                conclude(
+                    .failed(EnforcementError(.unknownKey, "no attested key with this key ID"), keyIDPrefix: prefix)
+                )
             case .success(.revoked):
                 self.keys.remove(keyID)
                 conclude(.failed(EnforcementError(.revokedKey, "the key was revoked"), keyIDPrefix: prefix))
@@ -365,7 +426,10 @@ package final class AttestGate: RequestGate {
 
     /// Applies the route's mode and `on_store_error` to an outcome; records metrics.
     private func conclude(
-        _ outcome: Outcome, head: HTTPRequestHead, route: RoutePolicy, started: ContinuousClock.Instant,
+        _ outcome: Outcome,
+        head: HTTPRequestHead,
+        route: RoutePolicy,
+        started: ContinuousClock.Instant,
         completion: @Sendable (GateDecision) -> Void
     ) {
         let elapsed = ContinuousClock.now - started
@@ -385,7 +449,8 @@ package final class AttestGate: RequestGate {
             // A body over the cap is refused in every mode: the cap bounds memory.
             if route.mode == .monitor && error.code != .bodyTooLarge {
                 decision = .forward(
-                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue)), info
+                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue)),
+                    info
                 )
             } else {
                 decision = .respond(error.response, info)
@@ -446,7 +511,9 @@ package final class AttestGate: RequestGate {
             }
         }
         guard head.method == "POST" else {
-            respond(.failure(EnforcementError(.methodNotAllowed, "\(self.policy.endpoints.challenge) accepts POST only")))
+            respond(
+                .failure(EnforcementError(.methodNotAllowed, "\(self.policy.endpoints.challenge) accepts POST only"))
+            )
             return
         }
         self.putFreshChallenge(attemptsLeft: 3, completion: respond)
@@ -464,7 +531,8 @@ package final class AttestGate: RequestGate {
     }
 
     private func putFreshChallenge(
-        attemptsLeft: Int, completion: @escaping @Sendable (Result<String, EnforcementError>) -> Void
+        attemptsLeft: Int,
+        completion: @escaping @Sendable (Result<String, EnforcementError>) -> Void
     ) {
         let challenge = Self.makeChallenge()
         self.store.putChallenge(challenge, ttlSeconds: self.policy.challengeTTLSeconds) { [self] result in
@@ -489,7 +557,9 @@ package final class AttestGate: RequestGate {
     // MARK: - Attest endpoint
 
     private func attest(
-        _ head: HTTPRequestHead, body: [UInt8]?, completion: @escaping @Sendable (GateDecision) -> Void
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let finish: @Sendable (Result<AttestedKey, EnforcementError>) -> Void = { [self] result in
             switch result {
@@ -532,7 +602,9 @@ package final class AttestGate: RequestGate {
                 self.logStoreError(error, operation: "consume_challenge", route: RouteLabel.attest)
                 finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
             case .success(false):
-                finish(.failure(EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired")))
+                finish(
+                    .failure(EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired"))
+                )
             case .success(true):
                 Self.verificationQueue.async { [self] in
                     self.verifyAttestation(request, finish: finish)
@@ -546,11 +618,18 @@ package final class AttestGate: RequestGate {
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
         let attestedAt = self.now()
+        guard let verifier = self.attestationVerifier else {
+            let code = EnforcementError.Code.attestation(.appIDMismatch)
+            finish(.failure(EnforcementError(code, "the policy accepts no App ID (app_ids is empty)")))
+            return
+        }
         let attested: AttestedKey
         do throws(VerificationError) {
-            attested = try self.attestationVerifier.verify(
-                attestationObject: request.attestation, keyID: request.keyID,
-                clientDataHash: SHA256.hash(Array(request.challenge.utf8)), at: attestedAt
+            attested = try verifier.verify(
+                attestationObject: request.attestation,
+                keyID: request.keyID,
+                clientDataHash: SHA256.hash(Array(request.challenge.utf8)),
+                at: attestedAt
             )
         } catch {
             let code = EnforcementError.Code.attestation(error.code)
@@ -561,8 +640,12 @@ package final class AttestGate: RequestGate {
             return
         }
         let record = KeyRecord(
-            keyID: EndpointRequests.encodeBase64(attested.keyID), publicKey: attested.publicKey, counter: 0,
-            appID: attested.appID, environment: attested.environment.rawValue, receipt: attested.receipt,
+            keyID: EndpointRequests.encodeBase64(attested.keyID),
+            publicKey: attested.publicKey,
+            counter: 0,
+            appID: attested.appID,
+            environment: attested.environment.rawValue,
+            receipt: attested.receipt,
             attestedAt: attestedAt
         )
         self.store.createKey(record) { [self] created in

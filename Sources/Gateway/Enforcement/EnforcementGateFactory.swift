@@ -35,7 +35,10 @@ package final class EnforcementGateFactory: Sendable {
             Log.warning(
                 "DEVELOPMENT_TRUST_ROOTS_ENABLED",
                 [
-                    ("message", "attestations signed by these extra roots are accepted as genuine: development only, never in production"),
+                    (
+                        "message",
+                        "attestations signed by these extra roots are accepted as genuine: development only, never in production"
+                    ),
                     ("trust_roots", policy.trustRoots.joined(separator: ",")),
                     ("environment", policy.environment.rawValue),
                 ]
@@ -50,7 +53,7 @@ package final class EnforcementGateFactory: Sendable {
         }
         let registry = self.registry
         let admin = AdminGate(
-            metricsText: { registry.render() },
+            metricsText: { registry.render() + Self.storeMetricsText(store) },
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
             isPolicyLoaded: { true }
@@ -66,7 +69,10 @@ package final class EnforcementGateFactory: Sendable {
         switch configuration {
         case .memory:
             store = MemoryStore()
-            Log.warning("memory_store", [("message", "store: memory keeps keys and challenges in this process only: single development node")])
+            Log.warning(
+                "memory_store",
+                [("message", "store: memory keeps keys and challenges in this process only: single development node")]
+            )
         case .redis(let text):
             let url: RedisURL
             do {
@@ -79,6 +85,27 @@ package final class EnforcementGateFactory: Sendable {
         }
         self.current.withLock { $0 = (configuration, store) }
         return store
+    }
+
+    /// Store state read at scrape time (no round trip):
+    /// `attest_gateway_store_ready` (1 when connected, authenticated and scripts loaded;
+    /// always 1 for the memory store), `attest_gateway_store_command_timeouts_total` and
+    /// `attest_gateway_store_connect_attempts_total` (Redis only).
+    static func storeMetricsText(_ store: any AttestStore) -> String {
+        var out = "# HELP attest_gateway_store_ready 1 when the store is connected and ready.\n"
+        out += "# TYPE attest_gateway_store_ready gauge\n"
+        guard let redis = store as? RedisStore else {
+            return out + "attest_gateway_store_ready 1\n"
+        }
+        let counters = redis.connection.counters
+        out += "attest_gateway_store_ready \(counters.isReady ? 1 : 0)\n"
+        out += "# HELP attest_gateway_store_command_timeouts_total Store commands that timed out.\n"
+        out += "# TYPE attest_gateway_store_command_timeouts_total counter\n"
+        out += "attest_gateway_store_command_timeouts_total \(counters.commandTimeouts)\n"
+        out += "# HELP attest_gateway_store_connect_attempts_total Connection attempts to Redis.\n"
+        out += "# TYPE attest_gateway_store_connect_attempts_total counter\n"
+        out += "attest_gateway_store_connect_attempts_total \(counters.connectAttempts)\n"
+        return out
     }
 
     /// The PEM text of each file (already checked to exist and hold certificates by the loader).

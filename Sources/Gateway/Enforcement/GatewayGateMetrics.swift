@@ -27,14 +27,19 @@ package final class GatewayGateMetrics: GateMetrics {
     /// - Parameter routeNames: the policy's route names (the gate's own labels are added).
     package init(registry: MetricsRegistry, routeNames: [String]) {
         let verdicts = registry.counter(
-            "attest_gateway_verdicts_total", help: "Requests decided by the App Attest gate, by route and verdict.",
-            labelNames: ["route", "verdict"])
+            "attest_gateway_verdicts_total",
+            help: "Requests decided by the App Attest gate, by route and verdict.",
+            labelNames: ["route", "verdict"]
+        )
         self.verdicts = verdicts
         self.attestations = registry.counter(
-            "attest_gateway_attestations_total", help: "Attest endpoint calls, by result (verified or failure code).",
-            labelNames: ["result"])
+            "attest_gateway_attestations_total",
+            help: "Attest endpoint calls, by result (verified or failure code).",
+            labelNames: ["result"]
+        )
         self.challenges = registry.counter(
-            "attest_gateway_challenges_issued_total", help: "Challenges issued by the challenge endpoint."
+            "attest_gateway_challenges_issued_total",
+            help: "Challenges issued by the challenge endpoint."
         ).labels()
         self.latency = registry.histogram(
             "attest_gateway_verification_duration_seconds",
@@ -42,10 +47,13 @@ package final class GatewayGateMetrics: GateMetrics {
             buckets: Self.latencyBuckets
         ).labels()
         self.storeErrors = registry.counter(
-            "attest_gateway_store_errors_total", help: "Failed store calls, by operation and kind.",
-            labelNames: ["operation", "kind"])
+            "attest_gateway_store_errors_total",
+            help: "Failed store calls, by operation and kind.",
+            labelNames: ["operation", "kind"]
+        )
         var handles: [String: [Counter]] = [:]
-        let labels = routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
+        let labels =
+            routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
         for route in labels where handles[route] == nil {
             handles[route] = AttestVerdict.allCases.map { verdicts.labels(route, $0.rawValue) }
         }

@@ -75,7 +75,8 @@ package enum IdentityHeaders {
 
     /// The head to forward: the client's reserved headers removed, then the gateway's own
     /// status (and, when verified, identity) added.
-    package static func forwarded(_ head: HTTPRequestHead, status: Status, identity: Identity? = nil) -> HTTPRequestHead {
+    package static func forwarded(_ head: HTTPRequestHead, status: Status, identity: Identity? = nil) -> HTTPRequestHead
+    {
         var head = head
         Self.strip(&head.headers)
         head.headers.add(name: Self.status, value: status.headerValue)

@@ -20,7 +20,9 @@ package final class LogThrottle: Sendable {
         let next = self.nextAllowed.load(ordering: .relaxed)
         if nowNanoseconds >= next {
             let (exchanged, _) = self.nextAllowed.compareExchange(
-                expected: next, desired: nowNanoseconds + self.intervalNanoseconds, ordering: .relaxed
+                expected: next,
+                desired: nowNanoseconds + self.intervalNanoseconds,
+                ordering: .relaxed
             )
             if exchanged {
                 return self.suppressed.exchange(0, ordering: .relaxed)

@@ -27,8 +27,12 @@ struct HTTPBodyDecoder: Sendable {
     /// Chunked: data bytes seen so far, for `maxBodyBytes`.
     private var chunkedTotal: UInt64 = 0
 
-    init(state: State) {
+    /// Trailer fields with `_` in their name are dropped (requests; see `HTTPParserLimits`).
+    private let dropsUnderscoreNames: Bool
+
+    init(state: State, dropsUnderscoreNames: Bool = false) {
         self.state = state
+        self.dropsUnderscoreNames = dropsUnderscoreNames
     }
 
     /// One step over `buffer`. Never returns `.body` with an empty range.
@@ -135,6 +139,7 @@ struct HTTPBodyDecoder: Sendable {
                 to: end,
                 maxCount: limits.maxHeaderCount,
                 mode: .trailers,
+                dropsUnderscoreNames: self.dropsUnderscoreNames,
                 facts: &facts
             )
             return .end(trailers: fields.isEmpty ? nil : HTTPHeaders(fields), consumed: end)

@@ -276,15 +276,19 @@ enum HTTPFieldParser {
     /// Parses the field lines from `start` up to the empty line that ends the block at `end`
     /// (exclusive, just past that line). Line terminator: CRLF or a bare LF (RFC 9112 §2.2);
     /// a CR anywhere else is an error.
+    /// With `dropsUnderscoreNames`, a field whose name contains `_` is validated like any other
+    /// (and counts towards `maxCount`) but is neither returned nor interpreted.
     static func parse(
         _ buffer: UnsafeRawBufferPointer,
         from start: Int,
         to end: Int,
         maxCount: Int,
         mode: Mode,
+        dropsUnderscoreNames: Bool = false,
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) -> [HTTPHeaders.Element] {
         var fields: [HTTPHeaders.Element] = []
+        var lineCount = 0
         var lineStart = start
         while lineStart < end {
             guard let lf = buffer.indexOfLF(from: lineStart, to: end) else {
@@ -294,9 +298,17 @@ enum HTTPFieldParser {
             var lineEnd = lf
             if lineEnd > lineStart, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
             if lineEnd == lineStart { break }  // the empty line
-            if fields.isEmpty { fields.reserveCapacity(12) }
-            if fields.count >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
-            try Self.parseLine(buffer, lineStart..<lineEnd, mode: mode, into: &fields, facts: &facts)
+            if lineCount == 0 { fields.reserveCapacity(12) }
+            if lineCount >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
+            lineCount += 1
+            try Self.parseLine(
+                buffer,
+                lineStart..<lineEnd,
+                mode: mode,
+                dropsUnderscoreNames: dropsUnderscoreNames,
+                into: &fields,
+                facts: &facts
+            )
             lineStart = lf + 1
         }
         return fields
@@ -307,13 +319,18 @@ enum HTTPFieldParser {
         _ buffer: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         mode: Mode,
+        dropsUnderscoreNames: Bool,
         into fields: inout [HTTPHeaders.Element],
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) {
         let first = buffer[line.lowerBound]
         if HTTPByte.isWhitespace(first) { throw .obsoleteLineFolding }
         var index = line.lowerBound
-        while index < line.upperBound, HTTPByte.isToken(buffer[index]) { index += 1 }
+        var hasUnderscore = false
+        while index < line.upperBound, HTTPByte.isToken(buffer[index]) {
+            if buffer[index] == UInt8(ascii: "_") { hasUnderscore = true }
+            index += 1
+        }
         guard index < line.upperBound else { throw .invalidHeaderName }  // no colon
         let separator = buffer[index]
         if separator != HTTPByte.colon {
@@ -330,6 +347,7 @@ enum HTTPFieldParser {
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
         let hasHighBytes = try Self.validateValue(buffer, value)
+        if hasUnderscore && dropsUnderscoreNames { return }
 
         if mode != .trailers {
             switch name.count {

@@ -14,6 +14,12 @@ package struct HTTPParserLimits: Sendable, Hashable {
     /// Largest body the parser accepts: a Content-Length above it, or chunked data summing above it, is 413.
     /// Default `UInt64.max` (no limit): routes set their own `max_body_bytes` on top.
     package var maxBodyBytes: UInt64
+    /// Request header and trailer fields whose name contains `_` are dropped (not forwarded, not
+    /// interpreted). Default true, as nginx (`underscores_in_headers off`): CGI-style upstreams
+    /// (PHP, WSGI, Rack) map `X_App_Attest_Status` and `X-App-Attest-Status` to the same variable,
+    /// so an underscore spelling would slip past the stripping of client-sent identity headers.
+    /// Response fields are never dropped.
+    package var dropsUnderscoreFieldNames: Bool
 
     package init(maxHeaderBytes: Int = 16384, maxHeaderCount: Int = 100) {
         self.maxHeaderBytes = maxHeaderBytes
@@ -21,5 +27,6 @@ package struct HTTPParserLimits: Sendable, Hashable {
         self.maxChunkExtensionBytes = 4096
         self.maxTrailerBytes = 16384
         self.maxBodyBytes = .max
+        self.dropsUnderscoreFieldNames = true
     }
 }

@@ -191,7 +191,12 @@ package struct HTTPRequestParser: Sendable {
             case .contentLength(let length):
                 self.state = .body(HTTPBodyDecoder(state: .fixed(remaining: length)))
             case .chunked:
-                self.state = .body(HTTPBodyDecoder(state: .chunkHeader(afterData: false)))
+                self.state = .body(
+                    HTTPBodyDecoder(
+                        state: .chunkHeader(afterData: false),
+                        dropsUnderscoreNames: self.limits.dropsUnderscoreFieldNames
+                    )
+                )
             }
             return (.head(head, info), headEnd)
         } catch {
@@ -212,6 +217,7 @@ package struct HTTPRequestParser: Sendable {
             to: end,
             maxCount: self.limits.maxHeaderCount,
             mode: .request,
+            dropsUnderscoreNames: self.limits.dropsUnderscoreFieldNames,
             facts: &facts
         )
         let minor = requestLine.versionMinor

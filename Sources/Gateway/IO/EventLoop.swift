@@ -66,8 +66,9 @@ package final class EventLoop: @unchecked Sendable {
     package let scratch: UnsafeMutableRawBufferPointer
     /// Monotonic time at the start of the current batch of events.
     package private(set) var now: UInt64 = SystemCalls.monotonicNanoseconds()
-    /// Runs after each batch of events (e.g. hands the access-log lines to the log queue).
-    package var onBatchEnd: (() -> Void)?
+    /// Runs after each batch of events with `isTick == false`, and on every timer tick
+    /// (`tickInterval`) with `isTick == true` (e.g. hands the access-log lines to the log queue).
+    package var onBatchEnd: ((_ isTick: Bool) -> Void)?
     /// Number of live registrations (connections, listeners) on this loop.
     package private(set) var registrationCount = 0
 
@@ -204,7 +205,7 @@ package final class EventLoop: @unchecked Sendable {
                 handler.handleEvents(event.events)
             }
         }
-        self.onBatchEnd?()
+        self.onBatchEnd?(false)
     }
 
     private func checkDeadlines() {
@@ -220,7 +221,7 @@ package final class EventLoop: @unchecked Sendable {
             }
             index += 1
         }
-        self.onBatchEnd?()
+        self.onBatchEnd?(true)
     }
 
     /// Stops the sources and closes the epoll fd. Every registration must be gone.

@@ -283,8 +283,14 @@ final class LoopContext: @unchecked Sendable {
     }
 
     func installBatchHook() {
-        self.loop.onBatchEnd = { [unowned self] in self.flushAccessLog() }
+        self.loop.onBatchEnd = { [unowned self] isTick in
+            // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
+            // one log-queue wake-up and one write(2) per many requests, not per batch.
+            if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
+        }
     }
+
+    static let accessLogFlushBytes = 16 * 1024
 
     func flushAccessLog() {
         guard !self.logBuffer.isEmpty, let accessLog = self.accessLog else { return }

@@ -8,6 +8,10 @@ package enum HeaderRewriting {
     /// appends the client to X-Forwarded-For and `Forwarded` (RFC 7239: `for`, `proto`, `host`),
     /// and sets X-Forwarded-Proto and X-Forwarded-Host (from Host) for the upstream request.
     ///
+    /// `X-App-Attest-*` fields are never removed for being named in Connection: by the time a
+    /// head gets here the gate has replaced every client-sent one with the gateway's own
+    /// (`IdentityHeaders.forwarded`), and a client must not be able to strip those.
+    ///
     /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
     /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
     ///
@@ -43,7 +47,13 @@ package enum HeaderRewriting {
             case .other:
                 break
             }
-            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }) { continue }
+            // The identity headers in `head` are the gateway's own (the gate removed every
+            // client-sent one): the client's Connection option must not remove them.
+            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
+                !IdentityHeaders.isReserved(field.name)
+            {
+                continue
+            }
             kept.append(field)
         }
         if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
@@ -100,11 +110,14 @@ package enum HeaderRewriting {
     /// Trailer fields fit to forward: without hop-by-hop and framing fields, and without fields a
     /// recipient could mistake for header fields that control routing, authentication or content
     /// handling (Host, Expect, Authorization, Content-Type, Content-Encoding; RFC 9110 §6.5.1).
-    /// nil when nothing is left.
+    /// Client-sent `X-App-Attest-*` / `X-App-Assertion` fields go too, as they do from the head:
+    /// an upstream that merges trailers into headers would otherwise trust a spoofed identity
+    /// (the CVE-2013-5704 pattern). nil when nothing is left.
     package static func forwardedTrailers(_ trailers: HTTPHeaders?) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in
-            Self.isHopByHop(field.name) || field.name.equalsLowercaseASCII("host")
+            Self.isHopByHop(field.name) || IdentityHeaders.isReserved(field.name)
+                || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
                 || field.name.equalsLowercaseASCII("content-type")
                 || field.name.equalsLowercaseASCII("content-encoding")

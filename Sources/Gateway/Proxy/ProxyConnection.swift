@@ -124,6 +124,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.close("linger deadline")
             return
         }
+        let timer = self.machine.timer
+        let phase = self.machine.phase
+        if (timer == .upstreamConnect || timer == .upstreamResponse) && (phase == .connecting || phase == .exchanging) {
+            self.countUpstreamError(.timeout)
+        }
         switch self.machine.timerExpired() {
         case .closeQuietly:
             self.close("keep-alive or header timer")
@@ -133,7 +138,6 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             return
         case .respond(let status, let code, let message):
             if let upstream = self.upstream {
-                self.countUpstreamError(.timeout)
                 self.releaseUpstream(upstream, reusable: false)
             }
             self.cancelWaiting()
@@ -327,8 +331,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func clientEndOfFile() {
         switch self.machine.phase {
         case .idle:
-            // Closed between requests (or mid-head): nothing to answer.
-            self.close("client closed between requests")
+            // Closed between requests (or mid-head): nothing more to answer. A response still
+            // being written (a half-closed client) is flushed first.
+            if self.output?.isEmpty ?? true {
+                self.close("client closed between requests")
+            } else {
+                self.machine.exchangeFinished(keepAlive: false)
+            }
         case .bufferingBody, .deciding, .connecting, .exchanging:
             if !self.machine.requestComplete {
                 // Gone mid-body: the upstream connection is in an unknown state.

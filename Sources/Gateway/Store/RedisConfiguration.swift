@@ -18,6 +18,9 @@ package struct RedisConfiguration: Sendable, Hashable {
     /// considered dead (a half-open TCP connection never errors by itself) and is reset.
     /// Default 2 s; always at least `commandTimeout`.
     package var staleConnectionTimeout: Duration
+    /// Log connection events (connected, lost, unavailable) as JSON lines on stderr.
+    /// Default true; the `keys` CLI turns it off (its errors say the same once).
+    package var logsConnectionEvents: Bool
 
     package init(
         commandTimeout: Duration = .milliseconds(250),
@@ -25,7 +28,8 @@ package struct RedisConfiguration: Sendable, Hashable {
         maxPendingCommands: Int = 4096,
         reconnectBackoffInitial: Duration = .milliseconds(50),
         reconnectBackoffMaximum: Duration = .seconds(2),
-        staleConnectionTimeout: Duration = .seconds(2)
+        staleConnectionTimeout: Duration = .seconds(2),
+        logsConnectionEvents: Bool = true
     ) {
         self.commandTimeout = commandTimeout
         self.connectTimeout = connectTimeout
@@ -33,5 +37,6 @@ package struct RedisConfiguration: Sendable, Hashable {
         self.reconnectBackoffInitial = reconnectBackoffInitial
         self.reconnectBackoffMaximum = reconnectBackoffMaximum
         self.staleConnectionTimeout = staleConnectionTimeout
+        self.logsConnectionEvents = logsConnectionEvents
     }
 }

@@ -296,7 +296,9 @@ package final class RedisConnection: @unchecked Sendable {
             if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
                 self.hasBeenReady = true
-                Log.info("redis_connected", [("redis", self.url.description)])
+                if self.configuration.logsConnectionEvents {
+                    Log.info("redis_connected", [("redis", self.url.description)])
+                }
             }
             self.rearmTimer()
         }
@@ -313,7 +315,9 @@ package final class RedisConnection: @unchecked Sendable {
         case .ready(let current) where current === driver:
             self.counters.setReady(false)
             self.failLeftovers(reason)
-            Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
+            if self.configuration.logsConnectionEvents {
+                Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
+            }
             self.hasLoggedOutage = true
             // Reconnect at once; commands wait on that attempt.
             self.state = .waiting(reason: reason)
@@ -335,7 +339,9 @@ package final class RedisConnection: @unchecked Sendable {
         guard !self.isClosed else { return }
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
-            Log.warning("redis_unavailable", [("redis", self.url.description), ("reason", reason)])
+            if self.configuration.logsConnectionEvents {
+                Log.warning("redis_unavailable", [("redis", self.url.description), ("reason", reason)])
+            }
         }
         self.state = .waiting(reason: reason)
         let delay = self.backoff.nextDelay()

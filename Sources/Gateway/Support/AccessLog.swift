@@ -7,7 +7,8 @@ import Glibc
 /// `"verdict":"skipped","key_id":null,"upstream_ms":0.412,"total_ms":0.530}`
 ///
 /// Connection queues format lines into a per-loop buffer (`AccessLogBuffer`) and hand
-/// the whole buffer over once per batch of events; the writes happen on the log's own
+/// it over when 16 KiB have gathered or at the loop's next tick (at most 100 ms later);
+/// the writes happen on the log's own
 /// serial queue, so a slow or blocked stdout never blocks a connection queue. When
 /// more than `maxPendingBytes` wait, new batches are dropped and counted (`droppedLines`).
 package final class AccessLog: Sendable {
@@ -68,6 +69,7 @@ package struct AccessLogBuffer {
     package init() {}
 
     package var isEmpty: Bool { self.lineCount == 0 }
+    package var byteCount: Int { self.bytes.count }
 
     package mutating func take() -> (bytes: [UInt8], lines: Int) {
         let taken = (self.bytes, self.lineCount)

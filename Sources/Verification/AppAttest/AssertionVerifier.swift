@@ -37,7 +37,7 @@ public struct AssertionVerifier: Sendable {
         let authData = object.authenticatorData
 
         // 1. nonce = SHA256(authenticatorData || clientDataHash).
-        let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
+        let nonce = SHA256.hash(authData.rawValue, clientDataHash)
 
         // 2. ECDSA P-256 / SHA-256 signature over the 32-byte nonce (digest SHA256(nonce)).
         guard publicKey.isValidSignature(object.signature, for: nonce) else {

@@ -3,8 +3,10 @@ public import Foundation
 /// Verifies App Attest attestation objects (Apple: "Validating apps that connect to your
 /// server", DESIGN.md attestation checks 1–8), each failure with its own error code.
 ///
-/// Pure: no I/O; the verification time is a parameter. Sendable and cheap to share: the
-/// trust store is built once in `init`.
+/// Pure: no I/O; the verification time is a parameter. Sendable; build it once and share
+/// it: the trust store is built in `init`, and it remembers Apple intermediates that already
+/// chained to the pinned root, which halves the cost of later chains (see
+/// `CertificateTrustStore`). `x5c[0]` always exists: `AttestationObject` rejects an empty chain.
 public struct AttestationVerifier: Sendable {
     public let appIDs: [AppID]
     public let environment: EnvironmentRequirement
@@ -46,7 +48,7 @@ public struct AttestationVerifier: Sendable {
                                    intermediateDER: Array(object.certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
-        let nonce = FetchedSHA256.hash(authData.rawValue, clientDataHash)
+        let nonce = SHA256.hash(authData.rawValue, clientDataHash)
 
         // 3. The credential certificate's nonce extension equals it.
         guard let extensionValue = try leaf.extensionValue(self.nonceOID, label: "x5c[0]") else {

@@ -64,7 +64,7 @@ public final class ECPublicKey: @unchecked Sendable {
     /// `derSignature` is the DER `ECDSA-Sig-Value`. Any failure (bad DER, wrong key,
     /// wrong message) is `false`; the OpenSSL error queue is left empty.
     public func isValidSignature(_ derSignature: [UInt8], for message: [UInt8]) -> Bool {
-        let digest = FetchedSHA256.hash(message)
+        let digest = SHA256.hash(message)
         return self.isValidSignature(derSignature, forDigest: digest)
     }
 

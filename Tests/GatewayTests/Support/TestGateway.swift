@@ -62,19 +62,24 @@ final class TestGateway: @unchecked Sendable {
         }
     }
 
-    /// Access-log lines written so far (waits for the log queue).
+    /// Every access-log line written so far (waits for the log queue). Lines read from the
+    /// pipe are kept, so repeated calls see all of them: the log arrives in batches (per tick),
+    /// and a version that returned only the newly read lines never saw all of them at once.
     func accessLogLines() -> [String] {
         guard let logPipe else { return [] }
         self.server.accessLog?.flush()
-        var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(logPipe.read, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
+        return self.logBytes.withLock { bytes in
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(logPipe.read, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                bytes.append(contentsOf: chunk[0..<n])
+            }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
         }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
     }
+
+    private let logBytes = Mutex<[UInt8]>([])
 }
 
 import Synchronization

@@ -30,22 +30,22 @@ final class TestHTTPClient {
     private var buffer: [UInt8] = []
     private var parser = HTTPResponseParser()
 
-    init(port: UInt16, timeoutSeconds: Int = 10) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// Connects to `host` (`127.0.0.1` or `::1`) on `port`.
+    /// `receiveBufferBytes` shrinks SO_RCVBUF (a slow reader whose window fills at once).
+    init(port: UInt16, host: String = "127.0.0.1", timeoutSeconds: Int = 10, receiveBufferBytes: Int32? = nil) throws {
+        guard let address = SocketAddress(ipLiteral: host, port: port) else { throw TestFailure("bad host \(host)") }
+        let fd = socket(address.family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket failed") }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        if var size = receiveBufferBytes {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
+        let rc = address.withSockAddr { connect(fd, $0, $1) }
         guard rc == 0 else {
             close(fd)
-            throw TestFailure("connect to \(port) failed: errno \(errno)")
+            throw TestFailure("connect to \(address) failed: errno \(errno)")
         }
         self.fd = fd
     }
@@ -54,8 +54,8 @@ final class TestHTTPClient {
         close(self.fd)
     }
 
-    static func request(port: UInt16, _ raw: String, method: String = "GET") throws -> TestResponse {
-        let client = try TestHTTPClient(port: port)
+    static func request(port: UInt16, host: String = "127.0.0.1", _ raw: String, method: String = "GET") throws -> TestResponse {
+        let client = try TestHTTPClient(port: port, host: host)
         try client.send(raw)
         return try client.readResponse(method: method)
     }

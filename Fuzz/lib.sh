@@ -1,0 +1,42 @@
+# Shared steps of the libFuzzer runners (sourced by Fuzz/<target>/run.sh).
+#
+#   fuzz_build NAME MODULE SOURCES...   builds .fuzz/NAME/fuzz-NAME with libFuzzer + ASan when a
+#                                       source (or the calling run.sh) is newer than the binary
+#   fuzz_run NAME                       runs it for FUZZ_RUNS executions, capped at FUZZ_MAX_TIME
+#                                       seconds, over .fuzz/NAME/corpus; exit 1 on any crash
+# Callers set FUZZ_RUNS / FUZZ_MAX_TIME defaults and seed .fuzz/NAME/corpus between the two.
+
+fuzz_build() {
+  local name="$1" module="$2"
+  shift 2
+  local work=".fuzz/$name" bin=".fuzz/$name/fuzz-$name"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  local newest
+  newest=$(ls -t "$@" "$0" | head -1)
+  if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
+    echo "building $bin"
+    swiftc -sanitize=fuzzer,address -parse-as-library -swift-version 6 -O \
+      -module-name "$module" -I Sources/COpenSSL -lcrypto \
+      "$@" -o "$bin" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; return 1; }
+  fi
+}
+
+fuzz_run() {
+  local name="$1" work=".fuzz/$1" status start end
+  echo "fuzzing $name: runs=$FUZZ_RUNS max_total_time=${FUZZ_MAX_TIME}s corpus=$(ls "$work/corpus" | wc -l) files"
+  start=$(date +%s)
+  set +e
+  "$work/fuzz-$name" -runs="$FUZZ_RUNS" -max_total_time="$FUZZ_MAX_TIME" -max_len=8192 -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$work/corpus" \
+    2>"$work/last-run.log"
+  status=$?
+  set -e
+  end=$(date +%s)
+  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+ +DONE" "$work/last-run.log" || true
+  if [ $status -ne 0 ]; then
+    echo "FUZZ FAILURE (exit $status): see $work/last-run.log and $work/artifacts/" >&2
+    tail -40 "$work/last-run.log" >&2
+    return 1
+  fi
+  echo "fuzz $name: 0 crashes in $((end - start)) s"
+}

@@ -1,4 +1,0 @@
-import Testing
-@Suite struct EndToEndPlaceholder {
-    @Test func harnessBuilds() { #expect(Bool(true)) }
-}

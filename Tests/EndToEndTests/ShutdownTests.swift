@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+extension EndToEnd {
+    /// SIGTERM to the binary while requests are in flight, some waiting on a slow upstream and
+    /// some on a hung Redis: every one is answered, then the process exits 0 well within
+    /// `shutdown_drain_timeout`, and the port no longer accepts.
+    @Suite struct Shutdown {
+        static let routes = """
+              - name: strict
+                match: { path_prefix: /strict }
+                upstream: api
+                mode: enforce
+              - name: public
+                match: { path_prefix: /public }
+                upstream: api
+                mode: off
+            """
+
+        @Test(.timeLimit(.minutes(1)))
+        func sigtermAnswersInFlightRequestsThenExitsZero() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway("gw", routes: Self.routes)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            expectVerified(try app.send("GET", "/strict/warm", to: gateway), app: app, counter: 1)
+
+            var requests = (0..<20).map {
+                HTTPRequest(port: gateway.ports.proxy, "GET", "/public/slow?delay=700&n=\($0)")
+            }
+            for _ in 0..<20 {
+                let assertion = try app.assertion(method: "GET", target: "/strict/x")
+                requests.append(
+                    HTTPRequest(
+                        port: gateway.ports.proxy,
+                        "GET",
+                        "/strict/x",
+                        headers: app.headers(assertion: assertion)
+                    )
+                )
+            }
+            world.redis.pause()
+            defer { world.redis.resume() }
+            let results = Mutex<[Result<HTTPResponse, HTTPClientError>]>([])
+            let all = requests
+            let burst = Thread {
+                let answered = HTTPClient.sendAll(all, timeout: .seconds(20))
+                results.withLock { $0 = answered }
+            }
+            burst.start()
+            // Every connection accepted (the slow ones then wait 700 ms on the upstream).
+            let accepted = eventually(timeout: .seconds(5)) {
+                ((try? gateway.metrics())?["attest_gateway_active_connections"] ?? 0) >= Double(all.count)
+            }
+            #expect(accepted)
+            gateway.child.signal(SIGTERM)
+            let status = gateway.child.waitForExit(timeout: .seconds(15))
+            #expect(status == 0, "exit status \(String(describing: status)): \(gateway.child.stderr.suffix(800))")
+            #expect(eventually(timeout: .seconds(10)) { results.withLock { $0.count } == requests.count })
+
+            for (index, result) in results.withLock({ $0 }).enumerated() {
+                guard case .success(let response) = result else {
+                    Issue.record("#\(index): not answered before exit: \(result)")
+                    continue
+                }
+                if index < 20 {
+                    #expect(response.status == 200, "#\(index): \(response)")
+                } else {
+                    expectDenied(response, 503, "store_error")
+                }
+            }
+            #expect(!gateway.logEvents("shutdown_complete").isEmpty)
+            #expect(throws: HTTPClientError.self) { try gateway.request("GET", "/public/after", timeout: .seconds(2)) }
+        }
+    }
+}
