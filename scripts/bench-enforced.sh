@@ -7,7 +7,7 @@
 #   upstream : nginx, 1 worker, fixed 200 + 100-byte body            127.0.0.1:18080
 #   nginx    : nginx reverse proxy, 1 worker (the ratio base)        127.0.0.1:18081
 #   redis    : redis-server, empty, no persistence (the gateway store) 127.0.0.1:16379
-#   gateway  : attest-gateway serve, default loop count (as bench.sh),
+#   gateway  : attest-gateway serve, GATEWAY_LOOPS loops (default 1, as bench.sh),
 #              access log on, to /dev/null (as bench.sh)              127.0.0.1:18086 (admin :18087)
 #     route "enforced" GET /v1/bench: mode enforce, binding request, challenge none
 #     route "passthrough" everything else: mode off (the "gateway-off" row)
@@ -37,7 +37,7 @@
 # Env: SHARED_DIR (default <repo>/../shared), THREADS=1 (only 1 is supported) CONNS=32
 #      DURATION=6 WARMUP=1 ROUNDS=3 WAIT_QUIET=5 QUIET_PCT=10 OPENSSL_SECONDS=3
 #      ENFORCED_KEYS=64*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
-#      PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
+#      GATEWAY_LOOPS=1 (as bench.sh)  PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 #      ENFORCED_STORE=memory: the gateway's in-process store instead of Redis (diagnostic)
 #      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
@@ -58,6 +58,7 @@ OPENSSL_SECONDS="${OPENSSL_SECONDS:-3}"
 KEYS="${ENFORCED_KEYS:-$((64 * CONNS))}"
 MAX_RPS="${ENFORCED_MAX_RPS:-20000}"
 PASSTHROUGH="${PASSTHROUGH:-1}"
+GATEWAY_LOOPS="${GATEWAY_LOOPS:-1}"   # as bench.sh: 1 loop beside the 1-worker nginx
 GATEWAY_PORT=18086
 ADMIN_PORT=18087
 APP_ID="BENCH12345.com.example.bench"
@@ -155,11 +156,11 @@ routes:
     upstream: bench
     mode: off
 EOF
-"$BIN" serve --config "$WORK/policy.yaml" > /dev/null 2> "$WORK/run/gateway.log" &
+"$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
 GW_PID=$!; STARTED_PIDS+=("$GW_PID")
 for _ in $(seq 100); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
 grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
-echo "# pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID (default loops, access log to /dev/null); $(nproc) cpus"
+echo "# pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID ($GATEWAY_LOOPS loop(s), access log to /dev/null); $(nproc) cpus"
 
 # --- keys and assertions
 python3 "$ROOT/scripts/bench/attest_keys.py" "127.0.0.1:$GATEWAY_PORT" "$MINT" "$WORK/sim" "$APP_ID" "$KEYS" \
