@@ -338,12 +338,14 @@ per_round = [num(r[2]) / ov[r[0]] for r in enf if ov.get(r[0])]
 ratio = med(per_round)
 p99_gap = med([num(r[4]) - num(base[r[0]][4]) for r in enf if r[0] in base])
 errors = sum(int(r[5]) for r in enf)
+def verdict(ok):
+    return "run INVALID" if errors else ("met" if ok else "NOT met")
 print()
 print("openssl speed ecdsap256, 1 core:          %s verify/s (median of %d)" % (f(openssl, "%.0f"), len(ov)))
 print("gateway-enforced req/s / openssl verify/s: %s  (goal >= 0.8: %s; rounds: %s)" % (
-    f(ratio, "%.2f"), "met" if ratio is not None and ratio >= 0.8 else "NOT met", ", ".join("%.2f" % x for x in per_round)))
+    f(ratio, "%.2f"), verdict(ratio is not None and ratio >= 0.8), ", ".join("%.2f" % x for x in per_round)))
 print("gateway-enforced p99 - nginx-proxy p99:    %s ms  (goal <= 1 ms: %s)" % (
-    f(p99_gap, "%+.3f"), "met" if p99_gap is not None and p99_gap <= 1.0 else "NOT met"))
+    f(p99_gap, "%+.3f"), verdict(p99_gap is not None and p99_gap <= 1.0)))
 # CPU-normalised, as openssl counts (per CPU second): enforced requests per second of the
 # gateway's own CPU time, beside openssl's verify/s per CPU second. Independent of how much of
 # the shared machine the gateway got; it still includes the proxying work of each request.
