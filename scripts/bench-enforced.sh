@@ -32,6 +32,7 @@
 # paired per round to nginx-proxy, load average and steal; then the goals:
 #   gateway-enforced req/s / openssl one-core verify/s >= 0.8
 #   gateway-enforced p99 <= nginx-proxy p99 + 1 ms
+# and, CPU-normalised, enforced requests per second of gateway CPU time ÷ openssl verify/s.
 # A run with any error is reported as NOT a valid measurement (exit 1).
 #
 # Env: SHARED_DIR (default <repo>/../shared), THREADS=1 (only 1 is supported) CONNS=32
