@@ -7,7 +7,7 @@
 #   upstream : nginx, 1 worker, fixed 200 + 100-byte body            127.0.0.1:18080
 #   nginx    : nginx reverse proxy, 1 worker (the ratio base)        127.0.0.1:18081
 #   redis    : redis-server, empty, no persistence (the gateway store) 127.0.0.1:16379
-#   gateway  : attest-gateway serve, default loop count (as bench.sh),
+#   gateway  : attest-gateway serve, GATEWAY_LOOPS loops (default 1, as bench.sh),
 #              access log on, to /dev/null (as bench.sh)              127.0.0.1:18086 (admin :18087)
 #     route "enforced" GET /v1/bench: mode enforce, binding request, challenge none
 #     route "passthrough" everything else: mode off (the "gateway-off" row)
@@ -32,12 +32,13 @@
 # paired per round to nginx-proxy, load average and steal; then the goals:
 #   gateway-enforced req/s / openssl one-core verify/s >= 0.8
 #   gateway-enforced p99 <= nginx-proxy p99 + 1 ms
+# and, CPU-normalised, enforced requests per second of gateway CPU time ÷ openssl verify/s.
 # A run with any error is reported as NOT a valid measurement (exit 1).
 #
 # Env: SHARED_DIR (default <repo>/../shared), THREADS=1 (only 1 is supported) CONNS=32
 #      DURATION=6 WARMUP=1 ROUNDS=3 WAIT_QUIET=5 QUIET_PCT=10 OPENSSL_SECONDS=3
 #      ENFORCED_KEYS=64*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
-#      PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
+#      GATEWAY_LOOPS=1 (as bench.sh)  PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 #      ENFORCED_STORE=memory: the gateway's in-process store instead of Redis (diagnostic)
 #      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
@@ -58,6 +59,7 @@ OPENSSL_SECONDS="${OPENSSL_SECONDS:-3}"
 KEYS="${ENFORCED_KEYS:-$((64 * CONNS))}"
 MAX_RPS="${ENFORCED_MAX_RPS:-20000}"
 PASSTHROUGH="${PASSTHROUGH:-1}"
+GATEWAY_LOOPS="${GATEWAY_LOOPS:-1}"   # as bench.sh: 1 loop beside the 1-worker nginx
 GATEWAY_PORT=18086
 ADMIN_PORT=18087
 APP_ID="BENCH12345.com.example.bench"
@@ -155,11 +157,11 @@ routes:
     upstream: bench
     mode: off
 EOF
-"$BIN" serve --config "$WORK/policy.yaml" > /dev/null 2> "$WORK/run/gateway.log" &
+"$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
 GW_PID=$!; STARTED_PIDS+=("$GW_PID")
 for _ in $(seq 100); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
 grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
-echo "# pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID (default loops, access log to /dev/null); $(nproc) cpus"
+echo "# pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID ($GATEWAY_LOOPS loop(s), access log to /dev/null); $(nproc) cpus"
 
 # --- keys and assertions
 python3 "$ROOT/scripts/bench/attest_keys.py" "127.0.0.1:$GATEWAY_PORT" "$MINT" "$WORK/sim" "$APP_ID" "$KEYS" \
@@ -337,12 +339,14 @@ per_round = [num(r[2]) / ov[r[0]] for r in enf if ov.get(r[0])]
 ratio = med(per_round)
 p99_gap = med([num(r[4]) - num(base[r[0]][4]) for r in enf if r[0] in base])
 errors = sum(int(r[5]) for r in enf)
+def verdict(ok):
+    return "run INVALID" if errors else ("met" if ok else "NOT met")
 print()
 print("openssl speed ecdsap256, 1 core:          %s verify/s (median of %d)" % (f(openssl, "%.0f"), len(ov)))
 print("gateway-enforced req/s / openssl verify/s: %s  (goal >= 0.8: %s; rounds: %s)" % (
-    f(ratio, "%.2f"), "met" if ratio is not None and ratio >= 0.8 else "NOT met", ", ".join("%.2f" % x for x in per_round)))
+    f(ratio, "%.2f"), verdict(ratio is not None and ratio >= 0.8), ", ".join("%.2f" % x for x in per_round)))
 print("gateway-enforced p99 - nginx-proxy p99:    %s ms  (goal <= 1 ms: %s)" % (
-    f(p99_gap, "%+.3f"), "met" if p99_gap is not None and p99_gap <= 1.0 else "NOT met"))
+    f(p99_gap, "%+.3f"), verdict(p99_gap is not None and p99_gap <= 1.0)))
 # CPU-normalised, as openssl counts (per CPU second): enforced requests per second of the
 # gateway's own CPU time, beside openssl's verify/s per CPU second. Independent of how much of
 # the shared machine the gateway got; it still includes the proxying work of each request.
