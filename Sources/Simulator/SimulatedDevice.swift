@@ -30,7 +30,6 @@ public final class SimulatedDevice: @unchecked Sendable {
         try self.init(key: SimulatorKey(pem: privateKeyPEM))
     }
 
-
     /// An assertion object in Apple's format: CBOR `{signature, authenticatorData}` where
     /// authenticatorData = SHA256(appID) | flags | counter (big endian) and the signature is
     /// ECDSA P-256 / SHA-256 over nonce = SHA256(authenticatorData || clientDataHash).

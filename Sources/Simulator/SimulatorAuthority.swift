@@ -103,7 +103,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
             root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
             intermediateKey: intermediateKey,
             intermediate: intermediate,
-            receiptCAKey: hasReceiptCA ? SimulatorKey(pem: read(FileName.receiptCAKey), curves: anyCurve) : intermediateKey,
+            receiptCAKey: hasReceiptCA
+                ? SimulatorKey(pem: read(FileName.receiptCAKey), curves: anyCurve) : intermediateKey,
             receiptCA: hasReceiptCA ? SimulatorCertificate(pem: read(FileName.receiptCACertificate)) : intermediate,
             receiptSignerKey: SimulatorKey(pem: read(FileName.receiptSignerKey)),
             receiptSigner: SimulatorCertificate(pem: read(FileName.receiptSignerCertificate)))
@@ -261,8 +262,12 @@ public final class SimulatorAuthority: @unchecked Sendable {
 
     /// The receipt signer's certificate and key, and the CA certificates (for tests that build
     /// receipts from other signers).
-    var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) { (self.receiptSigner, self.receiptSignerKey) }
-    var caCertificates: (root: SimulatorCertificate, intermediate: SimulatorCertificate, receiptCA: SimulatorCertificate) {
+    var receiptSigning: (certificate: SimulatorCertificate, key: SimulatorKey) {
+        (self.receiptSigner, self.receiptSignerKey)
+    }
+    var caCertificates:
+        (root: SimulatorCertificate, intermediate: SimulatorCertificate, receiptCA: SimulatorCertificate)
+    {
         (self.root, self.intermediate, self.receiptCA)
     }
 

@@ -214,7 +214,9 @@ final class SimulatorCertificate: @unchecked Sendable {
 
         var ctx = X509V3_CTX()
         X509V3_set_ctx(&ctx, issuer?.pointer ?? x509, x509, nil, nil, 0)
-        let basic = template.isCA ? "critical,CA:TRUE" + (template.pathLength.map { ",pathlen:\($0)" } ?? "") : "critical,CA:FALSE"
+        let basic =
+            template.isCA
+            ? "critical,CA:TRUE" + (template.pathLength.map { ",pathlen:\($0)" } ?? "") : "critical,CA:FALSE"
         var extensions: [(Int32, String)] = [
             (NID_basic_constraints, basic),
             (NID_key_usage, "critical," + template.keyUsage),

@@ -27,7 +27,9 @@ enum VerifyAttestationCommand: Subcommand {
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
             words,
-            valued: ["attestation", "key-id", "app-id", "client-data-hash", "challenge", "environment", "at", "root-ca"]
+            valued: [
+                "attestation", "key-id", "app-id", "client-data-hash", "challenge", "environment", "at", "root-ca",
+            ]
         )
         if args.wantsHelp {
             print(self.usage)
@@ -45,12 +47,14 @@ enum VerifyAttestationCommand: Subcommand {
 
         let verifier: AttestationVerifier
         do {
-            verifier = try AttestationVerifier(appIDs: appIDs, environment: environment, additionalTrustRootsPEM: extraRoots)
+            verifier = try AttestationVerifier(
+                appIDs: appIDs, environment: environment, additionalTrustRootsPEM: extraRoots)
         } catch {
             throw UsageError("cannot use the trust roots given: \(error.reason)")
         }
         do {
-            let key = try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
+            let key = try verifier.verify(
+                attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
             printJSON([
                 ("valid", "true"),
                 ("key_id", jsonQuote(encodeBase64(key.keyID))),
@@ -146,7 +150,9 @@ enum VerifyAssertionCommand: Subcommand {
 }
 
 /// `--client-data-hash B64` or `--challenge TEXT` (SHA256 of its UTF-8), exactly one.
-private func clientDataHashArgument(_ args: CommandLineArguments, hashOption: String, textOption: String) throws(UsageError) -> [UInt8] {
+private func clientDataHashArgument(_ args: CommandLineArguments, hashOption: String, textOption: String)
+    throws(UsageError) -> [UInt8]
+{
     switch (try args.base64(hashOption), try args.value(textOption)) {
     case (let hash?, nil): return hash
     case (nil, let text?): return SHA256.hash(Array(text.utf8))

@@ -6,24 +6,23 @@ import Foundation
 enum CommandTable {
     static var subcommands: [any Subcommand.Type] {
         [
-    ServeCommand.self,
-    CheckConfigCommand.self,
-    VerifyAttestationCommand.self,
-    VerifyAssertionCommand.self,
-    VerifyReceiptCommand.self,
-    SimInitCommand.self,
-    SimAttestCommand.self,
-    SimAssertCommand.self,
-    KeysShowCommand.self,
-    KeysRevokeCommand.self,
+            ServeCommand.self,
+            CheckConfigCommand.self,
+            VerifyAttestationCommand.self,
+            VerifyAssertionCommand.self,
+            VerifyReceiptCommand.self,
+            SimInitCommand.self,
+            SimAttestCommand.self,
+            SimAssertCommand.self,
+            KeysShowCommand.self,
+            KeysRevokeCommand.self,
         ]
     }
 }
 
-
-
 func topLevelUsage() -> String {
-    var text = "usage: attest-gateway <command> [options]   (attest-gateway <command> --help for details)\n\ncommands:\n"
+    var text =
+        "usage: attest-gateway <command> [options]   (attest-gateway <command> --help for details)\n\ncommands:\n"
     for command in CommandTable.subcommands {
         text += "  " + command.name.padding(toLength: 20, withPad: " ", startingAt: 0) + command.summary + "\n"
     }

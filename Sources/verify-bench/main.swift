@@ -21,8 +21,8 @@ func option(_ name: String, in arguments: [String]) -> String? {
 func loadVector(_ directory: String, _ file: String) throws -> [String: Any] {
     let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(file))
     guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-          let vectors = root["vectors"] as? [[String: Any]],
-          let first = vectors.first(where: { ($0["expected_result"] as? String) == "valid" })
+        let vectors = root["vectors"] as? [[String: Any]],
+        let first = vectors.first(where: { ($0["expected_result"] as? String) == "valid" })
     else { throw BenchError(description: "\(file): no valid vector") }
     return first
 }
@@ -81,8 +81,9 @@ func runBench() throws {
     let key = try ECPublicKey(pem: try field(assertionVector, "public_key"))  // parsed once, as the gateway caches it
     let appIDs = [AppID(try field(assertionVector, "app_id"))]
     let assertionVerifier = AssertionVerifier()
-    _ = try assertionVerifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                     appIDs: appIDs, previousCounter: 0)
+    _ = try assertionVerifier.verify(
+        assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+        appIDs: appIDs, previousCounter: 0)
 
     let attestationVector = try loadVector(fixtures, "attestations.json")
     let attestation = try bytes(try field(attestationVector, "attestation"))
@@ -91,14 +92,17 @@ func runBench() throws {
     guard let time = ISO8601DateFormatter().date(from: try field(attestationVector, "valid_at")) else {
         throw BenchError(description: "bad valid_at")
     }
-    let attestationVerifier = try AttestationVerifier(appIDs: [try field(attestationVector, "app_id")], environment: .any)
-    _ = try attestationVerifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
+    let attestationVerifier = try AttestationVerifier(
+        appIDs: [try field(attestationVector, "app_id")], environment: .any)
+    _ = try attestationVerifier.verify(
+        attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
 
     let only = option("--only", in: arguments)
     if only == nil || only == "assertions" {
         let assertionsPerSecond = try measure(seconds: seconds) {
-            _ = try assertionVerifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                             appIDs: appIDs, previousCounter: 0)
+            _ = try assertionVerifier.verify(
+                assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                appIDs: appIDs, previousCounter: 0)
         }
         print("assertions_per_second \(Int(assertionsPerSecond.perCPUSecond))")
         print("assertions_per_wall_second \(Int(assertionsPerSecond.perWallSecond))")
@@ -109,13 +113,15 @@ func runBench() throws {
         let appID = try field(attestationVector, "app_id")
         let coldPerSecond = try measure(seconds: seconds) {
             let verifier = try AttestationVerifier(appIDs: [appID], environment: .any)
-            _ = try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
+            _ = try verifier.verify(
+                attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
         }
         print("attestations_cold_per_second \(Int(coldPerSecond.perCPUSecond))")
     }
     if only == nil || only == "attestations" {
         let attestationsPerSecond = try measure(seconds: seconds) {
-            _ = try attestationVerifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
+            _ = try attestationVerifier.verify(
+                attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
         }
         print("attestations_per_second \(Int(attestationsPerSecond.perCPUSecond))")
         print("attestations_per_wall_second \(Int(attestationsPerSecond.perWallSecond))")

@@ -231,7 +231,8 @@ import Testing
             limits: HTTPParserLimits(maxHeaderBytes: 16384, maxHeaderCount: 2)
         )
         #expect(counted.lines == ["error too_many_headers"])
-        #expect(Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA_1: \u{1}\r\n\r\n").errorCode == "invalid_header_value")
+        #expect(
+            Self.parseAllWays("GET / HTTP/1.1\r\nHost: h\r\nA_1: \u{1}\r\n\r\n").errorCode == "invalid_header_value")
         // Configurable, as nginx's underscores_in_headers.
         var keep = HTTPParserLimits()
         keep.dropsUnderscoreFieldNames = false

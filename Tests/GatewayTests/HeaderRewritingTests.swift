@@ -131,11 +131,12 @@ import Testing
             status: .verified,
             identity: .init(keyID: "a2V5", appID: "ABCDE12345.com.example.app", environment: "production", counter: 7))
         let rewritten = HeaderRewriting.upstreamRequest(gated, clientAddress: "192.0.2.7", scheme: "http")
-        #expect(rewritten.headers.filter { $0.name.hasPrefix("X-App-Attest-") }.map { "\($0.name): \($0.value)" } == [
-            "X-App-Attest-Status: verified", "X-App-Attest-Key-Id: a2V5",
-            "X-App-Attest-App-Id: ABCDE12345.com.example.app", "X-App-Attest-Environment: production",
-            "X-App-Attest-Counter: 7",
-        ])
+        #expect(
+            rewritten.headers.filter { $0.name.hasPrefix("X-App-Attest-") }.map { "\($0.name): \($0.value)" } == [
+                "X-App-Attest-Status: verified", "X-App-Attest-Key-Id: a2V5",
+                "X-App-Attest-App-Id: ABCDE12345.com.example.app", "X-App-Attest-Environment: production",
+                "X-App-Attest-Counter: 7",
+            ])
         #expect(rewritten.headers["X-Hop"] == nil)
         #expect(rewritten.headers["Connection"] == nil)
     }

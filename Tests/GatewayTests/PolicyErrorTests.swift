@@ -176,7 +176,8 @@ import Testing
         self.expectError(port, .invalidRedisURL, line: 1, field: "redis")
 
         for url in [
-            "https://api:443", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80", "http://[::1", "http://300.1.1.1:80", "http://-api:80", "http://a..b",
+            "https://api:443", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80", "http://[::1",
+            "http://300.1.1.1:80", "http://-api:80", "http://a..b",
         ] {
             let text = minimalPolicy().replacingOccurrences(of: "http://127.0.0.1:9000", with: url)
             self.expectError(text, .invalidUpstreamURL, line: 4, field: "upstreams.api.url")

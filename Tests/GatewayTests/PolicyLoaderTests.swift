@@ -266,7 +266,9 @@ func minimalPolicy(_ extra: String = "", routes: String? = nil) -> String {
         let logged = try PolicyLoader.loadLoggingWarnings(path: path)
         #expect(logged.routes == plain.routes)
         #expect(logged.store == plain.store)
-        #expect(policyErrorCode { try PolicyLoader.loadLoggingWarnings(path: directory.path + "/none.yaml") } == .fileUnreadable)
+        #expect(
+            policyErrorCode { try PolicyLoader.loadLoggingWarnings(path: directory.path + "/none.yaml") }
+                == .fileUnreadable)
     }
 
     @Test func loadReportsUnreadableAndOversizedFiles() throws {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// Legal but suspicious settings load, with a warning naming line and field.
@@ -22,11 +23,12 @@ import Testing
         """
 
     @Test func routesAfterACatchAllAreUnreachable() {
-        let text = Self.header + """
-              - { name: all, match: { path_prefix: / }, upstream: api, mode: off }
-              - { name: late, match: { path: /v1/x }, upstream: api }
-              - { name: later, match: { path_prefix: /v2, methods: [GET] }, upstream: api }
-            """
+        let text =
+            Self.header + """
+                  - { name: all, match: { path_prefix: / }, upstream: api, mode: off }
+                  - { name: late, match: { path: /v1/x }, upstream: api }
+                  - { name: later, match: { path_prefix: /v2, methods: [GET] }, upstream: api }
+                """
         let found = self.warnings(text)
         #expect(found.map(\.code) == ["unreachable_route", "unreachable_route"])
         #expect(found.map(\.field) == ["routes[1]", "routes[2]"])
@@ -38,19 +40,20 @@ import Testing
     }
 
     @Test func shadowingFollowsSegmentBoundariesAndMethods() {
-        let text = Self.header + """
-              - { name: v1, match: { path_prefix: /v1, methods: [GET, POST] }, upstream: api }
-              - { name: v1x, match: { path_prefix: /v1x }, upstream: api }
-              - { name: v1put, match: { path_prefix: /v1/a, methods: [PUT] }, upstream: api }
-              - { name: v1any, match: { path_prefix: /v1/a }, upstream: api }
-              - { name: v1get, match: { path: /v1/a/b, methods: [GET] }, upstream: api }
-              - { name: dir, match: { path_prefix: /d/ }, upstream: api }
-              - { name: bare, match: { path: /d }, upstream: api }
-              - { name: under, match: { path: /d/x }, upstream: api }
-              - { name: exact, match: { path: /e }, upstream: api }
-              - { name: exact2, match: { path: /e, methods: [GET] }, upstream: api }
-              - { name: longer, match: { path_prefix: /e }, upstream: api }
-            """
+        let text =
+            Self.header + """
+                  - { name: v1, match: { path_prefix: /v1, methods: [GET, POST] }, upstream: api }
+                  - { name: v1x, match: { path_prefix: /v1x }, upstream: api }
+                  - { name: v1put, match: { path_prefix: /v1/a, methods: [PUT] }, upstream: api }
+                  - { name: v1any, match: { path_prefix: /v1/a }, upstream: api }
+                  - { name: v1get, match: { path: /v1/a/b, methods: [GET] }, upstream: api }
+                  - { name: dir, match: { path_prefix: /d/ }, upstream: api }
+                  - { name: bare, match: { path: /d }, upstream: api }
+                  - { name: under, match: { path: /d/x }, upstream: api }
+                  - { name: exact, match: { path: /e }, upstream: api }
+                  - { name: exact2, match: { path: /e, methods: [GET] }, upstream: api }
+                  - { name: longer, match: { path_prefix: /e }, upstream: api }
+                """
         let found = self.warnings(text)
         // v1x: another segment; v1put/v1any: other methods; bare: /d/ does not match /d;
         // longer: an exact /e does not cover /e/...
@@ -59,31 +62,33 @@ import Testing
     }
 
     @Test func exactRouteOnAnEndpointPathIsUnreachable() {
-        let text = Self.header + """
-              - { name: grab, match: { path: /app-attest/challenge }, upstream: api }
-              - { name: rest, match: { path_prefix: / }, upstream: api }
-            """
+        let text =
+            Self.header + """
+                  - { name: grab, match: { path: /app-attest/challenge }, upstream: api }
+                  - { name: rest, match: { path_prefix: / }, upstream: api }
+                """
         let found = self.warnings(text)
         #expect(found.map(\.code) == ["unreachable_route"])
         #expect(found.first?.message.contains("the gateway answers /app-attest/challenge itself") == true)
     }
 
     @Test func settingsWithoutEffectAndFailOpen() {
-        let text = Self.header + """
-              - name: free
-                match: { path_prefix: /free }
-                upstream: api
-                mode: off
-                challenge: required
-              - name: field
-                match: { path_prefix: /f }
-                upstream: api
-                challenge_field: nonce
-              - name: open
-                match: { path_prefix: /o }
-                upstream: api
-                on_store_error: allow
-            """
+        let text =
+            Self.header + """
+                  - name: free
+                    match: { path_prefix: /free }
+                    upstream: api
+                    mode: off
+                    challenge: required
+                  - name: field
+                    match: { path_prefix: /f }
+                    upstream: api
+                    challenge_field: nonce
+                  - name: open
+                    match: { path_prefix: /o }
+                    upstream: api
+                    on_store_error: allow
+                """
         let found = self.warnings(text)
         #expect(found.map(\.code) == ["setting_without_effect", "setting_without_effect", "store_error_allows"])
         #expect(found.map(\.field) == ["routes[0].challenge", "routes[1].challenge_field", "routes[2].on_store_error"])
@@ -98,10 +103,11 @@ import Testing
 
     @Test func cleanPoliciesHaveNoWarnings() {
         #expect(self.warnings(designExamplePolicy).isEmpty)
-        let text = Self.header + """
-              - { name: body, match: { path: /redeem, methods: [POST] }, upstream: api, binding: body, challenge: required, challenge_field: nonce }
-              - { name: rest, match: { path_prefix: / }, upstream: api, mode: monitor }
-            """
+        let text =
+            Self.header + """
+                  - { name: body, match: { path: /redeem, methods: [POST] }, upstream: api, binding: body, challenge: required, challenge_field: nonce }
+                  - { name: rest, match: { path_prefix: / }, upstream: api, mode: monitor }
+                """
         #expect(self.warnings(text).isEmpty)
     }
 }

@@ -72,7 +72,9 @@ import Verification
     @Test func everyErrorCodeIsDocumented() throws {
         let doc = try Self.read("docs/protocol.md")
         var codes = Set<String>()
-        for source in ["Sources/Gateway/Enforcement/EnforcementError.swift", "Sources/Verification/VerificationError.swift"] {
+        for source in [
+            "Sources/Gateway/Enforcement/EnforcementError.swift", "Sources/Verification/VerificationError.swift",
+        ] {
             codes.formUnion(Self.quotedCodes(in: try Self.read(source), after: "Code(\""))
         }
         #expect(codes.count >= 30, "the code scan found only \(codes.sorted())")
@@ -93,7 +95,9 @@ import Verification
             let row = rows.first { $0.contains("`\(error.code)`") }
             #expect(row != nil, "docs/protocol.md does not list \(error.code)")
             if let row {
-                #expect(row.hasPrefix("| \(error.status) "), "\(error.code) is listed as \(row.prefix(12)), answered \(error.status)")
+                #expect(
+                    row.hasPrefix("| \(error.status) "),
+                    "\(error.code) is listed as \(row.prefix(12)), answered \(error.status)")
             }
         }
     }
@@ -104,9 +108,11 @@ import Verification
         for status in [IdentityHeaders.Status.verified, .skipped] {
             #expect(doc.contains("`\(status.headerValue)`"))
         }
-        for header in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge,
-                       IdentityHeaders.status, IdentityHeaders.appID, IdentityHeaders.environment,
-                       IdentityHeaders.counter] {
+        for header in [
+            IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge,
+            IdentityHeaders.status, IdentityHeaders.appID, IdentityHeaders.environment,
+            IdentityHeaders.counter,
+        ] {
             #expect(doc.contains("`\(header)`"), "docs/protocol.md does not name \(header)")
         }
     }
@@ -171,7 +177,9 @@ struct ClientDataExample: Equatable {
             let key = String(line[..<colon])
             var value = line[line.index(after: colon)...]
             if value.first == " " { value = value.dropFirst() }
-            guard Self.keys.contains(key) else { throw ParseError(description: "line \(number + 1): unknown key \(key)") }
+            guard Self.keys.contains(key) else {
+                throw ParseError(description: "line \(number + 1): unknown key \(key)")
+            }
             guard fields?[key] == nil else { throw ParseError(description: "line \(number + 1): \(key) given twice") }
             fields?[key] = String(value)
         }
@@ -284,7 +292,8 @@ struct ClientDataExample: Equatable {
         let limits = GatewayLimits()
         #expect(limits.shutdownDrainTimeout == .seconds(20))
         #expect(doc.contains("| `shutdown_drain_timeout` | duration | `20s` |"))
-        #expect(limits.maxConnections == 16_384 && doc.contains("| `max_connections` | integer 1–1,000,000 | `16384` |"))
+        #expect(
+            limits.maxConnections == 16_384 && doc.contains("| `max_connections` | integer 1–1,000,000 | `16384` |"))
         #expect(limits.maxHeaderBytes == 16 * 1024 && doc.contains("| `max_header_bytes` | size 1KiB–1MiB | `16KiB` |"))
         let route = RoutePolicy(name: "r", match: .init(pathPrefix: "/"), upstream: "u")
         #expect(route.maxBodyBytes == 1 << 20 && doc.contains("| `max_body_bytes` | size 0–1GiB | `1MiB` |"))
@@ -295,10 +304,17 @@ struct ClientDataExample: Equatable {
             upstreams: { api: { url: "http://127.0.0.1:9000" } }
             routes: [ { match: { path_prefix: / }, upstream: api, mode: off } ]
             """, sourcePath: "defaults.yaml")
-        #expect(policy.challengeTTLSeconds == 300 && doc.contains("| `challenge_ttl_seconds` | integer 1–86400 | `300` |"))
-        #expect(policy.environment == .production && doc.contains("| `environment` | `production` \\| `development` \\| `any` | `production` |"))
-        #expect(policy.upstreams["api"]?.maxConnections == 64 && doc.contains("| `max_connections` | integer 1–10,000 | `64` |"))
-        #expect(policy.listen.map(\.description) == ["0.0.0.0:8080"] && doc.contains("| `listen` | `host:port` or a list of them | `0.0.0.0:8080` |"))
+        #expect(
+            policy.challengeTTLSeconds == 300 && doc.contains("| `challenge_ttl_seconds` | integer 1–86400 | `300` |"))
+        #expect(
+            policy.environment == .production
+                && doc.contains("| `environment` | `production` \\| `development` \\| `any` | `production` |"))
+        #expect(
+            policy.upstreams["api"]?.maxConnections == 64
+                && doc.contains("| `max_connections` | integer 1–10,000 | `64` |"))
+        #expect(
+            policy.listen.map(\.description) == ["0.0.0.0:8080"]
+                && doc.contains("| `listen` | `host:port` or a list of them | `0.0.0.0:8080` |"))
     }
 }
 

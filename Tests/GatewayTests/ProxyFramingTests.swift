@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 @Suite struct ProxyFramingTests {
@@ -9,8 +10,11 @@ import Testing
     @Test func contentLengthBodyKeepsItsLengthAndLosesHopByHopHeaders() {
         let head = self.request(
             "POST",
-            [("Host", "api.example"), ("Content-Length", "5"), ("Connection", "keep-alive, X-Private"), ("X-Private", "1"),
-             ("Expect", "100-continue"), ("Accept", "*/*")])
+            [
+                ("Host", "api.example"), ("Content-Length", "5"), ("Connection", "keep-alive, X-Private"),
+                ("X-Private", "1"),
+                ("Expect", "100-continue"), ("Accept", "*/*"),
+            ])
         let plan = UpstreamRequestPlan.make(
             gateHead: head, framing: .contentLength(5), bufferedBodyCount: nil, clientAddress: "10.0.0.1",
             upstreamHost: "127.0.0.1:9000")
@@ -48,7 +52,8 @@ import Testing
         var head = self.request("GET", [])
         head.versionMinor = 0
         let plan = UpstreamRequestPlan.make(
-            gateHead: head, framing: .none, bufferedBodyCount: nil, clientAddress: "1.2.3.4", upstreamHost: "127.0.0.1:9000")
+            gateHead: head, framing: .none, bufferedBodyCount: nil, clientAddress: "1.2.3.4",
+            upstreamHost: "127.0.0.1:9000")
         #expect(plan.head.headers["Host"] == "127.0.0.1:9000")
         #expect(plan.head.versionMinor == 1)
         #expect(plan.encoding == .none)
@@ -57,7 +62,8 @@ import Testing
 
     @Test func postWithoutBodyGetsContentLengthZero() {
         let plan = UpstreamRequestPlan.make(
-            gateHead: self.request("POST", [("Host", "a")]), framing: .none, bufferedBodyCount: nil, clientAddress: "1.2.3.4",
+            gateHead: self.request("POST", [("Host", "a")]), framing: .none, bufferedBodyCount: nil,
+            clientAddress: "1.2.3.4",
             upstreamHost: "u")
         #expect(plan.head.headers.values(for: "Content-Length") == ["0"])
     }
@@ -68,7 +74,8 @@ import Testing
 
     @Test func contentLengthResponseIsReframedWithItsLength() {
         let plan = ClientResponsePlan.make(
-            upstreamHead: self.response(200, [("Content-Length", "12"), ("Keep-Alive", "timeout=5"), ("Content-Type", "a/b")]),
+            upstreamHead: self.response(
+                200, [("Content-Length", "12"), ("Keep-Alive", "timeout=5"), ("Content-Type", "a/b")]),
             framing: .contentLength(12), requestMethod: "GET", clientVersionMinor: 1, keepAlive: true)
         #expect(plan.encoding == .identity)
         #expect(plan.head.headers.values(for: "Content-Length") == ["12"])
@@ -89,7 +96,8 @@ import Testing
 
     @Test func chunkedResponseToHTTP10IsCloseDelimited() {
         let plan = ClientResponsePlan.make(
-            upstreamHead: self.response(200, [("Transfer-Encoding", "chunked")]), framing: .chunked, requestMethod: "GET",
+            upstreamHead: self.response(200, [("Transfer-Encoding", "chunked")]), framing: .chunked,
+            requestMethod: "GET",
             clientVersionMinor: 0, keepAlive: true)
         #expect(plan.encoding == .identity)
         #expect(plan.closeAfter)
@@ -99,7 +107,8 @@ import Testing
 
     @Test func http10KeepAliveIsAnnounced() {
         let plan = ClientResponsePlan.make(
-            upstreamHead: self.response(200, [("Content-Length", "1")]), framing: .contentLength(1), requestMethod: "GET",
+            upstreamHead: self.response(200, [("Content-Length", "1")]), framing: .contentLength(1),
+            requestMethod: "GET",
             clientVersionMinor: 0, keepAlive: true)
         #expect(plan.head.headers["Connection"] == "keep-alive")
     }
@@ -127,7 +136,8 @@ import Testing
 
     @Test func closingConnectionSaysSo() {
         let plan = ClientResponsePlan.make(
-            upstreamHead: self.response(200, [("Content-Length", "0")]), framing: .contentLength(0), requestMethod: "GET",
+            upstreamHead: self.response(200, [("Content-Length", "0")]), framing: .contentLength(0),
+            requestMethod: "GET",
             clientVersionMinor: 1, keepAlive: false)
         #expect(plan.head.headers["Connection"] == "close")
         #expect(plan.closeAfter)
@@ -136,8 +146,14 @@ import Testing
     }
 
     @Test func passthroughGateStripsIdentityHeadersAndMarksSkipped() async {
-        let gate = PassthroughGate(routes: RouteTable(routes: [RoutePolicy(name: "api", match: .init(pathPrefix: "/v1"), upstream: "up")]))
-        let head = self.request("GET", [("Host", "a"), ("X-App-Attest-Status", "verified"), ("x-app-attest-key-id", "k"), ("X-App-Assertion", "s"), ("X-App-Attestation", "keep")])
+        let gate = PassthroughGate(
+            routes: RouteTable(routes: [RoutePolicy(name: "api", match: .init(pathPrefix: "/v1"), upstream: "up")]))
+        let head = self.request(
+            "GET",
+            [
+                ("Host", "a"), ("X-App-Attest-Status", "verified"), ("x-app-attest-key-id", "k"),
+                ("X-App-Assertion", "s"), ("X-App-Attestation", "keep"),
+            ])
         let classification = gate.classify(head)
         #expect(classification.routeName == "api")
         #expect(classification.upstream == "up")

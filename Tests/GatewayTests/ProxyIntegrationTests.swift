@@ -1,9 +1,11 @@
 import Dispatch
 import Foundation
 import Glibc
+import Synchronization
 import Testing
-@testable import Gateway
 import Verification
+
+@testable import Gateway
 
 /// The proxy end to end on loopback: a real upstream (`scripts/upstream.py`), the server
 /// in-process, blocking test clients. Each test is bounded to a few seconds.
@@ -97,9 +99,12 @@ import Verification
         let client = try TestHTTPClient(port: gateway.port)
         try client.send(
             "GET /p1 HTTP/1.1\r\nHost: t\r\n\r\n" + "GET /p2?delay=200 HTTP/1.1\r\nHost: t\r\n\r\n"
-                + "POST /p3 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc" + "HEAD /p4 HTTP/1.1\r\nHost: t\r\n\r\n"
+                + "POST /p3 HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+                + "HEAD /p4 HTTP/1.1\r\nHost: t\r\n\r\n"
                 + "GET /p5 HTTP/1.1\r\nHost: t\r\n\r\n")
-        for (target, method) in [("/p1", "GET"), ("/p2?delay=200", "GET"), ("/p3", "POST"), ("/p4", "HEAD"), ("/p5", "GET")] {
+        for (target, method) in [
+            ("/p1", "GET"), ("/p2?delay=200", "GET"), ("/p3", "POST"), ("/p4", "HEAD"), ("/p5", "GET"),
+        ] {
             let response = try client.readResponse(method: method)
             #expect(response.status == 200)
             if method == "HEAD" {
@@ -186,14 +191,17 @@ import Verification
             #expect(response.headers["Content-Type"] == "application/json")
             #expect(try response.json()["error"] as? String == "upstream_unavailable")
         }
-        #expect(gateway.metrics.render().contains("attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"unavailable\"} 2"))
+        #expect(
+            gateway.metrics.render().contains(
+                "attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"unavailable\"} 2"))
     }
 
     @Test func upstreamResetAnswers502() throws {
         let upstream = try UpstreamProcess()
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration])
         defer { gateway.stop() }
-        let response = try TestHTTPClient.request(port: gateway.port, "POST /r?reset=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", method: "POST")
+        let response = try TestHTTPClient.request(
+            port: gateway.port, "POST /r?reset=1 HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n", method: "POST")
         #expect(response.status == 502)
         #expect(try response.json()["error"] as? String == "upstream_unavailable")
     }
@@ -205,12 +213,15 @@ import Verification
         let gateway = try TestGateway(upstreams: ["api": configuration])
         defer { gateway.stop() }
         let started = Date()
-        let response = try TestHTTPClient.request(port: gateway.port, "GET /slow?delay=4000 HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try TestHTTPClient.request(
+            port: gateway.port, "GET /slow?delay=4000 HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(response.status == 504)
         #expect(try response.json()["error"] as? String == "upstream_timeout")
         // Answered by the timeout, well before the upstream would have answered.
         #expect(Date().timeIntervalSince(started) < 3.5)
-        #expect(gateway.metrics.render().contains("attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
+        #expect(
+            gateway.metrics.render().contains(
+                "attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
     }
 
     @Test func clientGoneMidBodyReleasesTheUpstreamConnection() throws {
@@ -268,11 +279,14 @@ import Verification
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration])
         defer { gateway.stop() }
         let v6 = try gateway.server.listen(
-            on: ListenAddress(host: "::1", port: 0), name: "main", gate: PassthroughGate(routes: RouteTable(routes: [
-                RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api")
-            ])))
+            on: ListenAddress(host: "::1", port: 0), name: "main",
+            gate: PassthroughGate(
+                routes: RouteTable(routes: [
+                    RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api")
+                ])))
         #expect(v6.family == AF_INET6)
-        let response = try TestHTTPClient.request(port: v6.port, host: "::1", "GET /over-v6 HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try TestHTTPClient.request(
+            port: v6.port, host: "::1", "GET /over-v6 HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(response.status == 200)
         let forwarded = try response.echoedHeaders()
         #expect(forwarded.contains { $0.0 == "X-Forwarded-For" && $0.1 == "::1" })
@@ -313,16 +327,16 @@ import Verification
         let path = directory.appendingPathComponent("policy.yaml").path
         func writePolicy(upstreamPort: UInt16, prefix: String) throws {
             try """
-                listen: 127.0.0.1:\(try Self.unusedPort())
-                store: memory
-                upstreams:
-                  api: { url: "http://127.0.0.1:\(upstreamPort)", max_connections: 4 }
-                routes:
-                  - name: only
-                    match: { path_prefix: \(prefix) }
-                    upstream: api
-                    mode: off
-                """.write(toFile: path, atomically: true, encoding: .utf8)
+            listen: 127.0.0.1:\(try Self.unusedPort())
+            store: memory
+            upstreams:
+              api: { url: "http://127.0.0.1:\(upstreamPort)", max_connections: 4 }
+            routes:
+              - name: only
+                match: { path_prefix: \(prefix) }
+                upstream: api
+                mode: off
+            """.write(toFile: path, atomically: true, encoding: .utf8)
         }
         try writePolicy(upstreamPort: first.port, prefix: "/a")
         let server = try GatewayServer(loopCount: 1, accessLog: nil)
@@ -385,7 +399,9 @@ import Verification
         // A chunked body that grows past the cap.
         let chunked = try TestHTTPClient(port: gateway.port)
         let piece = String(repeating: "c", count: 800)
-        try chunked.send("POST /buffered HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n320\r\n\(piece)\r\n320\r\n\(piece)\r\n0\r\n\r\n")
+        try chunked.send(
+            "POST /buffered HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n320\r\n\(piece)\r\n320\r\n\(piece)\r\n0\r\n\r\n"
+        )
         #expect(try chunked.readResponse(method: "POST").status == 413)
     }
 
@@ -457,18 +473,18 @@ import Verification
         let policy = directory.appendingPathComponent("policy.yaml")
         let listenPort = try Self.unusedPort()
         try """
-            listen: 127.0.0.1:\(listenPort)
-            store: memory
-            app_ids: ["ABCDE12345.com.example.app"]
-            limits:
-              shutdown_drain_timeout: 5s
-            upstreams:
-              api: { url: "http://127.0.0.1:\(upstream.port)", max_connections: 8 }
-            routes:
-              - match: { path_prefix: / }
-                upstream: api
-                mode: off
-            """.write(to: policy, atomically: true, encoding: .utf8)
+        listen: 127.0.0.1:\(listenPort)
+        store: memory
+        app_ids: ["ABCDE12345.com.example.app"]
+        limits:
+          shutdown_drain_timeout: 5s
+        upstreams:
+          api: { url: "http://127.0.0.1:\(upstream.port)", max_connections: 8 }
+        routes:
+          - match: { path_prefix: / }
+            upstream: api
+            mode: off
+        """.write(to: policy, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
@@ -598,8 +614,9 @@ struct DenyingTestGate: RequestGate {
         _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        completion(.respond(.jsonError(status: 403, code: "denied_by_test", message: "no"), GateLogInfo(verdict: "invalid_signature")))
+        completion(
+            .respond(
+                .jsonError(status: 403, code: "denied_by_test", message: "no"),
+                GateLogInfo(verdict: "invalid_signature")))
     }
 }
-
-import Synchronization

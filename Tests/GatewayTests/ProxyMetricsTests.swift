@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Gateway
 
 @Suite struct ProxyMetricsTests {
@@ -71,7 +72,8 @@ import Testing
         var buffer = AccessLogBuffer()
         buffer.append(
             .init(
-                method: "POST", path: "/v1/a\"b", route: "premium", status: 201, verdict: "verified", keyIDPrefix: "AbCd1234",
+                method: "POST", path: "/v1/a\"b", route: "premium", status: 201, verdict: "verified",
+                keyIDPrefix: "AbCd1234",
                 upstreamNanoseconds: 1_234_567, totalNanoseconds: 2_000_999))
         buffer.append(
             .init(

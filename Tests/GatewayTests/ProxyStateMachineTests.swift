@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 
 /// `ProxyConnectionStateMachine` without sockets: events in, actions out.
@@ -117,7 +118,8 @@ import Testing
     @Test func earlyResponseBeforeTheBodyEndsClosesBothSides() {
         var machine = Machine()
         _ = machine.requestHeadReceived(
-            method: "POST", framing: .contentLength(1_000_000), keepAlive: true, expectsContinue: false, bufferBodyUpTo: nil)
+            method: "POST", framing: .contentLength(1_000_000), keepAlive: true, expectsContinue: false,
+            bufferBodyUpTo: nil)
         _ = machine.decided(forward: true)
         machine.upstreamConnected()
         machine.responseStartedSending()
@@ -131,22 +133,29 @@ import Testing
         _ = machine.decided(forward: true)
         machine.upstreamConnected()
         #expect(
-            machine.upstreamFailed(.unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
+            machine.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
                 == .retry)
         #expect(machine.phase == .connecting)
         machine.upstreamConnected()
         let second = machine.upstreamFailed(
             .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
-        #expect(second == .respond(status: 502, code: "upstream_unavailable", message: "the upstream service is not reachable", keepAlive: true))
+        #expect(
+            second
+                == .respond(
+                    status: 502, code: "upstream_unavailable", message: "the upstream service is not reachable",
+                    keepAlive: true))
     }
 
     @Test func noRetryForPostFreshConnectionsOrAfterAResponseByte() {
         var post = Machine()
-        _ = post.requestHeadReceived(method: "POST", framing: .none, keepAlive: true, expectsContinue: false, bufferBodyUpTo: nil)
+        _ = post.requestHeadReceived(
+            method: "POST", framing: .none, keepAlive: true, expectsContinue: false, bufferBodyUpTo: nil)
         _ = post.decided(forward: true)
         post.upstreamConnected()
-        guard case .respond(502, _, _, _) = post.upstreamFailed(
-            .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
+        guard
+            case .respond(502, _, _, _) = post.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
         else {
             Issue.record("POST must not be retried")
             return
@@ -156,8 +165,9 @@ import Testing
         _ = self.headGET(&fresh)
         _ = fresh.decided(forward: true)
         fresh.upstreamConnected()
-        guard case .respond(502, _, _, _) = fresh.upstreamFailed(
-            .unavailable, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
+        guard
+            case .respond(502, _, _, _) = fresh.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
         else {
             Issue.record("a fresh connection's failure is not retried")
             return
@@ -167,8 +177,9 @@ import Testing
         _ = self.headGET(&partial)
         _ = partial.decided(forward: true)
         partial.upstreamConnected()
-        guard case .respond(502, _, _, _) = partial.upstreamFailed(
-            .unavailable, anyResponseByte: true, wasIdlePooledConnection: true, requestReplayable: true)
+        guard
+            case .respond(502, _, _, _) = partial.upstreamFailed(
+                .unavailable, anyResponseByte: true, wasIdlePooledConnection: true, requestReplayable: true)
         else {
             Issue.record("a failure after response bytes is not retried")
             return
@@ -182,7 +193,8 @@ import Testing
         machine.upstreamConnected()
         machine.responseStartedSending()
         #expect(
-            machine.upstreamFailed(.unavailable, anyResponseByte: true, wasIdlePooledConnection: false, requestReplayable: true)
+            machine.upstreamFailed(
+                .unavailable, anyResponseByte: true, wasIdlePooledConnection: false, requestReplayable: true)
                 == .abort)
         #expect(machine.phase == .closing)
     }
@@ -198,8 +210,9 @@ import Testing
             var machine = Machine()
             _ = self.headGET(&machine)
             _ = machine.decided(forward: true)
-            guard case .respond(let gotStatus, let gotCode, _, let keepAlive) = machine.upstreamFailed(
-                failure, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
+            guard
+                case .respond(let gotStatus, let gotCode, _, let keepAlive) = machine.upstreamFailed(
+                    failure, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
             else {
                 Issue.record("\(failure): expected a response")
                 continue

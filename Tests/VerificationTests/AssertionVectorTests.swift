@@ -19,14 +19,16 @@ import Verification
 
         switch vector.expected_result {
         case "valid":
-            let result = try verifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                             appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
+            let result = try verifier.verify(
+                assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             #expect(result.counter == vector.expected_counter)
             #expect(result.appID == vector.app_id)
         case "invalid":
             let error = #expect(throws: VerificationError.self) {
-                try verifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                    appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
+                try verifier.verify(
+                    assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                    appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             }
             if let kind = vector.negative_kind, let code = Self.codeForNegativeKind[kind] {
                 #expect(error?.code == code, "\(vector.id): \(String(describing: error))")
@@ -81,18 +83,21 @@ import Verification
         let clientDataHash = SHA256.hash(try VectorFixtures.base64(vector.client_data))
         let verifier = AssertionVerifier()
         let counter = vector.expected_counter
-        let ok = try verifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                     appIDs: [AppID("A.b"), AppID(vector.app_id)], previousCounter: counter - 1)
+        let ok = try verifier.verify(
+            assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+            appIDs: [AppID("A.b"), AppID(vector.app_id)], previousCounter: counter - 1)
         #expect(ok.counter == counter)
         for previous in [counter, counter + 1, UInt32.max] {
             #expect(throws: VerificationError(.counterNotIncreasing, "")) {
-                try verifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                    appIDs: [AppID(vector.app_id)], previousCounter: previous)
+                try verifier.verify(
+                    assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                    appIDs: [AppID(vector.app_id)], previousCounter: previous)
             }
         }
         #expect(throws: VerificationError(.appIDMismatch, "")) {
-            try verifier.verify(assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
-                                appIDs: [], previousCounter: 0)
+            try verifier.verify(
+                assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                appIDs: [], previousCounter: 0)
         }
     }
 }

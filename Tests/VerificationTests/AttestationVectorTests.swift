@@ -24,7 +24,8 @@ import Verification
 
         switch vector.expected_result {
         case "valid":
-            let key = try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
+            let key = try verifier.verify(
+                attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
             #expect(key.keyID == keyID)
             #expect(key.publicKey == (try VectorFixtures.base64(vector.expected.public_key_x962)))
             #expect(SHA256.hash(key.publicKey) == keyID)
@@ -34,7 +35,8 @@ import Verification
             #expect(key.certificateNotAfter == (try VectorFixtures.date(vector.leaf_not_after)))
         case "invalid":
             let error = #expect(throws: VerificationError.self) {
-                try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
+                try verifier.verify(
+                    attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
             }
             if let kind = vector.negative_kind, let code = Self.codeForNegativeKind[kind] {
                 #expect(error?.code == code, "\(vector.id): \(String(describing: error))")
@@ -46,8 +48,9 @@ import Verification
 
     @Test func embeddedRootIsTheFixture() throws {
         let fixture = try VectorFixtures.text("apple_app_attest_root_ca.pem")
-        #expect(AppleAppAttestRoot.pem.trimmingCharacters(in: .whitespacesAndNewlines)
-            == fixture.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            AppleAppAttestRoot.pem.trimmingCharacters(in: .whitespacesAndNewlines)
+                == fixture.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     @Test func everyValidVectorFailsOutsideItsLeafValidity() throws {
@@ -58,16 +61,19 @@ import Verification
             let clientDataHash = try VectorFixtures.base64(vector.client_data_hash)
             let notAfter = try VectorFixtures.date(vector.leaf_not_after)
             #expect(throws: VerificationError(.certificateExpired, "")) {
-                try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
-                                    at: notAfter.addingTimeInterval(1))
+                try verifier.verify(
+                    attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
+                    at: notAfter.addingTimeInterval(1))
             }
             #expect(throws: VerificationError(.certificateExpired, "")) {
-                try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
-                                    at: Date(timeIntervalSince1970: 1_500_000_000))
+                try verifier.verify(
+                    attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
+                    at: Date(timeIntervalSince1970: 1_500_000_000))
             }
             // One second before notAfter: still valid.
-            _ = try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
-                                    at: notAfter.addingTimeInterval(-1))
+            _ = try verifier.verify(
+                attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash,
+                at: notAfter.addingTimeInterval(-1))
         }
     }
 
@@ -80,11 +86,13 @@ import Verification
             for requirement in EnvironmentRequirement.allCases {
                 let verifier = try AttestationVerifier(appIDs: ["X.other", vector.app_id], environment: requirement)
                 if requirement == .any || requirement.rawValue == vector.environment {
-                    let key = try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
+                    let key = try verifier.verify(
+                        attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
                     #expect(key.appID == vector.app_id)
                 } else {
                     #expect(throws: VerificationError(.environmentMismatch, "")) {
-                        try verifier.verify(attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
+                        try verifier.verify(
+                            attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
                     }
                 }
             }

@@ -6,7 +6,9 @@ import Verification
     static let keyID = [UInt8](repeating: 0x11, count: 32)
 
     static func header(flags: UInt8, counter: UInt32) -> [UInt8] {
-        rpIDHash + [flags] + [UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff)]
+        rpIDHash + [flags] + [
+            UInt8(counter >> 24), UInt8(counter >> 16 & 0xff), UInt8(counter >> 8 & 0xff), UInt8(counter & 0xff),
+        ]
     }
 
     static var coseKey: [UInt8] {
@@ -49,7 +51,8 @@ import Verification
     }
 
     @Test func acceptsExtensionsMapAfterCOSEKeyWithFlagED() throws {
-        let data = try AuthenticatorData(Self.attestation(flags: 0xc0, trailing: Self.appleExtensions), context: .attestation)
+        let data = try AuthenticatorData(
+            Self.attestation(flags: 0xc0, trailing: Self.appleExtensions), context: .attestation)
         #expect(data.flags.contains(.extensionData))
         #expect(data.extensions?.mapValue?.count == 2)
     }
@@ -64,7 +67,9 @@ import Verification
     }
 
     @Test func rejectsTrailingBytesThatAreNotOneMap() {
-        for trailing: [[UInt8]] in [[[0x00]], [[0x80]], [Self.appleExtensions + [0x00]], [[0xa1, 0x01]], [[0xa0, 0xa0]], [[0x41]]] {
+        for trailing: [[UInt8]] in [
+            [[0x00]], [[0x80]], [Self.appleExtensions + [0x00]], [[0xa1, 0x01]], [[0xa0, 0xa0]], [[0x41]],
+        ] {
             #expect(throws: VerificationError(.malformedAuthenticatorData, ""), "\(trailing[0])") {
                 try AuthenticatorData(Self.attestation(trailing: trailing[0]), context: .attestation)
             }
@@ -83,7 +88,8 @@ import Verification
 
     @Test func assertionWithExtensionsMapWithOrWithoutED() throws {
         for flags: UInt8 in [0x00, 0x40, 0x80, 0xc0, 0x45] {
-            let data = try AuthenticatorData(Self.header(flags: flags, counter: 0x01020304) + Self.appleExtensions, context: .assertion)
+            let data = try AuthenticatorData(
+                Self.header(flags: flags, counter: 0x01020304) + Self.appleExtensions, context: .assertion)
             #expect(data.signCount == 0x0102_0304)
             #expect(data.extensions?[textKey: "apple_bundle_version_01"] == .textString("1"))
         }
@@ -133,7 +139,8 @@ import Verification
     }
 
     @Test func rejectsCOSEKeyThatIsNotAMap() {
-        let bytes = Self.header(flags: 0x40, counter: 0) + AppAttestEnvironment.development.aaguid + [0x00, 0x01, 0x42, 0x01]
+        let bytes =
+            Self.header(flags: 0x40, counter: 0) + AppAttestEnvironment.development.aaguid + [0x00, 0x01, 0x42, 0x01]
         #expect(throws: VerificationError(.malformedAuthenticatorData, "")) {
             try AuthenticatorData(bytes, context: .attestation)
         }

@@ -8,7 +8,8 @@ import Verification
         try self.decoder.decode(bytes)
     }
 
-    func expectMalformed(_ bytes: [UInt8], _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectMalformed(_ bytes: [UInt8], _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation)
+    {
         #expect(throws: VerificationError(.malformedCBOR, ""), comment, sourceLocation: sourceLocation) {
             try self.decoder.decode(bytes)
         }
@@ -160,4 +161,3 @@ import Verification
         #expect(decoded > 0)  // some random inputs are valid CBOR (e.g. single small integers)
     }
 }
-

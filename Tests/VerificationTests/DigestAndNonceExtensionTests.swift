@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Verification
 
 @Suite struct DigestAndNonceExtensionTests {
@@ -11,7 +12,9 @@ import Testing
             #expect(SHA256.hash(a, b) == SHA256.hash(a + b))
         }
         // FIPS 180-2 "abc".
-        #expect(SHA256.hash(Array("abc".utf8)).hexString == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256.hash(Array("abc".utf8)).hexString
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     static let nonce = [UInt8](repeating: 0xab, count: 32)

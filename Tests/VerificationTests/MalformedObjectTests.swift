@@ -66,17 +66,33 @@ import Verification
             ([0xa1] + Self.text("fmt") + Self.text("none"), .unsupportedFormat),
             ([0xa2] + fmt + Self.text("attStmt") + [0x80], .malformedAttestation),  // attStmt array
             ([0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x41, 0x00], .malformedAttestation),
-            ([0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x80], .malformedAttestation),  // empty x5c
+            // empty x5c
+            ([0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x80], .malformedAttestation),
             ([0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x81, 0x01], .malformedAttestation),
-            ([0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x81, 0x41, 0x00], .malformedAttestation),  // no receipt
-            ([0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00] + Self.text("receipt") + [0x01]
-                + authData, .malformedAttestation),  // receipt not bytes
-            ([0xa2] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00] + Self.text("receipt") + [0x40],
-             .malformedAttestation),  // no authData
-            ([0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00] + Self.text("receipt") + [0x40]
-                + Self.text("authData") + Self.text("x"), .malformedAttestation),  // authData text
-            ([0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00] + Self.text("receipt") + [0x40]
-                + authData, .malformedAuthenticatorData),  // authData without AT
+            (
+                [0xa2] + fmt + Self.text("attStmt") + [0xa1] + Self.text("x5c") + [0x81, 0x41, 0x00],
+                .malformedAttestation
+            ),  // no receipt
+            (
+                [0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00]
+                    + Self.text("receipt") + [0x01]
+                    + authData, .malformedAttestation
+            ),  // receipt not bytes
+            (
+                [0xa2] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00]
+                    + Self.text("receipt") + [0x40],
+                .malformedAttestation
+            ),  // no authData
+            (
+                [0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00]
+                    + Self.text("receipt") + [0x40]
+                    + Self.text("authData") + Self.text("x"), .malformedAttestation
+            ),  // authData text
+            (
+                [0xa3] + fmt + Self.text("attStmt") + [0xa2] + Self.text("x5c") + [0x81, 0x41, 0x00]
+                    + Self.text("receipt") + [0x40]
+                    + authData, .malformedAuthenticatorData
+            ),  // authData without AT
         ]
         for (bytes, code) in cases {
             #expect(throws: VerificationError(code, ""), "\(bytes.prefix(24))") { try AttestationObject(bytes) }
@@ -131,7 +147,8 @@ import Verification
             var corrupted = attestation
             corrupted[index] ^= 0x5a
             do {
-                _ = try verifier.verify(attestationObject: corrupted, keyID: keyID, clientDataHash: clientDataHash, at: time)
+                _ = try verifier.verify(
+                    attestationObject: corrupted, keyID: keyID, clientDataHash: clientDataHash, at: time)
             } catch {
                 rejected += 1
             }
@@ -149,8 +166,9 @@ import Verification
                 var corrupted = assertion
                 corrupted[index] ^= mask
                 #expect(throws: VerificationError.self, "byte \(index) ^ \(mask)") {
-                    try AssertionVerifier().verify(assertionObject: corrupted, clientDataHash: clientDataHash, publicKey: key,
-                                                   appIDs: [AppID(vector.app_id)], previousCounter: 0)
+                    try AssertionVerifier().verify(
+                        assertionObject: corrupted, clientDataHash: clientDataHash, publicKey: key,
+                        appIDs: [AppID(vector.app_id)], previousCounter: 0)
                 }
             }
         }
@@ -168,16 +186,23 @@ import Verification
                 try verifier.verify(attestationObject: bytes, keyID: [], clientDataHash: [], at: Date())
             }
             #expect(throws: VerificationError.self) {
-                try AssertionVerifier().verify(assertionObject: bytes, clientDataHash: [], publicKey: key, appIDs: [], previousCounter: 0)
+                try AssertionVerifier().verify(
+                    assertionObject: bytes, clientDataHash: [], publicKey: key, appIDs: [], previousCounter: 0)
             }
         }
     }
 
     @Test func publicKeysThatAreNotP256PointsAreRejected() {
         #expect(throws: VerificationError(.invalidPublicKey, "")) { try ECPublicKey(x962: []) }
-        #expect(throws: VerificationError(.invalidPublicKey, "")) { try ECPublicKey(x962: [0x04] + [UInt8](repeating: 0, count: 64)) }
-        #expect(throws: VerificationError(.invalidPublicKey, "")) { try ECPublicKey(x962: [0x04] + [UInt8](repeating: 1, count: 64)) }
-        #expect(throws: VerificationError(.invalidPublicKey, "")) { try ECPublicKey(x962: [0x02] + [UInt8](repeating: 1, count: 32)) }
+        #expect(throws: VerificationError(.invalidPublicKey, "")) {
+            try ECPublicKey(x962: [0x04] + [UInt8](repeating: 0, count: 64))
+        }
+        #expect(throws: VerificationError(.invalidPublicKey, "")) {
+            try ECPublicKey(x962: [0x04] + [UInt8](repeating: 1, count: 64))
+        }
+        #expect(throws: VerificationError(.invalidPublicKey, "")) {
+            try ECPublicKey(x962: [0x02] + [UInt8](repeating: 1, count: 32))
+        }
         #expect(throws: VerificationError(.invalidPublicKey, "")) { try ECPublicKey(pem: "not a pem") }
         #expect(throws: VerificationError(.invalidPublicKey, "")) {
             try ECPublicKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")

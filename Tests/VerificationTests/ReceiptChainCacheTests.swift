@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-@testable import Simulator
 import Synchronization
 import Testing
+
+@testable import Simulator
 @testable import Verification
 
 /// The receipt verifier remembers chains it verified (signer + embedded certificates + validity

@@ -1,9 +1,10 @@
 import Dispatch
 import Foundation
-@testable import Simulator
 import Synchronization
 import Testing
 import Verification
+
+@testable import Simulator
 
 /// The on-disk state behind `attest-gateway sim`.
 @Suite struct SimulatorDirectoryTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Verification
 
 /// Objects minted by Fixtures/synthetic/generate.py under a throwaway test CA: the shapes
@@ -47,8 +48,9 @@ struct SyntheticFixtures: Decodable, Sendable {
     func attestationGivesExpectedResult(_ vector: SyntheticFixtures.Attestation) throws {
         let fixtures = try SyntheticFixtures.load()
         let requirement = try #require(EnvironmentRequirement(rawValue: vector.required_environment))
-        let verifier = try AttestationVerifier(appIDs: [vector.app_id], environment: requirement,
-                                               additionalTrustRootsPEM: [fixtures.meta.trust_root_pem])
+        let verifier = try AttestationVerifier(
+            appIDs: [vector.app_id], environment: requirement,
+            additionalTrustRootsPEM: [fixtures.meta.trust_root_pem])
         let object = try VectorFixtures.base64(vector.attestation)
         let keyID = try VectorFixtures.base64(vector.key_id)
         let hash = try VectorFixtures.base64(vector.client_data_hash)
@@ -79,13 +81,15 @@ struct SyntheticFixtures: Decodable, Sendable {
         let verifier = AssertionVerifier()
         if let code = vector.expected_error {
             let error = #expect(throws: VerificationError.self) {
-                try verifier.verify(assertionObject: object, clientDataHash: hash, publicKey: key,
-                                    appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
+                try verifier.verify(
+                    assertionObject: object, clientDataHash: hash, publicKey: key,
+                    appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             }
             #expect(error?.code.rawValue == code, "\(String(describing: error))")
         } else {
-            let result = try verifier.verify(assertionObject: object, clientDataHash: hash, publicKey: key,
-                                             appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
+            let result = try verifier.verify(
+                assertionObject: object, clientDataHash: hash, publicKey: key,
+                appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             #expect(result.counter == vector.expected_counter)
         }
     }
@@ -108,17 +112,21 @@ struct SyntheticFixtures: Decodable, Sendable {
                 let hash = try VectorFixtures.base64(vector.client_data_hash)
                 let time = try VectorFixtures.date(vector.valid_at)
                 do {
-                    let key = try verifier.verify(attestationObject: object, keyID: keyID, clientDataHash: hash, at: time)
+                    let key = try verifier.verify(
+                        attestationObject: object, keyID: keyID, clientDataHash: hash, at: time)
                     #expect(vector.expected_error == nil, "pass \(pass) \(vector.id) verified")
                     #expect(key.publicKey == (try VectorFixtures.base64(vector.public_key_x962)))
                 } catch {
-                    #expect((error as? VerificationError)?.code.rawValue == vector.expected_error, "pass \(pass) \(vector.id): \(error)")
+                    #expect(
+                        (error as? VerificationError)?.code.rawValue == vector.expected_error,
+                        "pass \(pass) \(vector.id): \(error)")
                 }
                 if let expiredAt = vector.expired_at {
                     // Leaf still valid, intermediate and root expired: the cached intermediate must not hide it.
                     #expect(throws: VerificationError(.certificateExpired, ""), "pass \(pass) \(vector.id)") {
-                        try verifier.verify(attestationObject: object, keyID: keyID, clientDataHash: hash,
-                                            at: try VectorFixtures.date(expiredAt))
+                        try verifier.verify(
+                            attestationObject: object, keyID: keyID, clientDataHash: hash,
+                            at: try VectorFixtures.date(expiredAt))
                     }
                 }
             }
@@ -134,17 +142,20 @@ struct SyntheticFixtures: Decodable, Sendable {
             let time = try VectorFixtures.date(vector.valid_at)
             #expect(verifier.trustStore.cachedIntermediateCount == 0)
             for _ in 0..<2 {
-                _ = try verifier.verify(attestationObject: try VectorFixtures.base64(vector.attestation),
-                                        keyID: try VectorFixtures.base64(vector.key_id),
-                                        clientDataHash: try VectorFixtures.base64(vector.client_data_hash), at: time)
+                _ = try verifier.verify(
+                    attestationObject: try VectorFixtures.base64(vector.attestation),
+                    keyID: try VectorFixtures.base64(vector.key_id),
+                    clientDataHash: try VectorFixtures.base64(vector.client_data_hash), at: time)
             }
             #expect(verifier.trustStore.cachedIntermediateCount == 1)
             // The shortcut itself accepts the leaf under the intermediate, and only within validity.
             let leaf = try ParsedCertificate(der: object.certificates[0], label: "leaf")
             let intermediate = try ParsedCertificate(der: object.certificates[1], label: "intermediate")
             #expect(verifier.trustStore.verifyUnderVerifiedIntermediate(leaf: leaf, anchor: intermediate, at: time))
-            #expect(!verifier.trustStore.verifyUnderVerifiedIntermediate(
-                leaf: leaf, anchor: intermediate, at: try VectorFixtures.date(vector.leaf_not_after).addingTimeInterval(1)))
+            #expect(
+                !verifier.trustStore.verifyUnderVerifiedIntermediate(
+                    leaf: leaf, anchor: intermediate,
+                    at: try VectorFixtures.date(vector.leaf_not_after).addingTimeInterval(1)))
             #expect(!verifier.trustStore.verifyUnderVerifiedIntermediate(leaf: intermediate, anchor: leaf, at: time))
         }
     }
@@ -153,11 +164,13 @@ struct SyntheticFixtures: Decodable, Sendable {
         let fixtures = try SyntheticFixtures.load()
         let vector = try #require(fixtures.attestations.first { $0.expected_result == "valid" })
         let bundle = AppleAppAttestRoot.pem + "\n" + fixtures.meta.trust_root_pem
-        let verifier = try AttestationVerifier(appIDs: [vector.app_id], environment: .any, additionalTrustRootsPEM: [bundle])
-        let key = try verifier.verify(attestationObject: try VectorFixtures.base64(vector.attestation),
-                                      keyID: try VectorFixtures.base64(vector.key_id),
-                                      clientDataHash: try VectorFixtures.base64(vector.client_data_hash),
-                                      at: try VectorFixtures.date(vector.valid_at))
+        let verifier = try AttestationVerifier(
+            appIDs: [vector.app_id], environment: .any, additionalTrustRootsPEM: [bundle])
+        let key = try verifier.verify(
+            attestationObject: try VectorFixtures.base64(vector.attestation),
+            keyID: try VectorFixtures.base64(vector.key_id),
+            clientDataHash: try VectorFixtures.base64(vector.client_data_hash),
+            at: try VectorFixtures.date(vector.valid_at))
         #expect(key.appID == vector.app_id)
     }
 
@@ -166,6 +179,7 @@ struct SyntheticFixtures: Decodable, Sendable {
         let object = try AttestationObject(try VectorFixtures.base64(vector.attestation))
         #expect(!object.authenticatorData.flags.contains(.extensionData))
         #expect(object.authenticatorData.extensions?[textKey: "apple_bundle_version_01"] == .textString("1"))
-        #expect(object.authenticatorData.extensions?[textKey: "apple_validation_category_01"] == .byteString([3, 0, 0, 0]))
+        #expect(
+            object.authenticatorData.extensions?[textKey: "apple_validation_category_01"] == .byteString([3, 0, 0, 0]))
     }
 }

@@ -27,13 +27,16 @@ package struct MetricsGate: RequestGate {
         case "/metrics":
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
-            completion(.respond(LocalResponse(status: 200, headers: headers, body: Array(self.registry.render().utf8)), info))
+            completion(
+                .respond(LocalResponse(status: 200, headers: headers, body: Array(self.registry.render().utf8)), info))
         case "/healthz":
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
-            completion(.respond(LocalResponse(status: 200, headers: headers, body: Array("{\"status\":\"ok\"}".utf8)), info))
+            completion(
+                .respond(LocalResponse(status: 200, headers: headers, body: Array("{\"status\":\"ok\"}".utf8)), info))
         default:
-            completion(.respond(.jsonError(status: 404, code: "not_found", message: "no admin endpoint \(head.path)"), info))
+            completion(
+                .respond(.jsonError(status: 404, code: "not_found", message: "no admin endpoint \(head.path)"), info))
         }
     }
 }

@@ -24,15 +24,18 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_upstream_errors_total", help: "Failed upstream exchanges, by upstream and kind.",
             labelNames: ["upstream", "kind"])
         self.activeConnections = registry.gauge(
-            "attest_gateway_active_connections", help: "Open client connections.").labels()
+            "attest_gateway_active_connections", help: "Open client connections."
+        ).labels()
         self.rejectedConnections = registry.counter(
-            "attest_gateway_connections_rejected_total", help: "Connections closed at accept because max_connections was reached."
+            "attest_gateway_connections_rejected_total",
+            help: "Connections closed at accept because max_connections was reached."
         ).labels()
         self.requestDuration = registry.histogram(
             "attest_gateway_request_duration_seconds", help: "Time from request head to complete response, by route.",
             labelNames: ["route"])
         self.upstreamDuration = registry.histogram(
-            "attest_gateway_upstream_duration_seconds", help: "Time from request sent upstream to complete response, by upstream.",
+            "attest_gateway_upstream_duration_seconds",
+            help: "Time from request sent upstream to complete response, by upstream.",
             labelNames: ["upstream"])
     }
 

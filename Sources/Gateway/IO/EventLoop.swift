@@ -1,6 +1,6 @@
+private import CGatewayShims
 package import Dispatch
 import Glibc
-private import CGatewayShims
 
 /// Something registered with an `EventLoop`: a socket's owner. Called only on the loop's queue.
 package protocol EventHandler: AnyObject {
@@ -110,7 +110,7 @@ package final class EventLoop: @unchecked Sendable {
 
     package func assertInLoop() {
         #if DEBUG
-        dispatchPrecondition(condition: .onQueue(self.queue))
+            dispatchPrecondition(condition: .onQueue(self.queue))
         #endif
     }
 

@@ -1,5 +1,5 @@
-import Glibc
 private import CGatewayShims
+import Glibc
 
 /// A failed system call: the function name and errno, for logs and typed handling.
 package struct IOError: Error, Hashable, CustomStringConvertible {
@@ -43,7 +43,8 @@ package enum SystemCalls {
         precondition(err != EBADF && err != EFAULT, "\(function): errno \(err) is a bug in the gateway")
     }
 
-    package static func read(_ fd: Int32, into pointer: UnsafeMutableRawPointer, count: Int) throws(IOError) -> IOResult {
+    package static func read(_ fd: Int32, into pointer: UnsafeMutableRawPointer, count: Int) throws(IOError) -> IOResult
+    {
         while true {
             let n = Glibc.read(fd, pointer, count)
             if n > 0 { return .processed(n) }
@@ -79,7 +80,8 @@ package enum SystemCalls {
 
     /// A non-blocking, close-on-exec TCP socket for `family`.
     package static func makeSocket(family: Int32) throws(IOError) -> Int32 {
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(
+            family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw IOError("socket", errno: Glibc.errno) }
         return fd
     }
@@ -166,4 +168,3 @@ package enum SystemCalls {
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
 }
-

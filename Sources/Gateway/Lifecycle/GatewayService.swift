@@ -70,13 +70,17 @@ package final class GatewayService: Sendable {
                 bound.append((Self.adminListener, socketAddress))
                 Log.info("listening", [("listener", Self.adminListener), ("address", socketAddress.description)])
             } else {
-                Log.warning("admin_listener_disabled", [("address", adminAddress.description), ("reason", "no admin gate")])
+                Log.warning(
+                    "admin_listener_disabled", [("address", adminAddress.description), ("reason", "no admin gate")])
             }
         }
         self.policy.withLock { $0 = policy }
         Log.info(
             "policy_loaded",
-            [("path", self.configPath), ("routes", String(policy.routes.count)), ("upstreams", String(policy.upstreams.count))])
+            [
+                ("path", self.configPath), ("routes", String(policy.routes.count)),
+                ("upstreams", String(policy.upstreams.count)),
+            ])
         return bound
     }
 
@@ -88,7 +92,12 @@ package final class GatewayService: Sendable {
             policy = try self.load(self.configPath)
             gates = try self.makeGates(policy, self.server)
         } catch {
-            Log.error("policy_reload_failed", [("path", self.configPath), ("error", String(describing: error)), ("action", "kept the running policy")])
+            Log.error(
+                "policy_reload_failed",
+                [
+                    ("path", self.configPath), ("error", String(describing: error)),
+                    ("action", "kept the running policy"),
+                ])
             return
         }
         do {
@@ -96,7 +105,12 @@ package final class GatewayService: Sendable {
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
             try self.server.update(policy: policy, gates: newGates)
         } catch {
-            Log.error("policy_reload_failed", [("path", self.configPath), ("error", String(describing: error)), ("action", "kept the running policy")])
+            Log.error(
+                "policy_reload_failed",
+                [
+                    ("path", self.configPath), ("error", String(describing: error)),
+                    ("action", "kept the running policy"),
+                ])
             return
         }
         let previous = self.policy.withLock { current -> GatewayPolicy? in
@@ -124,8 +138,14 @@ package final class GatewayService: Sendable {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: self.signalQueue)
             source.setEventHandler { [self] in
-                let drain = self.policy.withLock { $0?.limits.shutdownDrainTimeout } ?? GatewayLimits().shutdownDrainTimeout
-                Log.info("shutdown_started", [("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT"), ("open_connections", String(self.server.openConnections))])
+                let drain =
+                    self.policy.withLock { $0?.limits.shutdownDrainTimeout } ?? GatewayLimits().shutdownDrainTimeout
+                Log.info(
+                    "shutdown_started",
+                    [
+                        ("signal", signalNumber == SIGTERM ? "SIGTERM" : "SIGINT"),
+                        ("open_connections", String(self.server.openConnections)),
+                    ])
                 self.server.shutdown(drainTimeout: drain) { drained in
                     Log.info("shutdown_complete", [("drained", drained ? "true" : "false")])
                     exit(0)

@@ -1,4 +1,3 @@
-
 /// Everything `policies.yaml` says, validated. Built by `PolicyLoader`; immutable and
 /// shared by every queue (a reload swaps the whole value).
 public struct GatewayPolicy: Sendable {
@@ -57,7 +56,9 @@ public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
         self.host = host
         self.port = port
     }
-    public var description: String { self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)" }
+    public var description: String {
+        self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+    }
 }
 
 public enum StoreConfiguration: Sendable, Hashable {

@@ -99,7 +99,8 @@ package final class GatewayServer: Sendable {
     /// Starts listening on `address` with `gate`. Several addresses may share a name (and so a
     /// gate). Returns the bound address (the real port when `address.port` is 0).
     @discardableResult
-    package func listen(on address: ListenAddress, name: String, gate: any RequestGate) throws(IOError) -> SocketAddress {
+    package func listen(on address: ListenAddress, name: String, gate: any RequestGate) throws(IOError) -> SocketAddress
+    {
         let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
         let fd = try SystemCalls.listen(on: socketAddress)
         let bound = SystemCalls.localAddress(fd) ?? socketAddress
@@ -113,7 +114,8 @@ package final class GatewayServer: Sendable {
             }
             return (context, state.listeners.count % self.group.loops.count)
         }
-        let listener = Listener(fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex])
+        let listener = Listener(
+            fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex])
         self.state.withLock { $0.listeners.append(listener) }
         listener.loop.execute { listener.start() }
         return bound
@@ -135,7 +137,9 @@ package final class GatewayServer: Sendable {
         if target === loop {
             ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self)
         } else {
-            target.execute { ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self) }
+            target.execute {
+                ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self)
+            }
         }
     }
 

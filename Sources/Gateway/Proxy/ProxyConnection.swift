@@ -71,7 +71,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private var requestStart: UInt64 = 0
     private var upstreamStart: UInt64 = 0
 
-    private init(fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer) {
+    private init(
+        fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer
+    ) {
         self.fd = fd
         self.loop = loopContext.loop
         self.loopContext = loopContext
@@ -82,10 +84,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.snapshot = context.snapshot
         self.parser = HTTPRequestParser(
             limits: HTTPParserLimits(
-                maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount))
+                maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount
+            ))
     }
 
-    static func start(fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer) {
+    static func start(
+        fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer
+    ) {
         let connection = ProxyConnection(fd: fd, peer: peer, context: context, loopContext: loopContext, server: server)
         SystemCalls.setNoDelay(fd)
         do {
@@ -473,7 +478,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         self.machine.requestInvalid()
         self.queueLocalResponse(
-            .jsonError(status: error.status, code: error.code, message: "the request is not valid HTTP/1.1 (\(error.code))"),
+            .jsonError(
+                status: error.status, code: error.code, message: "the request is not valid HTTP/1.1 (\(error.code))"),
             keepAlive: false)
         self.finishRequest(keepAlive: self.machine.localResponseWritten())
     }
@@ -514,7 +520,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             }
             self.target = target
             let plan = UpstreamRequestPlan.make(
-                gateHead: head, framing: self.requestInfo?.framing ?? .none, bufferedBodyCount: self.bufferedBody?.count,
+                gateHead: head, framing: self.requestInfo?.framing ?? .none,
+                bufferedBodyCount: self.bufferedBody?.count,
                 clientAddress: self.peerAddress, upstreamHost: target.hostHeader)
             self.requestEncoding = plan.encoding
             self.requestHeadBytes.removeAll(keepingCapacity: true)
@@ -566,7 +573,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.requestEncoding == .none || self.machine.bufferCap != nil
     }
 
-    private func handleUpstreamFailure(_ failure: ProxyConnectionStateMachine.UpstreamFailure, wasIdle: Bool, anyByte: Bool) {
+    private func handleUpstreamFailure(
+        _ failure: ProxyConnectionStateMachine.UpstreamFailure, wasIdle: Bool, anyByte: Bool
+    ) {
         let action = self.machine.upstreamFailed(
             failure, anyResponseByte: anyByte, wasIdlePooledConnection: wasIdle,
             requestReplayable: self.requestIsReplayable)
@@ -672,7 +681,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         return offset
     }
 
-    private func handleResponseEvent(_ event: HTTPResponseEvent, slice: UnsafeRawBufferPointer, _ connection: UpstreamConnection) {
+    private func handleResponseEvent(
+        _ event: HTTPResponseEvent, slice: UnsafeRawBufferPointer, _ connection: UpstreamConnection
+    ) {
         switch event {
         case .informational(let head):
             // 100 is the gateway's own business (it answered Expect itself); others (103) go to 1.1 clients.
@@ -802,7 +813,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 case .processed(let n):
                     output.consume(n)
                     // Room again: the upstream may be read further.
-                    if output.readableCount <= Self.highWaterMark && self.upstream?.mayRead == true { self.repump = true }
+                    if output.readableCount <= Self.highWaterMark && self.upstream?.mayRead == true {
+                        self.repump = true
+                    }
                 case .wouldBlock, .endOfFile:
                     if !self.clientWriteInterest {
                         self.clientWriteInterest = true
@@ -908,7 +921,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if Self.tracing {
             Log.warning(
                 "connection_closed",
-                [("reason", why), ("phase", "\(self.machine.phase)"), ("request_complete", "\(self.machine.requestComplete)")])
+                [
+                    ("reason", why), ("phase", "\(self.machine.phase)"),
+                    ("request_complete", "\(self.machine.requestComplete)"),
+                ])
         }
         self.isClosed = true
         if let upstream = self.upstream {
@@ -927,4 +943,3 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.server.connectionClosed()
     }
 }
-

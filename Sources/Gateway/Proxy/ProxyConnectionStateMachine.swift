@@ -305,7 +305,8 @@ package struct ProxyConnectionStateMachine: Sendable {
                 keepAlive: self.keepAliveAfterResponse)
         case .invalidResponse:
             return .respond(
-                status: 502, code: "upstream_invalid_response", message: "the upstream service sent an invalid response",
+                status: 502, code: "upstream_invalid_response",
+                message: "the upstream service sent an invalid response",
                 keepAlive: self.keepAliveAfterResponse)
         case .poolExhausted:
             return .respond(
@@ -365,7 +366,8 @@ package struct ProxyConnectionStateMachine: Sendable {
             }
             if !self.requestComplete { self.clientKeepAlive = false }
             self.phase = .closing
-            return .respond(status: 504, code: "upstream_timeout", message: "the upstream service did not answer in time")
+            return .respond(
+                status: 504, code: "upstream_timeout", message: "the upstream service did not answer in time")
         }
     }
 

@@ -81,7 +81,8 @@ package struct ClientResponsePlan: Sendable {
         head.versionMinor = 1
         var keepAlive = keepAlive
         let encoding: BodyEncoding
-        let bodyless = requestMethod == "HEAD" || upstreamHead.status == 204 || upstreamHead.status == 304
+        let bodyless =
+            requestMethod == "HEAD" || upstreamHead.status == 204 || upstreamHead.status == 304
             || (100..<200).contains(upstreamHead.status)
         if bodyless {
             // HEAD and 304 describe the body they would have had: keep its length.

@@ -12,10 +12,14 @@ package final class UpstreamTarget: @unchecked Sendable {
     package let hostHeader: String
     let pools: [UpstreamPool]
 
-    package init(configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024) {
+    package init(
+        configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024
+    ) {
         self.configuration = configuration
         self.address = address
-        self.hostHeader = configuration.host.contains(":") ? "[\(configuration.host)]:\(configuration.port)" : "\(configuration.host):\(configuration.port)"
+        self.hostHeader =
+            configuration.host.contains(":")
+            ? "[\(configuration.host)]:\(configuration.port)" : "\(configuration.host):\(configuration.port)"
         let perLoop = max(1, (configuration.maxConnections + loops.count - 1) / max(loops.count, 1))
         self.pools = loops.map {
             UpstreamPool(
@@ -101,7 +105,10 @@ final class UpstreamPool: @unchecked Sendable {
     private var waiterHead = 0
     private var isRetired = false
 
-    init(name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int, connectTimeout: UInt64) {
+    init(
+        name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
+        connectTimeout: UInt64
+    ) {
         self.name = name
         self.address = address
         self.loop = loop
@@ -256,7 +263,9 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         self.pool = pool
     }
 
-    static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError) -> UpstreamConnection {
+    static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError)
+        -> UpstreamConnection
+    {
         let fd = try SystemCalls.makeSocket(family: address.family)
         SystemCalls.setNoDelay(fd)
         let connection = UpstreamConnection(fd: fd, pool: pool)
@@ -281,7 +290,8 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     }
 
     var isCleanForReuse: Bool {
-        self.state == .leased && self.responseCompleteAndReusable && (self.input?.isEmpty ?? true) && self.output.isEmpty
+        self.state == .leased && self.responseCompleteAndReusable && (self.input?.isEmpty ?? true)
+            && self.output.isEmpty
     }
 
     func lease(to lessee: any UpstreamLessee, reused: Bool) {

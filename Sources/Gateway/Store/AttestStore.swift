@@ -10,7 +10,8 @@ package import Foundation
 package protocol AttestStore: AnyObject, Sendable {
     /// Stores a fresh challenge for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
     /// Completes `false` if the challenge already existed (caller retries with a new one).
-    func putChallenge(_ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+    func putChallenge(
+        _ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
     /// Consumes a challenge: true exactly once per stored, unexpired challenge (`GETDEL`).
     func consumeChallenge(_ challenge: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
@@ -24,7 +25,9 @@ package protocol AttestStore: AnyObject, Sendable {
 
     /// Compare-and-set, atomically across every gateway: sets the counter to `newCounter`
     /// only if the stored counter is lower and the key is active.
-    func advanceCounter(keyID: String, to newCounter: UInt32, completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
+    func advanceCounter(
+        keyID: String, to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
 
     /// Marks the key revoked. Completes false when no such key exists.
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)

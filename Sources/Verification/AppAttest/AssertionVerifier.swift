@@ -41,20 +41,23 @@ public struct AssertionVerifier: Sendable {
 
         // 2. ECDSA P-256 / SHA-256 signature over the 32-byte nonce (digest SHA256(nonce)).
         guard publicKey.isValidSignature(object.signature, for: nonce) else {
-            throw VerificationError(.invalidSignature,
-                                    "signature does not verify over SHA256(authenticatorData || clientDataHash) under the key's public key")
+            throw VerificationError(
+                .invalidSignature,
+                "signature does not verify over SHA256(authenticatorData || clientDataHash) under the key's public key")
         }
 
         // 3. rpIdHash == SHA256(App ID).
         guard let appID = appIDs.matching(rpIDHash: authData.rpIDHash) else {
-            throw VerificationError(.appIDMismatch,
-                                    "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(appIDs.count) App ID(s)")
+            throw VerificationError(
+                .appIDMismatch,
+                "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(appIDs.count) App ID(s)")
         }
 
         // 4. signCount > stored counter.
         guard authData.signCount > previousCounter else {
-            throw VerificationError(.counterNotIncreasing,
-                                    "assertion counter \(authData.signCount) is not greater than stored counter \(previousCounter)")
+            throw VerificationError(
+                .counterNotIncreasing,
+                "assertion counter \(authData.signCount) is not greater than stored counter \(previousCounter)")
         }
         return AssertionResult(counter: authData.signCount, appID: appID.value, extensions: authData.extensions)
     }

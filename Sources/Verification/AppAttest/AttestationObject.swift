@@ -29,7 +29,8 @@ public struct AttestationObject: Sendable, Hashable {
             throw VerificationError(.malformedAttestation, "attestation object has no text field fmt")
         }
         guard format == Self.appleFormat else {
-            throw VerificationError(.unsupportedFormat, "attestation format is \"\(format.prefix(64))\", expected \"\(Self.appleFormat)\"")
+            throw VerificationError(
+                .unsupportedFormat, "attestation format is \"\(format.prefix(64))\", expected \"\(Self.appleFormat)\"")
         }
         guard let statement = top[textKey: "attStmt"], case .map = statement else {
             throw VerificationError(.malformedAttestation, "attestation object has no map field attStmt")
@@ -38,12 +39,15 @@ public struct AttestationObject: Sendable, Hashable {
             throw VerificationError(.malformedAttestation, "attStmt has no array field x5c")
         }
         guard !chain.isEmpty, chain.count <= Self.maxCertificateCount else {
-            throw VerificationError(.malformedAttestation, "attStmt.x5c holds \(chain.count) certificates, expected 1 to \(Self.maxCertificateCount)")
+            throw VerificationError(
+                .malformedAttestation,
+                "attStmt.x5c holds \(chain.count) certificates, expected 1 to \(Self.maxCertificateCount)")
         }
         var certificates: [[UInt8]] = []
         for (index, item) in chain.enumerated() {
             guard let der = item.byteStringValue else {
-                throw VerificationError(.malformedAttestation, "attStmt.x5c[\(index)] is a \(item.kindName), not a byte string")
+                throw VerificationError(
+                    .malformedAttestation, "attStmt.x5c[\(index)] is a \(item.kindName), not a byte string")
             }
             certificates.append(der)
         }

@@ -18,7 +18,9 @@ public struct AttestationVerifier: Sendable {
     ///   - environment: which AAGUID environments to accept.
     ///   - additionalTrustRootsPEM: extra roots besides the pinned Apple App Attest root
     ///     (development only, e.g. the simulator's CA).
-    public init(appIDs: [String], environment: EnvironmentRequirement, additionalTrustRootsPEM: [String] = []) throws(VerificationError) {
+    public init(appIDs: [String], environment: EnvironmentRequirement, additionalTrustRootsPEM: [String] = [])
+        throws(VerificationError)
+    {
         guard !appIDs.isEmpty else {
             throw VerificationError(.invalidInput, "no App IDs configured")
         }
@@ -34,7 +36,9 @@ public struct AttestationVerifier: Sendable {
     ///   - keyID: the key identifier the app reports (SHA256 of the public key).
     ///   - clientDataHash: exactly the bytes the app passed to `attestKey`, any length.
     ///   - time: when to evaluate certificate validity.
-    public func verify(attestationObject: [UInt8], keyID: [UInt8], clientDataHash: [UInt8], at time: Date) throws(VerificationError) -> AttestedKey {
+    public func verify(attestationObject: [UInt8], keyID: [UInt8], clientDataHash: [UInt8], at time: Date)
+        throws(VerificationError) -> AttestedKey
+    {
         let object = try AttestationObject(attestationObject)
         let authData = object.authenticatorData
 
@@ -44,37 +48,47 @@ public struct AttestationVerifier: Sendable {
             certificates.append(try ParsedCertificate(der: der, label: "x5c[\(index)]"))
         }
         let leaf = certificates[0]
-        try self.trustStore.verify(leaf: leaf, intermediates: Array(certificates.dropFirst()),
-                                   intermediateDER: Array(object.certificates.dropFirst()), at: time)
+        try self.trustStore.verify(
+            leaf: leaf, intermediates: Array(certificates.dropFirst()),
+            intermediateDER: Array(object.certificates.dropFirst()), at: time)
 
         // 2. nonce = SHA256(authData || clientDataHash).
         let nonce = SHA256.hash(authData.rawValue, clientDataHash)
 
         // 3. The credential certificate's nonce extension equals it.
         guard let extensionValue = try leaf.extensionValue(self.nonceOID, label: "x5c[0]") else {
-            throw VerificationError(.missingNonceExtension, "credential certificate has no extension \(NonceExtension.oid)")
+            throw VerificationError(
+                .missingNonceExtension, "credential certificate has no extension \(NonceExtension.oid)")
         }
         guard let certifiedNonce = NonceExtension.nonce(fromExtensionValue: extensionValue) else {
-            throw VerificationError(.malformedCertificate,
-                                    "extension \(NonceExtension.oid) is not SEQUENCE { [1] { OCTET STRING } } (\(extensionValue.count) bytes)")
+            throw VerificationError(
+                .malformedCertificate,
+                "extension \(NonceExtension.oid) is not SEQUENCE { [1] { OCTET STRING } } (\(extensionValue.count) bytes)"
+            )
         }
         guard certifiedNonce == nonce else {
-            throw VerificationError(.nonceMismatch,
-                                    "nonce SHA256(authData || clientDataHash) = \(nonce.prefix(8).hexString)… differs from the certificate's \(certifiedNonce.prefix(8).hexString)…")
+            throw VerificationError(
+                .nonceMismatch,
+                "nonce SHA256(authData || clientDataHash) = \(nonce.prefix(8).hexString)… differs from the certificate's \(certifiedNonce.prefix(8).hexString)…"
+            )
         }
 
         // 4. SHA256(public key) == keyId.
         let publicKey = try leaf.p256PublicKeyPoint(label: "x5c[0]")
         let computedKeyID = SHA256.hash(publicKey)
         guard computedKeyID == keyID else {
-            throw VerificationError(.keyIDMismatch,
-                                    "SHA256 of the certified public key is \(computedKeyID.prefix(8).hexString)…, key ID given is \(keyID.prefix(8).hexString)… (\(keyID.count) bytes)")
+            throw VerificationError(
+                .keyIDMismatch,
+                "SHA256 of the certified public key is \(computedKeyID.prefix(8).hexString)…, key ID given is \(keyID.prefix(8).hexString)… (\(keyID.count) bytes)"
+            )
         }
 
         // 5. rpIdHash == SHA256(one of the App IDs).
         guard let appID = self.appIDs.matching(rpIDHash: authData.rpIDHash) else {
-            throw VerificationError(.appIDMismatch,
-                                    "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(self.appIDs.count) configured App ID(s)")
+            throw VerificationError(
+                .appIDMismatch,
+                "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(self.appIDs.count) configured App ID(s)"
+            )
         }
 
         // 6. signCount == 0.
@@ -84,19 +98,25 @@ public struct AttestationVerifier: Sendable {
 
         // 7. AAGUID names an environment, and it is an accepted one.
         guard let credential = authData.attestedCredentialData else {
-            throw VerificationError(.malformedAuthenticatorData, "attestation authenticator data has no attested credential data")
+            throw VerificationError(
+                .malformedAuthenticatorData, "attestation authenticator data has no attested credential data")
         }
         guard let environment = AppAttestEnvironment(aaguid: credential.aaguid) else {
-            throw VerificationError(.unknownAAGUID, "AAGUID \(credential.aaguid.hexString) is neither appattestdevelop nor appattest")
+            throw VerificationError(
+                .unknownAAGUID, "AAGUID \(credential.aaguid.hexString) is neither appattestdevelop nor appattest")
         }
         guard self.environment.allows(environment) else {
-            throw VerificationError(.environmentMismatch, "key was attested in \(environment.rawValue), \(self.environment.rawValue) is required")
+            throw VerificationError(
+                .environmentMismatch,
+                "key was attested in \(environment.rawValue), \(self.environment.rawValue) is required")
         }
 
         // 8. credentialId == keyId.
         guard credential.credentialID == keyID else {
-            throw VerificationError(.credentialIDMismatch,
-                                    "credentialId \(credential.credentialID.prefix(8).hexString)… (\(credential.credentialID.count) bytes) differs from the key ID")
+            throw VerificationError(
+                .credentialIDMismatch,
+                "credentialId \(credential.credentialID.prefix(8).hexString)… (\(credential.credentialID.count) bytes) differs from the key ID"
+            )
         }
 
         guard let notAfter = leaf.notAfter else {

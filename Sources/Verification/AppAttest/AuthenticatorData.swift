@@ -55,8 +55,9 @@ public struct AuthenticatorData: Sendable, Hashable {
 
     public init(_ bytes: [UInt8], context: Context) throws(VerificationError) {
         guard bytes.count >= Self.headerByteCount else {
-            throw VerificationError(.malformedAuthenticatorData,
-                                    "authenticator data is \(bytes.count) bytes, shorter than the \(Self.headerByteCount)-byte header")
+            throw VerificationError(
+                .malformedAuthenticatorData,
+                "authenticator data is \(bytes.count) bytes, shorter than the \(Self.headerByteCount)-byte header")
         }
         self.rawValue = bytes
         self.rpIDHash = Array(bytes[0..<32])
@@ -70,23 +71,29 @@ public struct AuthenticatorData: Sendable, Hashable {
 
         if context == .attestation {
             guard self.flags.contains(.attestedCredentialData) else {
-                throw VerificationError(.malformedAuthenticatorData,
-                                        "attestation authenticator data has flags 0x\(Self.hex(self.flags.rawValue)) without AT (0x40)")
+                throw VerificationError(
+                    .malformedAuthenticatorData,
+                    "attestation authenticator data has flags 0x\(Self.hex(self.flags.rawValue)) without AT (0x40)")
             }
             guard bytes.count - offset >= 18 else {
-                throw VerificationError(.malformedAuthenticatorData,
-                                        "attested credential data truncated: \(bytes.count - offset) byte(s) after the header, need at least 18")
+                throw VerificationError(
+                    .malformedAuthenticatorData,
+                    "attested credential data truncated: \(bytes.count - offset) byte(s) after the header, need at least 18"
+                )
             }
             let aaguid = Array(bytes[offset..<(offset + 16)])
             offset += 16
             let idLength = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
             offset += 2
             guard idLength <= Self.maxCredentialIDByteCount else {
-                throw VerificationError(.malformedAuthenticatorData, "credential ID length \(idLength) exceeds \(Self.maxCredentialIDByteCount)")
+                throw VerificationError(
+                    .malformedAuthenticatorData,
+                    "credential ID length \(idLength) exceeds \(Self.maxCredentialIDByteCount)")
             }
             guard bytes.count - offset >= idLength else {
-                throw VerificationError(.malformedAuthenticatorData,
-                                        "credential ID length \(idLength) but only \(bytes.count - offset) byte(s) left")
+                throw VerificationError(
+                    .malformedAuthenticatorData,
+                    "credential ID length \(idLength) but only \(bytes.count - offset) byte(s) left")
             }
             let credentialID = Array(bytes[offset..<(offset + idLength)])
             offset += idLength
@@ -100,9 +107,11 @@ public struct AuthenticatorData: Sendable, Hashable {
                 throw VerificationError(.malformedAuthenticatorData, "credential public key: \(error.reason)")
             }
             guard case .map = key else {
-                throw VerificationError(.malformedAuthenticatorData, "credential public key is a \(key.kindName), not a COSE_Key map")
+                throw VerificationError(
+                    .malformedAuthenticatorData, "credential public key is a \(key.kindName), not a COSE_Key map")
             }
-            self.attestedCredentialData = AttestedCredentialData(aaguid: aaguid, credentialID: credentialID, credentialPublicKey: key)
+            self.attestedCredentialData = AttestedCredentialData(
+                aaguid: aaguid, credentialID: credentialID, credentialPublicKey: key)
         }
 
         if offset < bytes.count {
@@ -112,13 +121,17 @@ public struct AuthenticatorData: Sendable, Hashable {
             do {
                 (value, offset) = try decoder.decodePrefix(bytes, from: offset)
             } catch {
-                throw VerificationError(.malformedAuthenticatorData, "data after \(context == .attestation ? "the credential public key" : "the header") is not a CBOR extensions map: \(error.reason)")
+                throw VerificationError(
+                    .malformedAuthenticatorData,
+                    "data after \(context == .attestation ? "the credential public key" : "the header") is not a CBOR extensions map: \(error.reason)"
+                )
             }
             guard case .map = value else {
                 throw VerificationError(.malformedAuthenticatorData, "extensions are a \(value.kindName), not a map")
             }
             guard offset == bytes.count else {
-                throw VerificationError(.malformedAuthenticatorData, "\(bytes.count - offset) trailing byte(s) after the extensions map")
+                throw VerificationError(
+                    .malformedAuthenticatorData, "\(bytes.count - offset) trailing byte(s) after the extensions map")
             }
             self.extensions = value
         } else if self.flags.contains(.extensionData) {

@@ -37,7 +37,8 @@ public struct CBORDecoder: Sendable {
     public func decode(_ bytes: [UInt8]) throws(VerificationError) -> CBORValue {
         let (value, end) = try self.decodePrefix(bytes, from: 0)
         guard end == bytes.count else {
-            throw VerificationError(.malformedCBOR, "\(bytes.count - end) trailing byte(s) after the CBOR item at offset \(end)")
+            throw VerificationError(
+                .malformedCBOR, "\(bytes.count - end) trailing byte(s) after the CBOR item at offset \(end)")
         }
         return value
     }
@@ -46,7 +47,8 @@ public struct CBORDecoder: Sendable {
     /// Used where a CBOR item is embedded in a binary structure (authenticator data).
     public func decodePrefix(_ bytes: [UInt8], from offset: Int) throws(VerificationError) -> (CBORValue, Int) {
         guard bytes.count <= self.limits.maxInputBytes else {
-            throw VerificationError(.malformedCBOR, "input of \(bytes.count) bytes exceeds the limit of \(self.limits.maxInputBytes)")
+            throw VerificationError(
+                .malformedCBOR, "input of \(bytes.count) bytes exceeds the limit of \(self.limits.maxInputBytes)")
         }
         guard offset >= 0, offset <= bytes.count else {
             throw VerificationError(.malformedCBOR, "start offset \(offset) outside \(bytes.count) bytes")
@@ -177,17 +179,23 @@ extension CBORDecoder {
             }
         }
 
-        func containerCount(_ argument: UInt64, headAt start: Int, depth: Int, pairs: Bool) throws(VerificationError) -> Int {
+        func containerCount(_ argument: UInt64, headAt start: Int, depth: Int, pairs: Bool) throws(VerificationError)
+            -> Int
+        {
             guard depth < self.limits.maxDepth else {
                 throw self.fail("nesting deeper than \(self.limits.maxDepth)", at: start)
             }
             guard argument <= UInt64(self.limits.maxContainerCount) else {
-                throw self.fail("\(pairs ? "map" : "array") of \(argument) items exceeds the limit of \(self.limits.maxContainerCount)", at: start)
+                throw self.fail(
+                    "\(pairs ? "map" : "array") of \(argument) items exceeds the limit of \(self.limits.maxContainerCount)",
+                    at: start)
             }
             // Each item takes at least one byte: a count the input cannot hold is malformed.
             let minimumBytes = argument * (pairs ? 2 : 1)
             guard minimumBytes <= UInt64(self.remaining) else {
-                throw self.fail("\(pairs ? "map" : "array") claims \(argument) items, only \(self.remaining) byte(s) left", at: start)
+                throw self.fail(
+                    "\(pairs ? "map" : "array") claims \(argument) items, only \(self.remaining) byte(s) left",
+                    at: start)
             }
             return Int(argument)
         }

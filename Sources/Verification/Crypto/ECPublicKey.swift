@@ -19,10 +19,14 @@ public final class ECPublicKey: @unchecked Sendable {
     /// - Parameter x962: a 65-byte uncompressed P-256 point; it must lie on the curve.
     public init(x962: [UInt8]) throws(VerificationError) {
         guard x962.count == 65, x962[0] == 0x04 else {
-            throw VerificationError(.invalidPublicKey,
-                                    "public key is \(x962.count) bytes starting 0x\(x962.prefix(1).hexString), not a 65-byte uncompressed point (0x04…)")
+            throw VerificationError(
+                .invalidPublicKey,
+                "public key is \(x962.count) bytes starting 0x\(x962.prefix(1).hexString), not a 65-byte uncompressed point (0x04…)"
+            )
         }
-        let made = x962.withUnsafeBufferPointer { COpenSSL_EC_public_key_from_point("prime256v1", $0.baseAddress, $0.count) }
+        let made = x962.withUnsafeBufferPointer {
+            COpenSSL_EC_public_key_from_point("prime256v1", $0.baseAddress, $0.count)
+        }
         guard let made else {
             let detail = OpenSSLErrorQueue.drain()
             throw VerificationError(.invalidPublicKey, "public key is not a point on P-256 (\(detail))")

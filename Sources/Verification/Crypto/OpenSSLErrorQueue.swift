@@ -32,7 +32,8 @@ enum OpenSSLErrorQueue {
     /// An internal error naming the failed operation and what OpenSSL said.
     static func internalError(_ operation: String, file: String = #fileID, line: Int = #line) -> VerificationError {
         let detail = Self.drain()
-        return VerificationError(.internalCryptoError, detail.isEmpty ? "\(operation) failed" : "\(operation) failed: \(detail)",
-                                 file: file, line: line)
+        return VerificationError(
+            .internalCryptoError, detail.isEmpty ? "\(operation) failed" : "\(operation) failed: \(detail)",
+            file: file, line: line)
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 private import COpenSSL
+import Foundation
 import Synchronization
 
 /// An `X509_STORE` holding the trust roots, built once and shared.
@@ -44,7 +44,8 @@ final class CertificateTrustStore: @unchecked Sendable {
         for (index, pem) in rootsPEM.enumerated() {
             let parsed: [ParsedCertificate]
             do {
-                parsed = try ParsedCertificate.all(pem: pem, label: index == 0 ? "trust root" : "additional trust root \(index)")
+                parsed = try ParsedCertificate.all(
+                    pem: pem, label: index == 0 ? "trust root" : "additional trust root \(index)")
             } catch {
                 X509_STORE_free(store)
                 throw error
@@ -71,17 +72,22 @@ final class CertificateTrustStore: @unchecked Sendable {
     /// - Parameter intermediateDER: the DER of each intermediate (cache key).
     /// - Throws: `certificate_expired` when `time` is outside a certificate's validity,
     ///   `certificate_chain_invalid` for any other failure (unknown issuer, bad signature, ...).
-    func verify(leaf: ParsedCertificate, intermediates: [ParsedCertificate], intermediateDER: [[UInt8]], at time: Date) throws(VerificationError) {
+    func verify(leaf: ParsedCertificate, intermediates: [ParsedCertificate], intermediateDER: [[UInt8]], at time: Date)
+        throws(VerificationError)
+    {
         let cacheKey = intermediates.count == 1 && intermediateDER.count == 1 ? intermediateDER[0] : nil
         if let cacheKey, let cached = self.verifiedIntermediates.withLock({ $0[cacheKey] }),
-           cached.issuersValidity.contains(time), self.verifyUnderVerifiedIntermediate(leaf: leaf, anchor: cached.certificate, at: time) {
+            cached.issuersValidity.contains(time),
+            self.verifyUnderVerifiedIntermediate(leaf: leaf, anchor: cached.certificate, at: time)
+        {
             return
         }
         let issuersValidity = try self.verifyFullChain(leaf: leaf, intermediates: intermediates, at: time)
         if let cacheKey, let issuersValidity {
             self.verifiedIntermediates.withLock { cache in
                 if cache.count < Self.maxCachedIntermediates {
-                    cache[cacheKey] = VerifiedIntermediate(certificate: intermediates[0], issuersValidity: issuersValidity)
+                    cache[cacheKey] = VerifiedIntermediate(
+                        certificate: intermediates[0], issuersValidity: issuersValidity)
                 }
             }
         }
@@ -115,8 +121,12 @@ final class CertificateTrustStore: @unchecked Sendable {
 
     /// The full verification up to a root. Returns the intersection of the validity
     /// periods of the certificates above the first intermediate (nil if not applicable).
-    private func verifyFullChain(leaf: ParsedCertificate, intermediates: [ParsedCertificate], at time: Date) throws(VerificationError) -> ClosedRange<Date>? {
-        guard let untrusted = OPENSSL_sk_new_null() else { throw OpenSSLErrorQueue.internalError("OPENSSL_sk_new_null") }
+    private func verifyFullChain(leaf: ParsedCertificate, intermediates: [ParsedCertificate], at time: Date)
+        throws(VerificationError) -> ClosedRange<Date>?
+    {
+        guard let untrusted = OPENSSL_sk_new_null() else {
+            throw OpenSSLErrorQueue.internalError("OPENSSL_sk_new_null")
+        }
         defer { OPENSSL_sk_free(untrusted) }  // the certificates stay owned by their ParsedCertificate
         for certificate in intermediates {
             guard OPENSSL_sk_push(untrusted, UnsafeRawPointer(certificate.pointer)) > 0 else {
@@ -135,8 +145,8 @@ final class CertificateTrustStore: @unchecked Sendable {
             // Cacheable only as leaf, x5c[1] itself (not a look-alike OpenSSL found in the
             // store), root: then record the validity of the root above it.
             guard intermediates.count == 1, let chain = X509_STORE_CTX_get0_chain(ctx), OPENSSL_sk_num(chain) == 3,
-                  let middle = OPENSSL_sk_value(chain, 1), X509_cmp(OpaquePointer(middle), intermediates[0].pointer) == 0,
-                  let top = OPENSSL_sk_value(chain, 2)
+                let middle = OPENSSL_sk_value(chain, 1), X509_cmp(OpaquePointer(middle), intermediates[0].pointer) == 0,
+                let top = OPENSSL_sk_value(chain, 2)
             else { return nil }
             return ParsedCertificate.validity(of: OpaquePointer(top))
         }

@@ -1,5 +1,5 @@
-import Foundation
 private import COpenSSL
+import Foundation
 
 /// Owns one OpenSSL `X509`.
 ///
@@ -28,7 +28,8 @@ final class ParsedCertificate: @unchecked Sendable {
         }
         guard consumed == der.count else {
             X509_free(parsed)
-            throw VerificationError(.malformedCertificate, "\(label) has \(der.count - consumed) trailing byte(s) after the certificate")
+            throw VerificationError(
+                .malformedCertificate, "\(label) has \(der.count - consumed) trailing byte(s) after the certificate")
         }
         self.pointer = parsed
     }
@@ -71,7 +72,9 @@ final class ParsedCertificate: @unchecked Sendable {
 
     /// notBefore...notAfter of an `X509 *`, or nil if a field cannot be read.
     static func validity(of x509: OpaquePointer) -> ClosedRange<Date>? {
-        guard let start = Self.date(X509_get0_notBefore(x509)), let end = Self.notAfter(of: x509), start <= end else { return nil }
+        guard let start = Self.date(X509_get0_notBefore(x509)), let end = Self.notAfter(of: x509), start <= end else {
+            return nil
+        }
         return start...end
     }
 
@@ -126,7 +129,9 @@ final class ParsedCertificate: @unchecked Sendable {
         }
         let point = Self.bytes(of: UnsafePointer(bits))
         guard point.count == 65, point[0] == 0x04 else {
-            throw VerificationError(.invalidPublicKey, "\(label) key is a \(point.count)-byte point, not a 65-byte uncompressed P-256 point")
+            throw VerificationError(
+                .invalidPublicKey, "\(label) key is a \(point.count)-byte point, not a 65-byte uncompressed P-256 point"
+            )
         }
         return point
     }

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
 import Glibc
+import Synchronization
+
 @testable import Gateway
 
 /// An in-process `GatewayServer` on a free loopback port, for one test.
@@ -33,7 +35,8 @@ final class TestGateway: @unchecked Sendable {
             limits: limits, loopCount: loops, metrics: self.metrics,
             accessLog: pipeFDs.map { AccessLog(fd: $0.1) })
         try self.server.update(upstreams: upstreams, limits: limits)
-        let routes = routes ?? [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: upstreams.keys.first ?? "api")]
+        let routes =
+            routes ?? [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: upstreams.keys.first ?? "api")]
         let gate = gate ?? PassthroughGate(routes: RouteTable(routes: routes))
         let bound = try self.server.listen(on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate)
         self.port = bound.port
@@ -81,5 +84,3 @@ final class TestGateway: @unchecked Sendable {
 
     private let logBytes = Mutex<[UInt8]>([])
 }
-
-import Synchronization

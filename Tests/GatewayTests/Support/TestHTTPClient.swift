@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+
 @testable import Gateway
 
 struct TestResponse {
@@ -54,7 +55,9 @@ final class TestHTTPClient {
         close(self.fd)
     }
 
-    static func request(port: UInt16, host: String = "127.0.0.1", _ raw: String, method: String = "GET") throws -> TestResponse {
+    static func request(port: UInt16, host: String = "127.0.0.1", _ raw: String, method: String = "GET") throws
+        -> TestResponse
+    {
         let client = try TestHTTPClient(port: port, host: host)
         try client.send(raw)
         return try client.readResponse(method: method)
@@ -101,7 +104,8 @@ final class TestHTTPClient {
     }
 
     /// Reads one complete response; body bytes go to `onBody` when given (not kept), else into the result.
-    func readResponse(method: String = "GET", onBody: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> TestResponse {
+    func readResponse(method: String = "GET", onBody: ((UnsafeRawBufferPointer) -> Void)? = nil) throws -> TestResponse
+    {
         self.parser.expectResponse(toMethod: method)
         var response = TestResponse(status: 0, headers: HTTPHeaders(), body: [], informational: [])
         var closed = false

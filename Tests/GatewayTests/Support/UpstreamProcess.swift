@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+
 @testable import Gateway
 
 /// `scripts/upstream.py` started on a free loopback port for one test; stopped by `stop()`
@@ -37,7 +38,8 @@ final class UpstreamProcess: @unchecked Sendable {
             line.append(byte[0])
         }
         let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last, let bound = UInt16(portText) else {
+        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last, let bound = UInt16(portText)
+        else {
             process.terminate()
             throw TestFailure("upstream.py did not start: \(text)")
         }
@@ -62,7 +64,8 @@ final class UpstreamProcess: @unchecked Sendable {
 
     /// `GET /_stats` straight to the upstream: connections accepted, requests served, open now.
     func stats() throws -> (connections: Int, requests: Int, open: Int) {
-        let response = try TestHTTPClient.request(port: self.port, "GET /_stats HTTP/1.1\r\nHost: up\r\nConnection: close\r\n\r\n")
+        let response = try TestHTTPClient.request(
+            port: self.port, "GET /_stats HTTP/1.1\r\nHost: up\r\nConnection: close\r\n\r\n")
         let object = try response.json()
         guard let connections = object["connections"] as? Int, let requests = object["requests"] as? Int,
             let open = object["open"] as? Int
