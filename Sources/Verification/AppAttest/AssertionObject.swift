@@ -12,15 +12,7 @@ public struct AssertionObject: Sendable, Hashable {
     /// - Throws: `malformed_assertion` for a bad structure, `malformed_authenticator_data`
     ///   for bad authenticator data.
     public init(_ bytes: [UInt8]) throws(VerificationError) {
-        let top: CBORValue
-        do {
-            top = try CBORDecoder().decode(bytes)
-        } catch {
-            throw VerificationError(.malformedAssertion, "assertion object is not valid CBOR: \(error.reason)")
-        }
-        guard case .map = top else {
-            throw VerificationError(.malformedAssertion, "assertion object is a CBOR \(top.kindName), not a map")
-        }
+        let top = try CBORDecoder().decodeMap(bytes, object: "assertion object", code: .malformedAssertion)
         guard let signature = top[textKey: "signature"]?.byteStringValue else {
             throw VerificationError(.malformedAssertion, "assertion object has no byte string field signature")
         }

@@ -16,15 +16,7 @@ public struct AttestationObject: Sendable, Hashable {
     /// - Throws: `malformed_attestation` for a bad structure, `unsupported_format` when
     ///   `fmt` is not "apple-appattest", `malformed_authenticator_data` for bad authData.
     public init(_ bytes: [UInt8]) throws(VerificationError) {
-        let top: CBORValue
-        do {
-            top = try CBORDecoder().decode(bytes)
-        } catch {
-            throw VerificationError(.malformedAttestation, "attestation object is not valid CBOR: \(error.reason)")
-        }
-        guard case .map = top else {
-            throw VerificationError(.malformedAttestation, "attestation object is a CBOR \(top.kindName), not a map")
-        }
+        let top = try CBORDecoder().decodeMap(bytes, object: "attestation object", code: .malformedAttestation)
         guard let format = top[textKey: "fmt"]?.textStringValue else {
             throw VerificationError(.malformedAttestation, "attestation object has no text field fmt")
         }

@@ -45,6 +45,25 @@ public struct CBORDecoder: Sendable {
 
     /// Decodes one item starting at `offset`; returns it and the offset just past it.
     /// Used where a CBOR item is embedded in a binary structure (authenticator data).
+    /// Decodes a whole top-level object that must be a CBOR map (attestation and assertion
+    /// objects). Any failure is reported with `code`, naming `object` ("attestation object").
+    public func decodeMap(
+        _ bytes: [UInt8],
+        object: String,
+        code: VerificationError.Code
+    ) throws(VerificationError) -> CBORValue {
+        let top: CBORValue
+        do {
+            top = try self.decode(bytes)
+        } catch {
+            throw VerificationError(code, "\(object) is not valid CBOR: \(error.reason)")
+        }
+        guard case .map = top else {
+            throw VerificationError(code, "\(object) is a CBOR \(top.kindName), not a map")
+        }
+        return top
+    }
+
     public func decodePrefix(_ bytes: [UInt8], from offset: Int) throws(VerificationError) -> (CBORValue, Int) {
         guard bytes.count <= self.limits.maxInputBytes else {
             throw VerificationError(
