@@ -129,11 +129,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// `file:line:column: field: message` (position and field left out when unknown).
     public var description: String {
-        var text = self.file
-        if self.line > 0 { text += ":\(self.line):\(self.column)" }
-        text += ": "
-        if !self.field.isEmpty { text += self.field + ": " }
-        return text + self.message
+        policyDiagnostic(
+            file: self.file, line: self.line, column: self.column, field: self.field, message: self.message)
     }
 
     public static func == (lhs: PolicyError, rhs: PolicyError) -> Bool { lhs.code == rhs.code }
@@ -163,10 +160,17 @@ public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
 
     /// `file:line:column: field: message`.
     public var description: String {
-        var text = self.file
-        if self.line > 0 { text += ":\(self.line):\(self.column)" }
-        text += ": "
-        if !self.field.isEmpty { text += self.field + ": " }
-        return text + self.message
+        policyDiagnostic(
+            file: self.file, line: self.line, column: self.column, field: self.field, message: self.message)
     }
+}
+
+/// `file:line:column: field: message`, the shape of every policy error and warning (position
+/// left out when the line is unknown, field when empty).
+func policyDiagnostic(file: String, line: Int, column: Int, field: String, message: String) -> String {
+    var text = file
+    if line > 0 { text += ":\(line):\(column)" }
+    text += ": "
+    if !field.isEmpty { text += field + ": " }
+    return text + message
 }
