@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Gateway
@@ -27,26 +28,41 @@ import Testing
         defer { store.close() }
         #expect(await waitUntilReachable(store))
 
+        // Traffic from a dedicated thread (not the Swift concurrency pool, which other tests
+        // may keep busy): one command every 2 ms, without waiting for replies (pipelined),
+        // until at least 50 were sent well after the outage began (bounded to 6 s).
         let samples = SampleLog()
         let start = ContinuousClock.now
-        let traffic = Task.detached { () -> Int in
-            // One command every 2 ms for 1.2 s, without waiting for replies (pipelined).
-            var sent = 0
-            while seconds(since: start) < 1.2 {
-                sent += 1
+        let stopSending = Mutex<Double?>(nil)  // seconds since start after which to stop
+        let finished = DispatchSemaphore(value: 0)
+        let sentCount = Mutex(0)
+        let generator = Thread {
+            while seconds(since: start) < 6 {
+                if let until = stopSending.withLock({ $0 }), seconds(since: start) > until { break }
                 let sentAt = seconds(since: start)
+                sentCount.withLock { $0 += 1 }
                 store.putChallenge(randomToken(), ttlSeconds: 60) { result in
                     samples.append(Sample(sentAt: sentAt, latency: seconds(since: start) - sentAt, result: result))
                 }
-                try? await Task.sleep(for: .milliseconds(2))
+                usleep(2000)
             }
-            return sent
+            finished.signal()
         }
-        try await Task.sleep(for: .milliseconds(400))
+        generator.start()
+        // At least 50 successful commands before the outage (bounded wait).
+        while samples.snapshot().filter({ $0.result.value == true }).count < 50 && seconds(since: start) < 3 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let stoppedAt = seconds(since: start)
         try server.stop()
         let stopDone = seconds(since: start)
-        let sent = await traffic.value
+        // Then at least 50 more, sent from 0.1 s after the stop on.
+        while samples.snapshot().filter({ $0.sentAt > stopDone + 0.1 }).count < 50 && seconds(since: start) < 5 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        stopSending.withLock { $0 = seconds(since: start) }
+        while finished.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(10)) }
+        let sent = sentCount.withLock { $0 }
         // Every command must complete within its timeout (+ slack): wait at most that long.
         try await Task.sleep(for: .milliseconds(Int((0.25 + Self.schedulingSlack) * 1000)))
         let all = samples.snapshot()

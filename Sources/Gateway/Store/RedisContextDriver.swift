@@ -133,7 +133,8 @@ final class RedisContextDriver: @unchecked Sendable {
         flat.append(0)  // never empty, so baseAddress is never nil
         let privdata = Unmanaged.passRetained(command).toOpaque()
         let status = flat.withUnsafeBufferPointer { buffer -> Int32 in
-            let base = UnsafeRawPointer(buffer.baseAddress!)
+            guard let baseAddress = buffer.baseAddress else { return REDIS_ERR }
+            let base = UnsafeRawPointer(baseAddress)
             var argv: [UnsafePointer<CChar>?] = offsets.map {
                 base.advanced(by: $0).assumingMemoryBound(to: CChar.self)
             }
