@@ -256,23 +256,32 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
     }
 
+    /// One `read(2)` from `fd`: into the loop's shared scratch buffer when `input` holds no
+    /// partial data (so an idle connection owns no buffer memory), else appended to `input`.
+    /// `requested` is the room offered, so a short read can end the read round.
+    private func read(
+        from fd: Int32,
+        into input: IOBuffer?
+    ) throws(IOError) -> (result: IOResult, usesScratch: Bool, requested: Int) {
+        guard let input, !input.isEmpty else {
+            let scratch = self.loop.scratch
+            guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
+            return (try SystemCalls.read(fd, into: base, count: scratch.count), true, scratch.count)
+        }
+        input.reserveWritable(16 * 1024)
+        let requested = input.writableCount
+        let result = try SystemCalls.read(fd, into: input.writablePointer, count: requested)
+        if case .processed(let n) = result { input.didWrite(n) }
+        return (result, false, requested)
+    }
+
     /// One read from the client socket, parsed at once. Returns false when nothing more can be read now.
     private func readClient() -> Bool {
         let result: IOResult
-        let usesScratch = self.input?.isEmpty ?? true
-        var requested = 0
+        let usesScratch: Bool
+        let requested: Int
         do {
-            if usesScratch {
-                let scratch = self.loop.scratch
-                requested = scratch.count
-                result = try SystemCalls.read(self.fd, into: scratch.baseAddress!, count: requested)
-            } else {
-                let input = self.input!
-                input.reserveWritable(16 * 1024)
-                requested = input.writableCount
-                result = try SystemCalls.read(self.fd, into: input.writablePointer, count: requested)
-                if case .processed(let n) = result { input.didWrite(n) }
-            }
+            (result, usesScratch, requested) = try self.read(from: self.fd, into: self.input)
         } catch {
             self.clientGone("client read error")
             return false
@@ -621,20 +630,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func processUpstreamInput(_ connection: UpstreamConnection) {
         while self.upstream === connection && connection.mayRead && !self.clientIsBackedUp && !self.isClosed {
             let result: IOResult
-            let usesScratch = connection.input?.isEmpty ?? true
-            var requested = 0
+            let usesScratch: Bool
+            let requested: Int
             do {
-                if usesScratch {
-                    let scratch = self.loop.scratch
-                    requested = scratch.count
-                    result = try SystemCalls.read(connection.fd, into: scratch.baseAddress!, count: requested)
-                } else {
-                    let input = connection.input!
-                    input.reserveWritable(16 * 1024)
-                    requested = input.writableCount
-                    result = try SystemCalls.read(connection.fd, into: input.writablePointer, count: requested)
-                    if case .processed(let n) = result { input.didWrite(n) }
-                }
+                (result, usesScratch, requested) = try self.read(from: connection.fd, into: connection.input)
             } catch {
                 self.upstreamBroke(connection)
                 return
