@@ -46,6 +46,8 @@
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 #      ENFORCED_STORE=memory: the gateway's in-process store instead of Redis (diagnostic)
 #      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
+#      STRACE_OUT=file: `strace -c -f` the gateway during round 1's enforced run (syscall counts;
+#      strace slows the gateway, so that round's rates are not comparable)
 # Raw wrk output and rounds.tsv: $BENCH_WORK/enforced-<timestamp>/ (default /tmp/attest-bench).
 set -uo pipefail
 
@@ -262,8 +264,17 @@ measure() { # round label url cpu-pids conns
         perf record -F 1999 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
         perf_pid=$!
     fi
+    local strace_pid=""
+    if [ -n "${STRACE_OUT:-}" ] && [ "$label" = gateway-enforced ] && [ "$round" = 1 ]; then
+        timeout -s INT "$DURATION" strace -c -f -p "$GW_PID" -o "$STRACE_OUT" > /dev/null 2>&1 &
+        strace_pid=$!
+    fi
     run_wrk "$label" "$url" "$DURATION" "$raw" "$conns" --latency
     [ -n "$perf_pid" ] && wait "$perf_pid"
+    if [ -n "$strace_pid" ]; then
+        wait "$strace_pid"
+        echo "# strace -c: $(awk '/requests in/{print $1}' "$raw") requests in $STRACE_OUT" >> "$STRACE_OUT"
+    fi
     t1=$(cpu_ticks "$pids"); u1=$(cpu_ticks "$UP_PID"); r1=$(cpu_ticks "$REDIS_PID"); s1=($(sys_stat))
     local rps p50 p99 reqs non2xx sockerr errs cpu upcpu rediscpu st load
     rps=$(awk '/^Requests\/sec:/{print $2}' "$raw")
