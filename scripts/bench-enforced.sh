@@ -29,7 +29,8 @@
 # --latency); each round starts with `openssl speed -seconds OPENSSL_SECONDS ecdsap256`
 # pinned to one core (verify/s per CPU second, as openssl counts).
 # Summary: per target median req/s, p50, p99, errors (non-2xx + socket errors + requests sent
-# without an assertion), CPU us per request (target's processes; redis separately), ratios
+# without an assertion), CPU us per request (target's processes; the upstream, redis and wrk
+# separately), how busy the whole machine was (busy%: ~100 means CPU-bound, all cores), ratios
 # paired per round to nginx-proxy, load average and steal; then the goals:
 #   gateway-enforced req/s / openssl one-core verify/s >= 0.8
 #   gateway-enforced p99 <= nginx-proxy p99 + 1 ms, both at LAT_CONNS connections: the latency
@@ -234,16 +235,18 @@ wait_quiet() {
     done
 }
 # One wrk run; for the enforced target through enforced.lua, continuing at $OFFSET.
+# wrk's own CPU (user + sys seconds) goes to $WORK/wrk.time.
+TIMEFORMAT='%3U %3S'
 run_wrk() { # label url seconds raw-output conns [--latency]
     local label="$1" url="$2" secs="$3" raw="$4" conns="$5"; shift 5
     if [[ "$label" == gateway-enforced* ]]; then
-        wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" -s "$ROOT/scripts/bench/enforced.lua" "$url" \
-            -- "$WORK/assertions.txt" "$OFFSET" "$WORK/lua.state" > "$raw" 2>&1
+        { time wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" -s "$ROOT/scripts/bench/enforced.lua" "$url" \
+            -- "$WORK/assertions.txt" "$OFFSET" "$WORK/lua.state" > "$raw" 2>&1; } 2> "$WORK/wrk.time"
         local next sent missing
         read -r next sent missing < "$WORK/lua.state" || die "enforced.lua wrote no state"
         OFFSET="$next"; LAST_MISSING="$missing"
     else
-        wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" "$url" > "$raw" 2>&1
+        { time wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" "$url" > "$raw" 2>&1; } 2> "$WORK/wrk.time"
         LAST_MISSING=0
     fi
 }
@@ -276,7 +279,7 @@ measure() { # round label url cpu-pids conns
         echo "# strace -c: $(awk '/requests in/{print $1}' "$raw") requests in $STRACE_OUT" >> "$STRACE_OUT"
     fi
     t1=$(cpu_ticks "$pids"); u1=$(cpu_ticks "$UP_PID"); r1=$(cpu_ticks "$REDIS_PID"); s1=($(sys_stat))
-    local rps p50 p99 reqs non2xx sockerr errs cpu upcpu rediscpu st load
+    local rps p50 p99 reqs non2xx sockerr errs cpu upcpu rediscpu wrkcpu busy st load
     rps=$(awk '/^Requests\/sec:/{print $2}' "$raw")
     p50=$(to_ms "$(awk '$1=="50%"{print $2}' "$raw")")
     p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$raw")")
@@ -286,10 +289,12 @@ measure() { # round label url cpu-pids conns
     errs=$(( non2xx + sockerr + LAST_MISSING ))
     per_req() { awk -v d="$1" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN{ if (n>0) printf "%.1f", d/hz*1e6/n; else print "-" }'; }
     cpu=$(per_req $((t1 - t0))); upcpu=$(per_req $((u1 - u0))); rediscpu=$(per_req $((r1 - r0)))
+    wrkcpu=$(awk -v n="$reqs" '{ if (n>0) printf "%.1f", ($1+$2)*1e6/n; else print "-" }' "$WORK/wrk.time")
+    busy=$(awk -v b=$((s1[0] - s0[0])) -v t=$((s1[1] - s0[1])) 'BEGIN{ printf "%.0f", (t>0 ? 100*b/t : 0) }')
     st=$(awk -v s=$((s1[2] - s0[2])) -v t=$((s1[1] - s0[1])) 'BEGIN{ printf "%.0f", (t>0 ? 100*s/t : 0) }')
     load=$(cut -d' ' -f1 /proc/loadavg)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "${rps:-0}" "$p50" "$p99" "$errs" \
-        "$cpu" "$upcpu" "$rediscpu" "$load" "$st" >> "$OUT/rounds.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "${rps:-0}" "$p50" "$p99" "$errs" \
+        "$cpu" "$upcpu" "$rediscpu" "$load" "$st" "$wrkcpu" "$busy" >> "$OUT/rounds.tsv"
     echo "# round $round $label: ${rps:-?} req/s, p99 $p99 ms, errors $errs, load $load" >&2
 }
 
@@ -301,7 +306,7 @@ if [ "$LAT_CONNS" -gt 0 ]; then
     TARGETS+=("nginx-proxy-c$LAT_CONNS http://127.0.0.1:18081/v1/bench $NGX_PID $LAT_CONNS")
     TARGETS+=("gateway-enforced-c$LAT_CONNS http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH $GW_PID $LAT_CONNS")
 fi
-printf 'round\ttarget\trps\tp50_ms\tp99_ms\terrs\tcpu_us_per_req\tup_us_per_req\tredis_us_per_req\tload1\tst_pct\n' > "$OUT/rounds.tsv"
+printf 'round\ttarget\trps\tp50_ms\tp99_ms\terrs\tcpu_us_per_req\tup_us_per_req\tredis_us_per_req\tload1\tst_pct\twrk_us_per_req\tbusy_pct\n' > "$OUT/rounds.tsv"
 printf 'round\topenssl_verify_per_s\tload1\n' > "$OUT/openssl.tsv"
 echo "# wrk -t1 -c$CONNS (and -c$LAT_CONNS) -d${DURATION}s --latency (warmup ${WARMUP}s), $ROUNDS rounds, $(date -Is), load $(cut -d' ' -f1-3 /proc/loadavg)"
 NT=${#TARGETS[@]}
@@ -341,9 +346,9 @@ def base_for(label):
     return base_light if re.search(r"-c[0-9]+$", label) else base_saturated
 ov = {r[0]: num(r[1]) for r in ossl}
 print("per round:")
-print("%-5s %-17s %9s %8s %8s %6s %8s %8s %8s %6s %4s" % ("round", "target", "req/s", "p50_ms", "p99_ms", "errs", "cpu_us/r", "up_us/r", "rds_us/r", "load1", "st%"))
+print("%-5s %-19s %9s %8s %8s %6s %8s %8s %8s %8s %5s %6s %4s" % ("round", "target", "req/s", "p50_ms", "p99_ms", "errs", "cpu_us/r", "up_us/r", "rds_us/r", "wrk_us/r", "busy%", "load1", "st%"))
 for r in rows:
-    print("%-5s %-17s %9.0f %8.3f %8.3f %6s %8s %8s %8s %6s %4s" % (r[0], r[1], num(r[2]) or 0, num(r[3]) or 0, num(r[4]) or 0, r[5], r[6], r[7], r[8], r[9], r[10]))
+    print("%-5s %-19s %9.0f %8.3f %8.3f %6s %8s %8s %8s %8s %5s %6s %4s" % (r[0], r[1], num(r[2]) or 0, num(r[3]) or 0, num(r[4]) or 0, r[5], r[6], r[7], r[8], r[11], r[12], r[9], r[10]))
 for r in ossl:
     print("%-5s %-17s %9s verify/s (1 core, per CPU second)  load1 %s" % (r[0], "openssl-ecdsap256", r[1], r[2]))
 print()
