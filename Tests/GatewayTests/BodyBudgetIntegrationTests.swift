@@ -1,0 +1,177 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Gateway
+
+/// The process-wide buffered-body budget and HEAD answers, on loopback: a real upstream
+/// (`scripts/upstream.py`), the server in-process, blocking clients. Budgets are tiny so that
+/// two bodies of 60 KB cannot both be held. Each test is bounded to a few seconds.
+@Suite(.serialized) struct BodyBudgetIntegrationTests {
+    static let budget = 100_000
+    static let bodySize = 60_000
+
+    private func gateway(_ upstream: UpstreamProcess) throws -> TestGateway {
+        var limits = GatewayLimits()
+        limits.maxBufferedBodyBytes = Self.budget
+        return try TestGateway(
+            upstreams: ["api": upstream.configuration], gate: BufferingTestGate(cap: 1 << 20), limits: limits)
+    }
+
+    private func rejections(_ gateway: TestGateway) -> Int {
+        let prefix = "attest_gateway_body_budget_rejections_total "
+        for line in gateway.metrics.render().split(separator: "\n") where line.hasPrefix(prefix) {
+            return Int(line.dropFirst(prefix.count)) ?? -1
+        }
+        return -1
+    }
+
+    @Test func secondLargeBodyGets503UntilTheFirstFinishes() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try self.gateway(upstream)
+        defer { gateway.stop() }
+        let body = [UInt8](repeating: UInt8(ascii: "a"), count: Self.bodySize)
+
+        // The first client declares its body and sends half: the whole declared size is held.
+        let first = try TestHTTPClient(port: gateway.port)
+        try first.send("POST /first HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n")
+        try first.send(Array(body[..<(body.count / 2)]))
+        #expect(eventually { gateway.server.bodyBudget.inUse == Self.bodySize })
+
+        // The second does not fit: 503 with the stable code, no 100 Continue, connection closed.
+        let second = try TestHTTPClient(port: gateway.port)
+        try second.send(
+            "POST /second HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\nExpect: 100-continue\r\n\r\n")
+        let refused = try second.readResponse()
+        #expect(refused.status == 503)
+        #expect(refused.informational.isEmpty)
+        #expect(try refused.json()["error"] as? String == "body_budget_exhausted")
+        #expect(refused.headers["Retry-After"] == "1")
+        #expect(refused.headers["Connection"] == "close")
+        #expect(second.waitForClose())
+        #expect(self.rejections(gateway) == 1)
+        #expect(gateway.server.bodyBudget.inUse == Self.bodySize)
+
+        // A chunked body is refused as soon as its chunks no longer fit.
+        let chunked = try TestHTTPClient(port: gateway.port)
+        let piece = String(repeating: "c", count: Self.budget - Self.bodySize + 1)
+        try chunked.send(
+            "POST /chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + String(piece.utf8.count, radix: 16) + "\r\n" + piece + "\r\n")
+        let refusedChunked = try chunked.readResponse()
+        #expect(refusedChunked.status == 503)
+        #expect(try refusedChunked.json()["error"] as? String == "body_budget_exhausted")
+        #expect(self.rejections(gateway) == 2)
+
+        // The first finishes and is forwarded whole; its share comes back after its response.
+        try first.send(Array(body[(body.count / 2)...]))
+        let forwarded = try first.readResponse()
+        #expect(forwarded.status == 200)
+        let echo = try forwarded.json()
+        #expect(echo["body_bytes"] as? Int == body.count)
+        #expect(try forwarded.echoedHeaders().contains { $0.0 == "X-Gate-Body-Bytes" && $0.1 == "\(body.count)" })
+        #expect(eventually { gateway.server.bodyBudget.inUse == 0 })
+
+        // Now a body of the same size passes, on a new connection and on the kept one.
+        let third = try TestHTTPClient(port: gateway.port)
+        try third.send("POST /third HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n")
+        try third.send(body)
+        #expect(try third.readResponse().status == 200)
+        try first.send("POST /again HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n")
+        try first.send(body)
+        #expect(try first.readResponse().status == 200)
+        #expect(eventually { gateway.server.bodyBudget.inUse == 0 })
+        #expect(gateway.metrics.render().contains("attest_gateway_buffered_body_bytes 0"))
+        #expect(self.rejections(gateway) == 2)
+    }
+
+    @Test func clientsLeavingMidBodyGiveTheirShareBack() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try self.gateway(upstream)
+        defer { gateway.stop() }
+
+        let declared = try TestHTTPClient(port: gateway.port)
+        try declared.send("POST /gone HTTP/1.1\r\nHost: t\r\nContent-Length: \(Self.bodySize)\r\n\r\n")
+        try declared.send([UInt8](repeating: 1, count: 1_000))
+        do {
+            let chunked = try TestHTTPClient(port: gateway.port)
+            try chunked.send("POST /gone-chunked HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+            try chunked.send("1388\r\n" + String(repeating: "z", count: 5_000) + "\r\n")
+            #expect(eventually { gateway.server.bodyBudget.inUse == Self.bodySize + 5_000 })
+            // This one leaves with a reset: SO_LINGER 0, then its deinit closes the socket.
+            var option = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(chunked.fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        }
+        #expect(eventually { gateway.server.bodyBudget.inUse == Self.bodySize })
+        // The other with a FIN mid-body.
+        declared.shutdownWrite()
+        #expect(eventually { gateway.server.bodyBudget.inUse == 0 })
+        #expect(eventually { gateway.server.openConnections == 0 })
+
+        // The whole budget is free again.
+        let next = try TestHTTPClient(port: gateway.port)
+        let body = [UInt8](repeating: 2, count: Self.budget)
+        try next.send("POST /next HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.count)\r\n\r\n")
+        try next.send(body)
+        #expect(try next.readResponse().status == 200)
+        #expect(eventually { gateway.server.bodyBudget.inUse == 0 })
+        #expect(self.rejections(gateway) == 0)
+    }
+
+    @Test func bodiesOverTheRouteCapStill413AndReleaseNothing() throws {
+        let upstream = try UpstreamProcess()
+        var limits = GatewayLimits()
+        limits.maxBufferedBodyBytes = Self.budget
+        let gateway = try TestGateway(
+            upstreams: ["api": upstream.configuration], gate: BufferingTestGate(cap: 1_000), limits: limits)
+        defer { gateway.stop() }
+        let client = try TestHTTPClient(port: gateway.port)
+        try client.send("POST /big HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        try client.send("7d0\r\n" + String(repeating: "b", count: 2_000) + "\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(try response.json()["error"] as? String == "body_too_large")
+        #expect(eventually { gateway.server.bodyBudget.inUse == 0 })
+        #expect(self.rejections(gateway) == 0)
+    }
+
+    // MARK: - HEAD
+
+    /// A gateway-made answer to HEAD has the GET's Content-Length and no body: the next
+    /// response on the same connection parses cleanly right after the head.
+    @Test func headAnswersCarryTheGetContentLengthWithoutBody() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], gate: DenyingTestGate())
+        defer { gateway.stop() }
+        let client = try TestHTTPClient(port: gateway.port)
+        try client.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
+        let get = try client.readResponse()
+        #expect(get.status == 403)
+        #expect(!get.body.isEmpty)
+        #expect(get.headers["Content-Length"] == String(get.body.count))
+
+        try client.send("HEAD /x HTTP/1.1\r\nHost: t\r\n\r\n" + "GET /x HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = try client.readResponse(method: "HEAD")
+        #expect(head.status == 403)
+        #expect(head.body.isEmpty)
+        #expect(head.headers["Content-Length"] == String(get.body.count))
+        #expect(head.headers["Content-Type"] == "application/json")
+        let after = try client.readResponse()
+        #expect(after.status == 403)
+        #expect(after.body == get.body)
+
+        // The proxy's own answers too (no route: 404 from the passthrough gate).
+        let routed = try TestGateway(upstreams: ["api": upstream.configuration], routes: [])
+        defer { routed.stop() }
+        let other = try TestHTTPClient(port: routed.port)
+        try other.send("GET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n")
+        let notFound = try other.readResponse()
+        #expect(notFound.status == 404)
+        try other.send("HEAD /nowhere HTTP/1.1\r\nHost: t\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n")
+        let headNotFound = try other.readResponse(method: "HEAD")
+        #expect(headNotFound.status == 404)
+        #expect(headNotFound.body.isEmpty)
+        #expect(headNotFound.headers["Content-Length"] == String(notFound.body.count))
+        #expect(try other.readResponse().body == notFound.body)
+    }
+}
