@@ -907,7 +907,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.requestInfo = nil
         self.classification = nil
         self.bufferedBody = nil
-        self.bodyReservation.release(to: self.server.bodyBudget)
+        if self.bodyReservation.bytes > 0 { self.bodyReservation.release(to: self.server.bodyBudget) }
         // A buffered body went out through these bytes: do not keep its capacity for the
         // connection's lifetime (it is outside the budget once released).
         if self.requestHeadBytes.capacity > Self.retainedHeadBytesCapacity { self.requestHeadBytes = [] }
