@@ -118,6 +118,24 @@ import Testing
         #expect(self.rejections(gateway) == 0)
     }
 
+    /// A reload (`update(upstreams:limits:)`) changes the limit of the running budget.
+    @Test func reloadChangesTheLimit() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try self.gateway(upstream)
+        defer { gateway.stop() }
+        #expect(gateway.server.bodyBudget.limit == Self.budget)
+        var smaller = GatewayLimits()
+        smaller.maxBufferedBodyBytes = Self.bodySize - 1
+        try gateway.server.update(upstreams: ["api": upstream.configuration], limits: smaller)
+        #expect(gateway.server.bodyBudget.limit == Self.bodySize - 1)
+        let client = try TestHTTPClient(port: gateway.port)
+        try client.send("POST /after-reload HTTP/1.1\r\nHost: t\r\nContent-Length: \(Self.bodySize)\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 503)
+        #expect(try response.json()["error"] as? String == "body_budget_exhausted")
+        #expect(gateway.server.bodyBudget.inUse == 0)
+    }
+
     @Test func bodiesOverTheRouteCapStill413AndReleaseNothing() throws {
         let upstream = try UpstreamProcess()
         var limits = GatewayLimits()

@@ -190,6 +190,30 @@ import Testing
         #expect(PolicyDecoder.maximumBufferedBodyBytes == 64 << 30)
     }
 
+    /// A buffer that carried a large body gives the memory back once empty (pooled upstream
+    /// connections keep their output buffer for their lifetime).
+    @Test func emptiedBufferShrinksBackToTheLimit() {
+        let buffer = IOBuffer(capacity: 4096)
+        let body = [UInt8](repeating: 7, count: 300_000)
+        buffer.append(body)
+        #expect(buffer.capacity >= 300_000)
+        buffer.shrink(toCapacity: 64 * 1024)
+        #expect(buffer.capacity >= 300_000, "a buffer holding bytes keeps them")
+        buffer.consume(299_990)
+        buffer.shrink(toCapacity: 64 * 1024)
+        #expect(buffer.readableCount == 10)
+        buffer.consume(10)
+        buffer.shrink(toCapacity: 64 * 1024)
+        #expect(buffer.capacity == 64 * 1024)
+        #expect(buffer.isEmpty)
+        buffer.append([1, 2, 3])
+        #expect(Array(buffer.readableBytes) == [1, 2, 3])
+        // A small buffer is left alone.
+        let small = IOBuffer(capacity: 4096)
+        small.shrink(toCapacity: 64 * 1024)
+        #expect(small.capacity == 4096)
+    }
+
     // MARK: - HEAD
 
     @Test func headAnswerCarriesTheGetContentLengthWithoutBody() {
