@@ -400,6 +400,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
+        assert(self.bodyReservation.bytes == 0, "the previous request's body reservation was not released")
         self.requestStart = SystemCalls.monotonicNanoseconds()
         self.upstreamStart = 0
         self.refreshSnapshot()
