@@ -153,6 +153,86 @@ import Testing
         #expect(self.rejections(gateway) == 0)
     }
 
+    /// The built binary: the policy key sets the budget, check-config prints it and warns about
+    /// a larger route cap, and a refused request leaves a `body_budget_exhausted` line on stderr.
+    @Test func binaryServesThePolicyKeyAndLogsWhy() throws {
+        let binary = try ProxyIntegrationTests.gatewayBinary()
+        let upstream = try UpstreamProcess()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("body-budget-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let policy = directory.appendingPathComponent("policy.yaml")
+        try """
+        listen: 127.0.0.1:\(try ProxyIntegrationTests.unusedPort())
+        store: memory
+        app_ids: ["ABCDE12345.com.example.app"]
+        limits: { max_buffered_body_bytes: 1KiB }
+        upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
+        routes:
+          - { name: protected, match: { path_prefix: / }, upstream: api, mode: enforce, max_body_bytes: 4KiB }
+        """.write(to: policy, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        // check-config shows the effective budget and warns about the route's larger cap.
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: binary)
+        check.arguments = ["check-config", policy.path]
+        let checkOutput = Pipe()
+        check.standardOutput = checkOutput
+        check.standardError = checkOutput
+        try check.run()
+        let report = String(decoding: checkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        check.waitUntilExit()
+        #expect(check.terminationStatus == 0, "\(report)")
+        #expect(report.contains("max_buffered_body_bytes=1KiB"))
+        #expect(report.contains("routes[0].max_body_bytes: route \"protected\" accepts bodies of up to 4KiB"))
+
+        try process.run()
+        defer {
+            if process.isRunning {
+                process.terminate()
+                process.waitUntilExit()
+            }
+        }
+        let log = NonBlockingLines(stderr.fileHandleForReading.fileDescriptor)
+        var port: UInt16?
+        #expect(
+            log.wait { lines in
+                port = lines.lazy.compactMap { Self.listeningPort($0) }.first
+                return port != nil
+            })
+        let listening = try #require(port)
+
+        // Within the budget: read whole, then the gate answers (no assertion: 401).
+        let small = try TestHTTPClient.request(
+            port: listening,
+            "POST /v1/x HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "s", count: 1000))
+        #expect(small.status == 401)
+        #expect(try small.json()["error"] as? String == "assertion_missing")
+
+        // Beyond it: 503 at once, and the log says why.
+        let large = try TestHTTPClient.request(
+            port: listening, "POST /v1/x HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n")
+        #expect(large.status == 503)
+        #expect(try large.json()["error"] as? String == "body_budget_exhausted")
+        #expect(
+            log.wait { lines in
+                lines.contains {
+                    $0.contains("\"event\":\"body_budget_exhausted\"") && $0.contains("\"route\":\"protected\"")
+                        && $0.contains("\"body_bytes\":\"2000\"") && $0.contains("\"max_buffered_body_bytes\":\"1024\"")
+                }
+            })
+    }
+
+    static func listeningPort(_ line: String) -> UInt16? {
+        guard line.contains("\"listening\""), let range = line.range(of: "\"address\":\"127.0.0.1:") else { return nil }
+        return UInt16(line[range.upperBound...].prefix { $0.isNumber })
+    }
+
     // MARK: - HEAD
 
     /// A gateway-made answer to HEAD has the GET's Content-Length and no body: the next
@@ -191,5 +271,38 @@ import Testing
         #expect(headNotFound.body.isEmpty)
         #expect(headNotFound.headers["Content-Length"] == String(notFound.body.count))
         #expect(try other.readResponse().body == notFound.body)
+    }
+}
+
+/// Lines read from a child's pipe without blocking: `wait` polls until a predicate over all
+/// lines so far holds, for at most `seconds`.
+final class NonBlockingLines {
+    private let fd: Int32
+    private var pending: [UInt8] = []
+    private(set) var lines: [String] = []
+
+    init(_ fd: Int32) {
+        self.fd = fd
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    func wait(seconds: Double = 10, _ condition: ([String]) -> Bool) -> Bool {
+        eventually(seconds) {
+            self.drain()
+            return condition(self.lines)
+        }
+    }
+
+    private func drain() {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(self.fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            self.pending.append(contentsOf: chunk[0..<n])
+        }
+        while let newline = self.pending.firstIndex(of: UInt8(ascii: "\n")) {
+            self.lines.append(String(decoding: self.pending[..<newline], as: UTF8.self))
+            self.pending.removeSubrange(...newline)
+        }
     }
 }
