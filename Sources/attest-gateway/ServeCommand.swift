@@ -32,7 +32,8 @@ enum ServeCommand: Subcommand {
         let server = try GatewayServer(
             loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
         // App Attest enforcement on the proxy listeners, /metrics /healthz /readyz on the admin one.
-        let gates = EnforcementGateFactory(registry: metrics)
+        // Each event loop gets its own Redis connection on its queue.
+        let gates = EnforcementGateFactory(registry: metrics, loopQueues: server.group.loops.map(\.queue))
         let service = GatewayService(
             configPath: configPath,
             server: server,

@@ -359,7 +359,11 @@ struct ClientDataExample: Equatable {
         gate.requestDecided(route: "r", verdict: .verified)
         gate.attestation(result: "verified")
         gate.storeError(operation: "ping", kind: .timeout)
-        let text = registry.render()
+        // The store's families are rendered at scrape time, beside the registry's.
+        let redis = RedisStore(
+            url: try RedisURL(parsing: "redis://127.0.0.1:1"), loopQueues: [DispatchQueue(label: "l")])
+        defer { redis.close() }
+        let text = registry.render() + EnforcementGateFactory.storeMetricsText(redis)
         var families: [String: Set<String>] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let name = line.dropFirst("# TYPE ".count).prefix { $0 != " " }

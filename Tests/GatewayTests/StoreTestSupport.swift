@@ -142,3 +142,13 @@ func timed<T: Sendable>(
         start { result in continuation.resume(returning: (result, seconds(since: begin))) }
     }
 }
+
+/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
+func eventuallyAsync(timeout: Double = 5, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return await condition()
+}

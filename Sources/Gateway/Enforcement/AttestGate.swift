@@ -15,7 +15,8 @@ package import Verification
 ///
 /// Immutable after init (a policy reload builds a new gate), so it is shared by every
 /// connection queue. `decide` may run on any queue; its completion runs exactly once, on
-/// the calling queue, the store's queue or the verification queue.
+/// the calling queue (at once, or later from the loop's own Redis connection), the store's
+/// queue or the verification queue.
 package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {

@@ -542,9 +542,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.isInsideDecide = true
         self.synchronousDecision = nil
         self.snapshot.gate.decide(head, body: body, classification: classification) { [self] decision in
-            // A gate that completes at once, on this queue, inside `decide`: no hop.
-            if self.loop.inLoop && self.isInsideDecide && self.decisionSerial == serial {
-                self.synchronousDecision = decision
+            if self.loop.inLoop {
+                // A gate that completes at once, inside `decide`: handled when it returns.
+                if self.isInsideDecide && self.decisionSerial == serial {
+                    self.synchronousDecision = decision
+                    return
+                }
+                // Completed later on this loop (the loop's own Redis connection): no hop.
+                self.decisionArrived(decision, serial: serial)
                 return
             }
             self.loop.execute { self.decisionArrived(decision, serial: serial) }

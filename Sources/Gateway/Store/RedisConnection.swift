@@ -5,9 +5,11 @@ import Glibc
 /// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
 /// number of commands in flight and automatic reconnects.
 ///
-/// - Queue: all state lives on `queue` (serial, owned by the connection). `send` may be
-///   called from any queue; it hops to `queue`. Every completion runs on `queue`, exactly
-///   once. Completions should return quickly (hop to your own queue for real work).
+/// - Queue: all state lives on `queue`: the connection's own serial queue, or one it is
+///   given (an event loop's, so that a request verified on that loop never changes thread).
+///   `send` may be called from any queue; called on `queue` it runs at once, else it hops to
+///   `queue`. Every completion runs on `queue`, exactly once, never inside `send` unless the
+///   command fails at once (unavailable, overloaded).
 /// - Pipelining: commands are written as they come, many in flight; Redis answers in order.
 /// - Timeouts: each command completes with `StoreError.timeout` after
 ///   `configuration.commandTimeout`. Its reply, if it comes later, is dropped (replies are
@@ -30,6 +32,8 @@ package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
+    /// Names the connection in logs (`connection` field): the store has one per event loop.
+    package let label: String
     private let scripts: [RedisScript]
     /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
     package let counters = RedisConnectionCounters()
@@ -53,12 +57,17 @@ package final class RedisConnection: @unchecked Sendable {
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
     private var hasBeenReady = false
+    /// Set on `queue`: tells `send` that its caller already runs there.
+    private let onQueueKey = DispatchSpecificKey<Bool>()
 
+    /// - Parameter queue: the serial queue to live on (e.g. an event loop's); nil creates
+    ///   one named `label`.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         scripts: [RedisScript] = [],
-        label: String = "attest-gateway.redis"
+        label: String = "attest-gateway.redis",
+        queue: DispatchQueue? = nil
     ) {
         ignoreSIGPIPEOnce()
         self.url = url
@@ -67,7 +76,9 @@ package final class RedisConnection: @unchecked Sendable {
         configuration.staleConnectionTimeout = max(configuration.staleConnectionTimeout, configuration.commandTimeout)
         self.configuration = configuration
         self.scripts = scripts
-        self.queue = DispatchQueue(label: label)
+        self.label = label
+        self.queue = queue ?? DispatchQueue(label: label)
+        self.queue.setSpecific(key: self.onQueueKey, value: true)
         self.backoff = ReconnectBackoff(
             initial: configuration.reconnectBackoffInitial,
             maximum: configuration.reconnectBackoffMaximum
@@ -76,7 +87,11 @@ package final class RedisConnection: @unchecked Sendable {
 
     deinit {
         self.timer?.cancel()
+        self.queue.setSpecific(key: self.onQueueKey, value: nil)
     }
+
+    /// True when the caller runs on `queue`.
+    private var isOnQueue: Bool { DispatchQueue.getSpecific(key: self.onQueueKey) == true }
 
     /// Starts connecting (asynchronously).
     package func start() {
@@ -100,7 +115,11 @@ package final class RedisConnection: @unchecked Sendable {
     /// `.success(.error)`: the caller decides what it means) or a `StoreError`.
     package func send(_ arguments: [[UInt8]], completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void)
     {
-        self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
+        if self.isOnQueue {
+            self.sendOnQueue(arguments, completion: completion)
+        } else {
+            self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
+        }
     }
 
     /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) loads the script and
@@ -118,7 +137,9 @@ package final class RedisConnection: @unchecked Sendable {
                 completion(result)
                 return
             }
-            Log.warning("redis_script_reloaded", [("redis", self.url.description), ("sha1", script.sha1)])
+            Log.warning(
+                "redis_script_reloaded",
+                [("redis", self.url.description), ("connection", self.label), ("sha1", script.sha1)])
             self.sendOnQueue([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { _ in }
             self.sendOnQueue(command, completion: completion)
         }
@@ -181,7 +202,9 @@ package final class RedisConnection: @unchecked Sendable {
             // Replies come in order: this is the oldest tracked command in flight.
             if let first = self.pending.popFirst(), first.element !== command {
                 // Our invariant broke (never seen): fail safe rather than mismatch replies.
-                Log.error("redis_reply_order_violated", [("redis", self.url.description), ("command", command.name)])
+                Log.error(
+                    "redis_reply_order_violated",
+                    [("redis", self.url.description), ("connection", self.label), ("command", command.name)])
                 first.element.finish(.connectionClosed("redis \(self.url): reply order lost"), timeout: .zero)
                 driver.close(reason: "redis \(self.url): reply order lost, connection reset")
             }
@@ -297,7 +320,7 @@ package final class RedisConnection: @unchecked Sendable {
                 self.hasLoggedOutage = false
                 self.hasBeenReady = true
                 if self.configuration.logsConnectionEvents {
-                    Log.info("redis_connected", [("redis", self.url.description)])
+                    Log.info("redis_connected", [("redis", self.url.description), ("connection", self.label)])
                 }
             }
             self.rearmTimer()
@@ -316,7 +339,9 @@ package final class RedisConnection: @unchecked Sendable {
             self.counters.setReady(false)
             self.failLeftovers(reason)
             if self.configuration.logsConnectionEvents {
-                Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
+                Log.warning(
+                    "redis_connection_lost",
+                    [("redis", self.url.description), ("connection", self.label), ("reason", reason)])
             }
             self.hasLoggedOutage = true
             // Reconnect at once; commands wait on that attempt.
@@ -340,7 +365,9 @@ package final class RedisConnection: @unchecked Sendable {
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
             if self.configuration.logsConnectionEvents {
-                Log.warning("redis_unavailable", [("redis", self.url.description), ("reason", reason)])
+                Log.warning(
+                    "redis_unavailable",
+                    [("redis", self.url.description), ("connection", self.label), ("reason", reason)])
             }
         }
         self.state = .waiting(reason: reason)
