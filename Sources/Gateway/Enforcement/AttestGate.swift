@@ -139,7 +139,7 @@ package final class AttestGate: RequestGate {
         }
         guard let index = self.routes.matchIndex(method: head.method, path: path) else {
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
-            let error = EnforcementError(.noRoute, "no route matches \(head.method) \(path)")
+            let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(path)")
             completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
             return
         }

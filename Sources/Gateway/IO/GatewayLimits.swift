@@ -19,6 +19,13 @@ public struct GatewayLimits: Sendable, Hashable {
     public var maxHeaderCount: Int = 100
     /// Time allowed for in-flight requests after SIGTERM.
     public var shutdownDrainTimeout: Duration = .seconds(20)
+    /// Request bodies buffered for verification (`enforce` / `monitor` routes), summed over all
+    /// connections; beyond it a request gets 503 `body_budget_exhausted`. nginx keeps at most
+    /// client_body_buffer_size (16 KiB) per request in memory and spills the rest to disk; Envoy
+    /// caps each connection's buffers at 1 MiB and has no global default (its overload manager
+    /// must be configured). Default 64 MiB: 64 bodies at the default route cap of 1 MiB, or
+    /// thousands of typical API bodies, well inside the 256 MiB memory limit of deploy/kubernetes.
+    public var maxBufferedBodyBytes: Int = 64 * 1024 * 1024
 
     public init() {}
 }

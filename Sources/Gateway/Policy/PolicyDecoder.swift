@@ -44,7 +44,7 @@ struct PolicyDecoder {
     static let limitKeys = [
         "header_read_timeout", "body_read_idle_timeout", "upstream_connect_timeout", "upstream_response_timeout",
         "keep_alive_idle_timeout", "max_connections", "max_header_bytes", "max_header_count",
-        "shutdown_drain_timeout",
+        "shutdown_drain_timeout", "max_buffered_body_bytes",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
     static let endpointKeys = ["challenge", "attest"]
@@ -59,6 +59,8 @@ struct PolicyDecoder {
     /// Longest accepted duration anywhere in the file.
     static let maximumDuration = Duration.seconds(86_400)
     static let maximumBodyBytes = 1 << 30
+    /// Largest `limits.max_buffered_body_bytes` (64 GiB: beyond any sensible host).
+    static let maximumBufferedBodyBytes = 1 << 36
 
     /// The name given to the loader, used in every message.
     let file: String
@@ -107,7 +109,9 @@ struct PolicyDecoder {
         let limits = try self.decodeLimits(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
-        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints)
+        let routes = try self.decodeRoutes(
+            top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints,
+            bodyBudget: limits.maxBufferedBodyBytes)
 
         return GatewayPolicy(
             listen: listen,
@@ -303,6 +307,9 @@ struct PolicyDecoder {
         if let n = fields["max_header_bytes"] { limits.maxHeaderBytes = try self.size(n, in: 1024...(1 << 20)) }
         if let n = fields["max_header_count"] { limits.maxHeaderCount = try self.integer(n, in: 1...10_000) }
         if let n = fields["shutdown_drain_timeout"] { limits.shutdownDrainTimeout = try self.duration(n) }
+        if let n = fields["max_buffered_body_bytes"] {
+            limits.maxBufferedBodyBytes = try self.size(n, in: 1024...Self.maximumBufferedBodyBytes)
+        }
         return limits
     }
 
@@ -384,7 +391,8 @@ struct PolicyDecoder {
         _ top: Fields,
         upstreams: [String: UpstreamConfiguration],
         appIDs: [String],
-        endpoints: EndpointPaths
+        endpoints: EndpointPaths,
+        bodyBudget: Int
     ) throws(PolicyError) -> [RoutePolicy] {
         guard let node = top["routes"] else {
             self.warn("no_routes", top.node.mark, "routes", "no routes: every request except the endpoints gets 404")
@@ -420,6 +428,14 @@ struct PolicyDecoder {
                     item.mark,
                     item.path,
                     "route \(Self.quote(route.name)) can never match: the gateway answers \(exact) itself (endpoints)"
+                )
+            }
+            if route.mode != .off && route.maxBodyBytes > bodyBudget {
+                self.warn(
+                    "body_exceeds_budget",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)) but limits.max_buffered_body_bytes is \(PolicyValues.formatSize(bodyBudget)): larger bodies always get 503 body_budget_exhausted"
                 )
             }
             routes.append(route)

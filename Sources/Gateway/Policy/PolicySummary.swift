@@ -38,6 +38,7 @@ public enum PolicySummary {
                 "max_connections=\(limits.maxConnections)",
                 "max_header_bytes=\(PolicyValues.formatSize(limits.maxHeaderBytes))",
                 "max_header_count=\(limits.maxHeaderCount)",
+                "max_buffered_body_bytes=\(PolicyValues.formatSize(limits.maxBufferedBodyBytes))",
             ].joined(separator: " ")
         )
         lines.append("upstreams (\(policy.upstreams.count)):")

@@ -20,6 +20,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// How long a closing connection reads and discards what the client still sends.
     static let lingerNanoseconds: UInt64 = 2_000_000_000
     static let continueBytes: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    /// `requestHeadBytes` keeps its capacity between requests up to this (a head, not a body).
+    static let retainedHeadBytesCapacity = 64 * 1024
 
     let fd: Int32
     let loop: EventLoop
@@ -53,6 +55,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private var requestInfo: HTTPRequestInfo?
     private var classification: GateClassification?
     private var bufferedBody: [UInt8]?
+    /// What the buffered body holds of `server.bodyBudget`: taken before the bytes are
+    /// buffered, returned when the request is finished or the connection closes (until then
+    /// the body is kept, in `bufferedBody` or `requestHeadBytes`, for `decide` and a retry).
+    private var bodyReservation = BufferedBodyBudget.Reservation()
     /// The parser still owes the `.end` of a request without body.
     private var parserOwesEnd = false
     private var decisionSerial = 0
@@ -394,6 +400,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
+        assert(self.bodyReservation.bytes == 0, "the previous request's body reservation was not released")
         self.requestStart = SystemCalls.monotonicNanoseconds()
         self.upstreamStart = 0
         self.refreshSnapshot()
@@ -416,7 +423,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.callDecide(body: [])
         case .bufferBody(let sendContinue):
             var body: [UInt8] = []
-            if case .contentLength(let length) = info.framing { body.reserveCapacity(Int(length)) }
+            if case .contentLength(let length) = info.framing {
+                // The whole declared body at once: it is allocated at once too.
+                guard self.reserveBody(Int(length)) else { return }
+                body.reserveCapacity(Int(length))
+            }
             self.bufferedBody = body
             if sendContinue { self.queueClientBytes(Self.continueBytes) }
         case .reject(let status, let code, let message):
@@ -429,8 +440,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func requestBodyReceived(_ bytes: UnsafeRawBufferPointer) {
         switch self.machine.phase {
         case .bufferingBody:
+            // A chunked body reserves as it arrives (beyond the route's cap 413 comes first).
+            let total = (self.bufferedBody?.count ?? 0) + bytes.count
+            if total <= self.machine.bufferCap ?? Int.max {
+                guard self.reserveBody(total) else { return }
+            }
             self.bufferedBody?.append(contentsOf: bytes)
-            let total = self.bufferedBody?.count ?? 0
             if case .reject(let status, let code, let message) = self.machine.bufferedBodyReceived(total: total) {
                 self.bufferedBody = nil
                 self.logInfo = GateLogInfo(verdict: "rejected")
@@ -451,6 +466,31 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         default:
             break
         }
+    }
+
+    /// Grows the body's reservation in the process-wide budget to `total` bytes. When the
+    /// budget cannot, answers 503 `body_budget_exhausted` (the connection closes) and returns false.
+    private func reserveBody(_ total: Int) -> Bool {
+        let budget = self.server.bodyBudget
+        if self.bodyReservation.cover(total, from: budget) { return true }
+        self.server.metrics.bodyBudgetRejections.increment()
+        if let suppressed = budget.logThrottle.admit() {
+            Log.warning(
+                "body_budget_exhausted",
+                [
+                    ("route", self.classification?.routeName ?? "-"), ("body_bytes", String(total)),
+                    ("buffered_bytes", String(budget.inUse)), ("max_buffered_body_bytes", String(budget.limit)),
+                    ("suppressed", String(suppressed)),
+                ])
+        }
+        guard case .reject(let status, let code, let message) = self.machine.bodyBudgetExhausted() else { return false }
+        self.bufferedBody = nil
+        self.logInfo = GateLogInfo(verdict: "rejected")
+        var response = LocalResponse.jsonError(status: status, code: code, message: message)
+        response.headers.add(name: "Retry-After", value: "1")
+        self.queueLocalResponse(response, keepAlive: false)
+        self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        return false
     }
 
     private func requestEnded(trailers: HTTPHeaders?) {
@@ -801,9 +841,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func queueLocalResponse(_ response: LocalResponse, keepAlive: Bool) {
         self.responseStatus = response.status
         var bytes = self.takeScratchBytes()
-        let body = self.head?.method == "HEAD" ? [] : response.body
+        // HEAD: the Content-Length a GET would get, no body (RFC 9110 9.3.2).
         HTTPSerializer.writeLocalResponse(
-            status: response.status, headers: response.headers, body: body, keepAlive: keepAlive, into: &bytes)
+            status: response.status, headers: response.headers, body: response.body, keepAlive: keepAlive,
+            omitBody: self.head?.method == "HEAD", into: &bytes)
         self.queueClientBytes(bytes)
         self.returnScratchBytes(bytes)
     }
@@ -872,6 +913,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.requestInfo = nil
         self.classification = nil
         self.bufferedBody = nil
+        if self.bodyReservation.bytes > 0 { self.bodyReservation.release(to: self.server.bodyBudget) }
+        // A buffered body went out through these bytes: do not keep its capacity for the
+        // connection's lifetime (it is outside the budget once released).
+        if self.requestHeadBytes.capacity > Self.retainedHeadBytesCapacity { self.requestHeadBytes = [] }
         self.logInfo = nil
         self.target = nil
         self.requestStart = 0
@@ -936,6 +981,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             upstream.pool.release(upstream, reusable: false)
         }
         self.cancelWaiting()
+        self.bufferedBody = nil
+        self.bodyReservation.release(to: self.server.bodyBudget)
         self.machine.closed()
         self.loop.deregister(fd: self.fd, token: self.token)
         SystemCalls.close(self.fd)

@@ -213,6 +213,19 @@ package struct ProxyConnectionStateMachine: Sendable {
         return .keepReading
     }
 
+    /// The process-wide budget for buffered bodies (`limits.max_buffered_body_bytes`) cannot
+    /// hold this body (reserved whole for a Content-Length, as it arrives when chunked): 503
+    /// without reading the rest, then close, as for 413. No `100 Continue` goes out first.
+    package mutating func bodyBudgetExhausted() -> BodyAction {
+        precondition(self.phase == .bufferingBody, "body budget in phase \(self.phase)")
+        self.clientKeepAlive = false
+        self.continueSent = false
+        self.phase = .respondingLocally
+        return .reject(
+            status: 503, code: "body_budget_exhausted",
+            message: "the gateway is holding too many request bodies; retry later")
+    }
+
     /// The parser reported the end of the request (body complete).
     package mutating func requestEnded() -> RequestEndAction {
         self.requestComplete = true
