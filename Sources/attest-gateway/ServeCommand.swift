@@ -37,7 +37,7 @@ enum ServeCommand: Subcommand {
         let service = GatewayService(
             configPath: configPath,
             server: server,
-            load: { path in try PolicyLoader.load(path: path) },
+            load: { path in try PolicyLoader.loadLoggingWarnings(path: path) },
             makeGates: { policy, _ in
                 let built = try gates.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)

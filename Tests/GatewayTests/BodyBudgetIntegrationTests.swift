@@ -206,6 +206,13 @@ import Testing
                 return port != nil
             })
         let listening = try #require(port)
+        // serve logs the policy's warnings too, not only check-config (they were dropped).
+        #expect(
+            log.wait { lines in
+                lines.contains {
+                    $0.contains("\"event\":\"policy_warning\"") && $0.contains("\"code\":\"body_exceeds_budget\"")
+                }
+            })
 
         // Within the budget: read whole, then the gate answers (no assertion: 401).
         let small = try TestHTTPClient.request(
