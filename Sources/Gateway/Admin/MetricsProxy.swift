@@ -19,6 +19,9 @@ package final class ProxyMetrics: Sendable {
     package let bufferedBodyBytes: Gauge
     /// `attest_gateway_body_budget_rejections_total`: requests answered 503 `body_budget_exhausted`.
     package let bodyBudgetRejections: Counter
+    /// `attest_gateway_buffered_body_timeouts_total{route}`: buffered bodies answered 408
+    /// because they missed `limits.buffered_body_timeout`.
+    package let bufferedBodyTimeouts: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -50,6 +53,10 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_body_budget_rejections_total",
             help: "Requests answered 503 because buffered bodies reached limits.max_buffered_body_bytes."
         ).labels()
+        self.bufferedBodyTimeouts = registry.counter(
+            "attest_gateway_buffered_body_timeouts_total",
+            help: "Buffered request bodies answered 408 because they missed limits.buffered_body_timeout, by route.",
+            labelNames: ["route"])
     }
 
     static func statusClass(_ status: Int) -> Int {

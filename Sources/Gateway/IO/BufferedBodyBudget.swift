@@ -19,6 +19,8 @@ package final class BufferedBodyBudget: Sendable {
     private let gauge: Gauge?
     /// One `body_budget_exhausted` log line per second at most (an attack sends many).
     package let logThrottle = LogThrottle(interval: .seconds(1))
+    /// One `buffered_body_timeout` log line per second at most (slow senders come in crowds too).
+    package let timeoutLogThrottle = LogThrottle(interval: .seconds(1))
 
     package init(limit: Int, gauge: Gauge? = nil) {
         self.limitBytes = Atomic(max(0, limit))

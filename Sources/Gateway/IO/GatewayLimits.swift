@@ -5,6 +5,13 @@ public struct GatewayLimits: Sendable, Hashable {
     public var headerReadTimeout: Duration = .seconds(10)
     /// Longest pause between two reads of a request body. nginx client_body_timeout: 60 s; default 30 s.
     public var bodyReadIdleTimeout: Duration = .seconds(30)
+    /// Whole time, from the end of the request head, for a body the gateway buffers to verify
+    /// (`enforce` / `monitor` routes, the endpoints); 408 beyond. Without it a client sending a
+    /// byte per `bodyReadIdleTimeout` holds its share of `maxBufferedBodyBytes` forever. nginx
+    /// has no total body timer; HAProxy `timeout http-request` covers head and body; Envoy's
+    /// `request_timeout` (off by default) the whole request. Default 60 s: a 1 MiB body (the
+    /// default route cap) still arrives at ~140 kbit/s. Streamed bodies are not bounded by it.
+    public var bufferedBodyTimeout: Duration = .seconds(60)
     /// Upstream TCP connect. Envoy connect_timeout: 5 s.
     public var upstreamConnectTimeout: Duration = .seconds(5)
     /// Upstream response head after the request was sent. nginx proxy_read_timeout: 60 s.

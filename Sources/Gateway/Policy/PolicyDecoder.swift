@@ -44,7 +44,7 @@ struct PolicyDecoder {
     static let limitKeys = [
         "header_read_timeout", "body_read_idle_timeout", "upstream_connect_timeout", "upstream_response_timeout",
         "keep_alive_idle_timeout", "max_connections", "max_header_bytes", "max_header_count",
-        "shutdown_drain_timeout", "max_buffered_body_bytes",
+        "shutdown_drain_timeout", "max_buffered_body_bytes", "buffered_body_timeout",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
     static let endpointKeys = ["challenge", "attest"]
@@ -61,6 +61,9 @@ struct PolicyDecoder {
     static let maximumBodyBytes = 1 << 30
     /// Largest `limits.max_buffered_body_bytes` (64 GiB: beyond any sensible host).
     static let maximumBufferedBodyBytes = 1 << 36
+    /// Bounds of `limits.buffered_body_timeout`: below a second a small body on a slow mobile
+    /// link fails; beyond an hour the deadline no longer frees the body budget from slow senders.
+    static let bufferedBodyTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
 
     /// The name given to the loader, used in every message.
     let file: String
@@ -309,6 +312,9 @@ struct PolicyDecoder {
         if let n = fields["shutdown_drain_timeout"] { limits.shutdownDrainTimeout = try self.duration(n) }
         if let n = fields["max_buffered_body_bytes"] {
             limits.maxBufferedBodyBytes = try self.size(n, in: 1024...Self.maximumBufferedBodyBytes)
+        }
+        if let n = fields["buffered_body_timeout"] {
+            limits.bufferedBodyTimeout = try self.duration(n, in: Self.bufferedBodyTimeoutRange)
         }
         return limits
     }
@@ -704,6 +710,18 @@ struct PolicyDecoder {
         }
         guard duration <= Self.maximumDuration else {
             throw self.error(.outOfRange, node, "expected a duration of at most 24h; found \(Self.describe(node))")
+        }
+        return duration
+    }
+
+    /// A duration within `range` (`outOfRange` beyond it, naming both bounds).
+    private func duration(_ node: YAMLNode, in range: ClosedRange<Duration>) throws(PolicyError) -> Duration {
+        let duration = try self.duration(node)
+        guard range.contains(duration) else {
+            throw self.error(
+                .outOfRange, node,
+                "expected a duration from \(PolicyValues.format(range.lowerBound)) to \(PolicyValues.format(range.upperBound)); found \(Self.describe(node))"
+            )
         }
         return duration
     }

@@ -140,7 +140,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if (timer == .upstreamConnect || timer == .upstreamResponse) && (phase == .connecting || phase == .exchanging) {
             self.countUpstreamError(.timeout)
         }
-        switch self.machine.timerExpired() {
+        let now = self.loop.now
+        if self.machine.expiredTimer(at: now) == .bufferedBody { self.bufferedBodyTimedOut() }
+        switch self.machine.timerExpired(at: now) {
         case .closeQuietly:
             self.close("keep-alive or header timer")
             return
@@ -227,7 +229,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         switch kind {
         case .keepAliveIdle: after = limits.keepAliveIdleTimeout
         case .headerRead: after = limits.headerReadTimeout
-        case .bodyReadIdle: after = limits.bodyReadIdleTimeout
+        case .bodyReadIdle, .bufferedBody:
+            // A buffered body's total deadline may come first (`limits.buffered_body_timeout`).
+            let idle = limits.bodyReadIdleTimeout.nanoseconds
+            self.loop.setDeadline(token: self.token, after: self.machine.timerDelay(configured: idle, now: self.loop.now))
+            return
         case .upstreamConnect: after = self.target?.configuration.connectTimeout ?? limits.upstreamConnectTimeout
         case .upstreamResponse: after = self.target?.configuration.responseTimeout ?? limits.upstreamResponseTimeout
         }
@@ -415,7 +421,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(
             method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
-            expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo)
+            expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
+            bufferedBodyDeadline: self.requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds)
         switch action {
         case .decide:
             self.callDecide(body: nil)
@@ -491,6 +498,28 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.queueLocalResponse(response, keepAlive: false)
         self.finishRequest(keepAlive: self.machine.localResponseWritten())
         return false
+    }
+
+    /// A buffered body missed `limits.buffered_body_timeout`: counted and logged (at most one
+    /// line a second) with the route and how much of the body had arrived; the 408 follows.
+    private func bufferedBodyTimedOut() {
+        let route = self.classification?.routeName ?? "-"
+        self.server.metrics.bufferedBodyTimeouts.labels(route).increment()
+        guard let suppressed = self.server.bodyBudget.timeoutLogThrottle.admit() else { return }
+        var declared = "-"
+        switch self.requestInfo?.framing {
+        case .contentLength(let length): declared = String(length)
+        case .chunked: declared = "chunked"
+        case .some(.none), nil: break
+        }
+        Log.warning(
+            "buffered_body_timeout",
+            [
+                ("route", route), ("client", self.peerAddress),
+                ("body_bytes_received", String(self.bufferedBody?.count ?? 0)), ("body_bytes_declared", declared),
+                ("buffered_body_timeout", PolicyValues.format(self.snapshot.limits.bufferedBodyTimeout)),
+                ("suppressed", String(suppressed)),
+            ])
     }
 
     private func requestEnded(trailers: HTTPHeaders?) {
