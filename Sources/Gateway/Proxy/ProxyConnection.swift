@@ -232,7 +232,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         case .bodyReadIdle, .bufferedBody:
             // A buffered body's total deadline may come first (`limits.buffered_body_timeout`).
             let idle = limits.bodyReadIdleTimeout.nanoseconds
-            self.loop.setDeadline(token: self.token, after: self.machine.timerDelay(configured: idle, now: self.loop.now))
+            self.loop.setDeadline(
+                token: self.token, after: self.machine.timerDelay(configured: idle, now: self.loop.now))
             return
         case .upstreamConnect: after = self.target?.configuration.connectTimeout ?? limits.upstreamConnectTimeout
         case .upstreamResponse: after = self.target?.configuration.responseTimeout ?? limits.upstreamResponseTimeout
