@@ -171,12 +171,7 @@ import Testing
         routes:
           - { name: protected, match: { path_prefix: / }, upstream: api, mode: enforce, max_body_bytes: 4KiB }
         """.write(to: policy, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
+        let (process, stderr) = ProxyIntegrationTests.serveProcess(binary: binary, policy: policy)
         // check-config shows the effective budget and warns about the route's larger cap.
         let check = Process()
         check.executableURL = URL(fileURLWithPath: binary)
