@@ -385,12 +385,7 @@ import Testing
         routes:
           - { name: uploads, match: { path_prefix: / }, upstream: api, mode: enforce }
         """.write(to: policy, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
+        let (process, stderr) = ProxyIntegrationTests.serveProcess(binary: binary, policy: policy)
         try process.run()
         defer {
             if process.isRunning {
