@@ -220,6 +220,43 @@ import Testing
         #expect(PolicyDecoder.limitKeys.contains("buffered_body_timeout"))
     }
 
+    /// check-config warns when a protected route's largest body needs more than 1 MiB/s to
+    /// beat the deadline; streamed routes and bodies that fit are not warned about.
+    @Test func protectedCapTooLargeForTheDeadlineIsWarned() throws {
+        func warnings(_ limits: String, _ cap: String, mode: String = "enforce") throws -> [PolicyWarning] {
+            var warnings: [PolicyWarning] = []
+            _ = try PolicyLoader.parse(
+                """
+                store: memory
+                app_ids: ["ABCDE12345.com.example.app"]
+                limits: { max_buffered_body_bytes: 1GiB\(limits) }
+                upstreams: { api: { url: "http://127.0.0.1:9000" } }
+                routes:
+                  - { name: uploads, match: { path_prefix: / }, upstream: api, mode: \(mode), max_body_bytes: \(cap) }
+                """, sourcePath: "p.yaml", warnings: &warnings)
+            return warnings.filter { $0.code == "body_deadline_tight" }
+        }
+        // 60 MiB in 60 s is exactly 1 MiB/s: fine; 61 MiB is not.
+        #expect(try warnings("", "60MiB").isEmpty)
+        let found = try warnings("", "61MiB")
+        #expect(found.count == 1)
+        #expect(found.first?.field == "routes[0].max_body_bytes")
+        #expect(found.first?.line == 6)
+        #expect(
+            found.first?.message
+                == "route \"uploads\" accepts bodies of up to 61MiB, which must arrive within limits.buffered_body_timeout (1m): clients slower than 8.5 Mbit/s get 408 request_timeout"
+        )
+        // A longer deadline makes room; a shorter one warns about smaller caps.
+        #expect(try warnings(", buffered_body_timeout: 2m", "100MiB").isEmpty)
+        #expect(try warnings(", buffered_body_timeout: 1s", "2MiB").count == 1)
+        #expect(try warnings(", buffered_body_timeout: 1s", "1MiB").isEmpty)
+        // Routes that stream their bodies are not timed by it.
+        #expect(try warnings("", "1GiB", mode: "off").isEmpty)
+        #expect(try warnings("", "1GiB", mode: "monitor").count == 1)
+        #expect(PolicyDecoder.tightBodyRate(1 << 30, within: .seconds(60)) == "143.2 Mbit/s")
+        #expect(PolicyDecoder.tightBodyRate(1 << 20, within: .seconds(60)) == nil)
+    }
+
     @Test func documentedDefaultMatchesTheCode() throws {
         let doc = try ProtocolDocTests.read("docs/operations.md")
         #expect(doc.contains("| `buffered_body_timeout` | duration 1s–1h | `60s` |"))

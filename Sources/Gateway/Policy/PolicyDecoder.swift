@@ -114,7 +114,7 @@ struct PolicyDecoder {
         let endpoints = try self.decodeEndpoints(top)
         let routes = try self.decodeRoutes(
             top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints,
-            bodyBudget: limits.maxBufferedBodyBytes)
+            bodyBudget: limits.maxBufferedBodyBytes, bodyTimeout: limits.bufferedBodyTimeout)
 
         return GatewayPolicy(
             listen: listen,
@@ -398,7 +398,8 @@ struct PolicyDecoder {
         upstreams: [String: UpstreamConfiguration],
         appIDs: [String],
         endpoints: EndpointPaths,
-        bodyBudget: Int
+        bodyBudget: Int,
+        bodyTimeout: Duration
     ) throws(PolicyError) -> [RoutePolicy] {
         guard let node = top["routes"] else {
             self.warn("no_routes", top.node.mark, "routes", "no routes: every request except the endpoints gets 404")
@@ -444,9 +445,32 @@ struct PolicyDecoder {
                     "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)) but limits.max_buffered_body_bytes is \(PolicyValues.formatSize(bodyBudget)): larger bodies always get 503 body_budget_exhausted"
                 )
             }
+            if route.mode != .off, let rate = Self.tightBodyRate(route.maxBodyBytes, within: bodyTimeout) {
+                self.warn(
+                    "body_deadline_tight",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)), which must arrive within limits.buffered_body_timeout (\(PolicyValues.format(bodyTimeout))): clients slower than \(rate) get 408 request_timeout"
+                )
+            }
             routes.append(route)
         }
         return routes
+    }
+
+    /// Fastest upload a protected route may ask of a client before check-config warns:
+    /// 1 MiB/s (~8 Mbit/s, a good mobile uplink).
+    static let tightBodyBytesPerSecond = 1 << 20
+
+    /// The rate (`"35.8 Mbit/s"`) a body of `bytes` needs to arrive within `timeout`, when it
+    /// exceeds `tightBodyBytesPerSecond`; nil otherwise.
+    static func tightBodyRate(_ bytes: Int, within timeout: Duration) -> String? {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard seconds > 0 else { return nil }
+        let bytesPerSecond = Double(bytes) / seconds
+        guard bytesPerSecond > Double(Self.tightBodyBytesPerSecond) else { return nil }
+        let megabits = (bytesPerSecond * 8 / 1e6 * 10).rounded() / 10
+        return "\(megabits) Mbit/s"
     }
 
     private mutating func decodeRoute(
