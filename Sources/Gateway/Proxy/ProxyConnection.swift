@@ -423,7 +423,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         let action = self.machine.requestHeadReceived(
             method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
             expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
-            bufferedBodyDeadline: self.requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds)
+            bufferedBodyDeadline: classification.bufferBodyUpTo == nil
+                ? nil : self.requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds)
         switch action {
         case .decide:
             self.callDecide(body: nil)
