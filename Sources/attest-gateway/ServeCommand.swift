@@ -33,7 +33,7 @@ enum ServeCommand: Subcommand {
             loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
         // App Attest enforcement on the proxy listeners, /metrics /healthz /readyz on the admin one.
         // Each event loop gets its own Redis connection on its queue.
-        let gates = EnforcementGateFactory(registry: metrics, loopQueues: server.group.loops.map(\.queue))
+        let gates = EnforcementGateFactory(registry: metrics, loops: server.group.loops)
         let service = GatewayService(
             configPath: configPath,
             server: server,

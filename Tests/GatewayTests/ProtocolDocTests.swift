@@ -361,7 +361,7 @@ struct ClientDataExample: Equatable {
         gate.storeError(operation: "ping", kind: .timeout)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(
-            url: try RedisURL(parsing: "redis://127.0.0.1:1"), loopQueues: [DispatchQueue(label: "l")])
+            url: try RedisURL(parsing: "redis://127.0.0.1:1"), loops: [try EventLoop(index: 0)])
         defer { redis.close() }
         let text = registry.render() + EnforcementGateFactory.storeMetricsText(redis)
         var families: [String: Set<String>] = [:]

@@ -134,10 +134,11 @@ import Testing
     @Test func callsFromALoopQueueCompleteOnThatLoop() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let loops = (0..<2).map { DispatchQueue(label: "test.loop.\($0)") }
+        let group = try EventLoopGroup(count: 2)
+        let loops = group.loops.map(\.queue)
         let key = DispatchSpecificKey<String>()
         for (index, loop) in loops.enumerated() { loop.setSpecific(key: key, value: "loop\(index)") }
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loopQueues: loops)
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: group.loops)
         defer { store.close() }
         #expect(store.connections.count == 3)
         #expect(await store.ping().error == nil)
@@ -172,8 +173,7 @@ import Testing
     @Test func pingFailsWhileOneLoopConnectionIsDown() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let loop = DispatchQueue(label: "test.loop")
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loopQueues: [loop])
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: [try EventLoop(index: 0)])
         defer { store.close() }
         #expect(await store.ping().error == nil)
         func command(_ connection: RedisConnection, _ words: String...) async -> Result<RedisReply, StoreError> {

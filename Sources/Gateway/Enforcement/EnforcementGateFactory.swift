@@ -1,4 +1,3 @@
-package import Dispatch
 import Foundation
 import Synchronization
 import Verification
@@ -15,19 +14,19 @@ import Verification
 package final class EnforcementGateFactory: Sendable {
     private let registry: MetricsRegistry
     private let redisConfiguration: RedisConfiguration
-    private let loopQueues: [DispatchQueue]
+    private let loops: [EventLoop]
     private let current = Mutex<(configuration: StoreConfiguration, store: any AttestStore)?>(nil)
 
-    /// - Parameter loopQueues: the queues of the event loops that run the gates; a Redis
-    ///   store opens one connection on each (see `RedisStore`).
+    /// - Parameter loops: the event loops that run the gates; a Redis store opens one
+    ///   connection on each (see `RedisStore`).
     package init(
         registry: MetricsRegistry,
         redisConfiguration: RedisConfiguration = RedisConfiguration(),
-        loopQueues: [DispatchQueue] = []
+        loops: [EventLoop] = []
     ) {
         self.registry = registry
         self.redisConfiguration = redisConfiguration
-        self.loopQueues = loopQueues
+        self.loops = loops
     }
 
     /// Why the gates could not be built: the running policy stays (reload) or serve exits.
@@ -89,8 +88,8 @@ package final class EnforcementGateFactory: Sendable {
             } catch {
                 throw BuildError(description: "invalid redis URL: \(error)")
             }
-            store = RedisStore(url: url, configuration: self.redisConfiguration, loopQueues: self.loopQueues)
-            Log.info("store", [("redis", url.description), ("connections", String(1 + self.loopQueues.count))])
+            store = RedisStore(url: url, configuration: self.redisConfiguration, loops: self.loops)
+            Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }
         self.current.withLock { $0 = (configuration, store) }
         return store

@@ -5,8 +5,9 @@ import Glibc
 /// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
 /// number of commands in flight and automatic reconnects.
 ///
-/// - Queue: all state lives on `queue`: the connection's own serial queue, or one it is
-///   given (an event loop's, so that a request verified on that loop never changes thread).
+/// - Queue: all state lives on `queue`: the connection's own serial queue, or an event loop's
+///   (then the loop's epoll also drives the socket), so that a request verified on that loop
+///   never changes thread.
 ///   `send` may be called from any queue; called on `queue` it runs at once, else it hops to
 ///   `queue`. Every completion runs on `queue`, exactly once, never inside `send` unless the
 ///   command fails at once (unavailable, overloaded).
@@ -32,6 +33,8 @@ package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
+    /// The event loop whose queue and epoll the connection uses, if any.
+    private let loop: EventLoop?
     /// Names the connection in logs (`connection` field): the store has one per event loop.
     package let label: String
     private let scripts: [RedisScript]
@@ -60,14 +63,14 @@ package final class RedisConnection: @unchecked Sendable {
     /// Set on `queue`: tells `send` that its caller already runs there.
     private let onQueueKey = DispatchSpecificKey<Bool>()
 
-    /// - Parameter queue: the serial queue to live on (e.g. an event loop's); nil creates
-    ///   one named `label`.
+    /// - Parameter loop: the event loop to live on: its queue, and its epoll drives the socket
+    ///   (`RedisContextDriver`); nil creates a queue named `label` and uses Dispatch sources.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         scripts: [RedisScript] = [],
         label: String = "attest-gateway.redis",
-        queue: DispatchQueue? = nil
+        loop: EventLoop? = nil
     ) {
         ignoreSIGPIPEOnce()
         self.url = url
@@ -77,7 +80,8 @@ package final class RedisConnection: @unchecked Sendable {
         self.configuration = configuration
         self.scripts = scripts
         self.label = label
-        self.queue = queue ?? DispatchQueue(label: label)
+        self.loop = loop
+        self.queue = loop?.queue ?? DispatchQueue(label: label)
         self.queue.setSpecific(key: self.onQueueKey, value: true)
         self.backoff = ReconnectBackoff(
             initial: configuration.reconnectBackoffInitial,
@@ -242,6 +246,7 @@ package final class RedisConnection: @unchecked Sendable {
                 context: context,
                 endpoint: endpoint,
                 queue: self.queue,
+                loop: self.loop,
                 counters: self.counters
             )
         else {

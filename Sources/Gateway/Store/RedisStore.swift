@@ -20,7 +20,7 @@ import Synchronization
 package final class RedisStore: AttestStore {
     /// The connection for callers that are not on a loop queue (and the one tests inspect).
     package let connection: RedisConnection
-    /// `loopConnections[i]` lives on the i-th loop queue given to `init`.
+    /// `loopConnections[i]` lives on the i-th loop given to `init`.
     private let loopConnections: [RedisConnection]
     /// Set on each loop queue to its index in `loopConnections`.
     private let loopIndexKey = DispatchSpecificKey<Int>()
@@ -38,22 +38,22 @@ package final class RedisStore: AttestStore {
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
     /// for the first attempt.
     ///
-    /// - Parameter loopQueues: serial queues of the event loops that call the store; each
-    ///   gets a connection of its own on that queue.
+    /// - Parameter loops: the event loops that call the store; each gets a connection of its
+    ///   own, on its queue and driven by its epoll.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         label: String = "attest-gateway.redis",
-        loopQueues: [DispatchQueue] = []
+        loops: [EventLoop] = []
     ) {
         self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
-        self.loopConnections = loopQueues.enumerated().map { index, queue in
+        self.loopConnections = loops.enumerated().map { index, loop in
             RedisConnection(
                 url: url, configuration: configuration, scripts: Self.scripts, label: "\(label).loop\(index)",
-                queue: queue)
+                loop: loop)
         }
-        for (index, queue) in loopQueues.enumerated() {
-            queue.setSpecific(key: self.loopIndexKey, value: index)
+        for (index, loop) in loops.enumerated() {
+            loop.queue.setSpecific(key: self.loopIndexKey, value: index)
         }
         for connection in self.connections {
             connection.start()
