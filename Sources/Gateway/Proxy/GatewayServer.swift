@@ -268,16 +268,16 @@ final class ListenerContext: Sendable {
 }
 
 /// Per-loop state of the server: its connections, metric handles, access-log lines and a
-/// few spare buffers. Confined to `loop.queue`.
+/// few spare buffers. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
-    var logBuffer = AccessLogBuffer()
-    private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
-    private var spareBuffers: [IOBuffer] = []
+    @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    @exclusivity(unchecked) private var spareBuffers: [IOBuffer] = []
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
-    var scratchBytes: [UInt8] = []
+    @exclusivity(unchecked) var scratchBytes: [UInt8] = []
 
     init(loop: EventLoop, metrics: ProxyMetrics, accessLog: AccessLog?) {
         self.loop = loop

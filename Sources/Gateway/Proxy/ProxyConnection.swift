@@ -13,6 +13,12 @@ import Glibc
 /// unsent output is above it; bodies therefore stream with bounded memory.
 ///
 /// Confined to `loop.queue` (hence `@unchecked Sendable`, needed for the gate's completion).
+///
+/// Stored properties are `@exclusivity(unchecked)` (here and in the other per-request classes:
+/// `UpstreamConnection`, `UpstreamPool`, `EventLoop`, `IOBuffer`, `LoopContext`): they are used
+/// on one queue only and no method holds an `inout` access to one across a call that uses it
+/// again (`pump()` never nests), so the runtime's dynamic checks (about 57 per proxied request,
+/// ~85 instructions each: 9% of the gateway's user-space instructions) only cost.
 final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     static let highWaterMark = 256 * 1024
     /// Unparsed client bytes kept at most (pipelined requests, a paused body).
@@ -27,49 +33,49 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let context: ListenerContext
     unowned let server: GatewayServer
     let peerAddress: String
-    private var token: UInt64 = 0
+    @exclusivity(unchecked) private var token: UInt64 = 0
 
-    private var machine = ProxyConnectionStateMachine()
-    private var parser: HTTPRequestParser
-    private var input: IOBuffer?
-    private var output: IOBuffer?
-    private var clientMayRead = true
+    @exclusivity(unchecked) private var machine = ProxyConnectionStateMachine()
+    @exclusivity(unchecked) private var parser: HTTPRequestParser
+    @exclusivity(unchecked) private var input: IOBuffer?
+    @exclusivity(unchecked) private var output: IOBuffer?
+    @exclusivity(unchecked) private var clientMayRead = true
     /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
-    private var clientSentFIN = false
-    private var clientWriteInterest = false
-    private var clientReadClosed = false
-    private var isClosed = false
-    private var isLingering = false
-    private var pumping = false
-    private var repump = false
-    private var timerKind: ProxyConnectionStateMachine.Timer?
+    @exclusivity(unchecked) private var clientSentFIN = false
+    @exclusivity(unchecked) private var clientWriteInterest = false
+    @exclusivity(unchecked) private var clientReadClosed = false
+    @exclusivity(unchecked) private var isClosed = false
+    @exclusivity(unchecked) private var isLingering = false
+    @exclusivity(unchecked) private var pumping = false
+    @exclusivity(unchecked) private var repump = false
+    @exclusivity(unchecked) private var timerKind: ProxyConnectionStateMachine.Timer?
 
     // Configuration snapshot (re-read when the listener's generation changes).
-    private var snapshot: ListenerContext.Snapshot
-    private var snapshotGeneration: UInt64
+    @exclusivity(unchecked) private var snapshot: ListenerContext.Snapshot
+    @exclusivity(unchecked) private var snapshotGeneration: UInt64
 
     // The current request.
-    private var head: HTTPRequestHead?
-    private var requestInfo: HTTPRequestInfo?
-    private var classification: GateClassification?
-    private var bufferedBody: [UInt8]?
+    @exclusivity(unchecked) private var head: HTTPRequestHead?
+    @exclusivity(unchecked) private var requestInfo: HTTPRequestInfo?
+    @exclusivity(unchecked) private var classification: GateClassification?
+    @exclusivity(unchecked) private var bufferedBody: [UInt8]?
     /// The parser still owes the `.end` of a request without body.
-    private var parserOwesEnd = false
-    private var decisionSerial = 0
-    private var isInsideDecide = false
-    private var synchronousDecision: GateDecision?
-    private var logInfo: GateLogInfo?
-    private var target: UpstreamTarget?
-    private var upstream: UpstreamConnection?
-    private var waitingPool: UpstreamPool?
-    private var requestHeadBytes: [UInt8] = []
-    private var requestEncoding: BodyEncoding = .none
-    private var responseEncoding: BodyEncoding = .none
-    private var responseCloseAfter = false
-    private var upstreamKeepAlive = false
-    private var responseStatus = 0
-    private var requestStart: UInt64 = 0
-    private var upstreamStart: UInt64 = 0
+    @exclusivity(unchecked) private var parserOwesEnd = false
+    @exclusivity(unchecked) private var decisionSerial = 0
+    @exclusivity(unchecked) private var isInsideDecide = false
+    @exclusivity(unchecked) private var synchronousDecision: GateDecision?
+    @exclusivity(unchecked) private var logInfo: GateLogInfo?
+    @exclusivity(unchecked) private var target: UpstreamTarget?
+    @exclusivity(unchecked) private var upstream: UpstreamConnection?
+    @exclusivity(unchecked) private var waitingPool: UpstreamPool?
+    @exclusivity(unchecked) private var requestHeadBytes: [UInt8] = []
+    @exclusivity(unchecked) private var requestEncoding: BodyEncoding = .none
+    @exclusivity(unchecked) private var responseEncoding: BodyEncoding = .none
+    @exclusivity(unchecked) private var responseCloseAfter = false
+    @exclusivity(unchecked) private var upstreamKeepAlive = false
+    @exclusivity(unchecked) private var responseStatus = 0
+    @exclusivity(unchecked) private var requestStart: UInt64 = 0
+    @exclusivity(unchecked) private var upstreamStart: UInt64 = 0
 
     private init(
         fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer

@@ -78,6 +78,7 @@ protocol UpstreamLessee: AnyObject, Sendable {
 
 /// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`
 /// (hence `@unchecked Sendable`: it only crosses queues to be run on its own loop).
+/// `@exclusivity(unchecked)` properties: see `ProxyConnection`.
 final class UpstreamPool: @unchecked Sendable {
     enum AcquireResult {
         /// Connected and leased now.
@@ -98,12 +99,12 @@ final class UpstreamPool: @unchecked Sendable {
     let maxConnections: Int
     let maxWaiters: Int
     let connectTimeout: UInt64
-    private var idle: [UpstreamConnection] = []
+    @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connecting + idle + leased.
-    private(set) var openCount = 0
-    private var waiters: [any UpstreamLessee] = []
-    private var waiterHead = 0
-    private var isRetired = false
+    @exclusivity(unchecked) private(set) var openCount = 0
+    @exclusivity(unchecked) private var waiters: [any UpstreamLessee] = []
+    @exclusivity(unchecked) private var waiterHead = 0
+    @exclusivity(unchecked) private var isRetired = false
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
@@ -238,25 +239,25 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
 
     let fd: Int32
     unowned let pool: UpstreamPool
-    private(set) var token: UInt64 = 0
-    private(set) var state: State = .connecting
-    private(set) var lessee: (any UpstreamLessee)?
+    @exclusivity(unchecked) private(set) var token: UInt64 = 0
+    @exclusivity(unchecked) private(set) var state: State = .connecting
+    @exclusivity(unchecked) private(set) var lessee: (any UpstreamLessee)?
     /// Unsent request bytes.
     let output = IOBuffer(capacity: 4096)
     /// Response bytes not consumed by the parser yet.
-    var input: IOBuffer?
+    @exclusivity(unchecked) var input: IOBuffer?
     /// Edge-triggered: data may be waiting.
-    var mayRead = true
+    @exclusivity(unchecked) var mayRead = true
     /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
-    var sentFIN = false
-    private var writeInterest = false
-    var parser = HTTPResponseParser()
+    @exclusivity(unchecked) var sentFIN = false
+    @exclusivity(unchecked) private var writeInterest = false
+    @exclusivity(unchecked) var parser = HTTPResponseParser()
     /// The lease came from the idle pool (it served a request before).
-    private(set) var isReused = false
+    @exclusivity(unchecked) private(set) var isReused = false
     /// A response byte arrived during the current lease.
-    var receivedResponseByte = false
+    @exclusivity(unchecked) var receivedResponseByte = false
     /// The current response ended cleanly and the upstream allows reuse.
-    var responseCompleteAndReusable = false
+    @exclusivity(unchecked) var responseCompleteAndReusable = false
 
     private init(fd: Int32, pool: UpstreamPool) {
         self.fd = fd
