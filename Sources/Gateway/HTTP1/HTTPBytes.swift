@@ -265,6 +265,17 @@ enum HTTPList {
     }
 }
 
+/// One header field as two ranges of the buffer it was parsed from (name; value without OWS).
+package struct HTTPFieldRange: Sendable, Hashable {
+    package var name: Range<Int>
+    package var value: Range<Int>
+
+    package init(name: Range<Int>, value: Range<Int>) {
+        self.name = name
+        self.value = value
+    }
+}
+
 enum HTTPFieldParser {
     /// Which fields feed `HTTPHeadFacts`.
     enum Mode {
@@ -288,6 +299,67 @@ enum HTTPFieldParser {
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) -> [HTTPHeaders.Element] {
         var fields: [HTTPHeaders.Element] = []
+        try Self.forEachField(
+            buffer, from: start, to: end, maxCount: maxCount, mode: mode, dropsUnderscoreNames: dropsUnderscoreNames,
+            facts: &facts
+        ) { field, hasHighBytes throws(HTTPParserError) in
+            if fields.isEmpty { fields.reserveCapacity(12) }
+            fields.append(
+                (name: buffer.string(field.name), value: try Self.valueString(buffer, field.value, hasHighBytes)))
+            return fields.count
+        }
+        return fields
+    }
+
+    /// `parse` without making strings: the fields' ranges are appended to `fields` (the same
+    /// checks, the same fields; obs-text must be UTF-8 here too, so both accept the same heads).
+    static func parseRanges(
+        _ buffer: UnsafeRawBufferPointer,
+        from start: Int,
+        to end: Int,
+        maxCount: Int,
+        mode: Mode,
+        facts: inout HTTPHeadFacts,
+        into fields: inout [HTTPFieldRange]
+    ) throws(HTTPParserError) {
+        let first = fields.count
+        try Self.forEachField(
+            buffer, from: start, to: end, maxCount: maxCount, mode: mode, dropsUnderscoreNames: false, facts: &facts
+        ) { field, hasHighBytes throws(HTTPParserError) in
+            if hasHighBytes { _ = try Self.valueString(buffer, field.value, true) }
+            fields.append(field)
+            return fields.count - first
+        }
+    }
+
+    @inline(__always)
+    private static func valueString(
+        _ buffer: UnsafeRawBufferPointer,
+        _ value: Range<Int>,
+        _ hasHighBytes: Bool
+    ) throws(HTTPParserError) -> String {
+        guard hasHighBytes else { return buffer.string(value) }
+        // obs-text is kept only when it is UTF-8: a String cannot carry other bytes unchanged.
+        guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: buffer[value]), as: UTF8.self) else {
+            throw .invalidHeaderValue
+        }
+        return decoded
+    }
+
+    /// Validates each field line and calls `body` with the fields kept; `body` returns the number
+    /// of fields kept so far (the index for the next Host field).
+    @inline(__always)
+    private static func forEachField(
+        _ buffer: UnsafeRawBufferPointer,
+        from start: Int,
+        to end: Int,
+        maxCount: Int,
+        mode: Mode,
+        dropsUnderscoreNames: Bool,
+        facts: inout HTTPHeadFacts,
+        _ body: (HTTPFieldRange, _ hasHighBytes: Bool) throws(HTTPParserError) -> Int
+    ) throws(HTTPParserError) {
+        var kept = 0
         var lineCount = 0
         var lineStart = start
         while lineStart < end {
@@ -298,31 +370,32 @@ enum HTTPFieldParser {
             var lineEnd = lf
             if lineEnd > lineStart, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
             if lineEnd == lineStart { break }  // the empty line
-            if lineCount == 0 { fields.reserveCapacity(12) }
             if lineCount >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
             lineCount += 1
-            try Self.parseLine(
+            if let (field, hasHighBytes) = try Self.parseLine(
                 buffer,
                 lineStart..<lineEnd,
                 mode: mode,
                 dropsUnderscoreNames: dropsUnderscoreNames,
-                into: &fields,
+                fieldIndex: kept,
                 facts: &facts
-            )
+            ) {
+                kept = try body(field, hasHighBytes)
+            }
             lineStart = lf + 1
         }
-        return fields
     }
 
+    /// One field line: validated, fed to `facts`; nil when it is dropped (`_` in its name).
     @inline(__always)
     private static func parseLine(
         _ buffer: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         mode: Mode,
         dropsUnderscoreNames: Bool,
-        into fields: inout [HTTPHeaders.Element],
+        fieldIndex: Int,
         facts: inout HTTPHeadFacts
-    ) throws(HTTPParserError) {
+    ) throws(HTTPParserError) -> (HTTPFieldRange, hasHighBytes: Bool)? {
         let first = buffer[line.lowerBound]
         if HTTPByte.isWhitespace(first) { throw .obsoleteLineFolding }
         var index = line.lowerBound
@@ -347,12 +420,12 @@ enum HTTPFieldParser {
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
         let hasHighBytes = try Self.validateValue(buffer, value)
-        if hasUnderscore && dropsUnderscoreNames { return }
+        if hasUnderscore && dropsUnderscoreNames { return nil }
 
         if mode != .trailers {
             switch name.count {
             case 4 where mode == .request && buffer.equalsLowercase(name, "host"):
-                try facts.noteHost(buffer, value, fieldIndex: fields.count)
+                try facts.noteHost(buffer, value, fieldIndex: fieldIndex)
             case 6 where mode == .request && buffer.equalsLowercase(name, "expect"):
                 if buffer.equalsLowercase(value, "100-continue") { facts.expectsContinue = true }
             case 10 where buffer.equalsLowercase(name, "connection"):
@@ -365,17 +438,7 @@ enum HTTPFieldParser {
                 break
             }
         }
-
-        let valueString: String
-        if hasHighBytes {
-            // obs-text is kept only when it is UTF-8: a String cannot carry other bytes unchanged.
-            guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: buffer[value]), as: UTF8.self)
-            else { throw .invalidHeaderValue }
-            valueString = decoded
-        } else {
-            valueString = buffer.string(value)
-        }
-        fields.append((name: buffer.string(name), value: valueString))
+        return (HTTPFieldRange(name: name, value: value), hasHighBytes)
     }
 
     /// field-value bytes: HTAB, SP, VCHAR, obs-text. Returns whether obs-text (≥ 0x80) occurs.

@@ -161,6 +161,55 @@ package enum HeaderRewriting {
         }
     }
 
+    /// `isHopByHop` for a field name given as a range of `buffer`.
+    static func isHopByHop(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        switch name.count {
+        case 2: buffer.equalsLowercase(name, "te")
+        case 7: buffer.equalsLowercase(name, "upgrade") || buffer.equalsLowercase(name, "trailer")
+        case 10: buffer.equalsLowercase(name, "connection") || buffer.equalsLowercase(name, "keep-alive")
+        case 14: buffer.equalsLowercase(name, "content-length")
+        case 16: buffer.equalsLowercase(name, "proxy-connection")
+        case 17: buffer.equalsLowercase(name, "transfer-encoding")
+        case 18: buffer.equalsLowercase(name, "proxy-authenticate")
+        case 19: buffer.equalsLowercase(name, "proxy-authorization")
+        default: false
+        }
+    }
+
+    /// `connectionOptions` over a parsed head's bytes: the header names its Connection fields
+    /// list (without `close` and `keep-alive`), as ranges of the buffer. Empty (and allocating
+    /// nothing) for the usual `Connection: keep-alive` or `close`.
+    struct ConnectionOptions {
+        private var options: [Range<Int>] = []
+
+        init(_ fields: [HTTPFieldRange], in buffer: UnsafeRawBufferPointer) {
+            for field in fields where buffer.equalsLowercase(field.name, "connection") {
+                let value = field.value
+                if buffer.equalsLowercase(value, "keep-alive") || buffer.equalsLowercase(value, "close") { continue }
+                HTTPList.forEachElement(buffer, value) { token in
+                    if !buffer.equalsLowercase(token, "close") && !buffer.equalsLowercase(token, "keep-alive") {
+                        self.options.append(token)
+                    }
+                    return true
+                }
+            }
+        }
+
+        /// True when a Connection field named the field `name` (ASCII case-insensitive).
+        func names(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+            for option in self.options where option.count == name.count {
+                var index = 0
+                while index < name.count,
+                    HTTPByte.lower(buffer[option.lowerBound + index]) == HTTPByte.lower(buffer[name.lowerBound + index])
+                {
+                    index += 1
+                }
+                if index == name.count { return true }
+            }
+            return false
+        }
+    }
+
     /// RFC 7239 node: IPv6 in brackets and quotes, IPv4 and names as a token when possible.
     static func forwardedNode(_ address: String) -> String {
         if address.utf8.contains(HTTPByte.colon) && address.utf8.first != UInt8(ascii: "[") {

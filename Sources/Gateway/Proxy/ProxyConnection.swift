@@ -712,6 +712,17 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.queueClientBytes(bytes)
             self.returnScratchBytes(bytes)
             self.machine.responseStartedSending()
+        case .rawHead(let head, let info):
+            // The upstream parser delivers raw heads: the client's head is copied from its bytes.
+            self.responseStatus = head.status
+            self.upstreamKeepAlive = info.isKeepAlive
+            let output = self.output ?? self.loopContext.takeBuffer()
+            self.output = output
+            (self.responseEncoding, self.responseCloseAfter) = ClientResponsePlan.writeHead(
+                head, in: slice, framing: info.framing, requestMethod: self.head?.method ?? "GET",
+                clientVersionMinor: self.head?.versionMinor ?? 1, keepAlive: self.machine.keepAliveAfterResponse,
+                into: output)
+            self.machine.responseStartedSending()
         case .body(let range):
             let bytes = UnsafeRawBufferPointer(rebasing: slice[range])
             switch self.responseEncoding {

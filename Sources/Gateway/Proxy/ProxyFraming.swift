@@ -117,3 +117,85 @@ package struct ClientResponsePlan: Sendable {
         return ClientResponsePlan(head: head, encoding: encoding, closeAfter: !keepAlive)
     }
 }
+
+extension ClientResponsePlan {
+    /// Writes what `make(upstreamHead:…)` followed by `HTTPSerializer.writeResponseHead` writes,
+    /// byte for byte, straight from the upstream's bytes into `output`: no strings, no header
+    /// array (the proxy's path for every response; tests compare the two for many heads).
+    /// Returns the plan's `encoding` and `closeAfter`.
+    static func writeHead(
+        _ upstream: HTTPRawResponseHead,
+        in buffer: UnsafeRawBufferPointer,
+        framing: ResponseBodyFraming,
+        requestMethod: String,
+        clientVersionMinor: Int,
+        keepAlive: Bool,
+        into output: IOBuffer
+    ) -> (encoding: BodyEncoding, closeAfter: Bool) {
+        let status = upstream.status
+        var keepAlive = keepAlive
+        var fieldBytes = 0
+        for field in upstream.fields { fieldBytes += field.name.count + field.value.count + 4 }
+        // Status line, the kept fields, at most one framing field (a re-added Content-Length
+        // value is one of `fieldBytes`'), Connection, the empty line.
+        let bound = HeadWriter.statusLineBound(reasonCount: upstream.reason.count) + fieldBytes + 38 + 24 + 2
+        output.reserveWritable(bound)
+        var writer = HeadWriter(UnsafeMutableRawBufferPointer(start: output.writablePointer, count: bound))
+        writer.writeStatusLine(status, reason: UnsafeRawBufferPointer(rebasing: buffer[upstream.reason]))
+
+        let options = HeaderRewriting.ConnectionOptions(upstream.fields, in: buffer)
+        var bodylessLength: Range<Int>?
+        for field in upstream.fields {
+            if HeaderRewriting.isHopByHop(buffer, field.name) {
+                if bodylessLength == nil && buffer.equalsLowercase(field.name, "content-length") {
+                    bodylessLength = field.value
+                }
+                continue
+            }
+            if options.names(buffer, field.name) { continue }
+            writer.writeField(
+                UnsafeRawBufferPointer(rebasing: buffer[field.name]),
+                UnsafeRawBufferPointer(rebasing: buffer[field.value]))
+        }
+
+        let encoding: BodyEncoding
+        let bodyless =
+            requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
+        if bodyless {
+            // HEAD and 304 describe the body they would have had: keep its length.
+            if status != 204, let length = bodylessLength {
+                writer.write("Content-Length: ")
+                writer.write(UnsafeRawBufferPointer(rebasing: buffer[length]))
+                writer.write("\r\n")
+            }
+            encoding = .none
+        } else {
+            switch framing {
+            case .none:
+                writer.write("Content-Length: 0\r\n")
+                encoding = .none
+            case .contentLength(let length):
+                writer.write("Content-Length: ")
+                writer.writeDecimal(length)
+                writer.write("\r\n")
+                encoding = length > 0 ? .identity : .none
+            case .chunked, .untilClose:
+                if clientVersionMinor >= 1 {
+                    writer.write("Transfer-Encoding: chunked\r\n")
+                    encoding = .chunked
+                } else {
+                    keepAlive = false
+                    encoding = .identity
+                }
+            }
+        }
+        if !keepAlive {
+            writer.write("Connection: close\r\n")
+        } else if clientVersionMinor == 0 {
+            writer.write("Connection: keep-alive\r\n")
+        }
+        writer.write("\r\n")
+        output.didWrite(writer.count)
+        return (encoding, !keepAlive)
+    }
+}

@@ -251,7 +251,7 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
     @exclusivity(unchecked) var sentFIN = false
     @exclusivity(unchecked) private var writeInterest = false
-    @exclusivity(unchecked) var parser = HTTPResponseParser()
+    @exclusivity(unchecked) var parser = HTTPResponseParser.forProxy()
     /// The lease came from the idle pool (it served a request before).
     @exclusivity(unchecked) private(set) var isReused = false
     /// A response byte arrived during the current lease.
@@ -378,5 +378,15 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
             self.pool.close(self)
             lessee?.upstreamFailed(.timeout, connection: nil)
         }
+    }
+}
+
+extension HTTPResponseParser {
+    /// The upstream side's parser: final heads as `.rawHead` (the client's head is written from
+    /// the upstream's bytes, see `ClientResponsePlan.writeHead`).
+    static func forProxy() -> HTTPResponseParser {
+        var parser = HTTPResponseParser()
+        parser.deliversRawHeads = true
+        return parser
     }
 }
