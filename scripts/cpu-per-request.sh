@@ -8,6 +8,7 @@
 # Usage: scripts/cpu-per-request.sh [syscalls|instructions|cputime|all]   (default all)
 #   cputime:      user/sys CPU µs per request from /proc/PID/stat (depends on the load; ratio only).
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
+#      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
 #      BIN (default .build/release/attest-gateway; build it first: swift build -c release),
 #      SHARED_DIR (default <repo>/../shared). Ports: upstream 28080, nginx proxy 28081, gateway 28085.
@@ -147,7 +148,10 @@ instructions_per_request() { # label pid url
     local requests
     requests="$(cat "$WORK/$label.count")"
     echo "## $label: $requests requests over $CONNS connections under callgrind"
-    python3 "$ROOT/scripts/callgrind-top.py" "$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)" "$requests" "${TOP:-25}"
+    local dump
+    dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
+    python3 "$ROOT/scripts/callgrind-top.py" "$dump" "$requests" "${TOP:-25}"
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label"
 }
 
 # User and system CPU per request from /proc/PID/stat (all threads), rounds interleaved.

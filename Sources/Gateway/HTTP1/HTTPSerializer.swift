@@ -185,7 +185,7 @@ package enum HTTPSerializer {
     /// No CR, LF or NUL in `bytes`: eight bytes at a time (any byte below 0x0E flags the word,
     /// which is then checked byte by byte).
     @inline(__always)
-    private static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = bytes.count
         if let base = bytes.baseAddress {
@@ -273,6 +273,33 @@ struct HeadWriter {
         self.write(HTTPByte.colon)
         self.write(HTTPByte.sp)
         self.write(value)
+        self.write(HTTPByte.cr)
+        self.write(HTTPByte.lf)
+    }
+
+    /// The UTF-8 of `string` with any CR, LF or NUL replaced by a space (as `HTTPSerializer` does
+    /// for every name and value it writes).
+    @inline(__always)
+    mutating func writeSanitized(_ string: String) {
+        var string = string
+        string.withUTF8 { bytes in
+            if HTTPSerializer.isFreeOfLineBreaks(bytes) {
+                self.write(UnsafeRawBufferPointer(bytes))
+            } else {
+                for byte in bytes {
+                    self.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+                }
+            }
+        }
+    }
+
+    /// `name: value` CRLF, sanitized.
+    @inline(__always)
+    mutating func writeField(_ name: String, _ value: String) {
+        self.writeSanitized(name)
+        self.write(HTTPByte.colon)
+        self.write(HTTPByte.sp)
+        self.writeSanitized(value)
         self.write(HTTPByte.cr)
         self.write(HTTPByte.lf)
     }

@@ -74,13 +74,13 @@ package enum HeaderRewriting {
         return rewritten
     }
 
-    private enum FieldRole {
+    enum FieldRole {
         case hopByHop, expect, forwardedFor, forwarded, forwardedProtoOrHost, host, other
     }
 
     /// One switch on the length, then at most two comparisons.
     @inline(__always)
-    private static func role(of name: String) -> FieldRole {
+    static func role(of name: String) -> FieldRole {
         switch name.utf8.count {
         case 4: name.equalsLowercaseASCII("host") ? .host : .other
         case 6: name.equalsLowercaseASCII("expect") ? .expect : .other

@@ -33,6 +33,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let context: ListenerContext
     unowned let server: GatewayServer
     let peerAddress: String
+    /// The peer as X-Forwarded-For and Forwarded name it.
+    private let forwardedClient: UpstreamRequestPlan.Client
     @exclusivity(unchecked) private var token: UInt64 = 0
 
     @exclusivity(unchecked) private var machine = ProxyConnectionStateMachine()
@@ -86,6 +88,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.context = context
         self.server = server
         self.peerAddress = peer.ipText
+        self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
         self.parser = HTTPRequestParser(
@@ -534,13 +537,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 break
             }
             self.target = target
-            let plan = UpstreamRequestPlan.make(
-                gateHead: head, framing: self.requestInfo?.framing ?? .none,
-                bufferedBodyCount: self.bufferedBody?.count,
-                clientAddress: self.peerAddress, upstreamHost: target.hostHeader)
-            self.requestEncoding = plan.encoding
-            self.requestHeadBytes.removeAll(keepingCapacity: true)
-            HTTPSerializer.writeRequestHead(plan.head, into: &self.requestHeadBytes)
+            self.requestEncoding = self.writeUpstreamHead(head, target: target)
             if let body = self.bufferedBody {
                 self.requestHeadBytes.append(contentsOf: body)
                 self.bufferedBody = nil
@@ -553,6 +550,23 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.finishRequest(keepAlive: self.machine.localResponseWritten())
         }
         if self.pumping { self.repump = true } else { self.pump() }
+    }
+
+    /// The upstream request head (`UpstreamRequestPlan`) into `requestHeadBytes`, written in the
+    /// loop's head scratch memory first (one copy into the array, no per-field appends).
+    private func writeUpstreamHead(_ head: HTTPRequestHead, target: UpstreamTarget) -> BodyEncoding {
+        let bound = UpstreamRequestPlan.headBound(
+            gateHead: head, client: self.forwardedClient, upstreamHost: target.hostHeader)
+        let memory = self.loopContext.headScratch(atLeast: bound)
+        var writer = HeadWriter(UnsafeMutableRawBufferPointer(rebasing: memory[0..<bound]))
+        let encoding = UpstreamRequestPlan.writeHead(
+            gateHead: head, framing: self.requestInfo?.framing ?? .none, bufferedBodyCount: self.bufferedBody?.count,
+            client: self.forwardedClient, upstreamHost: target.hostHeader, into: &writer)
+        self.requestHeadBytes.removeAll(keepingCapacity: true)
+        UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
+            self.requestHeadBytes.append(contentsOf: $0)
+        }
+        return encoding
     }
 
     // MARK: - Upstream
