@@ -144,6 +144,8 @@ struct HTTPHeadFacts {
     var lastCodingIsKnown = false
     var connectionClose = false
     var connectionKeepAlive = false
+    /// A Connection element other than `close` and `keep-alive` (it names a hop-by-hop field).
+    var connectionNamesFields = false
     var hostCount = 0
     /// Index in the field list of the (single) Host field.
     var hostFieldIndex = -1
@@ -212,6 +214,8 @@ struct HTTPHeadFacts {
                 self.connectionClose = true
             } else if buffer.equalsLowercase(element, "keep-alive") {
                 self.connectionKeepAlive = true
+            } else {
+                self.connectionNamesFields = true
             }
             return true
         }

@@ -41,12 +41,17 @@ package struct HTTPRawResponseHead: Sendable {
     /// The reason phrase (possibly empty).
     package var reason: Range<Int>
     package var fields: [HTTPFieldRange]
+    /// A Connection field lists a token other than `close` and `keep-alive` (a field to drop).
+    package var connectionNamesFields: Bool
 
-    package init(status: Int, versionMinor: Int, reason: Range<Int>, fields: [HTTPFieldRange]) {
+    package init(
+        status: Int, versionMinor: Int, reason: Range<Int>, fields: [HTTPFieldRange], connectionNamesFields: Bool = true
+    ) {
         self.status = status
         self.versionMinor = versionMinor
         self.reason = reason
         self.fields = fields
+        self.connectionNamesFields = connectionNamesFields
     }
 
     /// The same head with strings (what `.head` carries).
@@ -215,7 +220,8 @@ package struct HTTPResponseParser: Sendable {
             status: status,
             versionMinor: statusLine.versionMinor,
             reason: statusLine.reason,
-            fields: self.rawFields
+            fields: self.rawFields,
+            connectionNamesFields: facts.connectionNamesFields
         )
         if status == 101 { return self.fail(.upgradeNotSupported) }
         if status < 200 { return (.informational(rawHead.head(in: buffer)), headEnd) }

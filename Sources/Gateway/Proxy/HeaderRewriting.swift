@@ -182,6 +182,9 @@ package enum HeaderRewriting {
     struct ConnectionOptions {
         private var options: [Range<Int>] = []
 
+        /// Names nothing.
+        init() {}
+
         init(_ fields: [HTTPFieldRange], in buffer: UnsafeRawBufferPointer) {
             for field in fields where buffer.equalsLowercase(field.name, "connection") {
                 let value = field.value

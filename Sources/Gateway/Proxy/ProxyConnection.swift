@@ -55,6 +55,24 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     // Configuration snapshot (re-read when the listener's generation changes).
     @exclusivity(unchecked) private var snapshot: ListenerContext.Snapshot
     @exclusivity(unchecked) private var snapshotGeneration: UInt64
+    /// The snapshot's limits in nanoseconds, for the per-request timer updates.
+    @exclusivity(unchecked) private var timeouts: Timeouts
+
+    private struct Timeouts {
+        var keepAliveIdle: UInt64
+        var headerRead: UInt64
+        var bodyReadIdle: UInt64
+        var upstreamConnect: UInt64
+        var upstreamResponse: UInt64
+
+        init(_ limits: GatewayLimits) {
+            self.keepAliveIdle = limits.keepAliveIdleTimeout.nanoseconds
+            self.headerRead = limits.headerReadTimeout.nanoseconds
+            self.bodyReadIdle = limits.bodyReadIdleTimeout.nanoseconds
+            self.upstreamConnect = limits.upstreamConnectTimeout.nanoseconds
+            self.upstreamResponse = limits.upstreamResponseTimeout.nanoseconds
+        }
+    }
 
     // The current request.
     @exclusivity(unchecked) private var head: HTTPRequestHead?
@@ -78,6 +96,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) private var responseStatus = 0
     @exclusivity(unchecked) private var requestStart: UInt64 = 0
     @exclusivity(unchecked) private var upstreamStart: UInt64 = 0
+    @exclusivity(unchecked) private var lastRouteMetrics: (name: String, handles: ProxyMetricsCache.RouteHandles)?
+    @exclusivity(unchecked) private var lastUpstreamMetric: (name: String, histogram: Histogram)?
 
     private init(
         fd: Int32, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext, server: GatewayServer
@@ -91,6 +111,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
+        self.timeouts = Timeouts(self.snapshot.limits)
         self.parser = HTTPRequestParser(
             limits: HTTPParserLimits(
                 maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount
@@ -225,16 +246,16 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.loop.setDeadline(token: self.token, after: nil)
             return
         }
-        let limits = self.snapshot.limits
-        let after: Duration
+        let timeouts = self.timeouts
+        let after: UInt64
         switch kind {
-        case .keepAliveIdle: after = limits.keepAliveIdleTimeout
-        case .headerRead: after = limits.headerReadTimeout
-        case .bodyReadIdle: after = limits.bodyReadIdleTimeout
-        case .upstreamConnect: after = self.target?.configuration.connectTimeout ?? limits.upstreamConnectTimeout
-        case .upstreamResponse: after = self.target?.configuration.responseTimeout ?? limits.upstreamResponseTimeout
+        case .keepAliveIdle: after = timeouts.keepAliveIdle
+        case .headerRead: after = timeouts.headerRead
+        case .bodyReadIdle: after = timeouts.bodyReadIdle
+        case .upstreamConnect: after = self.target?.connectTimeoutNanoseconds ?? timeouts.upstreamConnect
+        case .upstreamResponse: after = self.target?.responseTimeoutNanoseconds ?? timeouts.upstreamResponse
         }
-        self.loop.setDeadline(token: self.token, after: after.nanoseconds)
+        self.loop.setDeadline(token: self.token, after: after)
     }
 
     // MARK: - Client input
@@ -399,6 +420,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if generation != self.snapshotGeneration {
             self.snapshotGeneration = generation
             self.snapshot = self.context.snapshot
+            self.timeouts = Timeouts(self.snapshot.limits)
         }
     }
 
@@ -764,7 +786,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func responseEnded(_ connection: UpstreamConnection) {
         if self.upstreamStart != 0, let name = self.classification?.upstream {
             let elapsed = SystemCalls.monotonicNanoseconds() &- self.upstreamStart
-            self.loopContext.metricsCache.upstreamDuration(name).observe(nanoseconds: elapsed)
+            self.upstreamDurationMetric(name).observe(nanoseconds: elapsed)
         }
         switch self.machine.responseEnded(upstreamKeepAlive: self.upstreamKeepAlive) {
         case .finish(let reusable, let keepAlive):
@@ -884,7 +906,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         let total = self.requestStart == 0 ? 0 : now &- self.requestStart
         let upstreamTime: UInt64? = self.upstreamStart == 0 ? nil : now &- self.upstreamStart
         let route = self.classification?.routeName ?? "-"
-        let handles = self.loopContext.metricsCache.route(route)
+        let handles = self.routeMetrics(route)
         handles.byStatusClass[ProxyMetrics.statusClass(self.responseStatus)].increment()
         handles.duration.observe(nanoseconds: total)
         if self.loopContext.accessLog != nil {
@@ -908,6 +930,22 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.machine.exchangeFinished(keepAlive: keepAlive)
         self.timerKind = nil
         if keepAlive { self.repump = true }
+    }
+
+    /// The route's metric handles: the last route's again without a dictionary lookup (a
+    /// keep-alive connection usually stays on one route).
+    private func routeMetrics(_ route: String) -> ProxyMetricsCache.RouteHandles {
+        if let cached = self.lastRouteMetrics, cached.name == route { return cached.handles }
+        let handles = self.loopContext.metricsCache.route(route)
+        self.lastRouteMetrics = (route, handles)
+        return handles
+    }
+
+    private func upstreamDurationMetric(_ upstream: String) -> Histogram {
+        if let cached = self.lastUpstreamMetric, cached.name == upstream { return cached.histogram }
+        let histogram = self.loopContext.metricsCache.upstreamDuration(upstream)
+        self.lastUpstreamMetric = (upstream, histogram)
+        return histogram
     }
 
     /// Shutdown began: idle connections close now, busy ones after their response.

@@ -190,16 +190,19 @@ package struct UpstreamRequestPlan: Sendable {
 
     /// `HeaderRewriting.forwardedValue`: a token as is, anything else as a quoted-string.
     private static func writeForwardedValue(_ value: String, into writer: inout HeadWriter) {
-        if !value.isEmpty && value.utf8.allSatisfy({ HTTPByte.isToken($0) }) {
-            writer.writeSanitized(value)
-            return
+        var value = value
+        value.withUTF8 { bytes in
+            if !bytes.isEmpty && bytes.allSatisfy({ HTTPByte.isToken($0) }) {
+                writer.write(UnsafeRawBufferPointer(bytes))  // a token holds no CR, LF or NUL
+                return
+            }
+            writer.write(HTTPByte.quote)
+            for byte in bytes {
+                if byte == HTTPByte.quote || byte == HTTPByte.backslash { writer.write(HTTPByte.backslash) }
+                writer.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+            }
+            writer.write(HTTPByte.quote)
         }
-        writer.write(HTTPByte.quote)
-        for byte in value.utf8 {
-            if byte == HTTPByte.quote || byte == HTTPByte.backslash { writer.write(HTTPByte.backslash) }
-            writer.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
-        }
-        writer.write(HTTPByte.quote)
     }
 }
 
@@ -289,7 +292,9 @@ extension ClientResponsePlan {
         var writer = HeadWriter(UnsafeMutableRawBufferPointer(start: output.writablePointer, count: bound))
         writer.writeStatusLine(status, reason: UnsafeRawBufferPointer(rebasing: buffer[upstream.reason]))
 
-        let options = HeaderRewriting.ConnectionOptions(upstream.fields, in: buffer)
+        let options =
+            upstream.connectionNamesFields
+            ? HeaderRewriting.ConnectionOptions(upstream.fields, in: buffer) : HeaderRewriting.ConnectionOptions()
         var bodylessLength: Range<Int>?
         for field in upstream.fields {
             if HeaderRewriting.isHopByHop(buffer, field.name) {

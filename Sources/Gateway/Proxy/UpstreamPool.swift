@@ -11,6 +11,9 @@ package final class UpstreamTarget: @unchecked Sendable {
     /// `host:port` for the Host header of HTTP/1.0 requests that carried none.
     package let hostHeader: String
     let pools: [UpstreamPool]
+    /// The configuration's timeouts in nanoseconds (read per request).
+    let connectTimeoutNanoseconds: UInt64
+    let responseTimeoutNanoseconds: UInt64
 
     package init(
         configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024
@@ -20,6 +23,8 @@ package final class UpstreamTarget: @unchecked Sendable {
         self.hostHeader =
             configuration.host.contains(":")
             ? "[\(configuration.host)]:\(configuration.port)" : "\(configuration.host):\(configuration.port)"
+        self.connectTimeoutNanoseconds = configuration.connectTimeout.nanoseconds
+        self.responseTimeoutNanoseconds = configuration.responseTimeout.nanoseconds
         let perLoop = max(1, (configuration.maxConnections + loops.count - 1) / max(loops.count, 1))
         self.pools = loops.map {
             UpstreamPool(
