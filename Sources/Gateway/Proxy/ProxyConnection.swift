@@ -96,6 +96,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) private var responseStatus = 0
     @exclusivity(unchecked) private var requestStart: UInt64 = 0
     @exclusivity(unchecked) private var upstreamStart: UInt64 = 0
+    /// Of the current snapshot (cleared when it changes).
+    @exclusivity(unchecked) private var lastTarget: (name: String, target: UpstreamTarget)?
     @exclusivity(unchecked) private var lastRouteMetrics: (name: String, handles: ProxyMetricsCache.RouteHandles)?
     @exclusivity(unchecked) private var lastUpstreamMetric: (name: String, histogram: Histogram)?
 
@@ -420,6 +422,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if generation != self.snapshotGeneration {
             self.snapshotGeneration = generation
             self.snapshot = self.context.snapshot
+            self.lastTarget = nil
             self.timeouts = Timeouts(self.snapshot.limits)
         }
     }
@@ -554,7 +557,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.logInfo = info
             guard case .connectUpstream(let sendContinue) = self.machine.decided(forward: true) else { return }
             if sendContinue { self.queueClientBytes(Self.continueBytes) }
-            guard let name = self.classification?.upstream, let target = self.snapshot.upstreams.targets[name] else {
+            guard let name = self.classification?.upstream, let target = self.upstreamTarget(name) else {
                 self.handleUpstreamFailure(.unavailable, wasIdle: false, anyByte: false)
                 break
             }
@@ -930,6 +933,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.machine.exchangeFinished(keepAlive: keepAlive)
         self.timerKind = nil
         if keepAlive { self.repump = true }
+    }
+
+    /// The snapshot's upstream named `name`; the last one again without a dictionary lookup.
+    private func upstreamTarget(_ name: String) -> UpstreamTarget? {
+        if let cached = self.lastTarget, cached.name == name { return cached.target }
+        guard let target = self.snapshot.upstreams.targets[name] else { return nil }
+        self.lastTarget = (name, target)
+        return target
     }
 
     /// The route's metric handles: the last route's again without a dictionary lookup (a
