@@ -104,4 +104,55 @@ import Testing
             Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
                 == Array("Content-Length: 18446744073709551615".utf8))
     }
+
+    /// Random upstream heads (those the parser accepts) against the plan, for every request
+    /// method, client version and keep-alive choice.
+    @Test func randomHeadsMatchThePlan() {
+        let names = [
+            "Connection", "connection", "Keep-Alive", "Content-Length", "Transfer-Encoding", "TE", "Trailer", "Upgrade",
+            "Proxy-Authenticate", "X-A", "x-b", "Server", "Date", "Set-Cookie", "Content-Type",
+        ]
+        let values = [
+            "", "close", "keep-alive", "x-a", "X-A, x-b, close", "chunked", "0", "17", "gzip, chunked", "caf\u{E9}",
+            String(repeating: "v", count: 300), "a b\tc",
+        ]
+        let statusLines = [
+            "HTTP/1.1 200 OK", "HTTP/1.1 204 No Content", "HTTP/1.1 304 Not Modified", "HTTP/1.0 200 OK",
+            "HTTP/1.1 404", "HTTP/1.1 500 Boom \u{E9}",
+        ]
+        var random = SplitMix64(state: 77)
+        var compared = 0
+        for iteration in 0..<600 {
+            var text = statusLines.randomElement(using: &random)! + "\r\n"
+            for _ in 0..<Int.random(in: 0...8, using: &random) {
+                text += names.randomElement(using: &random)! + ": " + values.randomElement(using: &random)! + "\r\n"
+            }
+            text += "\r\n"
+            let bytes = Array(text.utf8)
+            let method = Bool.random(using: &random) ? "GET" : "HEAD"
+            var parser = HTTPResponseParser()
+            parser.deliversRawHeads = true
+            parser.expectResponse(toMethod: method)
+            bytes.withUnsafeBytes { buffer in
+                guard case .rawHead(let raw, let info)? = parser.next(buffer).event else { return }
+                compared += 1
+                let head = raw.head(in: buffer)
+                let clientVersionMinor = Int.random(in: 0...1, using: &random)
+                let keepAlive = Bool.random(using: &random)
+                let plan = ClientResponsePlan.make(
+                    upstreamHead: head, framing: info.framing, requestMethod: method,
+                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive)
+                var expected: [UInt8] = []
+                HTTPSerializer.writeResponseHead(plan.head, into: &expected)
+                let output = IOBuffer(capacity: 64)
+                let (encoding, closeAfter) = ClientResponsePlan.writeHead(
+                    raw, in: buffer, framing: info.framing, requestMethod: method,
+                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, into: output)
+                #expect(Array(output.readableBytes) == expected, "iteration \(iteration): \(text)")
+                #expect(encoding == plan.encoding && closeAfter == plan.closeAfter)
+            }
+        }
+        // Enough of them are valid heads for the comparison to mean something.
+        #expect(compared > 150)
+    }
 }
