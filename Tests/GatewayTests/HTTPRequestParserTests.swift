@@ -387,4 +387,22 @@ import Testing
             #expect(!transcript.lines.isEmpty || transcript.leftover > 0)
         }
     }
+
+    /// Host characters (RFC 3986 reg-name / IP-literal and a port), byte by byte over all 256.
+    @Test func hostAcceptsExactlyTheAuthorityCharacters() {
+        let extra = Array("-._~!$&'()*+,;=:[]%".utf8)
+        for byte in 0...255 {
+            let b = UInt8(byte)
+            let allowed =
+                (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || extra.contains(b)
+            let accepted = [b].withUnsafeBytes { buffer in
+                (try? HTTPHeadFacts.validateAuthority(buffer, 0..<1)) != nil
+            }
+            #expect(accepted == allowed, "byte \(byte)")
+        }
+        let empty: [UInt8] = []
+        empty.withUnsafeBytes { buffer in
+            #expect(throws: HTTPParserError.invalidHost) { try HTTPHeadFacts.validateAuthority(buffer, 0..<0) }
+        }
+    }
 }
