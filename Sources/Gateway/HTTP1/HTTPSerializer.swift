@@ -281,16 +281,21 @@ struct HeadWriter {
     /// for every name and value it writes).
     @inline(__always)
     mutating func writeSanitized(_ string: String) {
-        var string = string
-        string.withUTF8 { bytes in
+        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
             if HTTPSerializer.isFreeOfLineBreaks(bytes) {
                 self.write(UnsafeRawBufferPointer(bytes))
             } else {
-                for byte in bytes {
-                    self.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
-                }
+                for byte in bytes { self.writeSanitized(byte) }
             }
         }
+        if copied == nil {
+            for byte in string.utf8 { self.writeSanitized(byte) }
+        }
+    }
+
+    @inline(__always)
+    private mutating func writeSanitized(_ byte: UInt8) {
+        self.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
     }
 
     /// `name: value` CRLF, sanitized.
