@@ -190,19 +190,31 @@ package struct UpstreamRequestPlan: Sendable {
 
     /// `HeaderRewriting.forwardedValue`: a token as is, anything else as a quoted-string.
     private static func writeForwardedValue(_ value: String, into writer: inout HeadWriter) {
-        var value = value
-        value.withUTF8 { bytes in
+        let written: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
             if !bytes.isEmpty && bytes.allSatisfy({ HTTPByte.isToken($0) }) {
                 writer.write(UnsafeRawBufferPointer(bytes))  // a token holds no CR, LF or NUL
-                return
+            } else if HTTPSerializer.isFreeOfLineBreaks(bytes)
+                && !bytes.contains(where: { $0 == HTTPByte.quote || $0 == HTTPByte.backslash })
+            {
+                // Nothing to escape (e.g. host:port): quoted as it is.
+                writer.write(HTTPByte.quote)
+                writer.write(UnsafeRawBufferPointer(bytes))
+                writer.write(HTTPByte.quote)
+            } else {
+                Self.writeQuoted(bytes, into: &writer)
             }
-            writer.write(HTTPByte.quote)
-            for byte in bytes {
-                if byte == HTTPByte.quote || byte == HTTPByte.backslash { writer.write(HTTPByte.backslash) }
-                writer.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
-            }
-            writer.write(HTTPByte.quote)
         }
+        if written == nil { Self.writeQuoted(Array(value.utf8), into: &writer) }
+    }
+
+    /// A quoted-string: `"` and `\` escaped, CR, LF and NUL written as spaces.
+    private static func writeQuoted(_ bytes: some Sequence<UInt8>, into writer: inout HeadWriter) {
+        writer.write(HTTPByte.quote)
+        for byte in bytes {
+            if byte == HTTPByte.quote || byte == HTTPByte.backslash { writer.write(HTTPByte.backslash) }
+            writer.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+        }
+        writer.write(HTTPByte.quote)
     }
 }
 
