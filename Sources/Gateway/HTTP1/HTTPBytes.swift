@@ -53,6 +53,11 @@ enum HTTPByte {
     }
 
     @inline(__always)
+    static func upper(_ byte: UInt8) -> UInt8 {
+        (byte >= 0x61 && byte <= 0x7A) ? byte & ~0x20 : byte
+    }
+
+    @inline(__always)
     static func lower(_ byte: UInt8) -> UInt8 {
         (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
     }
@@ -75,6 +80,30 @@ extension UnsafeRawBufferPointer {
         var i = 0
         for index in range {
             if HTTPByte.lower(self[index]) != lit[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// `equalsLowercase` for bytes that are token characters (a parsed field name), eight at a
+    /// time. `literal` holds lowercase letters, digits and '-' only; folding a token byte with
+    /// `| 0x20` gives such a character only from its capital or from itself (CR, which would
+    /// fold onto '-', and the controls that would fold onto digits are not token bytes).
+    @inline(__always)
+    func equalsLowercaseToken(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard range.count == count else { return false }
+        guard count > 0, let base = self.baseAddress else { return true }
+        let lit = UnsafeRawPointer(literal.utf8Start)
+        var i = 0
+        while i + 8 <= count {
+            let a = base.loadUnaligned(fromByteOffset: range.lowerBound + i, as: UInt64.self)
+            if a | 0x2020_2020_2020_2020 != lit.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < count {
+            let a = base.load(fromByteOffset: range.lowerBound + i, as: UInt8.self)
+            if a | 0x20 != lit.load(fromByteOffset: i, as: UInt8.self) { return false }
             i += 1
         }
         return true
@@ -428,15 +457,15 @@ enum HTTPFieldParser {
 
         if mode != .trailers {
             switch name.count {
-            case 4 where mode == .request && buffer.equalsLowercase(name, "host"):
+            case 4 where mode == .request && buffer.equalsLowercaseToken(name, "host"):
                 try facts.noteHost(buffer, value, fieldIndex: fieldIndex)
-            case 6 where mode == .request && buffer.equalsLowercase(name, "expect"):
+            case 6 where mode == .request && buffer.equalsLowercaseToken(name, "expect"):
                 if buffer.equalsLowercase(value, "100-continue") { facts.expectsContinue = true }
-            case 10 where buffer.equalsLowercase(name, "connection"):
+            case 10 where buffer.equalsLowercaseToken(name, "connection"):
                 facts.noteConnection(buffer, value)
-            case 14 where buffer.equalsLowercase(name, "content-length"):
+            case 14 where buffer.equalsLowercaseToken(name, "content-length"):
                 try facts.noteContentLength(buffer, value)
-            case 17 where buffer.equalsLowercase(name, "transfer-encoding"):
+            case 17 where buffer.equalsLowercaseToken(name, "transfer-encoding"):
                 try facts.noteTransferEncoding(buffer, value)
             default:
                 break

@@ -161,17 +161,17 @@ package enum HeaderRewriting {
         }
     }
 
-    /// `isHopByHop` for a field name given as a range of `buffer`.
+    /// `isHopByHop` for a parsed field name given as a range of `buffer` (token bytes).
     static func isHopByHop(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
         switch name.count {
-        case 2: buffer.equalsLowercase(name, "te")
-        case 7: buffer.equalsLowercase(name, "upgrade") || buffer.equalsLowercase(name, "trailer")
-        case 10: buffer.equalsLowercase(name, "connection") || buffer.equalsLowercase(name, "keep-alive")
-        case 14: buffer.equalsLowercase(name, "content-length")
-        case 16: buffer.equalsLowercase(name, "proxy-connection")
-        case 17: buffer.equalsLowercase(name, "transfer-encoding")
-        case 18: buffer.equalsLowercase(name, "proxy-authenticate")
-        case 19: buffer.equalsLowercase(name, "proxy-authorization")
+        case 2: buffer.equalsLowercaseToken(name, "te")
+        case 7: buffer.equalsLowercaseToken(name, "upgrade") || buffer.equalsLowercaseToken(name, "trailer")
+        case 10: buffer.equalsLowercaseToken(name, "connection") || buffer.equalsLowercaseToken(name, "keep-alive")
+        case 14: buffer.equalsLowercaseToken(name, "content-length")
+        case 16: buffer.equalsLowercaseToken(name, "proxy-connection")
+        case 17: buffer.equalsLowercaseToken(name, "transfer-encoding")
+        case 18: buffer.equalsLowercaseToken(name, "proxy-authenticate")
+        case 19: buffer.equalsLowercaseToken(name, "proxy-authorization")
         default: false
         }
     }
@@ -186,7 +186,7 @@ package enum HeaderRewriting {
         init() {}
 
         init(_ fields: [HTTPFieldRange], in buffer: UnsafeRawBufferPointer) {
-            for field in fields where buffer.equalsLowercase(field.name, "connection") {
+            for field in fields where buffer.equalsLowercaseToken(field.name, "connection") {
                 let value = field.value
                 if buffer.equalsLowercase(value, "keep-alive") || buffer.equalsLowercase(value, "close") { continue }
                 HTTPList.forEachElement(buffer, value) { token in

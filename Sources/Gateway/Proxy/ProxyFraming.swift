@@ -310,7 +310,7 @@ extension ClientResponsePlan {
         var bodylessLength: Range<Int>?
         for field in upstream.fields {
             if HeaderRewriting.isHopByHop(buffer, field.name) {
-                if bodylessLength == nil && buffer.equalsLowercase(field.name, "content-length") {
+                if bodylessLength == nil && buffer.equalsLowercaseToken(field.name, "content-length") {
                     bodylessLength = field.value
                 }
                 continue
