@@ -203,5 +203,21 @@ import Testing
             }
         }
         #expect(matches > 1000)
+
+        // Field values (HTAB, SP, VCHAR, obs-text) against the Connection options it reads.
+        let valueBytes = [UInt8(0x09)] + (0x20...0x7E).map(UInt8.init) + (0x80...0xFF).map(UInt8.init)
+        for literal: StaticString in ["close", "keep-alive"] {
+            let text = Array(String(describing: literal).utf8)
+            for trial in 0..<3000 {
+                var value = text.map { Bool.random(using: &random) ? HTTPByte.upper($0) : $0 }
+                if trial % 2 == 1 {
+                    value[Int.random(in: 0..<value.count, using: &random)] = valueBytes.randomElement(using: &random)!
+                }
+                value.withUnsafeBytes { raw in
+                    let range = 0..<value.count
+                    #expect(raw.equalsLowercaseToken(range, literal) == raw.equalsLowercase(range, literal))
+                }
+            }
+        }
     }
 }

@@ -85,10 +85,11 @@ extension UnsafeRawBufferPointer {
         return true
     }
 
-    /// `equalsLowercase` for bytes that are token characters (a parsed field name), eight at a
-    /// time. `literal` holds lowercase letters, digits and '-' only; folding a token byte with
-    /// `| 0x20` gives such a character only from its capital or from itself (CR, which would
-    /// fold onto '-', and the controls that would fold onto digits are not token bytes).
+    /// `equalsLowercase` for bytes that are token characters (a parsed field name) or a checked
+    /// field value, eight at a time. `literal` holds lowercase letters, digits and '-' only;
+    /// folding such a byte with `| 0x20` gives one of those only from its capital or from itself
+    /// (CR, which would fold onto '-', and the controls that would fold onto digits are in
+    /// neither; HTAB folds onto ')', DEL and bytes from 0x80 onto no ASCII letter).
     @inline(__always)
     func equalsLowercaseToken(_ range: Range<Int>, _ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
@@ -237,11 +238,13 @@ struct HTTPHeadFacts {
 
     /// Connection options: only `close` and `keep-alive` matter here; other tokens name hop-by-hop
     /// fields and are handled by HeaderRewriting.
+    /// `value` is a checked field value (no controls but HTAB), for which the folding comparison
+    /// is exact too: HTAB, SP and bytes from 0x80 fold onto nothing in these literals.
     mutating func noteConnection(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) {
         HTTPList.forEachElement(buffer, value) { element in
-            if buffer.equalsLowercase(element, "close") {
+            if buffer.equalsLowercaseToken(element, "close") {
                 self.connectionClose = true
-            } else if buffer.equalsLowercase(element, "keep-alive") {
+            } else if buffer.equalsLowercaseToken(element, "keep-alive") {
                 self.connectionKeepAlive = true
             } else {
                 self.connectionNamesFields = true

@@ -331,7 +331,7 @@ struct HeadWriter {
     /// `statusLineBound(reasonCount:)` bytes.
     mutating func writeStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
         self.write("HTTP/1.1 ")
-        let code = (100...999).contains(status) ? status : 500
+        let code = status >= 100 && status <= 999 ? status : 500
         self.write(UInt8(truncatingIfNeeded: 0x30 + code / 100))
         self.write(UInt8(truncatingIfNeeded: 0x30 + code / 10 % 10))
         self.write(UInt8(truncatingIfNeeded: 0x30 + code % 10))

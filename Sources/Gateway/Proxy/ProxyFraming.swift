@@ -323,7 +323,7 @@ extension ClientResponsePlan {
 
         let encoding: BodyEncoding
         let bodyless =
-            requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status)
+            requestMethod == "HEAD" || status == 204 || status == 304 || (status >= 100 && status < 200)
         if bodyless {
             // HEAD and 304 describe the body they would have had: keep its length.
             if status != 204, let length = bodylessLength {
