@@ -405,4 +405,21 @@ import Testing
             #expect(throws: HTTPParserError.invalidHost) { try HTTPHeadFacts.validateAuthority(buffer, 0..<0) }
         }
     }
+
+    /// Common field names come from literals; every name must read as its own bytes.
+    @Test func fieldNamesAreTheirBytesCommonOrNot() {
+        let names = [
+            "Host", "host", "HOST", "Hosu", "Accept", "Cookie", "accept", "Accepx", "User-Agent", "Connection",
+            "connection", "User-agenT", "Content-Type", "Authorization", "Cache-Control", "Content-Length",
+            "Accept-Encoding", "X-Forwarded-For", "x-forwarded-for", "Accept-Encodinh", "X-Forwarded-Fox", "A",
+            "Keep-Alive", "Transfer-Encoding", "X-App-Attest-Key-Id",
+        ]
+        for name in names {
+            let bytes = Array(("x" + name + "y").utf8)  // at an offset, with bytes after it
+            bytes.withUnsafeBytes { buffer in
+                let range = 1..<(1 + name.utf8.count)
+                #expect(HTTPFieldParser.nameString(buffer, range) == name)
+            }
+        }
+    }
 }

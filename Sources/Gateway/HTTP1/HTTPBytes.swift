@@ -341,7 +341,10 @@ enum HTTPFieldParser {
         ) { field, hasHighBytes throws(HTTPParserError) in
             if fields.isEmpty { fields.reserveCapacity(12) }
             fields.append(
-                (name: buffer.string(field.name), value: try Self.valueString(buffer, field.value, hasHighBytes)))
+                (
+                    name: Self.nameString(buffer, field.name),
+                    value: try Self.valueString(buffer, field.value, hasHighBytes)
+                ))
             return fields.count
         }
         return fields
@@ -366,6 +369,48 @@ enum HTTPFieldParser {
             fields.append(field)
             return fields.count - first
         }
+    }
+
+    /// The field name as a `String`: common names, spelled as clients send them, come from a
+    /// literal (a small string constant: no UTF-8 validation, no copy); others from the bytes.
+    @inline(__always)
+    static func nameString(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> String {
+        let capitalA = buffer[name.lowerBound] == UInt8(ascii: "A")
+        switch name.count {
+        case 4: return Self.common(buffer, name, "Host", "Host")
+        case 6:
+            return capitalA
+                ? Self.common(buffer, name, "Accept", "Accept") : Self.common(buffer, name, "Cookie", "Cookie")
+        case 10:
+            return buffer[name.lowerBound] == UInt8(ascii: "U")
+                ? Self.common(buffer, name, "User-Agent", "User-Agent")
+                : Self.common(buffer, name, "Connection", "Connection")
+        case 12: return Self.common(buffer, name, "Content-Type", "Content-Type")
+        case 13:
+            return capitalA
+                ? Self.common(buffer, name, "Authorization", "Authorization")
+                : Self.common(buffer, name, "Cache-Control", "Cache-Control")
+        case 14: return Self.common(buffer, name, "Content-Length", "Content-Length")
+        case 15:
+            return capitalA
+                ? Self.common(buffer, name, "Accept-Encoding", "Accept-Encoding")
+                : Self.common(buffer, name, "X-Forwarded-For", "X-Forwarded-For")
+        default: return buffer.string(name)
+        }
+    }
+
+    /// `string` when the name's bytes are exactly `literal` (the same text), else a new string.
+    @inline(__always)
+    private static func common(
+        _ buffer: UnsafeRawBufferPointer,
+        _ name: Range<Int>,
+        _ literal: StaticString,
+        _ string: String
+    ) -> String {
+        guard name.count == literal.utf8CodeUnitCount, let base = buffer.baseAddress,
+            memcmp(base + name.lowerBound, literal.utf8Start, name.count) == 0
+        else { return buffer.string(name) }
+        return string
     }
 
     @inline(__always)
