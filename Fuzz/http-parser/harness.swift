@@ -10,6 +10,7 @@
 //  2. Split equivalence: the whole buffer, byte-by-byte feeding and two random splits give the
 //     same transcript (events, body bytes, bytes consumed).
 //  3. Round trip: a parsed request head, serialized and parsed again, gives the same head.
+//  4. Responses: the proxy's raw-head mode (`deliversRawHeads`) stands for the same transcript.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTPParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -51,6 +52,11 @@ public func fuzzHTTPParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         for cuts in splits {
             let split = HTTPParserTestDriver.feedResponses(input, methods: methods, cuts: cuts, limits: limits)
             check(split == whole, "split \(cuts)", split, whole)
+        }
+        for cuts in [[], splits[1]] {
+            let raw = HTTPParserTestDriver.feedResponses(
+                input, methods: methods, cuts: cuts, limits: limits, rawHeads: true)
+            check(raw == whole, "raw heads, split \(cuts)", raw, whole)
         }
     }
     return 0

@@ -15,6 +15,10 @@ import Testing
     @Test func pathDropsQuery() {
         #expect(HTTPRequestHead(method: "GET", target: "/a/b?c=d").path == "/a/b")
         #expect(HTTPRequestHead(method: "GET", target: "/a").path == "/a")
+        #expect(HTTPRequestHead(method: "GET", target: "/?").path == "/")
+        #expect(HTTPRequestHead(method: "GET", target: "/a?b?c").path == "/a")
+        #expect(HTTPRequestHead(method: "GET", target: "/caf\u{E9}/x?q=\u{E9}").path == "/caf\u{E9}/x")
+        #expect(HTTPRequestHead(method: "GET", target: "").path == "")
     }
 
     @Test func jsonQuoteEscapesControlCharacters() {

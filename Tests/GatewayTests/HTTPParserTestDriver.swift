@@ -135,9 +135,11 @@ enum HTTPParserTestDriver {
         methods: [String],
         cuts: [Int] = [],
         peerClosesAtEnd: Bool = true,
-        limits: HTTPParserLimits = .init()
+        limits: HTTPParserLimits = .init(),
+        rawHeads: Bool = false
     ) -> HTTPParserTranscript {
         var parser = HTTPResponseParser(limits: limits)
+        parser.deliversRawHeads = rawHeads
         for method in methods { parser.expectResponse(toMethod: method) }
         var transcript = HTTPParserTranscript()
         var position = 0
@@ -155,7 +157,7 @@ enum HTTPParserTestDriver {
                         transcript.violations.append("consumed \(consumed) of \(buffer.count)")
                         return (0, false)
                     }
-                    guard let event else {
+                    guard var event else {
                         if consumed != 0 { transcript.violations.append("nil event consumed \(consumed)") }
                         return (0, false)
                     }
@@ -166,6 +168,13 @@ enum HTTPParserTestDriver {
                         }
                         transcript.appendBody(UnsafeRawBufferPointer(rebasing: buffer[range]))
                         return (consumed, true)
+                    }
+                    if case .rawHead(let raw, let info) = event {
+                        // The raw head indexes this buffer: recorded as the head it stands for.
+                        if !rawHeads { transcript.violations.append("raw head without deliversRawHeads") }
+                        event = .head(raw.head(in: buffer), info)
+                    } else if case .head = event, rawHeads {
+                        transcript.violations.append("string head with deliversRawHeads")
                     }
                     Self.record(event, into: &transcript)
                     if case .error(let error) = event {
@@ -209,6 +218,8 @@ enum HTTPParserTestDriver {
                 "head \(head.status) \(head.reason) 1.\(head.versionMinor) \(info.framing)"
                     + " keepAlive=\(info.isKeepAlive) " + HTTPParserTranscript.render(head.headers)
             )
+        case .rawHead(let head, _):
+            transcript.lines.append("raw head \(head.status)")
         case .informational(let head):
             transcript.lines.append("informational \(head.status) " + HTTPParserTranscript.render(head.headers))
         case .body:

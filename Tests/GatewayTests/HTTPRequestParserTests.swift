@@ -387,4 +387,39 @@ import Testing
             #expect(!transcript.lines.isEmpty || transcript.leftover > 0)
         }
     }
+
+    /// Host characters (RFC 3986 reg-name / IP-literal and a port), byte by byte over all 256.
+    @Test func hostAcceptsExactlyTheAuthorityCharacters() {
+        let extra = Array("-._~!$&'()*+,;=:[]%".utf8)
+        for byte in 0...255 {
+            let b = UInt8(byte)
+            let allowed =
+                (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || (0x30...0x39).contains(b) || extra.contains(b)
+            let accepted = [b].withUnsafeBytes { buffer in
+                (try? HTTPHeadFacts.validateAuthority(buffer, 0..<1)) != nil
+            }
+            #expect(accepted == allowed, "byte \(byte)")
+        }
+        let empty: [UInt8] = []
+        empty.withUnsafeBytes { buffer in
+            #expect(throws: HTTPParserError.invalidHost) { try HTTPHeadFacts.validateAuthority(buffer, 0..<0) }
+        }
+    }
+
+    /// Common field names come from literals; every name must read as its own bytes.
+    @Test func fieldNamesAreTheirBytesCommonOrNot() {
+        let names = [
+            "Host", "host", "HOST", "Hosu", "Accept", "Cookie", "accept", "Accepx", "User-Agent", "Connection",
+            "connection", "User-agenT", "Content-Type", "Authorization", "Cache-Control", "Content-Length",
+            "Accept-Encoding", "X-Forwarded-For", "x-forwarded-for", "Accept-Encodinh", "X-Forwarded-Fox", "A",
+            "Keep-Alive", "Transfer-Encoding", "X-App-Attest-Key-Id",
+        ]
+        for name in names {
+            let bytes = Array(("x" + name + "y").utf8)  // at an offset, with bytes after it
+            bytes.withUnsafeBytes { buffer in
+                let range = 1..<(1 + name.utf8.count)
+                #expect(HTTPFieldParser.nameString(buffer, range) == name)
+            }
+        }
+    }
 }

@@ -27,6 +27,20 @@ import Testing
             limits: limits
         )
         #expect(single == whole, "byte by byte:\n\(single)\nwhole:\n\(whole)", sourceLocation: sourceLocation)
+        // The proxy's mode (`.rawHead`, fields as ranges) stands for the same heads, whole and split.
+        for cuts in [[], HTTPParserTestDriver.byteByByte(input.count)] {
+            let raw = HTTPParserTestDriver.feedResponses(
+                input,
+                methods: methods,
+                cuts: cuts,
+                peerClosesAtEnd: peerClosesAtEnd,
+                limits: limits,
+                rawHeads: true
+            )
+            #expect(
+                raw == whole, "raw heads, \(cuts.count) cuts:\n\(raw)\nwhole:\n\(whole)", sourceLocation: sourceLocation
+            )
+        }
         var random = SplitMix64(state: UInt64(input.count) &+ 7)
         for _ in 0..<20 {
             let cuts = random.cuts(count: input.count, maxCuts: 6)

@@ -168,4 +168,56 @@ import Testing
         #expect(HeaderRewriting.forwardedNode("[::1]") == "\"[::1]\"")
         #expect(HeaderRewriting.forwardedNode("::1") == "\"[::1]\"")
     }
+
+    /// The word-at-a-time name comparison agrees with the byte-wise one for token bytes: random
+    /// names over every token character, lengths and near misses of the literals it is used with.
+    @Test func tokenNameComparisonAgreesWithTheBytewiseOne() {
+        let tokenBytes = (0...127).map(UInt8.init).filter { HTTPByte.isToken($0) }
+        let literals: [StaticString] = [
+            "host", "expect", "connection", "content-length", "transfer-encoding", "te", "upgrade", "trailer",
+            "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+        ]
+        var random = SplitMix64(state: 9)
+        var matches = 0
+        for literal in literals {
+            let text = Array(String(describing: literal).utf8)
+            for trial in 0..<3000 {
+                var name: [UInt8]
+                switch trial % 3 {
+                case 0:  // the literal in random case
+                    name = text.map { Bool.random(using: &random) ? HTTPByte.upper($0) : $0 }
+                case 1:  // one byte changed to any token byte
+                    name = text
+                    name[Int.random(in: 0..<name.count, using: &random)] = tokenBytes.randomElement(using: &random)!
+                default:  // random token bytes of the same length
+                    name = (0..<text.count).map { _ in tokenBytes.randomElement(using: &random)! }
+                }
+                // Placed at an odd offset, with token bytes around it.
+                let buffer: [UInt8] = [0x61] + name + [0x62]
+                buffer.withUnsafeBytes { raw in
+                    let range = 1..<(1 + name.count)
+                    let fast = raw.equalsLowercaseToken(range, literal)
+                    #expect(fast == raw.equalsLowercase(range, literal), "\(String(decoding: name, as: UTF8.self))")
+                    if fast { matches += 1 }
+                }
+            }
+        }
+        #expect(matches > 1000)
+
+        // Field values (HTAB, SP, VCHAR, obs-text) against the Connection options it reads.
+        let valueBytes = [UInt8(0x09)] + (0x20...0x7E).map(UInt8.init) + (0x80...0xFF).map(UInt8.init)
+        for literal: StaticString in ["close", "keep-alive"] {
+            let text = Array(String(describing: literal).utf8)
+            for trial in 0..<3000 {
+                var value = text.map { Bool.random(using: &random) ? HTTPByte.upper($0) : $0 }
+                if trial % 2 == 1 {
+                    value[Int.random(in: 0..<value.count, using: &random)] = valueBytes.randomElement(using: &random)!
+                }
+                value.withUnsafeBytes { raw in
+                    let range = 0..<value.count
+                    #expect(raw.equalsLowercaseToken(range, literal) == raw.equalsLowercase(range, literal))
+                }
+            }
+        }
+    }
 }

@@ -290,4 +290,13 @@ import Testing
         #expect(machine.localResponseWritten() == false)
         #expect(machine.phase == .closing)
     }
+
+    @Test func idempotentMethodsAreTheRFCsAndCaseSensitive() {
+        for method in ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"] {
+            #expect(ProxyConnectionStateMachine.isIdempotent(method), "\(method)")
+        }
+        for method in ["POST", "PATCH", "CONNECT", "get", "Get", "", "GETX", "PROPFIND"] {
+            #expect(!ProxyConnectionStateMachine.isIdempotent(method), "\(method)")
+        }
+    }
 }

@@ -53,6 +53,11 @@ enum HTTPByte {
     }
 
     @inline(__always)
+    static func upper(_ byte: UInt8) -> UInt8 {
+        (byte >= 0x61 && byte <= 0x7A) ? byte & ~0x20 : byte
+    }
+
+    @inline(__always)
     static func lower(_ byte: UInt8) -> UInt8 {
         (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
     }
@@ -75,6 +80,31 @@ extension UnsafeRawBufferPointer {
         var i = 0
         for index in range {
             if HTTPByte.lower(self[index]) != lit[i] { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// `equalsLowercase` for bytes that are token characters (a parsed field name) or a checked
+    /// field value, eight at a time. `literal` holds lowercase letters, digits and '-' only;
+    /// folding such a byte with `| 0x20` gives one of those only from its capital or from itself
+    /// (CR, which would fold onto '-', and the controls that would fold onto digits are in
+    /// neither; HTAB folds onto ')', DEL and bytes from 0x80 onto no ASCII letter).
+    @inline(__always)
+    func equalsLowercaseToken(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard range.count == count else { return false }
+        guard count > 0, let base = self.baseAddress else { return true }
+        let lit = UnsafeRawPointer(literal.utf8Start)
+        var i = 0
+        while i + 8 <= count {
+            let a = base.loadUnaligned(fromByteOffset: range.lowerBound + i, as: UInt64.self)
+            if a | 0x2020_2020_2020_2020 != lit.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < count {
+            let a = base.load(fromByteOffset: range.lowerBound + i, as: UInt8.self)
+            if a | 0x20 != lit.load(fromByteOffset: i, as: UInt8.self) { return false }
             i += 1
         }
         return true
@@ -144,6 +174,8 @@ struct HTTPHeadFacts {
     var lastCodingIsKnown = false
     var connectionClose = false
     var connectionKeepAlive = false
+    /// A Connection element other than `close` and `keep-alive` (it names a hop-by-hop field).
+    var connectionNamesFields = false
     var hostCount = 0
     /// Index in the field list of the (single) Host field.
     var hostFieldIndex = -1
@@ -206,12 +238,16 @@ struct HTTPHeadFacts {
 
     /// Connection options: only `close` and `keep-alive` matter here; other tokens name hop-by-hop
     /// fields and are handled by HeaderRewriting.
+    /// `value` is a checked field value (no controls but HTAB), for which the folding comparison
+    /// is exact too: HTAB, SP and bytes from 0x80 fold onto nothing in these literals.
     mutating func noteConnection(_ buffer: UnsafeRawBufferPointer, _ value: Range<Int>) {
         HTTPList.forEachElement(buffer, value) { element in
-            if buffer.equalsLowercase(element, "close") {
+            if buffer.equalsLowercaseToken(element, "close") {
                 self.connectionClose = true
-            } else if buffer.equalsLowercase(element, "keep-alive") {
+            } else if buffer.equalsLowercaseToken(element, "keep-alive") {
                 self.connectionKeepAlive = true
+            } else {
+                self.connectionNamesFields = true
             }
             return true
         }
@@ -265,6 +301,17 @@ enum HTTPList {
     }
 }
 
+/// One header field as two ranges of the buffer it was parsed from (name; value without OWS).
+package struct HTTPFieldRange: Sendable, Hashable {
+    package var name: Range<Int>
+    package var value: Range<Int>
+
+    package init(name: Range<Int>, value: Range<Int>) {
+        self.name = name
+        self.value = value
+    }
+}
+
 enum HTTPFieldParser {
     /// Which fields feed `HTTPHeadFacts`.
     enum Mode {
@@ -288,6 +335,112 @@ enum HTTPFieldParser {
         facts: inout HTTPHeadFacts
     ) throws(HTTPParserError) -> [HTTPHeaders.Element] {
         var fields: [HTTPHeaders.Element] = []
+        try Self.forEachField(
+            buffer, from: start, to: end, maxCount: maxCount, mode: mode, dropsUnderscoreNames: dropsUnderscoreNames,
+            facts: &facts
+        ) { field, hasHighBytes throws(HTTPParserError) in
+            if fields.isEmpty { fields.reserveCapacity(12) }
+            fields.append(
+                (
+                    name: Self.nameString(buffer, field.name),
+                    value: try Self.valueString(buffer, field.value, hasHighBytes)
+                ))
+            return fields.count
+        }
+        return fields
+    }
+
+    /// `parse` without making strings: the fields' ranges are appended to `fields` (the same
+    /// checks, the same fields; obs-text must be UTF-8 here too, so both accept the same heads).
+    static func parseRanges(
+        _ buffer: UnsafeRawBufferPointer,
+        from start: Int,
+        to end: Int,
+        maxCount: Int,
+        mode: Mode,
+        facts: inout HTTPHeadFacts,
+        into fields: inout [HTTPFieldRange]
+    ) throws(HTTPParserError) {
+        let first = fields.count
+        try Self.forEachField(
+            buffer, from: start, to: end, maxCount: maxCount, mode: mode, dropsUnderscoreNames: false, facts: &facts
+        ) { field, hasHighBytes throws(HTTPParserError) in
+            if hasHighBytes { _ = try Self.valueString(buffer, field.value, true) }
+            fields.append(field)
+            return fields.count - first
+        }
+    }
+
+    /// The field name as a `String`: common names, spelled as clients send them, come from a
+    /// literal (a small string constant: no UTF-8 validation, no copy); others from the bytes.
+    @inline(__always)
+    static func nameString(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> String {
+        let capitalA = buffer[name.lowerBound] == UInt8(ascii: "A")
+        switch name.count {
+        case 4: return Self.common(buffer, name, "Host", "Host")
+        case 6:
+            return capitalA
+                ? Self.common(buffer, name, "Accept", "Accept") : Self.common(buffer, name, "Cookie", "Cookie")
+        case 10:
+            return buffer[name.lowerBound] == UInt8(ascii: "U")
+                ? Self.common(buffer, name, "User-Agent", "User-Agent")
+                : Self.common(buffer, name, "Connection", "Connection")
+        case 12: return Self.common(buffer, name, "Content-Type", "Content-Type")
+        case 13:
+            return capitalA
+                ? Self.common(buffer, name, "Authorization", "Authorization")
+                : Self.common(buffer, name, "Cache-Control", "Cache-Control")
+        case 14: return Self.common(buffer, name, "Content-Length", "Content-Length")
+        case 15:
+            return capitalA
+                ? Self.common(buffer, name, "Accept-Encoding", "Accept-Encoding")
+                : Self.common(buffer, name, "X-Forwarded-For", "X-Forwarded-For")
+        default: return buffer.string(name)
+        }
+    }
+
+    /// `string` when the name's bytes are exactly `literal` (the same text), else a new string.
+    @inline(__always)
+    private static func common(
+        _ buffer: UnsafeRawBufferPointer,
+        _ name: Range<Int>,
+        _ literal: StaticString,
+        _ string: String
+    ) -> String {
+        guard name.count == literal.utf8CodeUnitCount, let base = buffer.baseAddress,
+            memcmp(base + name.lowerBound, literal.utf8Start, name.count) == 0
+        else { return buffer.string(name) }
+        return string
+    }
+
+    @inline(__always)
+    private static func valueString(
+        _ buffer: UnsafeRawBufferPointer,
+        _ value: Range<Int>,
+        _ hasHighBytes: Bool
+    ) throws(HTTPParserError) -> String {
+        guard hasHighBytes else { return buffer.string(value) }
+        // obs-text is kept only when it is UTF-8: a String cannot carry other bytes unchanged.
+        guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: buffer[value]), as: UTF8.self) else {
+            throw .invalidHeaderValue
+        }
+        return decoded
+    }
+
+    /// Validates each field line and calls `body` with the fields kept; `body` returns the number
+    /// of fields kept so far (the index for the next Host field).
+    @inline(__always)
+    private static func forEachField(
+        _ buffer: UnsafeRawBufferPointer,
+        from start: Int,
+        to end: Int,
+        maxCount: Int,
+        mode: Mode,
+        dropsUnderscoreNames: Bool,
+        facts: inout HTTPHeadFacts,
+        _ body: (HTTPFieldRange, _ hasHighBytes: Bool) throws(HTTPParserError) -> Int
+    ) throws(HTTPParserError) {
+        var kept = 0
         var lineCount = 0
         var lineStart = start
         while lineStart < end {
@@ -298,31 +451,32 @@ enum HTTPFieldParser {
             var lineEnd = lf
             if lineEnd > lineStart, buffer[lineEnd - 1] == HTTPByte.cr { lineEnd -= 1 }
             if lineEnd == lineStart { break }  // the empty line
-            if lineCount == 0 { fields.reserveCapacity(12) }
             if lineCount >= maxCount { throw mode == .trailers ? .trailersTooLarge : .tooManyHeaders }
             lineCount += 1
-            try Self.parseLine(
+            if let (field, hasHighBytes) = try Self.parseLine(
                 buffer,
                 lineStart..<lineEnd,
                 mode: mode,
                 dropsUnderscoreNames: dropsUnderscoreNames,
-                into: &fields,
+                fieldIndex: kept,
                 facts: &facts
-            )
+            ) {
+                kept = try body(field, hasHighBytes)
+            }
             lineStart = lf + 1
         }
-        return fields
     }
 
+    /// One field line: validated, fed to `facts`; nil when it is dropped (`_` in its name).
     @inline(__always)
     private static func parseLine(
         _ buffer: UnsafeRawBufferPointer,
         _ line: Range<Int>,
         mode: Mode,
         dropsUnderscoreNames: Bool,
-        into fields: inout [HTTPHeaders.Element],
+        fieldIndex: Int,
         facts: inout HTTPHeadFacts
-    ) throws(HTTPParserError) {
+    ) throws(HTTPParserError) -> (HTTPFieldRange, hasHighBytes: Bool)? {
         let first = buffer[line.lowerBound]
         if HTTPByte.isWhitespace(first) { throw .obsoleteLineFolding }
         var index = line.lowerBound
@@ -347,35 +501,25 @@ enum HTTPFieldParser {
         while valueEnd > valueStart, HTTPByte.isWhitespace(buffer[valueEnd - 1]) { valueEnd -= 1 }
         let value = valueStart..<valueEnd
         let hasHighBytes = try Self.validateValue(buffer, value)
-        if hasUnderscore && dropsUnderscoreNames { return }
+        if hasUnderscore && dropsUnderscoreNames { return nil }
 
         if mode != .trailers {
             switch name.count {
-            case 4 where mode == .request && buffer.equalsLowercase(name, "host"):
-                try facts.noteHost(buffer, value, fieldIndex: fields.count)
-            case 6 where mode == .request && buffer.equalsLowercase(name, "expect"):
+            case 4 where mode == .request && buffer.equalsLowercaseToken(name, "host"):
+                try facts.noteHost(buffer, value, fieldIndex: fieldIndex)
+            case 6 where mode == .request && buffer.equalsLowercaseToken(name, "expect"):
                 if buffer.equalsLowercase(value, "100-continue") { facts.expectsContinue = true }
-            case 10 where buffer.equalsLowercase(name, "connection"):
+            case 10 where buffer.equalsLowercaseToken(name, "connection"):
                 facts.noteConnection(buffer, value)
-            case 14 where buffer.equalsLowercase(name, "content-length"):
+            case 14 where buffer.equalsLowercaseToken(name, "content-length"):
                 try facts.noteContentLength(buffer, value)
-            case 17 where buffer.equalsLowercase(name, "transfer-encoding"):
+            case 17 where buffer.equalsLowercaseToken(name, "transfer-encoding"):
                 try facts.noteTransferEncoding(buffer, value)
             default:
                 break
             }
         }
-
-        let valueString: String
-        if hasHighBytes {
-            // obs-text is kept only when it is UTF-8: a String cannot carry other bytes unchanged.
-            guard let decoded = String(validating: UnsafeRawBufferPointer(rebasing: buffer[value]), as: UTF8.self)
-            else { throw .invalidHeaderValue }
-            valueString = decoded
-        } else {
-            valueString = buffer.string(value)
-        }
-        fields.append((name: buffer.string(name), value: valueString))
+        return (HTTPFieldRange(name: name, value: value), hasHighBytes)
     }
 
     /// field-value bytes: HTAB, SP, VCHAR, obs-text. Returns whether obs-text (≥ 0x80) occurs.

@@ -67,9 +67,10 @@ package struct HTTPRequestHead: Sendable {
         self.headers = headers
     }
 
-    /// The path part of `target`, without the query.
+    /// The path part of `target`, without the query. Searched in the UTF-8 (`?` is ASCII; the
+    /// Character-wise search cost ~300 instructions per call, several calls per request).
     package var path: Substring {
-        if let q = self.target.firstIndex(of: "?") {
+        if let q = self.target.utf8.firstIndex(of: UInt8(ascii: "?")) {
             return self.target[..<q]
         }
         return self.target[...]

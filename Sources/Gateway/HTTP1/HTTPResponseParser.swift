@@ -22,12 +22,48 @@ package struct HTTPResponseInfo: Sendable, Hashable {
 package enum HTTPResponseEvent: Sendable {
     /// The final response head.
     case head(HTTPResponseHead, HTTPResponseInfo)
+    /// The final response head as ranges of the buffer passed to this `next` call, instead of
+    /// `.head`, when the parser's `deliversRawHeads` is set (the proxy copies fields from there).
+    case rawHead(HTTPRawResponseHead, HTTPResponseInfo)
     /// A 1xx response other than 101 (100 Continue, 103 Early Hints, ...); the final one follows.
     case informational(HTTPResponseHead)
     /// Body bytes: a range of indices into the buffer passed to this `next` call. Never empty.
     case body(Range<Int>)
     case end(trailers: HTTPHeaders?)
     case error(HTTPParserError)
+}
+
+/// A final response head that indexes the buffer it was parsed from (valid during the `next`
+/// call's event only). Fields are validated as for `HTTPResponseHead`.
+package struct HTTPRawResponseHead: Sendable {
+    package var status: Int
+    package var versionMinor: Int
+    /// The reason phrase (possibly empty).
+    package var reason: Range<Int>
+    package var fields: [HTTPFieldRange]
+    /// A Connection field lists a token other than `close` and `keep-alive` (a field to drop).
+    package var connectionNamesFields: Bool
+
+    package init(
+        status: Int, versionMinor: Int, reason: Range<Int>, fields: [HTTPFieldRange], connectionNamesFields: Bool = true
+    ) {
+        self.status = status
+        self.versionMinor = versionMinor
+        self.reason = reason
+        self.fields = fields
+        self.connectionNamesFields = connectionNamesFields
+    }
+
+    /// The same head with strings (what `.head` carries).
+    package func head(in buffer: UnsafeRawBufferPointer) -> HTTPResponseHead {
+        HTTPResponseHead(
+            status: self.status,
+            reason: buffer.string(self.reason),
+            versionMinor: self.versionMinor,
+            // Values were checked to be ASCII or UTF-8: decoding repairs nothing.
+            headers: HTTPHeaders(self.fields.map { (name: buffer.string($0.name), value: buffer.string($0.value)) })
+        )
+    }
 }
 
 /// Strict, incremental HTTP/1.1 response parser for upstream responses; same calling contract as
@@ -44,7 +80,11 @@ package struct HTTPResponseParser: Sendable {
     }
 
     package var limits: HTTPParserLimits
+    /// Final heads come as `.rawHead` (no strings made) instead of `.head`.
+    package var deliversRawHeads = false
     private var state: State = .head
+    /// Field ranges of the head being parsed, reused from one response to the next.
+    private var rawFields: [HTTPFieldRange] = []
     private var scanner = HTTPBlockScanner()
     /// Requests sent and not yet answered by a final response, oldest first: bit i is set when
     /// request i was HEAD. Up to 64 pipelined requests.
@@ -161,28 +201,30 @@ package struct HTTPResponseParser: Sendable {
         if headEnd > limit { return self.fail(.headersTooLarge) }
 
         var facts = HTTPHeadFacts()
-        let fields: [HTTPHeaders.Element]
+        self.rawFields.removeAll(keepingCapacity: true)
         do {
-            fields = try HTTPFieldParser.parse(
+            try HTTPFieldParser.parseRanges(
                 buffer,
                 from: statusLineEnd + 1,
                 to: headEnd,
                 maxCount: self.limits.maxHeaderCount,
                 mode: .response,
-                facts: &facts
+                facts: &facts,
+                into: &self.rawFields
             )
         } catch {
             return self.fail(error)
         }
         let status = statusLine.status
-        let head = HTTPResponseHead(
+        let rawHead = HTTPRawResponseHead(
             status: status,
-            reason: buffer.string(statusLine.reason),
             versionMinor: statusLine.versionMinor,
-            headers: HTTPHeaders(fields)
+            reason: statusLine.reason,
+            fields: self.rawFields,
+            connectionNamesFields: facts.connectionNamesFields
         )
         if status == 101 { return self.fail(.upgradeNotSupported) }
-        if status < 200 { return (.informational(head), headEnd) }
+        if status < 200 { return (.informational(rawHead.head(in: buffer)), headEnd) }
 
         // A final response answers the oldest pending request.
         let answersHead = self.pendingCount > 0 && self.pendingHeadBits & 1 == 1
@@ -220,7 +262,8 @@ package struct HTTPResponseParser: Sendable {
         case .untilClose:
             self.state = .body(HTTPBodyDecoder(state: .untilClose))
         }
-        return (.head(head, info), headEnd)
+        if self.deliversRawHeads { return (.rawHead(rawHead, info), headEnd) }
+        return (.head(rawHead.head(in: buffer), info), headEnd)
     }
 }
 

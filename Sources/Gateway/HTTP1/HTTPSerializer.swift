@@ -137,7 +137,7 @@ package enum HTTPSerializer {
 
     // MARK: - Pieces
 
-    private static func writeStatusLine(_ status: Int, reason: String, into out: inout [UInt8]) {
+    static func writeStatusLine(_ status: Int, reason: String, into out: inout [UInt8]) {
         Self.append("HTTP/1.1 ", to: &out)
         // Three digits always; statuses outside 100...999 are a caller bug, written as 500.
         let code = (100...999).contains(status) ? status : 500
@@ -165,7 +165,7 @@ package enum HTTPSerializer {
     }
 
     @inline(__always)
-    private static func append(_ literal: StaticString, to out: inout [UInt8]) {
+    static func append(_ literal: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
@@ -187,7 +187,7 @@ package enum HTTPSerializer {
     /// No CR, LF or NUL in `bytes`: eight bytes at a time (any byte below 0x0E flags the word,
     /// which is then checked byte by byte).
     @inline(__always)
-    private static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = bytes.count
         if let base = bytes.baseAddress {
@@ -208,7 +208,7 @@ package enum HTTPSerializer {
         return true
     }
 
-    private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
         let value = max(value, 0)
         var divisor = 1
         while divisor <= value / 10 { divisor *= 10 }
@@ -228,5 +228,131 @@ package enum HTTPSerializer {
             out.append(hex.utf8Start[(value >> shift) & 0xF])
             shift -= 4
         }
+    }
+}
+
+/// Writes a message head into memory reserved for it in advance (an upper bound of its size),
+/// without the capacity and uniqueness checks an `Array` makes on every append. Writing past the
+/// reservation stops the process (a bug in the bound), never memory.
+struct HeadWriter {
+    private let base: UnsafeMutableRawPointer
+    private let capacity: Int
+    private(set) var count = 0
+
+    init(_ memory: UnsafeMutableRawBufferPointer) {
+        guard let base = memory.baseAddress else { preconditionFailure("HeadWriter needs memory") }
+        self.base = base
+        self.capacity = memory.count
+    }
+
+    @inline(__always)
+    private mutating func room(_ n: Int) -> UnsafeMutableRawPointer {
+        precondition(n <= self.capacity - self.count, "HeadWriter: size bound too small")
+        defer { self.count += n }
+        return self.base + self.count
+    }
+
+    @inline(__always)
+    mutating func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress else { return }
+        self.room(bytes.count).copyMemory(from: source, byteCount: bytes.count)
+    }
+
+    @inline(__always)
+    mutating func write(_ byte: UInt8) {
+        self.room(1).storeBytes(of: byte, as: UInt8.self)
+    }
+
+    @inline(__always)
+    mutating func write(_ literal: StaticString) {
+        self.room(literal.utf8CodeUnitCount).copyMemory(from: literal.utf8Start, byteCount: literal.utf8CodeUnitCount)
+    }
+
+    /// `name: value` CRLF.
+    @inline(__always)
+    mutating func writeField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        self.write(name)
+        self.write(HTTPByte.colon)
+        self.write(HTTPByte.sp)
+        self.write(value)
+        self.write(HTTPByte.cr)
+        self.write(HTTPByte.lf)
+    }
+
+    /// The UTF-8 of `string` with any CR, LF or NUL replaced by a space (as `HTTPSerializer` does
+    /// for every name and value it writes).
+    @inline(__always)
+    mutating func writeSanitized(_ string: String) {
+        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
+            if HTTPSerializer.isFreeOfLineBreaks(bytes) {
+                self.write(UnsafeRawBufferPointer(bytes))
+            } else {
+                for byte in bytes { self.writeSanitized(byte) }
+            }
+        }
+        if copied == nil {
+            for byte in string.utf8 { self.writeSanitized(byte) }
+        }
+    }
+
+    @inline(__always)
+    private mutating func writeSanitized(_ byte: UInt8) {
+        self.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+    }
+
+    /// `name: value` CRLF, sanitized.
+    @inline(__always)
+    mutating func writeField(_ name: String, _ value: String) {
+        self.writeSanitized(name)
+        self.write(HTTPByte.colon)
+        self.write(HTTPByte.sp)
+        self.writeSanitized(value)
+        self.write(HTTPByte.cr)
+        self.write(HTTPByte.lf)
+    }
+
+    /// A non-negative decimal (at most 20 digits).
+    mutating func writeDecimal(_ value: UInt64) {
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        let start = self.room(digits)
+        var v = value
+        for index in stride(from: digits - 1, through: 0, by: -1) {
+            start.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 &+ v % 10), toByteOffset: index, as: UInt8.self)
+            v /= 10
+        }
+    }
+
+    /// `HTTP/1.1 NNN reason` CRLF, as `HTTPSerializer.writeStatusLine` writes it (the standard
+    /// phrase when `reason` is empty; a reason with non-ASCII bytes goes through a `String`, as
+    /// it would from a parsed head, so invalid UTF-8 is repaired the same way). At most
+    /// `statusLineBound(reasonCount:)` bytes.
+    mutating func writeStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
+        self.write("HTTP/1.1 ")
+        let code = status >= 100 && status <= 999 ? status : 500
+        self.write(UInt8(truncatingIfNeeded: 0x30 + code / 100))
+        self.write(UInt8(truncatingIfNeeded: 0x30 + code / 10 % 10))
+        self.write(UInt8(truncatingIfNeeded: 0x30 + code % 10))
+        self.write(HTTPByte.sp)
+        if reason.isEmpty {
+            var phrase = HTTPSerializer.reasonPhrase(code)
+            phrase.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
+        } else if reason.contains(where: { $0 >= 0x80 }) {
+            var text = String(decoding: reason, as: UTF8.self)
+            text.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
+        } else {
+            self.write(reason)
+        }
+        self.write(HTTPByte.cr)
+        self.write(HTTPByte.lf)
+    }
+
+    /// Room for `writeStatusLine`: a repaired byte grows to three (U+FFFD), phrases are short.
+    static func statusLineBound(reasonCount: Int) -> Int {
+        15 + max(reasonCount * 3, 40)
     }
 }

@@ -29,7 +29,8 @@ package protocol EventHandler: AnyObject {
 /// late by at most one tick (100 ms), which is right for timeouts measured in seconds.
 ///
 /// Confinement: every member is used only on `queue` (hence `@unchecked Sendable`);
-/// `execute` is the way in from other queues.
+/// `execute` is the way in from other queues. The per-event properties are
+/// `@exclusivity(unchecked)` for that reason (see `ProxyConnection`).
 package final class EventLoop: @unchecked Sendable {
     package static let readable: UInt32 = CGatewayShims_EPOLLIN
     package static let writable: UInt32 = CGatewayShims_EPOLLOUT
@@ -55,8 +56,8 @@ package final class EventLoop: @unchecked Sendable {
     private let epollFD: Int32
     private var source: (any DispatchSourceRead)?
     private var timer: (any DispatchSourceTimer)?
-    private var slots: [Slot] = []
-    private var freeSlots: [Int] = []
+    @exclusivity(unchecked) private var slots: [Slot] = []
+    @exclusivity(unchecked) private var freeSlots: [Int] = []
     private var events: UnsafeMutablePointer<CGatewayShims_event>
     private static let eventCapacity = 128
     private let specificKey: DispatchSpecificKey<Int>
@@ -66,7 +67,7 @@ package final class EventLoop: @unchecked Sendable {
     /// their own, so an idle keep-alive connection owns no buffer memory.
     package let scratch: UnsafeMutableRawBufferPointer
     /// Monotonic time at the start of the current batch of events.
-    package private(set) var now: UInt64 = SystemCalls.monotonicNanoseconds()
+    @exclusivity(unchecked) package private(set) var now: UInt64 = SystemCalls.monotonicNanoseconds()
     /// Runs after each batch of events with `isTick == false`, and on every timer tick
     /// (`tickInterval`) with `isTick == true` (e.g. hands the access-log lines to the log queue).
     package var onBatchEnd: ((_ isTick: Bool) -> Void)?

@@ -2,12 +2,13 @@ import Glibc
 
 /// A growable byte buffer with a read index: bytes are appended at the end and
 /// consumed from the front. Used for the partial data a connection must keep (an
-/// unfinished head, a paused body, unsent output); it is never shared between queues.
+/// unfinished head, a paused body, unsent output); it is never shared between queues and
+/// no method re-enters another, so its fields skip the runtime's dynamic exclusivity checks.
 package final class IOBuffer {
-    private var storage: UnsafeMutableRawPointer
-    package private(set) var capacity: Int
-    private var readerIndex = 0
-    private var writerIndex = 0
+    @exclusivity(unchecked) private var storage: UnsafeMutableRawPointer
+    @exclusivity(unchecked) package private(set) var capacity: Int
+    @exclusivity(unchecked) private var readerIndex = 0
+    @exclusivity(unchecked) private var writerIndex = 0
 
     package init(capacity: Int = 4096) {
         self.capacity = max(capacity, 64)

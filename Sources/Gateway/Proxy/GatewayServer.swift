@@ -274,22 +274,28 @@ final class ListenerContext: Sendable {
 }
 
 /// Per-loop state of the server: its connections, metric handles, access-log lines and a
-/// few spare buffers. Confined to `loop.queue`.
+/// few spare buffers. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
-    var logBuffer = AccessLogBuffer()
-    private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
-    private var spareBuffers: [IOBuffer] = []
+    @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    @exclusivity(unchecked) private var spareBuffers: [IOBuffer] = []
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
-    var scratchBytes: [UInt8] = []
+    @exclusivity(unchecked) var scratchBytes: [UInt8] = []
+    @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: 16 * 1024, alignment: 16)
 
     init(loop: EventLoop, metrics: ProxyMetrics, accessLog: AccessLog?) {
         self.loop = loop
         self.metricsCache = ProxyMetricsCache(metrics: metrics)
         self.accessLog = accessLog
         self.scratchBytes.reserveCapacity(16 * 1024)
+    }
+
+    deinit {
+        self.headScratchMemory.deallocate()
     }
 
     func installBatchHook() {
@@ -314,6 +320,16 @@ final class LoopContext: @unchecked Sendable {
 
     func remove(_ connection: ProxyConnection) {
         self.connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    /// Memory to write a message head in before copying it out (`UpstreamRequestPlan.writeHead`);
+    /// used and done with within one call. Grows to the largest head seen.
+    func headScratch(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
+        if self.headScratchMemory.count < count {
+            self.headScratchMemory.deallocate()
+            self.headScratchMemory = .allocate(byteCount: max(count, 16 * 1024), alignment: 16)
+        }
+        return self.headScratchMemory
     }
 
     func takeBuffer() -> IOBuffer {

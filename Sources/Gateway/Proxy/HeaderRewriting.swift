@@ -74,13 +74,13 @@ package enum HeaderRewriting {
         return rewritten
     }
 
-    private enum FieldRole {
+    enum FieldRole {
         case hopByHop, expect, forwardedFor, forwarded, forwardedProtoOrHost, host, other
     }
 
     /// One switch on the length, then at most two comparisons.
     @inline(__always)
-    private static func role(of name: String) -> FieldRole {
+    static func role(of name: String) -> FieldRole {
         switch name.utf8.count {
         case 4: name.equalsLowercaseASCII("host") ? .host : .other
         case 6: name.equalsLowercaseASCII("expect") ? .expect : .other
@@ -158,6 +158,58 @@ package enum HeaderRewriting {
         case 18: name.equalsLowercaseASCII("proxy-authenticate")
         case 19: name.equalsLowercaseASCII("proxy-authorization")
         default: false
+        }
+    }
+
+    /// `isHopByHop` for a parsed field name given as a range of `buffer` (token bytes).
+    static func isHopByHop(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+        switch name.count {
+        case 2: buffer.equalsLowercaseToken(name, "te")
+        case 7: buffer.equalsLowercaseToken(name, "upgrade") || buffer.equalsLowercaseToken(name, "trailer")
+        case 10: buffer.equalsLowercaseToken(name, "connection") || buffer.equalsLowercaseToken(name, "keep-alive")
+        case 14: buffer.equalsLowercaseToken(name, "content-length")
+        case 16: buffer.equalsLowercaseToken(name, "proxy-connection")
+        case 17: buffer.equalsLowercaseToken(name, "transfer-encoding")
+        case 18: buffer.equalsLowercaseToken(name, "proxy-authenticate")
+        case 19: buffer.equalsLowercaseToken(name, "proxy-authorization")
+        default: false
+        }
+    }
+
+    /// `connectionOptions` over a parsed head's bytes: the header names its Connection fields
+    /// list (without `close` and `keep-alive`), as ranges of the buffer. Empty (and allocating
+    /// nothing) for the usual `Connection: keep-alive` or `close`.
+    struct ConnectionOptions {
+        private var options: [Range<Int>] = []
+
+        /// Names nothing.
+        init() {}
+
+        init(_ fields: [HTTPFieldRange], in buffer: UnsafeRawBufferPointer) {
+            for field in fields where buffer.equalsLowercaseToken(field.name, "connection") {
+                let value = field.value
+                if buffer.equalsLowercase(value, "keep-alive") || buffer.equalsLowercase(value, "close") { continue }
+                HTTPList.forEachElement(buffer, value) { token in
+                    if !buffer.equalsLowercase(token, "close") && !buffer.equalsLowercase(token, "keep-alive") {
+                        self.options.append(token)
+                    }
+                    return true
+                }
+            }
+        }
+
+        /// True when a Connection field named the field `name` (ASCII case-insensitive).
+        func names(_ buffer: UnsafeRawBufferPointer, _ name: Range<Int>) -> Bool {
+            for option in self.options where option.count == name.count {
+                var index = 0
+                while index < name.count,
+                    HTTPByte.lower(buffer[option.lowerBound + index]) == HTTPByte.lower(buffer[name.lowerBound + index])
+                {
+                    index += 1
+                }
+                if index == name.count { return true }
+            }
+            return false
         }
     }
 

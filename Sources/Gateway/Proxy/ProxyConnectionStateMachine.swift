@@ -185,7 +185,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         self.bufferedBodyDeadline = cap == nil || hasNoBody ? nil : bufferedBodyDeadline
         self.bufferedBytes = 0
         self.retried = false
-        self.isIdempotent = Self.idempotentMethods.contains(method)
+        self.isIdempotent = Self.isIdempotent(method)
         guard let cap else {
             self.phase = .deciding
             return .decide
@@ -430,5 +430,11 @@ package struct ProxyConnectionStateMachine: Sendable {
         self.phase = .closed
     }
 
-    static let idempotentMethods: Set<String> = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
+    /// GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2). A switch: no hashing per request.
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE": true
+        default: false
+        }
+    }
 }

@@ -32,14 +32,14 @@ package struct UpstreamRequestPlan: Sendable {
         head.versionMinor = 1
         let encoding: BodyEncoding
         if let bufferedBodyCount {
-            if bufferedBodyCount > 0 || framing != .none || Self.methodsWithBody.contains(head.method) {
+            if bufferedBodyCount > 0 || framing != .none || Self.isMethodWithBody(head.method) {
                 head.headers.add(name: "Content-Length", value: String(bufferedBodyCount))
             }
             encoding = bufferedBodyCount > 0 ? .identity : .none
         } else {
             switch framing {
             case .none:
-                if Self.methodsWithBody.contains(head.method) {
+                if Self.isMethodWithBody(head.method) {
                     head.headers.add(name: "Content-Length", value: "0")
                 }
                 encoding = .none
@@ -54,7 +54,168 @@ package struct UpstreamRequestPlan: Sendable {
         return UpstreamRequestPlan(head: head, encoding: encoding)
     }
 
-    static let methodsWithBody: Set<String> = ["POST", "PUT", "PATCH"]
+    /// POST, PUT and PATCH: without a body they still get `Content-Length: 0`.
+    @inline(__always)
+    static func isMethodWithBody(_ method: String) -> Bool {
+        method == "POST" || method == "PUT" || method == "PATCH"
+    }
+
+    /// The client as `upstreamRequest` adds it: its address (X-Forwarded-For) and its RFC 7239
+    /// node (Forwarded), computed once per connection.
+    struct Client {
+        let address: String
+        let forwardedNode: String
+
+        init(address: String) {
+            self.address = address
+            self.forwardedNode = HeaderRewriting.forwardedNode(address)
+        }
+    }
+
+    /// Room for `writeHead` (generous: the added fields repeat and may quote the client's values).
+    static func headBound(gateHead: HTTPRequestHead, client: Client, upstreamHost: String) -> Int {
+        var fields = 0
+        for field in gateHead.headers { fields += field.name.utf8.count + field.value.utf8.count + 4 }
+        return gateHead.method.utf8.count + gateHead.target.utf8.count + 16 + 4 * fields
+            + 4 * (client.address.utf8.count + client.forwardedNode.utf8.count + upstreamHost.utf8.count) + 256
+    }
+
+    /// Writes what `make` followed by `HTTPSerializer.writeRequestHead(plan.head)` writes, byte for
+    /// byte, without building the rewritten head (the proxy's path for every request; tests
+    /// compare the two). `writer` needs `headBound(…)` bytes of room. Returns the plan's encoding.
+    static func writeHead(
+        gateHead head: HTTPRequestHead,
+        framing: RequestBodyFraming,
+        bufferedBodyCount: Int?,
+        client: Client,
+        upstreamHost: String,
+        into writer: inout HeadWriter
+    ) -> BodyEncoding {
+        writer.writeSanitized(head.method)
+        writer.write(HTTPByte.sp)
+        writer.writeSanitized(head.target)
+        writer.write(" HTTP/1.1\r\n")
+
+        // HeaderRewriting.upstreamRequest, field by field.
+        let named = HeaderRewriting.connectionOptions(head.headers)
+        var host: String?
+        var forwardedForCount = 0
+        var forwardedCount = 0
+        for field in head.headers {
+            switch HeaderRewriting.role(of: field.name) {
+            case .hopByHop, .expect, .forwardedProtoOrHost:
+                continue
+            case .forwardedFor:
+                forwardedForCount += 1
+                continue
+            case .forwarded:
+                forwardedCount += 1
+                continue
+            case .host:
+                if host == nil { host = field.value }
+            case .other:
+                break
+            }
+            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
+                !IdentityHeaders.isReserved(field.name)
+            {
+                continue
+            }
+            writer.writeField(field.name, field.value)
+        }
+        if host == nil {
+            writer.write("Host: ")
+            writer.writeSanitized(upstreamHost)
+            writer.write("\r\n")
+        }
+        writer.write("X-Forwarded-For: ")
+        if forwardedForCount > 0 { Self.writeValues(of: .forwardedFor, in: head.headers, into: &writer) }
+        writer.writeSanitized(client.address)
+        writer.write("\r\nX-Forwarded-Proto: http\r\n")
+        if let host {
+            writer.write("X-Forwarded-Host: ")
+            writer.writeSanitized(host)
+            writer.write("\r\n")
+        }
+        writer.write("Forwarded: ")
+        if forwardedCount > 0 { Self.writeValues(of: .forwarded, in: head.headers, into: &writer) }
+        writer.write("for=")
+        writer.writeSanitized(client.forwardedNode)
+        writer.write(";proto=http")
+        if let host {
+            writer.write(";host=")
+            Self.writeForwardedValue(host, into: &writer)
+        }
+        writer.write("\r\n")
+
+        // make: the framing fields.
+        let encoding: BodyEncoding
+        if let bufferedBodyCount {
+            if bufferedBodyCount > 0 || framing != .none || Self.isMethodWithBody(head.method) {
+                writer.write("Content-Length: ")
+                writer.writeDecimal(UInt64(max(bufferedBodyCount, 0)))
+                writer.write("\r\n")
+            }
+            encoding = bufferedBodyCount > 0 ? .identity : .none
+        } else {
+            switch framing {
+            case .none:
+                if Self.isMethodWithBody(head.method) { writer.write("Content-Length: 0\r\n") }
+                encoding = .none
+            case .contentLength(let length):
+                writer.write("Content-Length: ")
+                writer.writeDecimal(length)
+                writer.write("\r\n")
+                encoding = length > 0 ? .identity : .none
+            case .chunked:
+                writer.write("Transfer-Encoding: chunked\r\n")
+                encoding = .chunked
+            }
+        }
+        writer.write("\r\n")
+        return encoding
+    }
+
+    /// The values of every field of `role`, each followed by ", " (the client's list, then ours).
+    private static func writeValues(
+        of role: HeaderRewriting.FieldRole,
+        in headers: HTTPHeaders,
+        into writer: inout HeadWriter
+    ) {
+        for field in headers where HeaderRewriting.role(of: field.name) == role {
+            writer.writeSanitized(field.value)
+            writer.write(", ")
+        }
+    }
+
+    /// `HeaderRewriting.forwardedValue`: a token as is, anything else as a quoted-string.
+    private static func writeForwardedValue(_ value: String, into writer: inout HeadWriter) {
+        let written: Void? = value.utf8.withContiguousStorageIfAvailable { bytes in
+            if !bytes.isEmpty && bytes.allSatisfy({ HTTPByte.isToken($0) }) {
+                writer.write(UnsafeRawBufferPointer(bytes))  // a token holds no CR, LF or NUL
+            } else if HTTPSerializer.isFreeOfLineBreaks(bytes)
+                && !bytes.contains(where: { $0 == HTTPByte.quote || $0 == HTTPByte.backslash })
+            {
+                // Nothing to escape (e.g. host:port): quoted as it is.
+                writer.write(HTTPByte.quote)
+                writer.write(UnsafeRawBufferPointer(bytes))
+                writer.write(HTTPByte.quote)
+            } else {
+                Self.writeQuoted(bytes, into: &writer)
+            }
+        }
+        if written == nil { Self.writeQuoted(Array(value.utf8), into: &writer) }
+    }
+
+    /// A quoted-string: `"` and `\` escaped, CR, LF and NUL written as spaces.
+    private static func writeQuoted(_ bytes: some Sequence<UInt8>, into writer: inout HeadWriter) {
+        writer.write(HTTPByte.quote)
+        for byte in bytes {
+            if byte == HTTPByte.quote || byte == HTTPByte.backslash { writer.write(HTTPByte.backslash) }
+            writer.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
+        }
+        writer.write(HTTPByte.quote)
+    }
 }
 
 /// The head the client receives and how the body is framed (pure; tested without sockets).
@@ -115,5 +276,89 @@ package struct ClientResponsePlan: Sendable {
             head.headers.add(name: "Connection", value: "keep-alive")
         }
         return ClientResponsePlan(head: head, encoding: encoding, closeAfter: !keepAlive)
+    }
+}
+
+extension ClientResponsePlan {
+    /// Writes what `make(upstreamHead:…)` followed by `HTTPSerializer.writeResponseHead` writes,
+    /// byte for byte, straight from the upstream's bytes into `output`: no strings, no header
+    /// array (the proxy's path for every response; tests compare the two for many heads).
+    /// Returns the plan's `encoding` and `closeAfter`.
+    static func writeHead(
+        _ upstream: HTTPRawResponseHead,
+        in buffer: UnsafeRawBufferPointer,
+        framing: ResponseBodyFraming,
+        requestMethod: String,
+        clientVersionMinor: Int,
+        keepAlive: Bool,
+        into output: IOBuffer
+    ) -> (encoding: BodyEncoding, closeAfter: Bool) {
+        let status = upstream.status
+        var keepAlive = keepAlive
+        var fieldBytes = 0
+        for field in upstream.fields { fieldBytes += field.name.count + field.value.count + 4 }
+        // Status line, the kept fields, at most one framing field (a re-added Content-Length
+        // value is one of `fieldBytes`'), Connection, the empty line.
+        let bound = HeadWriter.statusLineBound(reasonCount: upstream.reason.count) + fieldBytes + 38 + 24 + 2
+        output.reserveWritable(bound)
+        var writer = HeadWriter(UnsafeMutableRawBufferPointer(start: output.writablePointer, count: bound))
+        writer.writeStatusLine(status, reason: UnsafeRawBufferPointer(rebasing: buffer[upstream.reason]))
+
+        let options =
+            upstream.connectionNamesFields
+            ? HeaderRewriting.ConnectionOptions(upstream.fields, in: buffer) : HeaderRewriting.ConnectionOptions()
+        var bodylessLength: Range<Int>?
+        for field in upstream.fields {
+            if HeaderRewriting.isHopByHop(buffer, field.name) {
+                if bodylessLength == nil && buffer.equalsLowercaseToken(field.name, "content-length") {
+                    bodylessLength = field.value
+                }
+                continue
+            }
+            if options.names(buffer, field.name) { continue }
+            writer.writeField(
+                UnsafeRawBufferPointer(rebasing: buffer[field.name]),
+                UnsafeRawBufferPointer(rebasing: buffer[field.value]))
+        }
+
+        let encoding: BodyEncoding
+        let bodyless =
+            requestMethod == "HEAD" || status == 204 || status == 304 || (status >= 100 && status < 200)
+        if bodyless {
+            // HEAD and 304 describe the body they would have had: keep its length.
+            if status != 204, let length = bodylessLength {
+                writer.write("Content-Length: ")
+                writer.write(UnsafeRawBufferPointer(rebasing: buffer[length]))
+                writer.write("\r\n")
+            }
+            encoding = .none
+        } else {
+            switch framing {
+            case .none:
+                writer.write("Content-Length: 0\r\n")
+                encoding = .none
+            case .contentLength(let length):
+                writer.write("Content-Length: ")
+                writer.writeDecimal(length)
+                writer.write("\r\n")
+                encoding = length > 0 ? .identity : .none
+            case .chunked, .untilClose:
+                if clientVersionMinor >= 1 {
+                    writer.write("Transfer-Encoding: chunked\r\n")
+                    encoding = .chunked
+                } else {
+                    keepAlive = false
+                    encoding = .identity
+                }
+            }
+        }
+        if !keepAlive {
+            writer.write("Connection: close\r\n")
+        } else if clientVersionMinor == 0 {
+            writer.write("Connection: keep-alive\r\n")
+        }
+        writer.write("\r\n")
+        output.didWrite(writer.count)
+        return (encoding, !keepAlive)
     }
 }

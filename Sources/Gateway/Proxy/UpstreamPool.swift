@@ -11,6 +11,9 @@ package final class UpstreamTarget: @unchecked Sendable {
     /// `host:port` for the Host header of HTTP/1.0 requests that carried none.
     package let hostHeader: String
     let pools: [UpstreamPool]
+    /// The configuration's timeouts in nanoseconds (read per request).
+    let connectTimeoutNanoseconds: UInt64
+    let responseTimeoutNanoseconds: UInt64
 
     package init(
         configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024
@@ -20,6 +23,8 @@ package final class UpstreamTarget: @unchecked Sendable {
         self.hostHeader =
             configuration.host.contains(":")
             ? "[\(configuration.host)]:\(configuration.port)" : "\(configuration.host):\(configuration.port)"
+        self.connectTimeoutNanoseconds = configuration.connectTimeout.nanoseconds
+        self.responseTimeoutNanoseconds = configuration.responseTimeout.nanoseconds
         let perLoop = max(1, (configuration.maxConnections + loops.count - 1) / max(loops.count, 1))
         self.pools = loops.map {
             UpstreamPool(
@@ -78,6 +83,7 @@ protocol UpstreamLessee: AnyObject, Sendable {
 
 /// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`
 /// (hence `@unchecked Sendable`: it only crosses queues to be run on its own loop).
+/// `@exclusivity(unchecked)` properties: see `ProxyConnection`.
 final class UpstreamPool: @unchecked Sendable {
     enum AcquireResult {
         /// Connected and leased now.
@@ -98,12 +104,12 @@ final class UpstreamPool: @unchecked Sendable {
     let maxConnections: Int
     let maxWaiters: Int
     let connectTimeout: UInt64
-    private var idle: [UpstreamConnection] = []
+    @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connecting + idle + leased.
-    private(set) var openCount = 0
-    private var waiters: [any UpstreamLessee] = []
-    private var waiterHead = 0
-    private var isRetired = false
+    @exclusivity(unchecked) private(set) var openCount = 0
+    @exclusivity(unchecked) private var waiters: [any UpstreamLessee] = []
+    @exclusivity(unchecked) private var waiterHead = 0
+    @exclusivity(unchecked) private var isRetired = false
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
@@ -238,25 +244,25 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
 
     let fd: Int32
     unowned let pool: UpstreamPool
-    private(set) var token: UInt64 = 0
-    private(set) var state: State = .connecting
-    private(set) var lessee: (any UpstreamLessee)?
+    @exclusivity(unchecked) private(set) var token: UInt64 = 0
+    @exclusivity(unchecked) private(set) var state: State = .connecting
+    @exclusivity(unchecked) private(set) var lessee: (any UpstreamLessee)?
     /// Unsent request bytes.
     let output = IOBuffer(capacity: 4096)
     /// Response bytes not consumed by the parser yet.
-    var input: IOBuffer?
+    @exclusivity(unchecked) var input: IOBuffer?
     /// Edge-triggered: data may be waiting.
-    var mayRead = true
+    @exclusivity(unchecked) var mayRead = true
     /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
-    var sentFIN = false
-    private var writeInterest = false
-    var parser = HTTPResponseParser()
+    @exclusivity(unchecked) var sentFIN = false
+    @exclusivity(unchecked) private var writeInterest = false
+    @exclusivity(unchecked) var parser = HTTPResponseParser.forProxy()
     /// The lease came from the idle pool (it served a request before).
-    private(set) var isReused = false
+    @exclusivity(unchecked) private(set) var isReused = false
     /// A response byte arrived during the current lease.
-    var receivedResponseByte = false
+    @exclusivity(unchecked) var receivedResponseByte = false
     /// The current response ended cleanly and the upstream allows reuse.
-    var responseCompleteAndReusable = false
+    @exclusivity(unchecked) var responseCompleteAndReusable = false
 
     private init(fd: Int32, pool: UpstreamPool) {
         self.fd = fd
@@ -379,5 +385,15 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
             self.pool.close(self)
             lessee?.upstreamFailed(.timeout, connection: nil)
         }
+    }
+}
+
+extension HTTPResponseParser {
+    /// The upstream side's parser: final heads as `.rawHead` (the client's head is written from
+    /// the upstream's bytes, see `ClientResponsePlan.writeHead`).
+    static func forProxy() -> HTTPResponseParser {
+        var parser = HTTPResponseParser()
+        parser.deliversRawHeads = true
+        return parser
     }
 }

@@ -65,6 +65,8 @@ package struct AccessLogBuffer {
     package private(set) var bytes: [UInt8] = []
     package private(set) var lineCount = 0
     private var clock = WallClockFormatter()
+    /// Where a line is formatted before one copy into `bytes` (see `HeadWriter`).
+    private let scratch = LineScratch()
 
     package init() {}
 
@@ -103,92 +105,143 @@ package struct AccessLogBuffer {
             self.upstreamNanoseconds = upstreamNanoseconds
             self.totalNanoseconds = totalNanoseconds
         }
+
+        /// Room for the line: the fixed part, 6 bytes per text byte (`\u00XX`), the numbers.
+        var lineBound: Int {
+            let text =
+                self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
+                + (self.keyIDPrefix?.utf8.count ?? 0)
+            return 256 + 6 * text
+        }
     }
 
     package mutating func append(_ entry: Entry) {
-        Self.format(entry, time: &self.clock, into: &self.bytes)
+        let memory = self.scratch.memory(atLeast: entry.lineBound)
+        var writer = HeadWriter(memory)
+        Self.format(entry, time: &self.clock, into: &writer)
+        UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
+            self.bytes.append(contentsOf: $0)
+        }
         self.lineCount += 1
     }
 
-    static func format(_ entry: Entry, time: inout WallClockFormatter, into out: inout [UInt8]) {
-        out.append(contentsOf: #"{"time":""#.utf8)
+    static func format(_ entry: Entry, time: inout WallClockFormatter, into out: inout HeadWriter) {
+        out.write(#"{"time":""#)
         time.appendNow(into: &out)
-        out.append(contentsOf: #"","method":"#.utf8)
-        appendQuoted(entry.method, into: &out)
-        out.append(contentsOf: #","path":"#.utf8)
-        appendQuoted(entry.path, into: &out)
-        out.append(contentsOf: #","route":"#.utf8)
-        appendQuoted(entry.route, into: &out)
-        out.append(contentsOf: #","status":"#.utf8)
-        appendDecimal(UInt64(max(entry.status, 0)), into: &out)
-        out.append(contentsOf: #","verdict":"#.utf8)
-        appendQuoted(entry.verdict, into: &out)
-        out.append(contentsOf: #","key_id":"#.utf8)
+        out.write(#"","method":"#)
+        writeQuoted(entry.method, into: &out)
+        out.write(#","path":"#)
+        writeQuoted(entry.path, into: &out)
+        out.write(#","route":"#)
+        writeQuoted(entry.route, into: &out)
+        out.write(#","status":"#)
+        out.writeDecimal(UInt64(max(entry.status, 0)))
+        out.write(#","verdict":"#)
+        writeQuoted(entry.verdict, into: &out)
+        out.write(#","key_id":"#)
         if let prefix = entry.keyIDPrefix {
-            appendQuoted(prefix, into: &out)
+            writeQuoted(prefix, into: &out)
         } else {
-            out.append(contentsOf: "null".utf8)
+            out.write("null")
         }
-        out.append(contentsOf: #","upstream_ms":"#.utf8)
+        out.write(#","upstream_ms":"#)
         if let upstream = entry.upstreamNanoseconds {
-            appendMilliseconds(upstream, into: &out)
+            writeMilliseconds(upstream, into: &out)
         } else {
-            out.append(contentsOf: "null".utf8)
+            out.write("null")
         }
-        out.append(contentsOf: #","total_ms":"#.utf8)
-        appendMilliseconds(entry.totalNanoseconds, into: &out)
-        out.append(contentsOf: "}\n".utf8)
+        out.write(#","total_ms":"#)
+        writeMilliseconds(entry.totalNanoseconds, into: &out)
+        out.write("}\n")
     }
 
     /// A JSON string literal; control characters, quotes and backslashes escaped;
     /// other bytes (already valid UTF-8: they come from Swift strings) copied.
-    static func appendQuoted(_ text: some StringProtocol, into out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-            case 0..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
+    static func writeQuoted<Text: StringProtocol>(_ text: Text, into out: inout HeadWriter) {
+        out.write(UInt8(ascii: "\""))
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+            if !bytes.contains(where: { Self.needsEscape($0) }) {
+                out.write(UnsafeRawBufferPointer(bytes))
+            } else {
+                for byte in bytes { Self.writeEscaped(byte, into: &out) }
             }
         }
-        out.append(UInt8(ascii: "\""))
+        if copied == nil {
+            for byte in text.utf8 { Self.writeEscaped(byte, into: &out) }
+        }
+        out.write(UInt8(ascii: "\""))
     }
 
-    static func appendDecimal(_ value: UInt64, into out: inout [UInt8]) {
-        if value == 0 {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        var digits:
-            (
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8
-            ) =
-                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        var v = value
-        withUnsafeMutableBytes(of: &digits) { buf in
-            while v > 0 {
-                buf[count] = UInt8(ascii: "0") + UInt8(v % 10)
-                v /= 10
-                count += 1
-            }
-            for i in stride(from: count - 1, through: 0, by: -1) { out.append(buf[i]) }
+    @inline(__always)
+    private static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+    }
+
+    private static func writeEscaped(_ byte: UInt8, into out: inout HeadWriter) {
+        switch byte {
+        case UInt8(ascii: "\""):
+            out.write(0x5C)
+            out.write(0x22)
+        case UInt8(ascii: "\\"):
+            out.write(0x5C)
+            out.write(0x5C)
+        case 0..<0x20, 0x7F:
+            let hex: StaticString = "0123456789abcdef"
+            out.write("\\u00")
+            out.write(hex.utf8Start[Int(byte >> 4)])
+            out.write(hex.utf8Start[Int(byte & 0xF)])
+        default: out.write(byte)
         }
     }
 
     /// Milliseconds with three decimals (microsecond resolution), e.g. `0.412`.
-    static func appendMilliseconds(_ nanoseconds: UInt64, into out: inout [UInt8]) {
+    static func writeMilliseconds(_ nanoseconds: UInt64, into out: inout HeadWriter) {
         let micros = nanoseconds / 1000
-        appendDecimal(micros / 1000, into: &out)
-        out.append(UInt8(ascii: "."))
+        out.writeDecimal(micros / 1000)
+        out.write(UInt8(ascii: "."))
         let frac = micros % 1000
-        out.append(UInt8(ascii: "0") + UInt8(frac / 100))
-        out.append(UInt8(ascii: "0") + UInt8(frac / 10 % 10))
-        out.append(UInt8(ascii: "0") + UInt8(frac % 10))
+        out.write(UInt8(ascii: "0") + UInt8(frac / 100))
+        out.write(UInt8(ascii: "0") + UInt8(frac / 10 % 10))
+        out.write(UInt8(ascii: "0") + UInt8(frac % 10))
+    }
+
+    // Array forms of the pieces (tests).
+
+    static func appendQuoted(_ text: some StringProtocol, into out: inout [UInt8]) {
+        Self.appending(to: &out, bound: 2 + 6 * text.utf8.count) { Self.writeQuoted(text, into: &$0) }
+    }
+
+    static func appendDecimal(_ value: UInt64, into out: inout [UInt8]) {
+        Self.appending(to: &out, bound: 20) { $0.writeDecimal(value) }
+    }
+
+    static func appendMilliseconds(_ nanoseconds: UInt64, into out: inout [UInt8]) {
+        Self.appending(to: &out, bound: 24) { Self.writeMilliseconds(nanoseconds, into: &$0) }
+    }
+
+    private static func appending(to out: inout [UInt8], bound: Int, _ body: (inout HeadWriter) -> Void) {
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
+        defer { memory.deallocate() }
+        var writer = HeadWriter(memory)
+        body(&writer)
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
+    }
+}
+
+/// Scratch memory for one line at a time; grows to the longest line seen.
+private final class LineScratch {
+    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
+
+    func memory(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
+        if self.buffer.count < count {
+            self.buffer.deallocate()
+            self.buffer = .allocate(byteCount: count, alignment: 16)
+        }
+        return self.buffer
+    }
+
+    deinit {
+        self.buffer.deallocate()
     }
 }
 
@@ -197,12 +250,22 @@ struct WallClockFormatter {
     private var cachedSecond: Int = -1
     private var cachedPrefix: [UInt8] = []  // "2026-11-22T01:02:03."
 
-    mutating func appendNow(into out: inout [UInt8]) {
+    mutating func appendNow(into out: inout HeadWriter) {
         let now = SystemCalls.wallClock()
         self.append(seconds: now.seconds, milliseconds: now.nanoseconds / 1_000_000, into: &out)
     }
 
+    /// The time as `[UInt8]` (tests).
     mutating func append(seconds: Int, milliseconds: Int, into out: inout [UInt8]) {
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: 32, alignment: 1)
+        defer { memory.deallocate() }
+        var writer = HeadWriter(memory)
+        self.append(seconds: seconds, milliseconds: milliseconds, into: &writer)
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
+    }
+
+    /// At most 24 bytes.
+    mutating func append(seconds: Int, milliseconds: Int, into out: inout HeadWriter) {
         if seconds != self.cachedSecond {
             self.cachedSecond = seconds
             var t = time_t(seconds)
@@ -229,10 +292,10 @@ struct WallClockFormatter {
             prefix.append(UInt8(ascii: "."))
             self.cachedPrefix = prefix
         }
-        out.append(contentsOf: self.cachedPrefix)
-        out.append(UInt8(ascii: "0") + UInt8(milliseconds / 100 % 10))
-        out.append(UInt8(ascii: "0") + UInt8(milliseconds / 10 % 10))
-        out.append(UInt8(ascii: "0") + UInt8(milliseconds % 10))
-        out.append(UInt8(ascii: "Z"))
+        self.cachedPrefix.withUnsafeBytes { out.write($0) }
+        out.write(UInt8(ascii: "0") + UInt8(milliseconds / 100 % 10))
+        out.write(UInt8(ascii: "0") + UInt8(milliseconds / 10 % 10))
+        out.write(UInt8(ascii: "0") + UInt8(milliseconds % 10))
+        out.write(UInt8(ascii: "Z"))
     }
 }

@@ -125,6 +125,8 @@ final class TestHTTPClient {
             case .head(let head, _):
                 response.status = head.status
                 response.headers = head.headers
+            case .rawHead:
+                throw TestFailure("raw head from a parser that does not deliver them")
             case .body:
                 break
             case .end:
