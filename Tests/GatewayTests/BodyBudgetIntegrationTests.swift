@@ -187,20 +187,8 @@ import Testing
         #expect(report.contains("routes[0].max_body_bytes: route \"protected\" accepts bodies of up to 4KiB"))
 
         try process.run()
-        defer {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-        }
-        let log = NonBlockingLines(stderr.fileHandleForReading.fileDescriptor)
-        var port: UInt16?
-        #expect(
-            log.wait { lines in
-                port = lines.lazy.compactMap { Self.listeningPort($0) }.first
-                return port != nil
-            })
-        let listening = try #require(port)
+        defer { Self.stop(process) }
+        let (log, listening) = try Self.waitForListening(stderr)
         // serve logs the policy's warnings too, not only check-config (they were dropped).
         #expect(
             log.wait { lines in
@@ -228,6 +216,25 @@ import Testing
                         && $0.contains("\"body_bytes\":\"2000\"") && $0.contains("\"max_buffered_body_bytes\":\"1024\"")
                 }
             })
+    }
+
+    /// The operational log of a started `serve`, and the port it logged `listening` on.
+    static func waitForListening(_ stderr: Pipe) throws -> (NonBlockingLines, UInt16) {
+        let log = NonBlockingLines(stderr.fileHandleForReading.fileDescriptor)
+        var port: UInt16?
+        #expect(
+            log.wait { lines in
+                port = lines.lazy.compactMap { Self.listeningPort($0) }.first
+                return port != nil
+            })
+        return (log, try #require(port))
+    }
+
+    static func stop(_ process: Process) {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 
     static func listeningPort(_ line: String) -> UInt16? {

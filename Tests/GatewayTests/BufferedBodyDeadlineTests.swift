@@ -424,20 +424,8 @@ import Testing
         """.write(to: policy, atomically: true, encoding: .utf8)
         let (process, stderr) = ProxyIntegrationTests.serveProcess(binary: binary, policy: policy)
         try process.run()
-        defer {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-        }
-        let log = NonBlockingLines(stderr.fileHandleForReading.fileDescriptor)
-        var port: UInt16?
-        #expect(
-            log.wait { lines in
-                port = lines.lazy.compactMap { BodyBudgetIntegrationTests.listeningPort($0) }.first
-                return port != nil
-            })
-        let listening = try #require(port)
+        defer { BodyBudgetIntegrationTests.stop(process) }
+        let (log, listening) = try BodyBudgetIntegrationTests.waitForListening(stderr)
 
         let client = try TestHTTPClient(port: listening)
         try client.send("POST /v1/upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n")
