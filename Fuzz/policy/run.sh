@@ -11,10 +11,12 @@ mkdir -p "$work/corpus"
 
 swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -package-name attest_gateway -module-name PolicyFuzz \
+  -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility \
   -I Sources/CYAML -lyaml \
   Sources/Gateway/Policy/*.swift \
   Sources/Gateway/IO/GatewayLimits.swift \
   Sources/Gateway/Store/RedisURL.swift \
+  Sources/Gateway/Support/Log.swift Sources/Gateway/Support/JSONText.swift \
   Fuzz/policy/harness.swift \
   -o "$work/fuzz-policy"
 

@@ -32,11 +32,12 @@ enum ServeCommand: Subcommand {
         let server = try GatewayServer(
             loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
         // App Attest enforcement on the proxy listeners, /metrics /healthz /readyz on the admin one.
-        let gates = EnforcementGateFactory(registry: metrics)
+        // Each event loop gets its own Redis connection on its queue.
+        let gates = EnforcementGateFactory(registry: metrics, loops: server.group.loops)
         let service = GatewayService(
             configPath: configPath,
             server: server,
-            load: { path in try PolicyLoader.load(path: path) },
+            load: { path in try PolicyLoader.loadLoggingWarnings(path: path) },
             makeGates: { policy, _ in
                 let built = try gates.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)

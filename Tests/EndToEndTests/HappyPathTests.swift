@@ -121,10 +121,15 @@ extension EndToEnd {
             #expect(metrics[#"attest_gateway_requests_total{route="api",status="2xx"}"#] == 2)
             #expect(metrics[#"attest_gateway_requests_total{route="_attest",status="4xx"}"#] == 1)
             #expect(metrics[#"attest_gateway_request_duration_seconds_count{route="premium"}"#] == 1)
-            let verifiedLines = gateway.accessLog.filter {
-                $0["verdict"] as? String == "verified" && $0["route"] as? String == "api"
+            // The access log reaches stdout per 16 KiB or per 100 ms tick: wait for the lines.
+            var verifiedLines: [[String: Any]] = []
+            let logged = eventually(timeout: .seconds(3)) {
+                verifiedLines = gateway.accessLog.filter {
+                    $0["verdict"] as? String == "verified" && $0["route"] as? String == "api"
+                }
+                return verifiedLines.count >= 2
             }
-            #expect(verifiedLines.count == 2)
+            #expect(logged && verifiedLines.count == 2, "access log lines: \(verifiedLines.count)")
             #expect(verifiedLines.allSatisfy { $0["key_id"] as? String == String(app.keyID.prefix(8)) })
         }
 

@@ -82,7 +82,12 @@ import Testing
         #expect(await runGate(gate, request("GET", "/v1/premium")).1.status == 404)
         let post = await runGate(gate, request("POST", "/metrics")).1
         #expect(post.status == 405)
-        #expect(post.localResponse?.headers["Allow"] == "GET")
+        #expect(post.localResponse?.headers["Allow"] == "GET, HEAD")
+        // HEAD is answered as GET (the connection then sends the head only).
+        let head = await runGate(gate, request("HEAD", "/healthz")).1
+        let get = await runGate(gate, request("GET", "/healthz")).1
+        #expect(head.status == 200)
+        #expect(head.localResponse?.body == get.localResponse?.body)
     }
 
     @Test func onceFlagClaimsOnce() async {

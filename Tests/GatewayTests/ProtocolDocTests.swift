@@ -86,6 +86,35 @@ import Verification
         #expect(undocumented.isEmpty, "docs/protocol.md does not explain: \(undocumented)")
     }
 
+    /// The codes the proxy answers itself (408, 413, 502-504, 503 `body_budget_exhausted`, 404
+    /// `no_route`) appear in docs/protocol.md too, in a table row starting with their status.
+    @Test func everyProxyErrorCodeIsDocumentedWithItsStatus() throws {
+        let doc = try Self.read("docs/protocol.md")
+        let rows = doc.split(separator: "\n").filter { $0.hasPrefix("| ") }
+        var found: [String: Set<Int>] = [:]
+        for source in [
+            "Sources/Gateway/Proxy/ProxyConnectionStateMachine.swift", "Sources/Gateway/Proxy/PassthroughGate.swift",
+        ] {
+            let text = try Self.read(source)
+            for code in Self.quotedCodes(in: text, after: "code: \"") {
+                // The status is the `status: NNN` closest before the code.
+                guard let at = text.range(of: "code: \"\(code)\""),
+                    let statusAt = text[..<at.lowerBound].range(of: "status: ", options: .backwards),
+                    let status = Int(text[statusAt.upperBound...].prefix(3))
+                else { continue }
+                found[code, default: []].insert(status)
+            }
+        }
+        #expect(found.count >= 7, "the code scan found only \(found.keys.sorted())")
+        #expect(found["body_budget_exhausted"] == [503])
+        for (code, statuses) in found.sorted(by: { $0.key < $1.key }) {
+            for status in statuses {
+                let row = rows.first { $0.hasPrefix("| \(status) ") && $0.contains("`\(code)`") }
+                #expect(row != nil, "docs/protocol.md has no \(status) row for \(code)")
+            }
+        }
+    }
+
     /// Every HTTP parser error appears in the row of its status in the malformed-HTTP table
     /// (response-side errors, answered 502, in the upstream table).
     @Test func everyHTTPParserErrorIsDocumentedWithItsStatus() throws {
@@ -330,7 +359,11 @@ struct ClientDataExample: Equatable {
         gate.requestDecided(route: "r", verdict: .verified)
         gate.attestation(result: "verified")
         gate.storeError(operation: "ping", kind: .timeout)
-        let text = registry.render()
+        // The store's families are rendered at scrape time, beside the registry's.
+        let redis = RedisStore(
+            url: try RedisURL(parsing: "redis://127.0.0.1:1"), loops: [try EventLoop(index: 0)])
+        defer { redis.close() }
+        let text = registry.render() + EnforcementGateFactory.storeMetricsText(redis)
         var families: [String: Set<String>] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") {
             let name = line.dropFirst("# TYPE ".count).prefix { $0 != " " }

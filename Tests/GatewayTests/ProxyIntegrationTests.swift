@@ -485,12 +485,7 @@ import Verification
             upstream: api
             mode: off
         """.write(to: policy, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
+        let (process, stderr) = Self.serveProcess(binary: binary, policy: policy)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         let port = try Self.readListeningPort(stderr.fileHandleForReading)
@@ -551,6 +546,18 @@ import Verification
     }
 
     /// The `attest-gateway` executable built beside this test bundle.
+    /// `attest-gateway serve --config POLICY --no-access-log`, not started yet; its stderr (the
+    /// operational log) is the returned pipe.
+    static func serveProcess(binary: String, policy: URL) -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--config", policy.path, "--no-access-log"]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        return (process, stderr)
+    }
+
     static func gatewayBinary() throws -> String {
         let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = bundle.deletingLastPathComponent()

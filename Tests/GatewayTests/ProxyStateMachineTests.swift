@@ -229,12 +229,12 @@ import Testing
     @Test func timersByPhase() {
         var idle = Machine()
         // No byte on a new connection: closed quietly when the header timer fires.
-        #expect(idle.timerExpired() == .closeQuietly)
+        #expect(idle.timerExpired(at: 0) == .closeQuietly)
 
         var slowloris = Machine()
         slowloris.headBytesReceived()
         #expect(slowloris.timer == .headerRead)
-        guard case .respond(408, "request_timeout", _) = slowloris.timerExpired() else {
+        guard case .respond(408, "request_timeout", _) = slowloris.timerExpired(at: 0) else {
             Issue.record("a started head that stalls is a 408")
             return
         }
@@ -243,7 +243,7 @@ import Testing
         _ = self.headGET(&waiting)
         _ = waiting.decided(forward: true)
         waiting.upstreamConnected()
-        guard case .respond(504, "upstream_timeout", _) = waiting.timerExpired() else {
+        guard case .respond(504, "upstream_timeout", _) = waiting.timerExpired(at: 0) else {
             Issue.record("an upstream that does not answer is a 504")
             return
         }
@@ -253,7 +253,7 @@ import Testing
         _ = streaming.decided(forward: true)
         streaming.upstreamConnected()
         streaming.responseStartedSending()
-        #expect(streaming.timerExpired() == .abort)
+        #expect(streaming.timerExpired(at: 0) == .abort)
 
         var keepAlive = Machine()
         _ = self.headGET(&keepAlive)
@@ -262,7 +262,7 @@ import Testing
         _ = keepAlive.responseEnded(upstreamKeepAlive: true)
         keepAlive.exchangeFinished(keepAlive: true)
         #expect(keepAlive.timer == .keepAliveIdle)
-        #expect(keepAlive.timerExpired() == .closeQuietly)
+        #expect(keepAlive.timerExpired(at: 0) == .closeQuietly)
     }
 
     @Test func drainingClosesIdleConnectionsAndEndsBusyOnesAfterTheirResponse() {

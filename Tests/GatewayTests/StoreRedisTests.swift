@@ -128,6 +128,77 @@ import Testing
         #expect(await store.ping().error == nil)
     }
 
+    /// Each event loop has its own connection on its queue: a call made on a loop completes
+    /// on that loop (no thread hand-off), a call from elsewhere on the store's queue, and
+    /// `ping` (readiness) needs every connection.
+    @Test func callsFromALoopQueueCompleteOnThatLoop() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let group = try EventLoopGroup(count: 2)
+        let loops = group.loops.map(\.queue)
+        let key = DispatchSpecificKey<String>()
+        for (index, loop) in loops.enumerated() { loop.setSpecific(key: key, value: "loop\(index)") }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: group.loops)
+        defer { store.close() }
+        #expect(store.connections.count == 3)
+        #expect(await store.ping().error == nil)
+        #expect(store.isReady)
+
+        let ranOn: [String?] = await concurrently(30) { index, done in
+            let caller = index % 3 == 2 ? DispatchQueue.global() : loops[index % 3]
+            caller.async {
+                store.putChallenge(randomToken(), ttlSeconds: 5) { result in
+                    guard case .success(true) = result else { return done("failed: \(result)") }
+                    done(DispatchQueue.getSpecific(key: key) ?? "other")
+                }
+            }
+        }
+        for (index, queue) in ranOn.enumerated() {
+            #expect(
+                queue == (index % 3 == 2 ? "other" : "loop\(index % 3)"), "call \(index) completed on \(queue ?? "?")")
+        }
+        // Three clients on the server: the shared connection and one per loop.
+        let clients = await withCheckedContinuation { continuation in
+            store.connection.send([Array("CLIENT".utf8), Array("LIST".utf8)]) { continuation.resume(returning: $0) }
+        }
+        guard case .success(.bulk(let list)) = clients else {
+            Issue.record("CLIENT LIST: \(clients)")
+            return
+        }
+        #expect(String(decoding: list, as: UTF8.self).split(separator: "\n").count == 3)
+    }
+
+    /// A loop whose connection is down makes the store not ready, even though the shared
+    /// connection answers: a request landing on that loop would fail.
+    @Test func pingFailsWhileOneLoopConnectionIsDown() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: [try EventLoop(index: 0)])
+        defer { store.close() }
+        #expect(await store.ping().error == nil)
+        func command(_ connection: RedisConnection, _ words: String...) async -> Result<RedisReply, StoreError> {
+            await withCheckedContinuation { continuation in
+                connection.send(words.map { Array($0.utf8) }) { continuation.resume(returning: $0) }
+            }
+        }
+        // No room for a second client, then the loop's connection is killed: its reconnects are
+        // refused while the shared connection stays up.
+        #expect(await command(store.connection, "CONFIG", "SET", "maxclients", "1") == .success(.status("OK")))
+        guard case .success(.integer(let loopClientID)) = await command(store.connections[1], "CLIENT", "ID") else {
+            Issue.record("CLIENT ID failed")
+            return
+        }
+        _ = await command(store.connection, "CLIENT", "KILL", "ID", String(loopClientID))
+        let failing = await eventuallyAsync { await store.ping().error != nil }
+        #expect(failing, "ping succeeded with a loop connection down")
+        #expect(!store.isReady)
+        #expect(await command(store.connection, "PING") == .success(.status("PONG")), "the shared connection is up")
+
+        #expect(await command(store.connection, "CONFIG", "SET", "maxclients", "10000") == .success(.status("OK")))
+        let recovered = await eventuallyAsync(timeout: 10) { await store.ping().error == nil && store.isReady }
+        #expect(recovered, "the loop connection did not come back")
+    }
+
     @Test func completionsRunOnTheStoreQueue() async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }

@@ -98,11 +98,13 @@ import Testing
         #expect(await store.advanceCounter(keyID: record.keyID, to: 2).value == .advanced)
     }
 
-    @Test func crashedServerFailsPendingCommandsAtOnce() async throws {
+    @Test(arguments: StoreKind.redisKinds)
+    func crashedServerFailsPendingCommandsAtOnce(kind: StoreKind) async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
-        defer { store.close() }
+        let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: server.urlString()))
+        let store = subject.store
+        defer { subject.redis.close() }
         #expect(await waitUntilReachable(store))
         server.pause()  // commands pile up unanswered
         async let first = timed { store.ping(completion: $0) }
@@ -117,18 +119,20 @@ import Testing
         #expect(await waitUntilReachable(store))
     }
 
-    @Test func pausedServerTimesOutAndLateRepliesAreDropped() async throws {
+    @Test(arguments: StoreKind.redisKinds)
+    func pausedServerTimesOutAndLateRepliesAreDropped(kind: StoreKind) async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))  // default 250 ms
-        defer { store.close() }
+        let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: server.urlString()))  // default 250 ms
+        let store = subject.store
+        defer { subject.redis.close() }
         #expect(await waitUntilReachable(store))
         #expect(await store.putChallenge("late-a", ttlSeconds: 60).value == true)
 
         server.pause()
         let (result, elapsed) = await timed { store.consumeChallenge("late-a", completion: $0) }
         #expect(result.error?.kind == .timeout)
-        #expect(store.connection.counters.commandTimeouts == 1)
+        #expect(subject.carrier.counters.commandTimeouts == 1)
         #expect(elapsed >= 0.24, "not before the timeout: \(elapsed)")
         #expect(elapsed < 0.25 + Self.schedulingSlack, "on time: \(elapsed)")
         server.resume()
@@ -164,7 +168,8 @@ import Testing
         #expect(await store.consumeChallenge("after-sleep").value == true)
     }
 
-    @Test func hungConnectionIsResetAndTheStoreRecovers() async throws {
+    @Test(arguments: StoreKind.redisKinds)
+    func hungConnectionIsResetAndTheStoreRecovers(kind: StoreKind) async throws {
         let server = try RedisServer.start()
         defer { server.shutDown() }
         let configuration = RedisConfiguration(
@@ -174,8 +179,10 @@ import Testing
             reconnectBackoffMaximum: .milliseconds(100),
             staleConnectionTimeout: .milliseconds(400)
         )
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()), configuration: configuration)
-        defer { store.close() }
+        let subject = try RedisUnderTest(
+            kind, url: try RedisURL(parsing: server.urlString()), configuration: configuration)
+        let store = subject.store
+        defer { subject.redis.close() }
         #expect(await waitUntilReachable(store))
         server.pause()
         let hung: [Result<Void, StoreError>] = await concurrently(3) { _, done in store.ping(completion: done) }

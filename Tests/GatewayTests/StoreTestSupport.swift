@@ -33,8 +33,80 @@ extension AttestStore {
 
 /// Which store a parameterized test runs against.
 enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case memory, redis
+    /// `MemoryStore`.
+    case memory
+    /// `RedisStore` called from test threads: its shared connection, on Dispatch sources.
+    case redis
+    /// `RedisStore` called from an event loop's queue, as the gateway calls it: that loop's
+    /// own connection, driven by the loop's epoll.
+    case redisOnLoop
     var testDescription: String { self.rawValue }
+
+    static let redisKinds: [StoreKind] = [.redis, .redisOnLoop]
+}
+
+/// A Redis store under test, the store the test calls, and the connection those calls take.
+struct RedisUnderTest {
+    let redis: RedisStore
+    let store: any AttestStore
+    let carrier: RedisConnection
+    /// Kept alive with the store (loop kinds).
+    let group: EventLoopGroup?
+
+    init(_ kind: StoreKind, url: RedisURL, configuration: RedisConfiguration = RedisConfiguration()) throws {
+        switch kind {
+        case .redisOnLoop:
+            let group = try EventLoopGroup(count: 1)
+            let redis = RedisStore(url: url, configuration: configuration, loops: group.loops)
+            self.redis = redis
+            self.store = CallingFromLoop(base: redis, loop: group.loops[0])
+            self.carrier = redis.connections[1]
+            self.group = group
+        default:
+            let redis = RedisStore(url: url, configuration: configuration)
+            self.redis = redis
+            self.store = redis
+            self.carrier = redis.connection
+            self.group = nil
+        }
+    }
+}
+
+/// Makes every call of `base` on `loop`'s queue, as a gateway connection does.
+final class CallingFromLoop: AttestStore {
+    let base: any AttestStore
+    let loop: EventLoop
+
+    init(base: any AttestStore, loop: EventLoop) {
+        self.base = base
+        self.loop = loop
+    }
+
+    func putChallenge(_ c: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+    {
+        self.loop.execute { [base] in base.putChallenge(c, ttlSeconds: ttlSeconds, completion: completion) }
+    }
+    func consumeChallenge(_ c: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.consumeChallenge(c, completion: completion) }
+    }
+    func createKey(_ record: KeyRecord, completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.createKey(record, completion: completion) }
+    }
+    func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.fetchKey(keyID: keyID, completion: completion) }
+    }
+    func advanceCounter(
+        keyID: String, to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in base.advanceCounter(keyID: keyID, to: newCounter, completion: completion) }
+    }
+    func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.revokeKey(keyID: keyID, completion: completion) }
+    }
+    func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.ping(completion: completion) }
+    }
 }
 
 /// Runs `body` with a fresh store of `kind`; for Redis, with its own redis-server, stopped after.
@@ -42,12 +114,14 @@ func withStore<T>(_ kind: StoreKind, _ body: (any AttestStore, RedisServer?) asy
     switch kind {
     case .memory:
         return try await body(MemoryStore(), nil)
-    case .redis:
+    case .redis, .redisOnLoop:
         let server = try RedisServer.start()
         defer { server.shutDown() }
-        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
-        defer { store.close() }
-        return try await body(store, server)
+        let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: server.urlString()))
+        defer { subject.redis.close() }
+        let result = try await body(subject.store, server)
+        withExtendedLifetime(subject) {}
+        return result
     }
 }
 
@@ -141,4 +215,14 @@ func timed<T: Sendable>(
     return await withCheckedContinuation { continuation in
         start { result in continuation.resume(returning: (result, seconds(since: begin))) }
     }
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` seconds pass.
+func eventuallyAsync(timeout: Double = 5, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return await condition()
 }

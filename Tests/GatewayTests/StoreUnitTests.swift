@@ -157,6 +157,24 @@ import Testing
         #expect(await store.putChallenge("d", ttlSeconds: 10).value == true, "an expired challenge can be issued again")
     }
 
+    /// No I/O, so no hand-off: every call completes inside itself, on the caller's thread
+    /// (a request verified on an event loop stays there).
+    @Test func memoryStoreCompletesInsideTheCall() {
+        let store = MemoryStore()
+        let completed = Mutex(0)
+        let record = KeyRecord(
+            keyID: "k", publicKey: [4], counter: 0, appID: "A.b", environment: "production", receipt: [],
+            attestedAt: Date())
+        store.putChallenge("c", ttlSeconds: 5) { _ in completed.withLock { $0 += 1 } }
+        store.consumeChallenge("c") { _ in completed.withLock { $0 += 1 } }
+        store.createKey(record) { _ in completed.withLock { $0 += 1 } }
+        store.fetchKey(keyID: "k") { _ in completed.withLock { $0 += 1 } }
+        store.advanceCounter(keyID: "k", to: 1) { _ in completed.withLock { $0 += 1 } }
+        store.revokeKey(keyID: "k") { _ in completed.withLock { $0 += 1 } }
+        store.ping { _ in completed.withLock { $0 += 1 } }
+        #expect(completed.withLock { $0 } == 7)
+    }
+
     static func hash(_ fields: [String: [UInt8]]) -> RedisReply {
         .array(fields.sorted { $0.key < $1.key }.flatMap { [RedisReply.bulk(Array($0.key.utf8)), .bulk($0.value)] })
     }

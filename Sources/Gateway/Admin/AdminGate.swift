@@ -53,9 +53,10 @@ package final class AdminGate: RequestGate {
             completion(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
             return
         }
-        guard head.method == "GET" else {
+        // HEAD is answered as GET (the connection sends the head only), RFC 9110 9.3.2.
+        guard head.method == "GET" || head.method == "HEAD" else {
             var response = LocalResponse.jsonError(status: 405, code: "method_not_allowed", message: "GET only")
-            response.headers.add(name: "Allow", value: "GET")
+            response.headers.add(name: "Allow", value: "GET, HEAD")
             completion(.respond(response, info))
             return
         }

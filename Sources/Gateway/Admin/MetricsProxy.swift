@@ -14,6 +14,14 @@ package final class ProxyMetrics: Sendable {
     package let requestDuration: HistogramFamily
     /// `attest_gateway_upstream_duration_seconds{upstream}`: request sent → response complete.
     package let upstreamDuration: HistogramFamily
+    /// `attest_gateway_buffered_body_bytes`: request-body bytes reserved in the process-wide
+    /// budget (`limits.max_buffered_body_bytes`) now.
+    package let bufferedBodyBytes: Gauge
+    /// `attest_gateway_body_budget_rejections_total`: requests answered 503 `body_budget_exhausted`.
+    package let bodyBudgetRejections: Counter
+    /// `attest_gateway_buffered_body_timeouts_total{route}`: buffered bodies answered 408
+    /// because they missed `limits.buffered_body_timeout`.
+    package let bufferedBodyTimeouts: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -37,6 +45,18 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_upstream_duration_seconds",
             help: "Time from request sent upstream to complete response, by upstream.",
             labelNames: ["upstream"])
+        self.bufferedBodyBytes = registry.gauge(
+            "attest_gateway_buffered_body_bytes",
+            help: "Request-body bytes held for verification now (limits.max_buffered_body_bytes caps it)."
+        ).labels()
+        self.bodyBudgetRejections = registry.counter(
+            "attest_gateway_body_budget_rejections_total",
+            help: "Requests answered 503 because buffered bodies reached limits.max_buffered_body_bytes."
+        ).labels()
+        self.bufferedBodyTimeouts = registry.counter(
+            "attest_gateway_buffered_body_timeouts_total",
+            help: "Buffered request bodies answered 408 because they missed limits.buffered_body_timeout, by route.",
+            labelNames: ["route"])
     }
 
     static func statusClass(_ status: Int) -> Int {

@@ -15,7 +15,8 @@ package import Verification
 ///
 /// Immutable after init (a policy reload builds a new gate), so it is shared by every
 /// connection queue. `decide` may run on any queue; its completion runs exactly once, on
-/// the calling queue, the store's queue or the verification queue.
+/// the calling queue (at once, or later from the loop's own Redis connection), the store's
+/// queue or the verification queue.
 package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {
@@ -138,7 +139,7 @@ package final class AttestGate: RequestGate {
         }
         guard let index = self.routes.matchIndex(method: head.method, path: path) else {
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
-            let error = EnforcementError(.noRoute, "no route matches \(head.method) \(path)")
+            let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(path)")
             completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
             return
         }

@@ -14,11 +14,19 @@ import Verification
 package final class EnforcementGateFactory: Sendable {
     private let registry: MetricsRegistry
     private let redisConfiguration: RedisConfiguration
+    private let loops: [EventLoop]
     private let current = Mutex<(configuration: StoreConfiguration, store: any AttestStore)?>(nil)
 
-    package init(registry: MetricsRegistry, redisConfiguration: RedisConfiguration = RedisConfiguration()) {
+    /// - Parameter loops: the event loops that run the gates; a Redis store opens one
+    ///   connection on each (see `RedisStore`).
+    package init(
+        registry: MetricsRegistry,
+        redisConfiguration: RedisConfiguration = RedisConfiguration(),
+        loops: [EventLoop] = []
+    ) {
         self.registry = registry
         self.redisConfiguration = redisConfiguration
+        self.loops = loops
     }
 
     /// Why the gates could not be built: the running policy stays (reload) or serve exits.
@@ -80,16 +88,16 @@ package final class EnforcementGateFactory: Sendable {
             } catch {
                 throw BuildError(description: "invalid redis URL: \(error)")
             }
-            store = RedisStore(url: url, configuration: self.redisConfiguration)
-            Log.info("store", [("redis", url.description)])
+            store = RedisStore(url: url, configuration: self.redisConfiguration, loops: self.loops)
+            Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }
         self.current.withLock { $0 = (configuration, store) }
         return store
     }
 
     /// Store state read at scrape time (no round trip):
-    /// `attest_gateway_store_ready` (1 when connected, authenticated and scripts loaded;
-    /// always 1 for the memory store), `attest_gateway_store_command_timeouts_total` and
+    /// `attest_gateway_store_ready` (1 when every connection is connected, authenticated and
+    /// scripts loaded; always 1 for the memory store), `attest_gateway_store_connections_ready`, `attest_gateway_store_command_timeouts_total` and
     /// `attest_gateway_store_connect_attempts_total` (Redis only).
     static func storeMetricsText(_ store: any AttestStore) -> String {
         var out = "# HELP attest_gateway_store_ready 1 when the store is connected and ready.\n"
@@ -97,14 +105,17 @@ package final class EnforcementGateFactory: Sendable {
         guard let redis = store as? RedisStore else {
             return out + "attest_gateway_store_ready 1\n"
         }
-        let counters = redis.connection.counters
-        out += "attest_gateway_store_ready \(counters.isReady ? 1 : 0)\n"
+        let counters = redis.connections.map(\.counters)
+        out += "attest_gateway_store_ready \(redis.isReady ? 1 : 0)\n"
+        out += "# HELP attest_gateway_store_connections_ready Redis connections ready (one per event loop, plus one).\n"
+        out += "# TYPE attest_gateway_store_connections_ready gauge\n"
+        out += "attest_gateway_store_connections_ready \(counters.count { $0.isReady })\n"
         out += "# HELP attest_gateway_store_command_timeouts_total Store commands that timed out.\n"
         out += "# TYPE attest_gateway_store_command_timeouts_total counter\n"
-        out += "attest_gateway_store_command_timeouts_total \(counters.commandTimeouts)\n"
+        out += "attest_gateway_store_command_timeouts_total \(counters.reduce(0) { $0 + $1.commandTimeouts })\n"
         out += "# HELP attest_gateway_store_connect_attempts_total Connection attempts to Redis.\n"
         out += "# TYPE attest_gateway_store_connect_attempts_total counter\n"
-        out += "attest_gateway_store_connect_attempts_total \(counters.connectAttempts)\n"
+        out += "attest_gateway_store_connect_attempts_total \(counters.reduce(0) { $0 + $1.connectAttempts })\n"
         return out
     }
 

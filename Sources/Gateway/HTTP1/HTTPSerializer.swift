@@ -41,11 +41,13 @@ package enum HTTPSerializer {
     /// A complete response the gateway answers itself. `headers` must not carry framing: any
     /// Content-Length, Transfer-Encoding or Connection in it is dropped and replaced by
     /// `Content-Length: body.count` and, without `keepAlive`, `Connection: close`.
+    /// `omitBody` (the answer to a HEAD): the same head, Content-Length included, without the body.
     package static func writeLocalResponse(
         status: Int,
         headers: HTTPHeaders,
         body: [UInt8],
         keepAlive: Bool,
+        omitBody: Bool = false,
         into out: inout [UInt8]
     ) {
         Self.writeStatusLine(status, reason: "", into: &out)
@@ -63,7 +65,7 @@ package enum HTTPSerializer {
         Self.append("\r\n", to: &out)
         if !keepAlive { Self.append("Connection: close\r\n", to: &out) }
         Self.append("\r\n", to: &out)
-        out.append(contentsOf: body)
+        if !omitBody { out.append(contentsOf: body) }
     }
 
     /// `HTTP/1.1 100 Continue` and the empty line, for `Expect: 100-continue`.

@@ -5,6 +5,13 @@ public struct GatewayLimits: Sendable, Hashable {
     public var headerReadTimeout: Duration = .seconds(10)
     /// Longest pause between two reads of a request body. nginx client_body_timeout: 60 s; default 30 s.
     public var bodyReadIdleTimeout: Duration = .seconds(30)
+    /// Whole time, from the end of the request head, for a body the gateway buffers to verify
+    /// (`enforce` / `monitor` routes, the endpoints); 408 beyond. Without it a client sending a
+    /// byte per `bodyReadIdleTimeout` holds its share of `maxBufferedBodyBytes` forever. nginx
+    /// has no total body timer; HAProxy `timeout http-request` covers head and body; Envoy's
+    /// `request_timeout` (off by default) the whole request. Default 60 s: a 1 MiB body (the
+    /// default route cap) still arrives at ~140 kbit/s. Streamed bodies are not bounded by it.
+    public var bufferedBodyTimeout: Duration = .seconds(60)
     /// Upstream TCP connect. Envoy connect_timeout: 5 s.
     public var upstreamConnectTimeout: Duration = .seconds(5)
     /// Upstream response head after the request was sent. nginx proxy_read_timeout: 60 s.
@@ -19,6 +26,13 @@ public struct GatewayLimits: Sendable, Hashable {
     public var maxHeaderCount: Int = 100
     /// Time allowed for in-flight requests after SIGTERM.
     public var shutdownDrainTimeout: Duration = .seconds(20)
+    /// Request bodies buffered for verification (`enforce` / `monitor` routes), summed over all
+    /// connections; beyond it a request gets 503 `body_budget_exhausted`. nginx keeps at most
+    /// client_body_buffer_size (16 KiB) per request in memory and spills the rest to disk; Envoy
+    /// caps each connection's buffers at 1 MiB and has no global default (its overload manager
+    /// must be configured). Default 64 MiB: 64 bodies at the default route cap of 1 MiB, or
+    /// thousands of typical API bodies, well inside the 256 MiB memory limit of deploy/kubernetes.
+    public var maxBufferedBodyBytes: Int = 64 * 1024 * 1024
 
     public init() {}
 }

@@ -40,6 +40,17 @@ package final class IOBuffer {
         self.writerIndex = 0
     }
 
+    /// When empty, gives back storage beyond `limit` bytes: a large body went through a buffer
+    /// that lives on (a pooled upstream connection), and must not hold that much for good.
+    package func shrink(toCapacity limit: Int) {
+        guard self.isEmpty, self.capacity > limit else { return }
+        self.storage.deallocate()
+        self.capacity = max(limit, 64)
+        self.storage = .allocate(byteCount: self.capacity, alignment: 16)
+        self.readerIndex = 0
+        self.writerIndex = 0
+    }
+
     /// Makes room for at least `count` more bytes at the end (compacting first).
     package func reserveWritable(_ count: Int) {
         if self.capacity - self.writerIndex >= count { return }

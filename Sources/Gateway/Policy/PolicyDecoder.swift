@@ -44,7 +44,7 @@ struct PolicyDecoder {
     static let limitKeys = [
         "header_read_timeout", "body_read_idle_timeout", "upstream_connect_timeout", "upstream_response_timeout",
         "keep_alive_idle_timeout", "max_connections", "max_header_bytes", "max_header_count",
-        "shutdown_drain_timeout",
+        "shutdown_drain_timeout", "max_buffered_body_bytes", "buffered_body_timeout",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
     static let endpointKeys = ["challenge", "attest"]
@@ -59,6 +59,11 @@ struct PolicyDecoder {
     /// Longest accepted duration anywhere in the file.
     static let maximumDuration = Duration.seconds(86_400)
     static let maximumBodyBytes = 1 << 30
+    /// Largest `limits.max_buffered_body_bytes` (64 GiB: beyond any sensible host).
+    static let maximumBufferedBodyBytes = 1 << 36
+    /// Bounds of `limits.buffered_body_timeout`: below a second a small body on a slow mobile
+    /// link fails; beyond an hour the deadline no longer frees the body budget from slow senders.
+    static let bufferedBodyTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
 
     /// The name given to the loader, used in every message.
     let file: String
@@ -107,7 +112,9 @@ struct PolicyDecoder {
         let limits = try self.decodeLimits(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
-        let routes = try self.decodeRoutes(top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints)
+        let routes = try self.decodeRoutes(
+            top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints,
+            bodyBudget: limits.maxBufferedBodyBytes, bodyTimeout: limits.bufferedBodyTimeout)
 
         return GatewayPolicy(
             listen: listen,
@@ -303,6 +310,12 @@ struct PolicyDecoder {
         if let n = fields["max_header_bytes"] { limits.maxHeaderBytes = try self.size(n, in: 1024...(1 << 20)) }
         if let n = fields["max_header_count"] { limits.maxHeaderCount = try self.integer(n, in: 1...10_000) }
         if let n = fields["shutdown_drain_timeout"] { limits.shutdownDrainTimeout = try self.duration(n) }
+        if let n = fields["max_buffered_body_bytes"] {
+            limits.maxBufferedBodyBytes = try self.size(n, in: 1024...Self.maximumBufferedBodyBytes)
+        }
+        if let n = fields["buffered_body_timeout"] {
+            limits.bufferedBodyTimeout = try self.duration(n, in: Self.bufferedBodyTimeoutRange)
+        }
         return limits
     }
 
@@ -384,7 +397,9 @@ struct PolicyDecoder {
         _ top: Fields,
         upstreams: [String: UpstreamConfiguration],
         appIDs: [String],
-        endpoints: EndpointPaths
+        endpoints: EndpointPaths,
+        bodyBudget: Int,
+        bodyTimeout: Duration
     ) throws(PolicyError) -> [RoutePolicy] {
         guard let node = top["routes"] else {
             self.warn("no_routes", top.node.mark, "routes", "no routes: every request except the endpoints gets 404")
@@ -422,9 +437,40 @@ struct PolicyDecoder {
                     "route \(Self.quote(route.name)) can never match: the gateway answers \(exact) itself (endpoints)"
                 )
             }
+            if route.mode != .off && route.maxBodyBytes > bodyBudget {
+                self.warn(
+                    "body_exceeds_budget",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)) but limits.max_buffered_body_bytes is \(PolicyValues.formatSize(bodyBudget)): larger bodies always get 503 body_budget_exhausted"
+                )
+            }
+            if route.mode != .off, let rate = Self.tightBodyRate(route.maxBodyBytes, within: bodyTimeout) {
+                self.warn(
+                    "body_deadline_tight",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)), which must arrive within limits.buffered_body_timeout (\(PolicyValues.format(bodyTimeout))): clients slower than \(rate) get 408 request_timeout"
+                )
+            }
             routes.append(route)
         }
         return routes
+    }
+
+    /// Fastest upload a protected route may ask of a client before check-config warns:
+    /// 1 MiB/s (~8 Mbit/s, a good mobile uplink).
+    static let tightBodyBytesPerSecond = 1 << 20
+
+    /// The rate (`"35.8 Mbit/s"`) a body of `bytes` needs to arrive within `timeout`, when it
+    /// exceeds `tightBodyBytesPerSecond`; nil otherwise.
+    static func tightBodyRate(_ bytes: Int, within timeout: Duration) -> String? {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard seconds > 0 else { return nil }
+        let bytesPerSecond = Double(bytes) / seconds
+        guard bytesPerSecond > Double(Self.tightBodyBytesPerSecond) else { return nil }
+        let megabits = (bytesPerSecond * 8 / 1e6 * 10).rounded() / 10
+        return "\(megabits) Mbit/s"
     }
 
     private mutating func decodeRoute(
@@ -688,6 +734,18 @@ struct PolicyDecoder {
         }
         guard duration <= Self.maximumDuration else {
             throw self.error(.outOfRange, node, "expected a duration of at most 24h; found \(Self.describe(node))")
+        }
+        return duration
+    }
+
+    /// A duration within `range` (`outOfRange` beyond it, naming both bounds).
+    private func duration(_ node: YAMLNode, in range: ClosedRange<Duration>) throws(PolicyError) -> Duration {
+        let duration = try self.duration(node)
+        guard range.contains(duration) else {
+            throw self.error(
+                .outOfRange, node,
+                "expected a duration from \(PolicyValues.format(range.lowerBound)) to \(PolicyValues.format(range.upperBound)); found \(Self.describe(node))"
+            )
         }
         return duration
     }

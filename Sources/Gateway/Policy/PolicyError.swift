@@ -141,7 +141,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
 /// extra trust roots, ...). `check-config` prints them; `serve` logs them.
 public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
     /// Stable snake_case code: `unreachable_route`, `development_trust_roots`, `memory_store`,
-    /// `store_error_allows`, `setting_without_effect`, `no_routes`.
+    /// `store_error_allows`, `setting_without_effect`, `no_routes`, `body_exceeds_budget`,
+    /// `body_deadline_tight`.
     public var code: String
     public var file: String
     public var line: Int

@@ -26,6 +26,7 @@ public enum PolicySummary {
             [
                 "header_read_timeout=\(PolicyValues.format(limits.headerReadTimeout))",
                 "body_read_idle_timeout=\(PolicyValues.format(limits.bodyReadIdleTimeout))",
+                "buffered_body_timeout=\(PolicyValues.format(limits.bufferedBodyTimeout))",
                 "upstream_connect_timeout=\(PolicyValues.format(limits.upstreamConnectTimeout))",
                 "upstream_response_timeout=\(PolicyValues.format(limits.upstreamResponseTimeout))",
             ].joined(separator: " ")
@@ -38,6 +39,7 @@ public enum PolicySummary {
                 "max_connections=\(limits.maxConnections)",
                 "max_header_bytes=\(PolicyValues.formatSize(limits.maxHeaderBytes))",
                 "max_header_count=\(limits.maxHeaderCount)",
+                "max_buffered_body_bytes=\(PolicyValues.formatSize(limits.maxBufferedBodyBytes))",
             ].joined(separator: " ")
         )
         lines.append("upstreams (\(policy.upstreams.count)):")

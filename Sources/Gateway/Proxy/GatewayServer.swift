@@ -17,6 +17,8 @@ package final class GatewayServer: Sendable {
     package let accessLog: AccessLog?
     let loopContexts: [LoopContext]
     let activeConnections = AtomicCounter()
+    /// Request bodies buffered for the gates, over every connection (`limits.maxBufferedBodyBytes`).
+    package let bodyBudget: BufferedBodyBudget
     private let state: Mutex<ServerState>
     private let isDrainingFlag = Atomic<Bool>(false)
     private let shutdownState = Mutex<ShutdownState>(.running)
@@ -46,6 +48,7 @@ package final class GatewayServer: Sendable {
         _ = SystemCalls.ignoreSIGPIPE
         self.group = try EventLoopGroup(count: loopCount)
         self.metrics = ProxyMetrics(registry: metrics)
+        self.bodyBudget = BufferedBodyBudget(limit: limits.maxBufferedBodyBytes, gauge: self.metrics.bufferedBodyBytes)
         self.accessLog = accessLog
         self.state = Mutex(ServerState(upstreams: UpstreamTable(targets: [:]), limits: limits))
         var contexts: [LoopContext] = []
@@ -73,7 +76,10 @@ package final class GatewayServer: Sendable {
         let (table, retired) = try UpstreamTable.make(upstreams: upstreams, loops: self.group.loops, previous: previous)
         self.state.withLock { state in
             state.upstreams = table
-            if let limits { state.limits = limits }
+            if let limits {
+                state.limits = limits
+                self.bodyBudget.setLimit(limits.maxBufferedBodyBytes)
+            }
             for context in state.contexts.values {
                 context.replace(upstreams: table, limits: state.limits)
             }

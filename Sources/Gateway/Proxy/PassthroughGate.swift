@@ -30,7 +30,9 @@ package struct PassthroughGate: RequestGate {
         guard classification.upstream != nil else {
             completion(
                 .respond(
-                    .jsonError(status: 404, code: "no_route", message: "no route matches \(head.method) \(head.path)"),
+                    .jsonError(
+                        status: 404, code: "no_route",
+                        message: "no route matches \(head.answeredMethod) \(head.path)"),
                     GateLogInfo(verdict: "no_route")))
             return
         }

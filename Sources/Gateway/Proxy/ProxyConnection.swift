@@ -26,6 +26,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// How long a closing connection reads and discards what the client still sends.
     static let lingerNanoseconds: UInt64 = 2_000_000_000
     static let continueBytes: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+    /// `requestHeadBytes` keeps its capacity between requests up to this (a head, not a body).
+    static let retainedHeadBytesCapacity = 64 * 1024
 
     let fd: Int32
     let loop: EventLoop
@@ -79,6 +81,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) private var requestInfo: HTTPRequestInfo?
     @exclusivity(unchecked) private var classification: GateClassification?
     @exclusivity(unchecked) private var bufferedBody: [UInt8]?
+    /// What the buffered body holds of `server.bodyBudget`: taken before the bytes are
+    /// buffered, returned when the request is finished or the connection closes (until then
+    /// the body is kept, in `bufferedBody` or `requestHeadBytes`, for `decide` and a retry).
+    @exclusivity(unchecked) private var bodyReservation = BufferedBodyBudget.Reservation()
     /// The parser still owes the `.end` of a request without body.
     @exclusivity(unchecked) private var parserOwesEnd = false
     @exclusivity(unchecked) private var decisionSerial = 0
@@ -166,7 +172,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if (timer == .upstreamConnect || timer == .upstreamResponse) && (phase == .connecting || phase == .exchanging) {
             self.countUpstreamError(.timeout)
         }
-        switch self.machine.timerExpired() {
+        let now = self.loop.now
+        if self.machine.expiredTimer(at: now) == .bufferedBody { self.bufferedBodyTimedOut() }
+        switch self.machine.timerExpired(at: now) {
         case .closeQuietly:
             self.close("keep-alive or header timer")
             return
@@ -253,7 +261,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         switch kind {
         case .keepAliveIdle: after = timeouts.keepAliveIdle
         case .headerRead: after = timeouts.headerRead
-        case .bodyReadIdle: after = timeouts.bodyReadIdle
+        case .bodyReadIdle, .bufferedBody:
+            // A buffered body's total deadline may come first (`limits.buffered_body_timeout`).
+            self.loop.setDeadline(
+                token: self.token, after: self.machine.timerDelay(configured: timeouts.bodyReadIdle, now: self.loop.now)
+            )
+            return
         case .upstreamConnect: after = self.target?.connectTimeoutNanoseconds ?? timeouts.upstreamConnect
         case .upstreamResponse: after = self.target?.responseTimeoutNanoseconds ?? timeouts.upstreamResponse
         }
@@ -428,6 +441,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
+        assert(self.bodyReservation.bytes == 0, "the previous request's body reservation was not released")
         self.requestStart = SystemCalls.monotonicNanoseconds()
         self.upstreamStart = 0
         self.refreshSnapshot()
@@ -442,7 +456,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(
             method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
-            expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo)
+            expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
+            bufferedBodyDeadline: classification.bufferBodyUpTo == nil
+                ? nil : self.requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds)
         switch action {
         case .decide:
             self.callDecide(body: nil)
@@ -450,7 +466,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.callDecide(body: [])
         case .bufferBody(let sendContinue):
             var body: [UInt8] = []
-            if case .contentLength(let length) = info.framing { body.reserveCapacity(Int(length)) }
+            if case .contentLength(let length) = info.framing {
+                // The whole declared body at once: it is allocated at once too.
+                guard self.reserveBody(Int(length)) else { return }
+                body.reserveCapacity(Int(length))
+            }
             self.bufferedBody = body
             if sendContinue { self.queueClientBytes(Self.continueBytes) }
         case .reject(let status, let code, let message):
@@ -463,8 +483,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func requestBodyReceived(_ bytes: UnsafeRawBufferPointer) {
         switch self.machine.phase {
         case .bufferingBody:
+            // A chunked body reserves as it arrives (beyond the route's cap 413 comes first).
+            let total = (self.bufferedBody?.count ?? 0) + bytes.count
+            if total <= self.machine.bufferCap ?? Int.max {
+                guard self.reserveBody(total) else { return }
+            }
             self.bufferedBody?.append(contentsOf: bytes)
-            let total = self.bufferedBody?.count ?? 0
             if case .reject(let status, let code, let message) = self.machine.bufferedBodyReceived(total: total) {
                 self.bufferedBody = nil
                 self.logInfo = GateLogInfo(verdict: "rejected")
@@ -485,6 +509,53 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         default:
             break
         }
+    }
+
+    /// Grows the body's reservation in the process-wide budget to `total` bytes. When the
+    /// budget cannot, answers 503 `body_budget_exhausted` (the connection closes) and returns false.
+    private func reserveBody(_ total: Int) -> Bool {
+        let budget = self.server.bodyBudget
+        if self.bodyReservation.cover(total, from: budget) { return true }
+        self.server.metrics.bodyBudgetRejections.increment()
+        if let suppressed = budget.logThrottle.admit() {
+            Log.warning(
+                "body_budget_exhausted",
+                [
+                    ("route", self.classification?.routeName ?? "-"), ("body_bytes", String(total)),
+                    ("buffered_bytes", String(budget.inUse)), ("max_buffered_body_bytes", String(budget.limit)),
+                    ("suppressed", String(suppressed)),
+                ])
+        }
+        guard case .reject(let status, let code, let message) = self.machine.bodyBudgetExhausted() else { return false }
+        self.bufferedBody = nil
+        self.logInfo = GateLogInfo(verdict: "rejected")
+        var response = LocalResponse.jsonError(status: status, code: code, message: message)
+        response.headers.add(name: "Retry-After", value: "1")
+        self.queueLocalResponse(response, keepAlive: false)
+        self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        return false
+    }
+
+    /// A buffered body missed `limits.buffered_body_timeout`: counted and logged (at most one
+    /// line a second) with the route and how much of the body had arrived; the 408 follows.
+    private func bufferedBodyTimedOut() {
+        let route = self.classification?.routeName ?? "-"
+        self.server.metrics.bufferedBodyTimeouts.labels(route).increment()
+        guard let suppressed = self.server.bodyBudget.timeoutLogThrottle.admit() else { return }
+        var declared = "-"
+        switch self.requestInfo?.framing {
+        case .contentLength(let length): declared = String(length)
+        case .chunked: declared = "chunked"
+        case .some(.none), nil: break
+        }
+        Log.warning(
+            "buffered_body_timeout",
+            [
+                ("route", route), ("client", self.peerAddress),
+                ("body_bytes_received", String(self.bufferedBody?.count ?? 0)), ("body_bytes_declared", declared),
+                ("buffered_body_timeout", PolicyValues.format(self.snapshot.limits.bufferedBodyTimeout)),
+                ("suppressed", String(suppressed)),
+            ])
     }
 
     private func requestEnded(trailers: HTTPHeaders?) {
@@ -536,9 +607,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.isInsideDecide = true
         self.synchronousDecision = nil
         self.snapshot.gate.decide(head, body: body, classification: classification) { [self] decision in
-            // A gate that completes at once, on this queue, inside `decide`: no hop.
-            if self.loop.inLoop && self.isInsideDecide && self.decisionSerial == serial {
-                self.synchronousDecision = decision
+            if self.loop.inLoop {
+                // A gate that completes at once, inside `decide`: handled when it returns.
+                if self.isInsideDecide && self.decisionSerial == serial {
+                    self.synchronousDecision = decision
+                    return
+                }
+                // Completed later on this loop (the loop's own Redis connection): no hop.
+                self.decisionArrived(decision, serial: serial)
                 return
             }
             self.loop.execute { self.decisionArrived(decision, serial: serial) }
@@ -852,9 +928,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     private func queueLocalResponse(_ response: LocalResponse, keepAlive: Bool) {
         self.responseStatus = response.status
         var bytes = self.takeScratchBytes()
-        let body = self.head?.method == "HEAD" ? [] : response.body
+        // HEAD: the Content-Length a GET would get, no body (RFC 9110 9.3.2).
         HTTPSerializer.writeLocalResponse(
-            status: response.status, headers: response.headers, body: body, keepAlive: keepAlive, into: &bytes)
+            status: response.status, headers: response.headers, body: response.body, keepAlive: keepAlive,
+            omitBody: self.head?.method == "HEAD", into: &bytes)
         self.queueClientBytes(bytes)
         self.returnScratchBytes(bytes)
     }
@@ -923,6 +1000,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.requestInfo = nil
         self.classification = nil
         self.bufferedBody = nil
+        if self.bodyReservation.bytes > 0 { self.bodyReservation.release(to: self.server.bodyBudget) }
+        // A buffered body went out through these bytes: do not keep its capacity for the
+        // connection's lifetime (it is outside the budget once released).
+        if self.requestHeadBytes.capacity > Self.retainedHeadBytesCapacity { self.requestHeadBytes = [] }
         self.logInfo = nil
         self.target = nil
         self.requestStart = 0
@@ -1011,6 +1092,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             upstream.pool.release(upstream, reusable: false)
         }
         self.cancelWaiting()
+        self.bufferedBody = nil
+        self.bodyReservation.release(to: self.server.bodyBudget)
         self.machine.closed()
         self.loop.deregister(fd: self.fd, token: self.token)
         SystemCalls.close(self.fd)

@@ -35,6 +35,10 @@ package struct ProxyConnectionStateMachine: Sendable {
         case headerRead
         /// The client pauses while sending a body: 408 (or abort once a response started).
         case bodyReadIdle
+        /// A buffered body is not complete by its deadline (`limits.buffered_body_timeout` after
+        /// its head): 408. Runs as `bodyReadIdle`, armed for the earlier of the two
+        /// (`timerDelay`); `expiredTimer(at:)` tells which one fired.
+        case bufferedBody
         /// Waiting for an upstream connection: 504.
         case upstreamConnect
         /// Waiting for the gate or the upstream's response: 504 (abort once it started).
@@ -119,6 +123,9 @@ package struct ProxyConnectionStateMachine: Sendable {
     package private(set) var expectsContinue = false
     package private(set) var continueSent = false
     package private(set) var bufferCap: Int?
+    /// Monotonic time (ns) by which the buffered body must be complete; it counts only in
+    /// `.bufferingBody` (nil: no total deadline, e.g. the body is streamed).
+    package private(set) var bufferedBodyDeadline: UInt64?
     package private(set) var bufferedBytes = 0
     package private(set) var isIdempotent = false
     package private(set) var retried = false
@@ -132,6 +139,7 @@ package struct ProxyConnectionStateMachine: Sendable {
     package var timer: Timer? {
         switch self.phase {
         case .idle: return self.headStarted || self.requestCount == 0 ? .headerRead : .keepAliveIdle
+        // The total deadline of a buffered body shortens this timer (`timerDelay`).
         case .bufferingBody: return .bodyReadIdle
         case .deciding: return .upstreamResponse
         case .connecting: return .upstreamConnect
@@ -160,7 +168,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         framing: RequestBodyFraming,
         keepAlive: Bool,
         expectsContinue: Bool,
-        bufferBodyUpTo cap: Int?
+        bufferBodyUpTo cap: Int?,
+        bufferedBodyDeadline: UInt64? = nil
     ) -> HeadAction {
         precondition(self.phase == .idle, "head in phase \(self.phase)")
         self.requestCount += 1
@@ -173,6 +182,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         self.expectsContinue = expectsContinue && !hasNoBody
         self.continueSent = false
         self.bufferCap = cap
+        self.bufferedBodyDeadline = cap == nil || hasNoBody ? nil : bufferedBodyDeadline
         self.bufferedBytes = 0
         self.retried = false
         self.isIdempotent = Self.isIdempotent(method)
@@ -211,6 +221,19 @@ package struct ProxyConnectionStateMachine: Sendable {
                 message: "request body exceeds the route's limit of \(cap) bytes")
         }
         return .keepReading
+    }
+
+    /// The process-wide budget for buffered bodies (`limits.max_buffered_body_bytes`) cannot
+    /// hold this body (reserved whole for a Content-Length, as it arrives when chunked): 503
+    /// without reading the rest, then close, as for 413. No `100 Continue` goes out first.
+    package mutating func bodyBudgetExhausted() -> BodyAction {
+        precondition(self.phase == .bufferingBody, "body budget in phase \(self.phase)")
+        self.clientKeepAlive = false
+        self.continueSent = false
+        self.phase = .respondingLocally
+        return .reject(
+            status: 503, code: "body_budget_exhausted",
+            message: "the gateway is holding too many request bodies; retry later")
     }
 
     /// The parser reported the end of the request (body complete).
@@ -339,8 +362,26 @@ package struct ProxyConnectionStateMachine: Sendable {
         self.phase = keepAlive ? .idle : .closing
     }
 
-    package mutating func timerExpired() -> TimeoutAction {
-        switch self.timer {
+    /// How long from `now` the connection's timer runs, given `configured`, the duration set
+    /// for `timer`. While a body is buffered: the earlier of the idle timeout and what is left
+    /// of its total deadline (0 once that has passed).
+    package func timerDelay(configured: UInt64, now: UInt64) -> UInt64 {
+        guard self.phase == .bufferingBody, let deadline = self.bufferedBodyDeadline else { return configured }
+        return deadline > now ? min(configured, deadline - now) : 0
+    }
+
+    /// The timeout that fired at `now`: `timer`, or `.bufferedBody` when a buffered body's
+    /// total deadline has passed.
+    package func expiredTimer(at now: UInt64) -> Timer? {
+        if self.phase == .bufferingBody, let deadline = self.bufferedBodyDeadline, deadline <= now {
+            return .bufferedBody
+        }
+        return self.timer
+    }
+
+    /// The timer fired at `now` (monotonic ns, the clock of `bufferedBodyDeadline`).
+    package mutating func timerExpired(at now: UInt64) -> TimeoutAction {
+        switch self.expiredTimer(at: now) {
         case .keepAliveIdle, nil:
             self.phase = .closing
             return .closeQuietly
@@ -358,6 +399,13 @@ package struct ProxyConnectionStateMachine: Sendable {
             }
             self.phase = .closing
             return .respond(status: 408, code: "request_timeout", message: "the request body did not arrive in time")
+        case .bufferedBody:
+            // Only in `.bufferingBody`: nothing was answered yet.
+            self.clientKeepAlive = false
+            self.phase = .closing
+            return .respond(
+                status: 408, code: "request_timeout",
+                message: "the request body did not arrive within the time allowed for it")
         case .upstreamConnect, .upstreamResponse:
             if self.responseStarted {
                 self.phase = .closing

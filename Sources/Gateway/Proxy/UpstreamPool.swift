@@ -311,6 +311,8 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     func becomeIdle() {
         self.lessee = nil
         self.state = .idle
+        // A buffered request body was copied into `output`: keep a head's worth, not the body's.
+        self.output.shrink(toCapacity: 64 * 1024)
         self.pool.loop.setDeadline(token: self.token, after: nil)
     }
 

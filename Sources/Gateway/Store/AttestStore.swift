@@ -2,11 +2,12 @@ package import Foundation
 
 /// Shared state of the gateway: challenges, attested keys and their counters.
 ///
-/// Every method is asynchronous and never blocks the caller: `completion` runs
-/// later on the store's own queue (callers hop back to their queue). Every call
-/// completes exactly once, with `.failure(StoreError)` on timeout, disconnect or
-/// a bad reply. Implementations: `RedisStore` (shared, production) and
-/// `MemoryStore` (tests, `store: memory` single node); one conformance suite.
+/// Every method is asynchronous and never blocks the caller. Every call completes exactly
+/// once, with `.failure(StoreError)` on timeout, disconnect or a bad reply. Where the
+/// completion runs depends on the store, so callers must not assume a queue: `RedisStore`
+/// completes on the calling event loop's queue when called from one (else on its own queue);
+/// `MemoryStore` completes at once, inside the call. Implementations: `RedisStore` (shared,
+/// production) and `MemoryStore` (tests, `store: memory` single node); one conformance suite.
 package protocol AttestStore: AnyObject, Sendable {
     /// Stores a fresh challenge for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
     /// Completes `false` if the challenge already existed (caller retries with a new one).

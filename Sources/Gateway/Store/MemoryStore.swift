@@ -4,10 +4,10 @@ import Synchronization
 /// `AttestStore` in process memory: for tests and a single development node
 /// (`store: memory`). Same semantics as `RedisStore`: challenges expire after their TTL
 /// and are consumed once, `attested_at` keeps whole seconds, the counter advance is one
-/// atomic compare-and-set. Thread-safe (one `Mutex`, never held across a callback);
-/// completions run asynchronously on `queue`, exactly once each.
+/// atomic compare-and-set. Thread-safe (one `Mutex`, never held across a callback).
+/// Completions run at once, on the caller's thread, exactly once each: there is no I/O to
+/// wait for, so a request verified on an event loop stays on it.
 package final class MemoryStore: AttestStore {
-    package let queue: DispatchQueue
     private let clock: @Sendable () -> ContinuousClock.Instant
     private let state = Mutex(State())
 
@@ -21,16 +21,12 @@ package final class MemoryStore: AttestStore {
     private static let purgeInterval = 1024
 
     /// - Parameter clock: injectable for tests of challenge expiry.
-    package init(
-        label: String = "attest-gateway.memory-store",
-        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
-    ) {
-        self.queue = DispatchQueue(label: label)
+    package init(clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
         self.clock = clock
     }
 
     private func complete<T: Sendable>(_ completion: @escaping @Sendable (Result<T, StoreError>) -> Void, _ value: T) {
-        self.queue.async { completion(.success(value)) }
+        completion(.success(value))
     }
 
     package func putChallenge(
@@ -110,6 +106,6 @@ package final class MemoryStore: AttestStore {
     }
 
     package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        self.queue.async { completion(.success(())) }
+        completion(.success(()))
     }
 }

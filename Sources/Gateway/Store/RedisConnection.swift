@@ -5,9 +5,12 @@ import Glibc
 /// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
 /// number of commands in flight and automatic reconnects.
 ///
-/// - Queue: all state lives on `queue` (serial, owned by the connection). `send` may be
-///   called from any queue; it hops to `queue`. Every completion runs on `queue`, exactly
-///   once. Completions should return quickly (hop to your own queue for real work).
+/// - Queue: all state lives on `queue`: the connection's own serial queue, or an event loop's
+///   (then the loop's epoll also drives the socket), so that a request verified on that loop
+///   never changes thread.
+///   `send` may be called from any queue; called on `queue` it runs at once, else it hops to
+///   `queue`. Every completion runs on `queue`, exactly once, never inside `send` unless the
+///   command fails at once (unavailable, overloaded).
 /// - Pipelining: commands are written as they come, many in flight; Redis answers in order.
 /// - Timeouts: each command completes with `StoreError.timeout` after
 ///   `configuration.commandTimeout`. Its reply, if it comes later, is dropped (replies are
@@ -30,6 +33,10 @@ package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
     package let queue: DispatchQueue
+    /// The event loop whose queue and epoll the connection uses, if any.
+    private let loop: EventLoop?
+    /// Names the connection in logs (`connection` field): the store has one per event loop.
+    package let label: String
     private let scripts: [RedisScript]
     /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
     package let counters = RedisConnectionCounters()
@@ -53,12 +60,17 @@ package final class RedisConnection: @unchecked Sendable {
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
     private var hasBeenReady = false
+    /// Set on `queue`: tells `send` that its caller already runs there.
+    private let onQueueKey = DispatchSpecificKey<Bool>()
 
+    /// - Parameter loop: the event loop to live on: its queue, and its epoll drives the socket
+    ///   (`RedisContextDriver`); nil creates a queue named `label` and uses Dispatch sources.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         scripts: [RedisScript] = [],
-        label: String = "attest-gateway.redis"
+        label: String = "attest-gateway.redis",
+        loop: EventLoop? = nil
     ) {
         ignoreSIGPIPEOnce()
         self.url = url
@@ -67,7 +79,10 @@ package final class RedisConnection: @unchecked Sendable {
         configuration.staleConnectionTimeout = max(configuration.staleConnectionTimeout, configuration.commandTimeout)
         self.configuration = configuration
         self.scripts = scripts
-        self.queue = DispatchQueue(label: label)
+        self.label = label
+        self.loop = loop
+        self.queue = loop?.queue ?? DispatchQueue(label: label)
+        self.queue.setSpecific(key: self.onQueueKey, value: true)
         self.backoff = ReconnectBackoff(
             initial: configuration.reconnectBackoffInitial,
             maximum: configuration.reconnectBackoffMaximum
@@ -76,7 +91,11 @@ package final class RedisConnection: @unchecked Sendable {
 
     deinit {
         self.timer?.cancel()
+        self.queue.setSpecific(key: self.onQueueKey, value: nil)
     }
+
+    /// True when the caller runs on `queue`.
+    private var isOnQueue: Bool { DispatchQueue.getSpecific(key: self.onQueueKey) == true }
 
     /// Starts connecting (asynchronously).
     package func start() {
@@ -100,7 +119,11 @@ package final class RedisConnection: @unchecked Sendable {
     /// `.success(.error)`: the caller decides what it means) or a `StoreError`.
     package func send(_ arguments: [[UInt8]], completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void)
     {
-        self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
+        if self.isOnQueue {
+            self.sendOnQueue(arguments, completion: completion)
+        } else {
+            self.queue.async { [self] in self.sendOnQueue(arguments, completion: completion) }
+        }
     }
 
     /// `EVALSHA`; on `NOSCRIPT` (script cache flushed, failover) loads the script and
@@ -118,7 +141,9 @@ package final class RedisConnection: @unchecked Sendable {
                 completion(result)
                 return
             }
-            Log.warning("redis_script_reloaded", [("redis", self.url.description), ("sha1", script.sha1)])
+            Log.warning(
+                "redis_script_reloaded",
+                [("redis", self.url.description), ("connection", self.label), ("sha1", script.sha1)])
             self.sendOnQueue([Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]) { _ in }
             self.sendOnQueue(command, completion: completion)
         }
@@ -181,7 +206,9 @@ package final class RedisConnection: @unchecked Sendable {
             // Replies come in order: this is the oldest tracked command in flight.
             if let first = self.pending.popFirst(), first.element !== command {
                 // Our invariant broke (never seen): fail safe rather than mismatch replies.
-                Log.error("redis_reply_order_violated", [("redis", self.url.description), ("command", command.name)])
+                Log.error(
+                    "redis_reply_order_violated",
+                    [("redis", self.url.description), ("connection", self.label), ("command", command.name)])
                 first.element.finish(.connectionClosed("redis \(self.url): reply order lost"), timeout: .zero)
                 driver.close(reason: "redis \(self.url): reply order lost, connection reset")
             }
@@ -219,6 +246,7 @@ package final class RedisConnection: @unchecked Sendable {
                 context: context,
                 endpoint: endpoint,
                 queue: self.queue,
+                loop: self.loop,
                 counters: self.counters
             )
         else {
@@ -297,7 +325,7 @@ package final class RedisConnection: @unchecked Sendable {
                 self.hasLoggedOutage = false
                 self.hasBeenReady = true
                 if self.configuration.logsConnectionEvents {
-                    Log.info("redis_connected", [("redis", self.url.description)])
+                    Log.info("redis_connected", [("redis", self.url.description), ("connection", self.label)])
                 }
             }
             self.rearmTimer()
@@ -316,7 +344,9 @@ package final class RedisConnection: @unchecked Sendable {
             self.counters.setReady(false)
             self.failLeftovers(reason)
             if self.configuration.logsConnectionEvents {
-                Log.warning("redis_connection_lost", [("redis", self.url.description), ("reason", reason)])
+                Log.warning(
+                    "redis_connection_lost",
+                    [("redis", self.url.description), ("connection", self.label), ("reason", reason)])
             }
             self.hasLoggedOutage = true
             // Reconnect at once; commands wait on that attempt.
@@ -340,7 +370,9 @@ package final class RedisConnection: @unchecked Sendable {
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
             if self.configuration.logsConnectionEvents {
-                Log.warning("redis_unavailable", [("redis", self.url.description), ("reason", reason)])
+                Log.warning(
+                    "redis_unavailable",
+                    [("redis", self.url.description), ("connection", self.label), ("reason", reason)])
             }
         }
         self.state = .waiting(reason: reason)

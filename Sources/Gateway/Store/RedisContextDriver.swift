@@ -25,9 +25,22 @@ import Glibc
 /// one `write`. Only when hiredis cannot write everything (or the connect is in progress)
 /// does a `DispatchSourceWrite` wait for the socket.
 ///
+/// With an `EventLoop` (the connection lives on a loop's queue), the socket is registered in
+/// that loop's epoll instead (level-triggered: hiredis reads at most 16 KiB a call and cannot
+/// say whether it drained the socket), for the driver's life: replies are read in the same
+/// batches as the loop's client and upstream sockets, with no Dispatch source to re-arm and no
+/// wake-up of libdispatch's manager thread per reply. `EPOLLOUT` is asked for only while
+/// hiredis has output it could not write (or the connect is in progress), as with the sources.
+///
 /// Confined to `queue` (the owning `RedisConnection`'s queue).
 final class RedisContextDriver: @unchecked Sendable {
     let queue: DispatchQueue
+    /// The loop whose epoll drives the socket; nil: Dispatch sources on `queue`.
+    private let loop: EventLoop?
+    /// The loop registration (loop mode), and whether it asks for EPOLLOUT.
+    private var loopToken: UInt64?
+    private var watchesWritable = false
+    private var wantsRead = false
     /// `host:port` or the socket path, for messages.
     let endpoint: String
     weak var connection: RedisConnection?
@@ -49,9 +62,11 @@ final class RedisContextDriver: @unchecked Sendable {
         context: UnsafeMutablePointer<redisAsyncContext>,
         endpoint: String,
         queue: DispatchQueue,
+        loop: EventLoop? = nil,
         counters: RedisConnectionCounters
     ) {
         self.queue = queue
+        self.loop = loop
         self.endpoint = endpoint
         // hiredis 0.14 opens its socket without SOCK_CLOEXEC.
         _ = fcntl(context.pointee.c.fd, F_SETFD, FD_CLOEXEC)
@@ -170,6 +185,11 @@ final class RedisContextDriver: @unchecked Sendable {
     // MARK: - Adapter hooks (hiredis calls these on the queue, from inside its own calls)
 
     private func addRead() {
+        if self.loop != nil {
+            self.wantsRead = true
+            self.registerInLoop()
+            return
+        }
         guard self.readSource == nil else { return }
         let source = DispatchSource.makeReadSource(fileDescriptor: self.descriptor.value, queue: self.queue)
         source.setEventHandler { [self] in
@@ -182,15 +202,16 @@ final class RedisContextDriver: @unchecked Sendable {
     }
 
     private func delRead() {
+        self.wantsRead = false
         self.readSource?.cancel()
         self.readSource = nil
     }
 
     private func addWrite() {
         self.wantsWrite = true
-        if self.writeSource != nil || self.isFlushScheduled || self.isWriting { return }
+        if self.writeSource != nil || self.watchesWritable || self.isFlushScheduled || self.isWriting { return }
         if !self.isSocketConnected {
-            self.makeWriteSource()
+            self.waitForWritable()
             return
         }
         self.isFlushScheduled = true
@@ -204,6 +225,7 @@ final class RedisContextDriver: @unchecked Sendable {
         self.wantsWrite = false
         self.writeSource?.cancel()
         self.writeSource = nil
+        self.setWatchesWritable(false)
     }
 
     private func performWrite() {
@@ -212,9 +234,50 @@ final class RedisContextDriver: @unchecked Sendable {
         redisAsyncHandleWrite(context)
         self.isWriting = false
         // Still wanting to write: the socket buffer is full or the connect is in progress.
-        if self.context != nil && self.wantsWrite && self.writeSource == nil {
+        if self.context != nil && self.wantsWrite {
+            self.waitForWritable()
+        } else {
+            self.setWatchesWritable(false)
+        }
+    }
+
+    /// Waits for the socket to become writable: a Dispatch write source, or EPOLLOUT on the loop.
+    private func waitForWritable() {
+        if self.loop != nil {
+            self.registerInLoop()
+            self.setWatchesWritable(true)
+        } else if self.writeSource == nil {
             self.makeWriteSource()
         }
+    }
+
+    // MARK: - Loop mode
+
+    /// Registers the socket in the loop's epoll once (read interest always; hiredis' delRead
+    /// only precedes the context's end, when the registration goes).
+    private func registerInLoop() {
+        guard let loop = self.loop, self.loopToken == nil, self.context != nil else { return }
+        do {
+            self.loopToken = try loop.register(
+                fd: self.descriptor.value, handler: self, writable: false, levelTriggered: true)
+        } catch {
+            // Out of memory in the kernel: this connection cannot work; hiredis completes every
+            // command and reconnects.
+            self.close(reason: "redis \(self.endpoint): cannot watch the socket: \(error)")
+        }
+    }
+
+    private func setWatchesWritable(_ watches: Bool) {
+        guard let loop = self.loop, let token = self.loopToken, watches != self.watchesWritable else { return }
+        self.watchesWritable = watches
+        loop.setWritableInterest(fd: self.descriptor.value, token: token, watches)
+    }
+
+    private func unregisterFromLoop() {
+        guard let loop = self.loop, let token = self.loopToken else { return }
+        self.loopToken = nil
+        self.watchesWritable = false
+        loop.deregister(fd: self.descriptor.value, token: token)
     }
 
     private func makeWriteSource() {
@@ -231,6 +294,7 @@ final class RedisContextDriver: @unchecked Sendable {
         self.context = nil
         self.delRead()
         self.delWrite()
+        self.unregisterFromLoop()
         self.connection?.contextDidClose(self, reason: reason)
     }
 }
@@ -268,3 +332,24 @@ private let redisReplyCallback:
             command.finish(outcome, timeout: .zero)
         }
     }
+
+extension RedisContextDriver: EventHandler {
+    /// Loop mode: readiness of the socket. Reads first (a reply may complete a command whose
+    /// completion sends more), then writes; hiredis handles a connect still in progress and a
+    /// closed or failed socket in either call, ending in `ev.cleanup` when the context is done.
+    func handleEvents(_ events: UInt32) {
+        // A hang-up or an error is always read: hiredis then sees the end and disconnects
+        // (level-triggered, it would otherwise be reported again and again).
+        let failed = events & (EventLoop.hangup | EventLoop.error) != 0
+        let readable = events & EventLoop.readable != 0 && (self.wantsRead || !self.isSocketConnected)
+        if failed || readable, let context = self.context {
+            redisAsyncHandleRead(context)
+        }
+        if events & (EventLoop.writable | EventLoop.error) != 0, self.watchesWritable, self.context != nil {
+            self.performWrite()
+        }
+    }
+
+    /// No deadlines: the connection's timer owns command and connect timeouts.
+    func handleDeadline() {}
+}

@@ -1,4 +1,5 @@
 package import Foundation
+import Synchronization
 
 /// `AttestStore` on Redis: shared by every gateway instance.
 ///
@@ -10,35 +11,84 @@ package import Foundation
 ///   `status` (`active` | `revoked`). Created, advanced and revoked by Lua scripts (EVALSHA),
 ///   so each is one atomic step on the server, whatever the number of gateways.
 ///
-/// Completions run on `queue` (the connection's queue), exactly once each.
+/// Connections: one per event loop it is given (`loopQueues`), living on that loop's queue,
+/// plus one on its own queue for every other caller (CLI, tests, work off the loops). A call
+/// made on a loop's queue goes out on that loop's connection and completes on that queue:
+/// a verified request never changes thread, which costs ~50 µs a request in hand-offs
+/// otherwise (BENCHMARKS.md, "Enforced route"). Every call completes exactly once, on the
+/// queue of the connection that carried it.
 package final class RedisStore: AttestStore {
+    /// The connection for callers that are not on a loop queue (and the one tests inspect).
     package let connection: RedisConnection
+    /// `loopConnections[i]` lives on the i-th loop given to `init`.
+    private let loopConnections: [RedisConnection]
+    /// Set on each loop queue to its index in `loopConnections`.
+    private let loopIndexKey = DispatchSpecificKey<Int>()
 
-    /// The queue every completion runs on.
+    /// The queue completions of calls from elsewhere than the loops run on.
     package var queue: DispatchQueue { self.connection.queue }
 
-    /// Connected, authenticated and scripts loaded (for `/readyz` without a round trip).
-    package var isReady: Bool { self.connection.counters.isReady }
+    /// Every connection: the shared one first, then one per loop.
+    package var connections: [RedisConnection] { [self.connection] + self.loopConnections }
+
+    /// Every connection connected, authenticated and scripts loaded (for `/readyz` without a
+    /// round trip).
+    package var isReady: Bool { self.connections.allSatisfy { $0.counters.isReady } }
 
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
     /// for the first attempt.
+    ///
+    /// - Parameter loops: the event loops that call the store; each gets a connection of its
+    ///   own, on its queue and driven by its epoll.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
-        label: String = "attest-gateway.redis"
+        label: String = "attest-gateway.redis",
+        loops: [EventLoop] = []
     ) {
         self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
-        self.connection.start()
+        self.loopConnections = loops.enumerated().map { index, loop in
+            RedisConnection(
+                url: url, configuration: configuration, scripts: Self.scripts, label: "\(label).loop\(index)",
+                loop: loop)
+        }
+        for (index, loop) in loops.enumerated() {
+            loop.queue.setSpecific(key: self.loopIndexKey, value: index)
+        }
+        for connection in self.connections {
+            connection.start()
+        }
     }
 
     deinit {
-        self.connection.close()
+        for connection in self.loopConnections {
+            connection.queue.setSpecific(key: self.loopIndexKey, value: nil)
+        }
+        for connection in self.connections {
+            connection.close()
+        }
     }
 
-    /// Closes the connection (last step of a graceful shutdown); commands still in flight and
-    /// later calls complete with `StoreError.unavailable`. `completion` runs on `queue` when done.
+    /// Closes every connection (last step of a graceful shutdown); commands still in flight and
+    /// later calls complete with `StoreError.unavailable`. `completion` runs on `queue` once all
+    /// are closed.
     package func close(completion: (@Sendable () -> Void)? = nil) {
-        self.connection.close(completion: completion)
+        let group = DispatchGroup()
+        for connection in self.connections {
+            group.enter()
+            connection.close { group.leave() }
+        }
+        if let completion {
+            group.notify(queue: self.queue, execute: completion)
+        }
+    }
+
+    /// The caller's loop connection when it runs on a loop queue, else the shared one.
+    private var callerConnection: RedisConnection {
+        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopConnections.count {
+            return self.loopConnections[index]
+        }
+        return self.connection
     }
 
     // MARK: - Layout
@@ -91,7 +141,7 @@ package final class RedisStore: AttestStore {
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         let ttl = max(1, ttlSeconds)
-        self.connection.send([
+        self.callerConnection.send([
             Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
             Self.bytes("NX"),
         ]) {
@@ -111,7 +161,7 @@ package final class RedisStore: AttestStore {
         _ challenge: String,
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
-        self.connection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
+        self.callerConnection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
             completion(
                 Self.interpret($0, command: "GETDEL") { reply in
                     switch reply {
@@ -137,7 +187,9 @@ package final class RedisStore: AttestStore {
             Self.bytes(String(Self.unixSeconds(record.attestedAt))),
             Self.bytes(record.status.rawValue),
         ]
-        self.connection.evaluate(Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments) {
+        self.callerConnection.evaluate(
+            Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
+        ) {
             completion(
                 Self.interpret($0, command: "EVALSHA create_key") { reply in
                     switch reply {
@@ -151,7 +203,7 @@ package final class RedisStore: AttestStore {
     }
 
     package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
-        self.connection.send([Self.bytes("HGETALL"), Self.keyRecordKey(keyID)]) { result in
+        self.callerConnection.send([Self.bytes("HGETALL"), Self.keyRecordKey(keyID)]) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
@@ -174,7 +226,7 @@ package final class RedisStore: AttestStore {
         to newCounter: UInt32,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        self.connection.evaluate(
+        self.callerConnection.evaluate(
             Self.advanceCounterScript,
             keys: [Self.keyRecordKey(keyID)],
             arguments: [Self.bytes(String(newCounter))]
@@ -197,7 +249,7 @@ package final class RedisStore: AttestStore {
     }
 
     package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
-        self.connection.evaluate(Self.revokeKeyScript, keys: [Self.keyRecordKey(keyID)], arguments: []) {
+        self.callerConnection.evaluate(Self.revokeKeyScript, keys: [Self.keyRecordKey(keyID)], arguments: []) {
             completion(
                 Self.interpret($0, command: "EVALSHA revoke_key") { reply in
                     switch reply {
@@ -210,14 +262,30 @@ package final class RedisStore: AttestStore {
         }
     }
 
+    /// PING on every connection (the shared one and each loop's): a request can land on any
+    /// loop, so the store is ready only when all of them answer. Completes with the first
+    /// failure, or success once every connection answered.
     package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        self.connection.send([Self.bytes("PING")]) {
-            completion(
-                Self.interpret($0, command: "PING") { reply in
+        let connections = self.connections
+        let outcome = Mutex<(remaining: Int, done: Bool)>((connections.count, false))
+        for connection in connections {
+            connection.send([Self.bytes("PING")]) { reply in
+                let result = Self.interpret(reply, command: "PING") { reply -> Void? in
                     if case .status("PONG") = reply { return () }
                     return nil
                 }
-            )
+                let finish = outcome.withLock { state -> Bool in
+                    guard !state.done else { return false }
+                    state.remaining -= 1
+                    if case .failure = result {
+                        state.done = true
+                        return true
+                    }
+                    state.done = state.remaining == 0
+                    return state.done
+                }
+                if finish { completion(result) }
+            }
         }
     }
 
