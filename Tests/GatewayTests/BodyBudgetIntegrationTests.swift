@@ -158,19 +158,18 @@ import Testing
     @Test func binaryServesThePolicyKeyAndLogsWhy() throws {
         let binary = try ProxyIntegrationTests.gatewayBinary()
         let upstream = try UpstreamProcess()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("body-budget-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, policy) = try ProxyIntegrationTests.temporaryPolicy(
+            "body-budget",
+            """
+            listen: 127.0.0.1:\(try ProxyIntegrationTests.unusedPort())
+            store: memory
+            app_ids: ["ABCDE12345.com.example.app"]
+            limits: { max_buffered_body_bytes: 1KiB }
+            upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
+            routes:
+              - { name: protected, match: { path_prefix: / }, upstream: api, mode: enforce, max_body_bytes: 4KiB }
+            """)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let policy = directory.appendingPathComponent("policy.yaml")
-        try """
-        listen: 127.0.0.1:\(try ProxyIntegrationTests.unusedPort())
-        store: memory
-        app_ids: ["ABCDE12345.com.example.app"]
-        limits: { max_buffered_body_bytes: 1KiB }
-        upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
-        routes:
-          - { name: protected, match: { path_prefix: / }, upstream: api, mode: enforce, max_body_bytes: 4KiB }
-        """.write(to: policy, atomically: true, encoding: .utf8)
         let (process, stderr) = ProxyIntegrationTests.serveProcess(binary: binary, policy: policy)
         // check-config shows the effective budget and warns about the route's larger cap.
         let check = Process()

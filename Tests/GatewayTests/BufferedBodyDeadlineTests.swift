@@ -409,19 +409,18 @@ import Testing
     @Test func binaryAnswers408AndLogsTheRouteAndBytes() throws {
         let binary = try ProxyIntegrationTests.gatewayBinary()
         let upstream = try UpstreamProcess()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("body-deadline-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let (directory, policy) = try ProxyIntegrationTests.temporaryPolicy(
+            "body-deadline",
+            """
+            listen: 127.0.0.1:\(try ProxyIntegrationTests.unusedPort())
+            store: memory
+            app_ids: ["ABCDE12345.com.example.app"]
+            limits: { buffered_body_timeout: 1s }
+            upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
+            routes:
+              - { name: uploads, match: { path_prefix: / }, upstream: api, mode: enforce }
+            """)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let policy = directory.appendingPathComponent("policy.yaml")
-        try """
-        listen: 127.0.0.1:\(try ProxyIntegrationTests.unusedPort())
-        store: memory
-        app_ids: ["ABCDE12345.com.example.app"]
-        limits: { buffered_body_timeout: 1s }
-        upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
-        routes:
-          - { name: uploads, match: { path_prefix: / }, upstream: api, mode: enforce }
-        """.write(to: policy, atomically: true, encoding: .utf8)
         let (process, stderr) = ProxyIntegrationTests.serveProcess(binary: binary, policy: policy)
         try process.run()
         defer { BodyBudgetIntegrationTests.stop(process) }

@@ -467,24 +467,23 @@ import Verification
     @Test func sigtermToTheBinaryDrainsInFlightRequestsAndExitsZero() throws {
         let upstream = try UpstreamProcess()
         let binary = try Self.gatewayBinary()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proxy-sigterm-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let policy = directory.appendingPathComponent("policy.yaml")
         let listenPort = try Self.unusedPort()
-        try """
-        listen: 127.0.0.1:\(listenPort)
-        store: memory
-        app_ids: ["ABCDE12345.com.example.app"]
-        limits:
-          shutdown_drain_timeout: 5s
-        upstreams:
-          api: { url: "http://127.0.0.1:\(upstream.port)", max_connections: 8 }
-        routes:
-          - match: { path_prefix: / }
-            upstream: api
-            mode: off
-        """.write(to: policy, atomically: true, encoding: .utf8)
+        let (directory, policy) = try Self.temporaryPolicy(
+            "proxy-sigterm",
+            """
+            listen: 127.0.0.1:\(listenPort)
+            store: memory
+            app_ids: ["ABCDE12345.com.example.app"]
+            limits:
+              shutdown_drain_timeout: 5s
+            upstreams:
+              api: { url: "http://127.0.0.1:\(upstream.port)", max_connections: 8 }
+            routes:
+              - match: { path_prefix: / }
+                upstream: api
+                mode: off
+            """)
+        defer { try? FileManager.default.removeItem(at: directory) }
         let (process, stderr) = Self.serveProcess(binary: binary, policy: policy)
         try process.run()
         defer { if process.isRunning { process.terminate() } }
@@ -546,6 +545,16 @@ import Verification
     }
 
     /// The `attest-gateway` executable built beside this test bundle.
+    /// Writes `text` to `policy.yaml` in a fresh temporary directory named after `name`; the
+    /// caller removes `directory` when done.
+    static func temporaryPolicy(_ name: String, _ text: String) throws -> (directory: URL, policy: URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let policy = directory.appendingPathComponent("policy.yaml")
+        try text.write(to: policy, atomically: true, encoding: .utf8)
+        return (directory, policy)
+    }
+
     /// `attest-gateway serve --config POLICY --no-access-log`, not started yet; its stderr (the
     /// operational log) is the returned pipe.
     static func serveProcess(binary: String, policy: URL) -> (Process, Pipe) {
