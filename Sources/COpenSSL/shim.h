@@ -18,6 +18,7 @@
 #include <openssl/pem.h>
 #include <openssl/bio.h>
 #include <openssl/rand.h>
+#include <openssl/hmac.h>
 #include <openssl/pkcs7.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>

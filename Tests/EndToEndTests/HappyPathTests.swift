@@ -13,14 +13,14 @@ extension EndToEnd {
             let gateway = try world.startGateway("gw", routes: TestRoutes.standard)
             let app = try world.app()
 
-            // Challenge: 200, 43-character base64url, the policy's TTL, not cacheable.
+            // Challenge: 200, 55-character (stateless: version, expiry, nonce, tag) base64url, the policy's TTL, not cacheable.
             let challengeResponse = try gateway.request("POST", "/app-attest/challenge")
             #expect(challengeResponse.status == 200)
             #expect(challengeResponse.header("Content-Type") == "application/json")
             #expect(challengeResponse.header("Cache-Control") == "no-store")
             let challengeJSON = try challengeResponse.json()
             let challenge = try #require(challengeJSON["challenge"] as? String)
-            #expect(challenge.count == 43)
+            #expect(challenge.count == 55)
             #expect(challenge.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
             #expect(challengeJSON["expires_in"] as? Int == 300)
 

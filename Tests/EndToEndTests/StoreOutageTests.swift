@@ -148,7 +148,8 @@ extension EndToEnd {
             #expect(try UpstreamEcho(watched).appHeaders == ["x-app-attest-status": ["unverified; reason=store_error"]])
             let open = try gateway.request("GET", "/public/c")
             #expect(try UpstreamEcho(open).appHeaders == ["x-app-attest-status": ["skipped"]])
-            expectDenied(try gateway.request("POST", "/app-attest/challenge"), 503, "store_error")
+            // Challenges are stateless: still issued while Redis is down (redeeming one is not).
+            #expect(try gateway.request("POST", "/app-attest/challenge").status == 200)
             let notReady = try gateway.admin("/readyz")
             #expect(notReady.status == 503, "\(notReady)")
             #expect((try notReady.json())["status"] as? String == "not_ready")

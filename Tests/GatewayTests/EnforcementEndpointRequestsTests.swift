@@ -70,10 +70,11 @@ import Testing
     }
 
     @Test func challengesAreFreshAndWellFormed() {
-        let challenges = (0..<100).map { _ in AttestGate.makeChallenge() }
+        let tokens = ChallengeTokens(keys: [Array(repeating: 7, count: 32)], ttlSeconds: 300)
+        let challenges = (0..<100).map { _ in tokens.mint(now: 1_800_000_000) }
         #expect(Set(challenges).count == 100)
         for challenge in challenges {
-            #expect(challenge.utf8.count == 43)
+            #expect(challenge.utf8.count == 55)
             #expect(!challenge.contains("="))
             #expect(!challenge.contains("+") && !challenge.contains("/"))
         }

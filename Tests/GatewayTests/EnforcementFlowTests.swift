@@ -74,14 +74,18 @@ struct EnforcementHarness {
         )
     }
 
-    init(environment: EnvironmentPolicy = .production, backing: any AttestStore = MemoryStore()) throws {
+    init(
+        environment: EnvironmentPolicy = .production, backing: any AttestStore = MemoryStore(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws {
         self.backing = backing
         self.store = FaultInjectingStore(wrapping: backing)
         self.gate = try AttestGate(
             policy: Self.policy(environment: environment),
             store: self.store,
             trustRootsPEM: [Self.authority.rootCertificatePEM],
-            metrics: self.metrics
+            metrics: self.metrics,
+            now: now
         )
     }
 
@@ -466,7 +470,7 @@ struct EnforcementHarness {
 
     @Test func expiredChallengeIsRefused() async throws {
         let clock = ManualClock()
-        let h = try EnforcementHarness(backing: MemoryStore(clock: { clock.now() }))
+        let h = try EnforcementHarness(backing: MemoryStore(clock: { clock.now() }), now: { clock.date() })
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         let challenge = try await h.challenge()  // TTL 300 s
@@ -744,11 +748,16 @@ struct EnforcementHarness {
         #expect(h.metrics.snapshot.storeErrors["fetch_key|store_timeout"] == 2)
         #expect(h.metrics.snapshot.storeErrors["advance_counter|store_unavailable"] == 1)
 
-        // Endpoints always fail closed.
+        // Challenges are stateless: issued while the store is down; redeeming one fails closed.
         h.store.set(.fail(StoreError(.unavailable, "down")), for: .putChallenge)
-        let challenge = await runGate(h.gate, request("POST", "/app-attest/challenge")).1
-        #expect(challenge.status == 503)
-        #expect(challenge.errorCode == "store_error")
+        let issued = await runGate(h.gate, request("POST", "/app-attest/challenge")).1
+        #expect(issued.status == 200)
+        let challenge = try #require(issued.json?["challenge"] as? String)
+        let body = try h.attestBody(try SimulatedDevice.generate(), challenge: challenge)
+        let attest = await runGate(h.gate, request("POST", "/app-attest/attest"), body: body).1
+        #expect(attest.status == 503)
+        #expect(attest.errorCode == "store_error")
+        #expect(h.metrics.snapshot.storeErrors["redeem_challenge|store_unavailable"] == 1)
     }
 
     @Test func monitorModeForwardsStoreErrorsUnverified() async throws {
@@ -791,7 +800,10 @@ struct EnforcementHarness {
         let head = request(
             "POST",
             "/v1/upload",
-            headers: [("X-App-Attest-Key-Id", "AA=="), ("X-App-Assertion", "AA==")]
+            headers: [
+                ("X-App-Attest-Key-Id", Data([UInt8](repeating: 7, count: 32)).base64EncodedString()),
+                ("X-App-Assertion", "AA=="),
+            ]
         )
         let (classification, decision, _) = await runGate(h.gate, head, body: [UInt8](repeating: 0x61, count: 1025))
         #expect(classification.bufferBodyUpTo == 1024)
@@ -801,28 +813,68 @@ struct EnforcementHarness {
 }
 
 @Suite struct EnforcementEndpointTests {
-    @Test func challengeEndpointIssuesStoredSingleUseChallenges() async throws {
+    @Test func challengeEndpointIssuesStatelessChallenges() async throws {
         let h = try EnforcementHarness()
         let (classification, decision, _) = await runGate(h.gate, request("POST", "/app-attest/challenge"))
         #expect(classification.upstream == nil)
         #expect(classification.routeName == "_challenge")
+        #expect(classification.bufferBodyUpTo == nil, "the challenge endpoint reads no body")
         #expect(decision.status == 200)
         #expect(decision.localResponse?.headers["Cache-Control"] == "no-store")
         let challenge = try #require(decision.json?["challenge"] as? String)
         #expect(decision.json?["expires_in"] as? Int == 300)
-        // 32 bytes → 43 base64url characters, no padding.
-        #expect(challenge.count == 43)
+        // 41 bytes (version, expiry, nonce, tag) → 55 base64url characters, no padding.
+        #expect(challenge.count == 55)
         #expect(challenge.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
         let second = try await h.challenge()
         #expect(second != challenge)
-        let consumedTwice = await withCheckedContinuation { continuation in
-            h.backing.consumeChallenge(challenge) { first in
-                h.backing.consumeChallenge(challenge) { second in
-                    continuation.resume(returning: [(try? first.get()) ?? false, (try? second.get()) ?? false])
-                }
-            }
+        // Issuing wrote nothing to the store: an anonymous flood has nothing to fill.
+        #expect(h.store.callCount(.putChallenge) == 0)
+        let consumed = await withCheckedContinuation { continuation in
+            h.backing.consumeChallenge(challenge) { continuation.resume(returning: (try? $0.get()) ?? true) }
         }
-        #expect(consumedTwice == [true, false])
+        #expect(consumed == false)
+    }
+
+    @Test func anAddressOverItsChallengeRateGets429WithRetryAfterOthersDoNot() async throws {
+        let h = try EnforcementHarness()
+        let burst = GatewayLimits().challengeBurst
+        for _ in 0..<burst {
+            #expect(await runGate(h.gate, request("POST", "/app-attest/challenge")).1.status == 200)
+        }
+        let limited = await runGate(h.gate, request("POST", "/app-attest/challenge")).1
+        #expect(limited.status == 429)
+        #expect(limited.errorCode == "rate_limited")
+        #expect(limited.localResponse?.headers["Retry-After"] == "1")
+        #expect(h.metrics.snapshot.storeErrors["limit|challenge_rate"] == 1)
+        // Another address still gets one.
+        let other = h.gate.classify(request("POST", "/app-attest/challenge"), client: "127.0.0.3")
+        #expect(other.refusal == nil)
+    }
+
+    @Test func enforceRoutesRefuseMissingCredentialsBeforeAnyBody() async throws {
+        let h = try EnforcementHarness()
+        let classification = h.gate.classify(request("POST", "/v1/premium/x"), client: "127.0.0.1")
+        #expect(classification.bufferBodyUpTo == nil)
+        #expect(classification.refusal?.status == 401)
+        #expect(classification.refusal?.errorCode == "assertion_missing")
+        let badKey = h.gate.classify(
+            request("POST", "/v1/premium/x", headers: [("X-App-Attest-Key-Id", "AA=="), ("X-App-Assertion", "AA==")]),
+            client: "127.0.0.1")
+        #expect(badKey.refusal?.errorCode == "malformed_assertion")
+        // Monitor routes forward such requests, streamed: nothing buffered either.
+        let watched = h.gate.classify(request("POST", "/v1/watch/x"), client: "127.0.0.1")
+        #expect(watched.refusal == nil)
+        #expect(watched.bufferBodyUpTo == nil)
+    }
+
+    @Test func ambiguousTargetsAre400() async throws {
+        let h = try EnforcementHarness()
+        for target in ["/v1/x/../premium/a", "/v1/%70remium", "/public/..;/v1/premium", "/v1\\premium"] {
+            let decision = await runGate(h.gate, request("GET", target)).1
+            #expect(decision.status == 400, "\(target)")
+            #expect(decision.errorCode == "ambiguous_target", "\(target)")
+        }
     }
 
     @Test func endpointsAcceptPostOnly() async throws {

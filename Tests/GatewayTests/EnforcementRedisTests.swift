@@ -123,10 +123,11 @@ import Verification
             try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/lenient/a")
         ).1
         #expect(allowed.forwardedHead?.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
+        // Challenges are stateless: still issued while Redis is down.
         let challenge = await runGate(h.gate, request("POST", "/app-attest/challenge")).1
-        #expect(challenge.status == 503)
+        #expect(challenge.status == 200)
         // Bounded: the store fails fast or within its command timeout, never hangs.
         #expect(ContinuousClock.now - started < .seconds(10))
-        #expect((h.metrics.snapshot.storeErrors.values.reduce(0, +)) >= 3)
+        #expect((h.metrics.snapshot.storeErrors.values.reduce(0, +)) >= 2)
     }
 }

@@ -82,6 +82,11 @@ final class FaultInjectingStore: AttestStore {
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         self.intercept(.ping, completion) { self.base.ping(completion: completion) }
     }
+    func sharedSecret(
+        name: String, proposed: [UInt8], completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {
+        self.base.sharedSecret(name: name, proposed: proposed, completion: completion)
+    }
 }
 
 /// Records what a `RequestGate` completed with, and how often.
@@ -109,7 +114,7 @@ func runGate(
     _ head: HTTPRequestHead,
     body: [UInt8]? = nil
 ) async -> (GateClassification, GateDecision, DecisionProbe) {
-    let classification = gate.classify(head)
+    let classification = gate.classify(head, client: "127.0.0.1")
     let probe = DecisionProbe()
     let decision = await withCheckedContinuation { (continuation: CheckedContinuation<GateDecision, Never>) in
         gate.decide(head, body: body, classification: classification) { decision in
@@ -179,6 +184,9 @@ final class RecordingGateMetrics: GateMetrics {
     func storeError(operation: String, kind: StoreError.Kind) {
         self.counts.withLock { $0.storeErrors["\(operation)|\(kind.rawValue)", default: 0] += 1 }
     }
+    func limitRefused(limit: String) {
+        self.counts.withLock { $0.storeErrors["limit|\(limit)", default: 0] += 1 }
+    }
 }
 
 func request(
@@ -196,4 +204,9 @@ final class ManualClock: Sendable {
 
     func now() -> ContinuousClock.Instant { self.base + self.offset.withLock { $0 } }
     func advance(by duration: Duration) { self.offset.withLock { $0 += duration } }
+    /// Wall-clock time moved by the same offset (the gate's `now`: challenge expiry).
+    func date() -> Date {
+        let (seconds, attoseconds) = self.offset.withLock { $0 }.components
+        return Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+    }
 }

@@ -154,7 +154,7 @@ import Testing
                 ("Host", "a"), ("X-App-Attest-Status", "verified"), ("x-app-attest-key-id", "k"),
                 ("X-App-Assertion", "s"), ("X-App-Attestation", "keep"),
             ])
-        let classification = gate.classify(head)
+        let classification = gate.classify(head, client: "127.0.0.1")
         #expect(classification.routeName == "api")
         #expect(classification.upstream == "up")
         #expect(classification.bufferBodyUpTo == nil)
@@ -172,7 +172,7 @@ import Testing
         #expect(forwarded.headers["X-App-Attestation"] == "keep")
 
         let unrouted = HTTPRequestHead(method: "GET", target: "/other")
-        let noRoute = gate.classify(unrouted)
+        let noRoute = gate.classify(unrouted, client: "127.0.0.1")
         #expect(noRoute.upstream == nil)
         let local = await withCheckedContinuation { continuation in
             gate.decide(unrouted, body: nil, classification: noRoute) { continuation.resume(returning: $0) }

@@ -604,7 +604,7 @@ import Verification
 struct BufferingTestGate: RequestGate {
     let cap: Int
 
-    func classify(_ head: HTTPRequestHead) -> GateClassification {
+    func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         GateClassification(routeName: "buffered", upstream: "api", bufferBodyUpTo: self.cap)
     }
 
@@ -622,7 +622,7 @@ struct BufferingTestGate: RequestGate {
 
 /// Answers every request locally with 403.
 struct DenyingTestGate: RequestGate {
-    func classify(_ head: HTTPRequestHead) -> GateClassification {
+    func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         GateClassification(routeName: "denied", upstream: "api", bufferBodyUpTo: nil)
     }
 

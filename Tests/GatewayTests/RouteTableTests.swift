@@ -32,20 +32,25 @@ import Testing
         ("GET", "/v1/premiumX", "all"),
         ("GET", "/v1/premium-x", "all"),
         ("GET", "/v1/premiu", "all"),
-        // Methods: listed only; case-sensitive; GET implies HEAD (a HEAD must not reach the
-        // upstream's GET handler through a later `mode: off` route).
+        // Methods: listed only; GET implies HEAD (a HEAD must not reach the upstream's GET
+        // handler through a later `mode: off` route). Lower-case methods never get here: the
+        // parser refuses them (`HTTPByte.isMethodByte`).
         ("DELETE", "/v1/premium", "all"),
-        ("get", "/v1/premium", "all"),
         ("HEAD", "/v1/premium", "premium"),
-        // Exact path.
+        // Paths compare case-insensitively (Express and others route /V1 to /v1's handler).
+        ("GET", "/V1/Premium", "premium"),
+        ("GET", "/HEALTH", "health"),
+        // Exact path, with or without one trailing slash.
         ("GET", "/health", "health"),
-        ("GET", "/health/", "all"),
+        ("GET", "/health/", "health"),
+        ("GET", "/health//", "all"),
         ("GET", "/healthz", "all"),
         ("POST", "/health", "all"),
-        // Prefix ending in a slash: anything under it, not the bare directory.
+        // Prefix ending in a slash: anything under it, and the bare directory.
         ("GET", "/v2/", "v2"),
         ("GET", "/v2/anything", "v2"),
-        ("GET", "/v2", "all"),
+        ("GET", "/v2", "v2"),
+        ("GET", "/v2x", "all"),
         ("GET", "/", "all"),
         // The query does not take part.
         ("GET", "/v1/premium?x=/y", "premium"),
@@ -56,7 +61,7 @@ import Testing
     }
 
     @Test(arguments: [
-        // Spellings an upstream resolves to /v1/premium must not escape the enforce route.
+        // Spellings an upstream may resolve to /v1/premium: refused, never matched elsewhere.
         "/v1//premium",
         "/v1/./premium",
         "/v1/x/../premium",
@@ -71,19 +76,58 @@ import Testing
         "/../../v1/premium",
         "/v1/%2e/premium",
         "/v1/premium/.",
+        "/v1/premium/../free",
+        "/v1/%2570remium",
+        "/v1/premium%zz",
+        "/v1/premium%",
+        "/a%3F#",
+        "/v1/premium#x",
+        "/%76%31/premium",
+        "/v1/premium%3Aadmin",
+        "/v1/premium%00",
     ])
-    func normalizesBeforeMatching(path: String) {
+    func ambiguousSpellingsAreRefused(path: String) {
+        guard case .ambiguous = Self.table.lookup(method: "GET", target: Substring(path)) else {
+            Issue.record("\(path) was not refused: \(Self.table.lookup(method: "GET", target: Substring(path)))")
+            return
+        }
+    }
+
+    @Test(arguments: ["/v1/premium/a%20b", "/v1/premium/caf%C3%A9", "/v1/premium/100%", "/v1/premium/%7B%7D"])
+    func inertEscapesMatchAsReceived(path: String) {
         #expect(self.name("GET", path) == "premium")
     }
 
-    @Test func normalizationDoesNotWidenAMatch() {
-        // `..` leaves the protected prefix, so the catch-all applies: that is what the upstream serves.
-        #expect(self.name("GET", "/v1/premium/../free") == "all")
-        // Double escapes are decoded once only, like the upstream does.
-        #expect(self.name("GET", "/v1/%2570remium") == "all")
-        // Invalid escapes stay literal.
-        #expect(self.name("GET", "/v1/premium%zz") == "all")
-        #expect(self.name("GET", "/v1/premium%") == "all")
+    @Test func encodedSlashesOnlyWhereARouteAllowsThemAndReadingsAgree() {
+        let table = RouteTable(routes: [
+            RoutePolicy(
+                name: "files", match: .init(pathPrefix: "/files/"), upstream: "api", allowEncodedSlashes: true),
+            RoutePolicy(name: "admin", match: .init(pathPrefix: "/admin/"), upstream: "api"),
+            RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api"),
+        ])
+        #expect(table.lookup(method: "GET", target: "/files/a%2Fb%5Cc") == .route(0))
+        // Decoded and dot-resolved, this is /admin/x: refused, whatever the raw reading said.
+        guard case .ambiguous = table.lookup(method: "GET", target: "/files/%2E%2E%2Fadmin/x") else {
+            Issue.record("dot segments through an encoded slash were not refused")
+            return
+        }
+        guard case .ambiguous = table.lookup(method: "GET", target: "/files/..%2F..%2Fadmin/x") else {
+            Issue.record("dot segments through an encoded slash were not refused")
+            return
+        }
+        guard case .ambiguous = table.lookup(method: "GET", target: "/other/a%2Fb") else {
+            Issue.record("an encoded slash outside the allowing route was not refused")
+            return
+        }
+    }
+
+    @Test func caseSensitiveRoutesCompareBytes() {
+        let table = RouteTable(routes: [
+            RoutePolicy(name: "exact", match: .init(pathPrefix: "/API"), upstream: "api", caseSensitive: true),
+            RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: "api"),
+        ])
+        #expect(table.match(method: "GET", path: "/API/x")?.name == "exact")
+        #expect(table.match(method: "GET", path: "/api/x")?.name == "all")
     }
 
     @Test func normalizedForms() {
@@ -111,7 +155,9 @@ import Testing
         #expect(!canonical("//"))
         #expect(!canonical("/a/./b"))
         #expect(!canonical("/a/.."))
-        #expect(!canonical("/a%20b"))
+        #expect(canonical("/a%20b"), "an inert escape has one reading")
+        #expect(!canonical("/a%2Fb"))
+        #expect(!canonical("/a%41"))
         #expect(!canonical("/a;b"))
     }
 

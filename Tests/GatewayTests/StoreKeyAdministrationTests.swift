@@ -68,6 +68,9 @@ private final class SilentStore: AttestStore {
     ) {}
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {}
+    func sharedSecret(
+        name: String, proposed: [UInt8], completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {}
 }
 
 @Suite struct StoreFactoryTests {

@@ -107,6 +107,11 @@ final class CallingFromLoop: AttestStore {
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         self.loop.execute { [base] in base.ping(completion: completion) }
     }
+    func sharedSecret(
+        name: String, proposed: [UInt8], completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in base.sharedSecret(name: name, proposed: proposed, completion: completion) }
+    }
 }
 
 /// Runs `body` with a fresh store of `kind`; for Redis, with its own redis-server, stopped after.

@@ -37,7 +37,7 @@ package final class AdminGate: RequestGate {
         self.pingTimeout = pingTimeout
     }
 
-    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+    package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         GateClassification(routeName: Self.routeName, upstream: nil, bufferBodyUpTo: nil)
     }
 

@@ -8,7 +8,7 @@ package struct MetricsGate: RequestGate {
         self.registry = registry
     }
 
-    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+    package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         GateClassification(routeName: "admin", upstream: nil, bufferBodyUpTo: nil)
     }
 

@@ -19,6 +19,8 @@ package final class ProxyMetrics: Sendable {
     package let bufferedBodyBytes: Gauge
     /// `attest_gateway_body_budget_rejections_total`: requests answered 503 `body_budget_exhausted`.
     package let bodyBudgetRejections: Counter
+    /// `attest_gateway_limit_refusals_total{limit}`: shared with the gate's endpoint limit.
+    package let limitRefusals: CounterFamily
     /// `attest_gateway_buffered_body_timeouts_total{route}`: buffered bodies answered 408
     /// because they missed `limits.buffered_body_timeout`.
     package let bufferedBodyTimeouts: CounterFamily
@@ -53,6 +55,10 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_body_budget_rejections_total",
             help: "Requests answered 503 because buffered bodies reached limits.max_buffered_body_bytes."
         ).labels()
+        self.limitRefusals = registry.counter(
+            "attest_gateway_limit_refusals_total",
+            help: "Requests refused by a per-client-address limit, by limit (never by address).",
+            labelNames: ["limit"])
         self.bufferedBodyTimeouts = registry.counter(
             "attest_gateway_buffered_body_timeouts_total",
             help: "Buffered request bodies answered 408 because they missed limits.buffered_body_timeout, by route.",

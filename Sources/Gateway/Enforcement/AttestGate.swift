@@ -41,6 +41,12 @@ package final class AttestGate: RequestGate {
     private let now: @Sendable () -> Date
     /// Store failures are logged at most once a second (metrics count every one).
     private let storeErrorLog = LogThrottle()
+    /// Challenge signing keys, shared by the fleet (process-wide: kept across reloads).
+    private let challengeKeys: ChallengeKeyring
+    /// Per-address token buckets for the anonymous endpoints (process-wide).
+    private let endpointLimiter: AddressRateLimiter
+    /// Refusals by a limit are logged at most once a second (metrics count every one).
+    private let limitLog = LogThrottle()
 
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
@@ -69,9 +75,23 @@ package final class AttestGate: RequestGate {
         trustRootsPEM: [String] = [],
         metrics: any GateMetrics = NoGateMetrics(),
         keyCacheCapacity: Int = AttestGate.defaultKeyCacheCapacity,
+        challengeKeys: ChallengeKeyring? = nil,
+        endpointLimiter: AddressRateLimiter? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(VerificationError) {
         self.policy = policy
+        if let challengeKeys {
+            self.challengeKeys = challengeKeys
+        } else {
+            // Tools and tests: the factory shares one keyring across reloads instead.
+            let keyring = ChallengeKeyring(store: store)
+            keyring.waitUntilLoaded(timeout: .seconds(2))
+            self.challengeKeys = keyring
+        }
+        self.endpointLimiter =
+            endpointLimiter
+            ?? AddressRateLimiter(
+                ratePerSecond: policy.limits.challengeRatePerSecond, burst: policy.limits.challengeBurst)
         self.routes = RouteTable(routes: policy.routes)
         self.store = store
         self.metrics = metrics
@@ -98,28 +118,102 @@ package final class AttestGate: RequestGate {
 
     // MARK: - RequestGate
 
-    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+    package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         let path = head.path
         if path == self.policy.endpoints.challenge || path == self.policy.endpoints.attest {
             let label = path == self.policy.endpoints.challenge ? RouteLabel.challenge : RouteLabel.attest
-            let buffer = head.method == "POST" ? EndpointRequests.maxEndpointBodyBytes : nil
+            guard head.method == "POST" else {
+                return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil)
+            }
+            // Anonymous work: bounded per address before any of it is done.
+            let admission = self.endpointLimiter.admit(client, nowNanoseconds: SystemCalls.monotonicNanoseconds())
+            if case .limited(let seconds) = admission {
+                return self.refuse(
+                    EnforcementError(
+                        .rateLimited,
+                        "too many \(label == RouteLabel.challenge ? "challenge" : "attest") requests from this address (limits.challenge_rate_per_second)",
+                        retryAfterSeconds: seconds),
+                    route: label, limit: "challenge_rate")
+            }
+            // The challenge endpoint reads no body; the attest endpoint's is its JSON request.
+            let buffer = label == RouteLabel.attest ? EndpointRequests.maxEndpointBodyBytes : nil
             return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer)
         }
-        guard let index = self.routes.matchIndex(method: head.method, path: path) else {
+        let index: Int
+        switch self.routes.lookup(method: head.method, target: head.target[...]) {
+        case .noRoute:
             return GateClassification(routeName: RouteLabel.none, upstream: nil, bufferBodyUpTo: nil)
+        case .ambiguous(let why):
+            return self.refuse(
+                EnforcementError(.ambiguousTarget, "the request target has \(why); send it in normalized form"),
+                route: RouteLabel.none, limit: nil)
+        case .route(let found):
+            index = found
         }
         let route = self.routes.routes[index]
         switch route.mode {
         case .off:
-            return GateClassification(routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil)
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
         case .enforce, .monitor:
+            // Credentials are checked before the body: a request that cannot verify reserves no
+            // body bytes. Monitor forwards it, streamed, and `decide` marks why.
+            if let problem = Self.credentialProblem(head) {
+                if route.mode == .enforce {
+                    return self.refuse(problem, route: route.name, limit: nil, routeIndex: index)
+                }
+                return GateClassification(
+                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
+            }
             // Both bindings need the whole body: its digest (request) or the body itself.
             return GateClassification(
                 routeName: route.name,
                 upstream: route.upstream,
-                bufferBodyUpTo: route.maxBodyBytes
+                bufferBodyUpTo: route.maxBodyBytes,
+                routeIndex: index
             )
         }
+    }
+
+    /// A classification that answers `error` at once; counted and (limits) logged here.
+    private func refuse(
+        _ error: EnforcementError, route: String, limit: String?, routeIndex: Int? = nil
+    ) -> GateClassification {
+        self.metrics.requestDecided(route: route, verdict: error.verdict)
+        if let limit {
+            self.metrics.limitRefused(limit: limit)
+            if let suppressed = self.limitLog.admit() {
+                Log.warning(
+                    "rate_limited",
+                    [("limit", limit), ("route", route), ("reason", error.reason), ("suppressed", String(suppressed))])
+            }
+        }
+        let decision = GateDecision.respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
+        return GateClassification(
+            routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex, refusal: decision)
+    }
+
+    /// Why a protected request's credential headers cannot verify, from the head alone: the
+    /// same checks, codes and messages as `verifyProtected`, made before the body is read.
+    static func credentialProblem(_ head: HTTPRequestHead) -> EnforcementError? {
+        guard let keyIDText = head.headers[IdentityHeaders.keyID],
+            let assertionText = head.headers[IdentityHeaders.assertion]
+        else {
+            return EnforcementError(
+                .assertionMissing, "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required")
+        }
+        for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
+        where Self.occurrences(of: name, in: head.headers) > 1 {
+            return EnforcementError(.malformedAssertion, "\(name) appears more than once")
+        }
+        guard let keyID = EndpointRequests.decodeBase64(keyIDText), keyID.count == 32 else {
+            return EnforcementError(
+                .malformedAssertion, "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID")
+        }
+        guard EndpointRequests.decodeBase64(assertionText) != nil else {
+            return EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
+        }
+        return nil
     }
 
     package func decide(
@@ -128,6 +222,10 @@ package final class AttestGate: RequestGate {
         classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
+        if let refusal = classification.refusal {
+            completion(refusal)
+            return
+        }
         let path = head.path
         if path == self.policy.endpoints.challenge {
             self.issueChallenge(head, completion: completion)
@@ -137,7 +235,7 @@ package final class AttestGate: RequestGate {
             self.attest(head, body: body, completion: completion)
             return
         }
-        guard let index = self.routes.matchIndex(method: head.method, path: path) else {
+        guard let index = classification.routeIndex else {
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(path)")
             completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
@@ -170,8 +268,8 @@ package final class AttestGate: RequestGate {
         var keyID: String
         var assertion: [UInt8]
         var clientDataHash: [UInt8]
-        /// Required by the route and present; nil when the route needs none.
-        var challenge: String?
+        /// Required by the route, present and checked; nil when the route needs none.
+        var challenge: ChallengeTokens.Checked?
         var started: ContinuousClock.Instant
 
         var keyIDPrefix: String { String(self.keyID.prefix(8)) }
@@ -247,6 +345,21 @@ package final class AttestGate: RequestGate {
             }
         }
 
+        var checkedChallenge: ChallengeTokens.Checked? = nil
+        if let challenge {
+            switch self.checkChallenge(challenge) {
+            case .failure(let error):
+                if error.code == .storeError {
+                    conclude(.storeFailed(StoreError(.unavailable, "the shared challenge key is not loaded"), operation: "challenge_key", keyIDPrefix: prefix))
+                } else {
+                    conclude(.failed(error, keyIDPrefix: prefix))
+                }
+                return
+            case .success(let checked):
+                checkedChallenge = checked
+            }
+        }
+
         let clientData: [UInt8]
         switch route.binding {
         case .request:
@@ -265,7 +378,7 @@ package final class AttestGate: RequestGate {
             keyID: keyID,
             assertion: assertion,
             clientDataHash: SHA256.hash(clientData),
-            challenge: challenge,
+            challenge: checkedChallenge,
             started: started
         )
 
@@ -368,12 +481,12 @@ package final class AttestGate: RequestGate {
             self.advanceCounter(request, identity: identity, conclude: conclude)
             return
         }
-        self.store.consumeChallenge(challenge) { [self] consumed in
-            switch consumed {
+        self.redeem(challenge) { [self] redeemed in
+            switch redeemed {
             case .failure(let error):
-                conclude(.storeFailed(error, operation: "consume_challenge", keyIDPrefix: prefix))
+                conclude(.storeFailed(error, operation: "redeem_challenge", keyIDPrefix: prefix))
             case .success(false):
-                let error = EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired")
+                let error = EnforcementError(.challengeInvalid, "the challenge was already used")
                 conclude(.failed(error, keyIDPrefix: prefix))
             case .success(true):
                 self.advanceCounter(request, identity: identity, conclude: conclude)
@@ -517,42 +630,41 @@ package final class AttestGate: RequestGate {
             )
             return
         }
-        self.putFreshChallenge(attemptsLeft: 3, completion: respond)
-    }
-
-    /// 32 random bytes from the system CSPRNG (getrandom), base64url without padding.
-    package static func makeChallenge() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: 32)
-        for i in stride(from: 0, to: 32, by: 8) {
-            let word = generator.next()
-            for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
+        // Stateless: minting writes nothing to the store (see `ChallengeTokens`).
+        guard let tokens = self.challengeTokens() else {
+            self.metrics.storeError(operation: "challenge_key", kind: .unavailable)
+            respond(.failure(EnforcementError(.storeError, "challenges are unavailable; retry later")))
+            return
         }
-        return EndpointRequests.encodeBase64URL(bytes)
+        respond(.success(tokens.mint(now: self.unixNow())))
     }
 
-    private func putFreshChallenge(
-        attemptsLeft: Int,
-        completion: @escaping @Sendable (Result<String, EnforcementError>) -> Void
+    /// The challenge keys with the policy's TTL; nil while a store-shared key is loading.
+    private func challengeTokens() -> ChallengeTokens? {
+        guard let keys = self.challengeKeys.keys() else { return nil }
+        return ChallengeTokens(keys: keys, ttlSeconds: self.policy.challengeTTLSeconds)
+    }
+
+    private func unixNow() -> Int64 { Int64(self.now().timeIntervalSince1970.rounded(.down)) }
+
+    /// Checks a challenge's tag and expiry without I/O: the error to answer, or the checked token.
+    private func checkChallenge(_ text: String) -> Result<ChallengeTokens.Checked, EnforcementError> {
+        guard let tokens = self.challengeTokens() else {
+            return .failure(EnforcementError(.storeError, "challenges are unavailable; retry later"))
+        }
+        switch tokens.check(text, now: self.unixNow()) {
+        case .success(let checked): return .success(checked)
+        case .failure(let problem): return .failure(EnforcementError(.challengeInvalid, problem.rawValue))
+        }
+    }
+
+    /// Redeems a checked challenge once, fleet-wide: the store's "used" marker lives as long as
+    /// the challenge would have. Called only for requests that otherwise verified.
+    private func redeem(
+        _ challenge: ChallengeTokens.Checked,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
-        let challenge = Self.makeChallenge()
-        self.store.putChallenge(challenge, ttlSeconds: self.policy.challengeTTLSeconds) { [self] result in
-            switch result {
-            case .success(true):
-                completion(.success(challenge))
-            case .success(false) where attemptsLeft > 1:
-                // A collision of 256 random bits means a broken generator or a replayed
-                // store; try again, then give up.
-                self.putFreshChallenge(attemptsLeft: attemptsLeft - 1, completion: completion)
-            case .success(false):
-                Log.error("challenge_collision", [("attempts", "3")])
-                completion(.failure(EnforcementError(.internalError, "could not store a fresh challenge")))
-            case .failure(let error):
-                self.metrics.storeError(operation: "put_challenge", kind: error.kind)
-                self.logStoreError(error, operation: "put_challenge", route: RouteLabel.challenge)
-                completion(.failure(EnforcementError(.storeError, "challenges are unavailable; retry later")))
-            }
-        }
+        self.store.putChallenge(challenge.text, ttlSeconds: challenge.remainingSeconds + 1, completion: completion)
     }
 
     // MARK: - Attest endpoint
@@ -595,27 +707,24 @@ package final class AttestGate: RequestGate {
             finish(.failure(error))
             return
         }
-        // The challenge is consumed FIRST: whatever happens next, it was used once.
-        self.store.consumeChallenge(request.challenge) { [self] consumed in
-            switch consumed {
-            case .failure(let error):
-                self.metrics.storeError(operation: "consume_challenge", kind: error.kind)
-                self.logStoreError(error, operation: "consume_challenge", route: RouteLabel.attest)
-                finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
-            case .success(false):
-                finish(
-                    .failure(EnforcementError(.challengeInvalid, "the challenge is unknown, already used or expired"))
-                )
-            case .success(true):
-                Self.verificationQueue.async { [self] in
-                    self.verifyAttestation(request, finish: finish)
-                }
-            }
+        // The challenge's tag and expiry first (no I/O); it is redeemed only once the
+        // attestation verified, so a failed attempt writes nothing to the store.
+        let checked: ChallengeTokens.Checked
+        switch self.checkChallenge(request.challenge) {
+        case .failure(let error):
+            finish(.failure(error))
+            return
+        case .success(let value):
+            checked = value
+        }
+        Self.verificationQueue.async { [self] in
+            self.verifyAttestation(request, challenge: checked, finish: finish)
         }
     }
 
     private func verifyAttestation(
         _ request: EndpointRequests.AttestRequest,
+        challenge: ChallengeTokens.Checked,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
         let attestedAt = self.now()
@@ -649,6 +758,25 @@ package final class AttestGate: RequestGate {
             receipt: attested.receipt,
             attestedAt: attestedAt
         )
+        self.redeem(challenge) { [self] redeemed in
+            switch redeemed {
+            case .failure(let error):
+                self.metrics.storeError(operation: "redeem_challenge", kind: error.kind)
+                self.logStoreError(error, operation: "redeem_challenge", route: RouteLabel.attest)
+                finish(.failure(EnforcementError(.storeError, "attestation state is unavailable; retry later")))
+            case .success(false):
+                finish(.failure(EnforcementError(.challengeInvalid, "the challenge was already used")))
+            case .success(true):
+                self.createKey(record, attested: attested, finish: finish)
+            }
+        }
+    }
+
+    private func createKey(
+        _ record: KeyRecord,
+        attested: AttestedKey,
+        finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
+    ) {
         self.store.createKey(record) { [self] created in
             switch created {
             case .failure(let error):

@@ -26,6 +26,8 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case environmentMismatch = "environment_mismatch"
     /// A fault on the gateway's side (OpenSSL allocation failure, corrupt key record).
     case internalError = "internal_error"
+    /// Refused by a per-address limit (challenge rate, buffered bytes, connections).
+    case rateLimited = "rate_limited"
 }
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
@@ -89,6 +91,12 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let keyAlreadyAttested = Code("key_already_attested", 409, .skipped)
         /// 404: no route matches the request.
         package static let noRoute = Code("no_route", 404, .skipped)
+        /// 400: the request target reads differently under some upstream router's reading
+        /// (dot segments, encoded `/` `\` `.` or unreserved characters, `;`, `\`, `//`, `#`):
+        /// see `RoutePath` and docs/http-parsing.md.
+        package static let ambiguousTarget = Code("ambiguous_target", 400, .malformed)
+        /// 429: a per-client-address limit refused the request; `Retry-After` says when to retry.
+        package static let rateLimited = Code("rate_limited", 429, .rateLimited)
         /// 500: a fault on the gateway's side; details only in the log.
         package static let internalError = Code("internal_error", 500, .internalError)
 
@@ -122,10 +130,13 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
     package let code: Code
     /// Human text for the JSON `message`: what was checked and what differed, never a secret.
     package let reason: String
+    /// `Retry-After` seconds (429s, 503s of a limit).
+    package var retryAfterSeconds: Int?
 
-    package init(_ code: Code, _ reason: String) {
+    package init(_ code: Code, _ reason: String, retryAfterSeconds: Int? = nil) {
         self.code = code
         self.reason = reason
+        self.retryAfterSeconds = retryAfterSeconds
     }
 
     package var status: Int { self.code.status }
@@ -140,6 +151,9 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         var response = LocalResponse.jsonError(status: self.status, code: self.code.rawValue, message: self.reason)
         if self.code == .methodNotAllowed {
             response.headers.add(name: "Allow", value: "POST")
+        }
+        if let seconds = self.retryAfterSeconds {
+            response.headers.add(name: "Retry-After", value: String(seconds))
         }
         return response
     }

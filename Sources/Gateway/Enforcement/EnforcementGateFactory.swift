@@ -16,6 +16,11 @@ package final class EnforcementGateFactory: Sendable {
     private let redisConfiguration: RedisConfiguration
     private let loops: [EventLoop]
     private let current = Mutex<(configuration: StoreConfiguration, store: any AttestStore)?>(nil)
+    /// The challenge keyring of the current store (or key file), kept across reloads.
+    private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
+    /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
+    private let endpointLimiter = AddressRateLimiter(
+        ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
 
     /// - Parameter loops: the event loops that run the gates; a Redis store opens one
     ///   connection on each (see `RedisStore`).
@@ -53,9 +58,14 @@ package final class EnforcementGateFactory: Sendable {
             )
         }
         let metrics = GatewayGateMetrics(registry: self.registry, routeNames: policy.routes.map(\.name))
+        let keyring = try self.challengeKeyring(for: policy, store: store)
+        self.endpointLimiter.update(
+            ratePerSecond: policy.limits.challengeRatePerSecond, burst: policy.limits.challengeBurst)
         let gate: AttestGate
         do {
-            gate = try AttestGate(policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics)
+            gate = try AttestGate(
+                policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
+                challengeKeys: keyring, endpointLimiter: self.endpointLimiter)
         } catch {
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
@@ -67,6 +77,31 @@ package final class EnforcementGateFactory: Sendable {
             isPolicyLoaded: { true }
         )
         return (gate, admin)
+    }
+
+    /// From `challenge_key_file` (read now: a reload picks up a rotated file), or shared through
+    /// the store (kept while the store is the same; waited for here, off the event loops).
+    private func challengeKeyring(for policy: GatewayPolicy, store: any AttestStore) throws -> ChallengeKeyring {
+        if let path = policy.challengeKeyFile {
+            switch ChallengeKeyFile.read(path: path) {
+            case .success(let keys):
+                let keyring = ChallengeKeyring(keys: keys)
+                self.keyring.withLock { $0 = ("file:" + path, keyring) }
+                return keyring
+            case .failure(let problem):
+                throw BuildError(description: "challenge key file \(path): \(problem.description)")
+            }
+        }
+        let source = "store:\(ObjectIdentifier(store).hashValue)"
+        if let existing = self.keyring.withLock({ $0 }), existing.source == source { return existing.keyring }
+        let keyring = ChallengeKeyring(store: store)
+        if !keyring.waitUntilLoaded(timeout: .seconds(2)) {
+            Log.warning(
+                "challenge_key_pending",
+                [("message", "the shared challenge key could not be read from the store yet; challenges answer 503 until it is")])
+        }
+        self.keyring.withLock { $0 = (source, keyring) }
+        return keyring
     }
 
     private func store(for configuration: StoreConfiguration) throws -> any AttestStore {

@@ -15,6 +15,8 @@ package protocol GateMetrics: Sendable {
     /// One failed store call (`operation`: put_challenge, consume_challenge, create_key,
     /// fetch_key, advance_counter, ping).
     func storeError(operation: String, kind: StoreError.Kind)
+    /// One request refused by a per-address limit (`challenge_rate`, `body_bytes_per_address`).
+    func limitRefused(limit: String)
 }
 
 /// Metrics that go nowhere (tools, tests that do not look at metrics).
@@ -25,4 +27,5 @@ package struct NoGateMetrics: GateMetrics {
     package func challengeIssued() {}
     package func verificationLatency(seconds: Double) {}
     package func storeError(operation: String, kind: StoreError.Kind) {}
+    package func limitRefused(limit: String) {}
 }

@@ -16,6 +16,7 @@ package final class GatewayGateMetrics: GateMetrics {
     private let challenges: Counter
     private let latency: Histogram
     private let storeErrors: CounterFamily
+    private let limitRefusals: CounterFamily
     /// route name → one counter per `AttestVerdict.allCases` index.
     private let routeHandles: [String: [Counter]]
 
@@ -51,6 +52,11 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Failed store calls, by operation and kind.",
             labelNames: ["operation", "kind"]
         )
+        self.limitRefusals = registry.counter(
+            "attest_gateway_limit_refusals_total",
+            help: "Requests refused by a per-client-address limit, by limit (never by address).",
+            labelNames: ["limit"]
+        )
         var handles: [String: [Counter]] = [:]
         let labels =
             routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
@@ -82,5 +88,9 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func storeError(operation: String, kind: StoreError.Kind) {
         self.storeErrors.labels(operation, kind.rawValue).increment()
+    }
+
+    package func limitRefused(limit: String) {
+        self.limitRefusals.labels(limit).increment()
     }
 }

@@ -31,6 +31,16 @@ enum HTTPByte {
         return (mask >> UInt64(byte & 63)) & 1 == 1
     }
 
+    /// A byte of a method as the gateway accepts it: `A-Z`, `_`, `-` (nginx's rule). RFC 9110
+    /// methods are case-sensitive tokens; a lower-case `post` is refused rather than matched
+    /// or forwarded, because routers that upper-case it (Werkzeug) would run the POST handler
+    /// for a request that the route table did not read as POST.
+    @inline(__always)
+    static func isMethodByte(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte == UInt8(ascii: "_")
+            || byte == UInt8(ascii: "-")
+    }
+
     @inline(__always)
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == Self.sp || byte == Self.htab

@@ -67,6 +67,15 @@ package struct HTTPRequestHead: Sendable {
         self.headers = headers
     }
 
+    /// Every `X-Forwarded-For` value, in order (for `trusted_proxies`).
+    package var forwardedFor: [Substring] {
+        var values: [Substring] = []
+        for field in self.headers where field.name.utf8.count == 15 && field.name.lowercased() == "x-forwarded-for" {
+            values.append(field.value[...])
+        }
+        return values
+    }
+
     /// The path part of `target`, without the query. Searched in the UTF-8 (`?` is ASCII; the
     /// Character-wise search cost ~300 instructions per call, several calls per request).
     package var path: Substring {

@@ -5,7 +5,7 @@
 /// upstream *response* is answered with 502 whatever the case; `status` is then only informative.
 /// The decisions behind each case are in docs/http-parsing.md.
 package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
-    /// Method is empty or holds a byte that is not a token character.
+    /// Method is empty or holds a byte other than `A-Z`, `_`, `-` (nginx's rule: `get` is refused).
     case invalidMethod
     /// Request line does not have the shape `method SP request-target SP HTTP-version`.
     case invalidRequestLine

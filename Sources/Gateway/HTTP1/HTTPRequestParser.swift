@@ -156,7 +156,7 @@ package struct HTTPRequestParser: Sendable {
             while index < methodCheckEnd {
                 let byte = buffer[index]
                 if byte == HTTPByte.sp || byte == HTTPByte.cr || byte == HTTPByte.lf { break }
-                if !HTTPByte.isToken(byte) { return self.fail(.invalidMethod) }
+                if !HTTPByte.isMethodByte(byte) { return self.fail(.invalidMethod) }
                 index += 1
             }
             if start < count, buffer[start] == HTTPByte.sp { return self.fail(.invalidMethod) }
@@ -302,7 +302,7 @@ private struct RequestLine {
     init(_ buffer: UnsafeRawBufferPointer, _ line: Range<Int>) throws(HTTPParserError) {
         var index = line.lowerBound
         while index < line.upperBound, buffer[index] != HTTPByte.sp {
-            if !HTTPByte.isToken(buffer[index]) { throw .invalidMethod }
+            if !HTTPByte.isMethodByte(buffer[index]) { throw .invalidMethod }
             index += 1
         }
         self.method = line.lowerBound..<index

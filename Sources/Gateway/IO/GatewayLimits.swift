@@ -33,6 +33,19 @@ public struct GatewayLimits: Sendable, Hashable {
     /// must be configured). Default 64 MiB: 64 bodies at the default route cap of 1 MiB, or
     /// thousands of typical API bodies, well inside the 256 MiB memory limit of deploy/kubernetes.
     public var maxBufferedBodyBytes: Int = 64 * 1024 * 1024
+    /// The share of `maxBufferedBodyBytes` one client address may hold at once (after
+    /// `trusted_proxies`); beyond it that client gets 429 `rate_limited`, others are unaffected.
+    /// Default 16 MiB: a quarter of the budget, sixteen 1 MiB bodies in flight from one address.
+    public var maxBufferedBodyBytesPerAddress: Int = 16 * 1024 * 1024
+    /// Open client connections from one peer address (IPv6: one /64); 0 = no cap (the default:
+    /// behind a load balancer every connection comes from its few addresses). nginx limit_conn.
+    public var maxConnectionsPerAddress: Int = 0
+    /// Challenge and attest endpoint requests per second from one client address (token bucket
+    /// refill rate). Default 20: an app needs one challenge per challenge-bound request; carrier
+    /// NAT puts many devices behind one address, so size for the busiest shared address.
+    public var challengeRatePerSecond: Int = 20
+    /// Token bucket depth for `challengeRatePerSecond` (a burst from one address). Default 40.
+    public var challengeBurst: Int = 40
 
     public init() {}
 }

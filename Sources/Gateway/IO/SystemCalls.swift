@@ -57,6 +57,12 @@ package enum SystemCalls {
         }
     }
 
+    /// One non-blocking write whose result is ignored (a parting message before `close`).
+    package static func writeOnce(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress else { return }
+        _ = Glibc.write(fd, base, bytes.count)
+    }
+
     package static func write(_ fd: Int32, _ pointer: UnsafeRawPointer, count: Int) throws(IOError) -> IOResult {
         while true {
             let n = Glibc.send(fd, pointer, count, Int32(MSG_NOSIGNAL))

@@ -18,6 +18,10 @@ public struct GatewayPolicy: Sendable {
     public var routes: [RoutePolicy]
     /// The file this policy came from (for log messages).
     public var sourcePath: String
+    /// `trusted_proxies:` addresses / CIDR networks whose X-Forwarded-For is believed.
+    public var trustedProxies: [String]
+    /// `challenge_key_file:` (resolved path); nil = the key is shared through the store.
+    public var challengeKeyFile: String?
 
     public init(
         listen: [ListenAddress],
@@ -31,7 +35,9 @@ public struct GatewayPolicy: Sendable {
         upstreams: [String: UpstreamConfiguration],
         endpoints: EndpointPaths = EndpointPaths(),
         routes: [RoutePolicy],
-        sourcePath: String = "<memory>"
+        sourcePath: String = "<memory>",
+        trustedProxies: [String] = [],
+        challengeKeyFile: String? = nil
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -45,6 +51,8 @@ public struct GatewayPolicy: Sendable {
         self.endpoints = endpoints
         self.routes = routes
         self.sourcePath = sourcePath
+        self.trustedProxies = trustedProxies
+        self.challengeKeyFile = challengeKeyFile
     }
 }
 
@@ -139,6 +147,10 @@ public struct RoutePolicy: Sendable, Hashable {
     /// Cap on a buffered body (binding body/request); beyond it 413.
     public var maxBodyBytes: Int
     public var onStoreError: StoreErrorAction
+    /// `case_sensitive: true`: the path compares byte for byte (the upstream distinguishes case).
+    public var caseSensitive: Bool
+    /// `allow_encoded_slashes: true`: `%2F` / `%5C` in the path are data (see `RoutePath`).
+    public var allowEncodedSlashes: Bool
 
     public init(
         name: String,
@@ -149,7 +161,9 @@ public struct RoutePolicy: Sendable, Hashable {
         binding: Binding = .request,
         challengeField: String = "challenge",
         maxBodyBytes: Int = 1_048_576,
-        onStoreError: StoreErrorAction = .deny
+        onStoreError: StoreErrorAction = .deny,
+        caseSensitive: Bool = false,
+        allowEncodedSlashes: Bool = false
     ) {
         self.name = name
         self.match = match
@@ -160,5 +174,7 @@ public struct RoutePolicy: Sendable, Hashable {
         self.challengeField = challengeField
         self.maxBodyBytes = maxBodyBytes
         self.onStoreError = onStoreError
+        self.caseSensitive = caseSensitive
+        self.allowEncodedSlashes = allowEncodedSlashes
     }
 }

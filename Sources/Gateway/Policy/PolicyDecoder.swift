@@ -33,24 +33,28 @@ import Foundation
 /// | `routes[i].challenge_field` | string | `challenge` |
 /// | `routes[i].max_body_bytes` | size 0-1GiB | `1MiB` |
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
+/// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
+/// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
 struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
-        "trust_roots", "limits", "upstreams", "endpoints", "routes",
+        "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
         "header_read_timeout", "body_read_idle_timeout", "upstream_connect_timeout", "upstream_response_timeout",
         "keep_alive_idle_timeout", "max_connections", "max_header_bytes", "max_header_count",
         "shutdown_drain_timeout", "max_buffered_body_bytes", "buffered_body_timeout",
+        "max_buffered_body_bytes_per_address", "max_connections_per_address", "challenge_rate_per_second",
+        "challenge_burst",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
     static let endpointKeys = ["challenge", "attest"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
-        "on_store_error",
+        "on_store_error", "case_sensitive", "allow_encoded_slashes",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 
@@ -110,6 +114,8 @@ struct PolicyDecoder {
         }
         let trustRoots = try self.decodeTrustRoots(top, environment: environment)
         let limits = try self.decodeLimits(top)
+        let trustedProxies = try self.decodeTrustedProxies(top)
+        let challengeKeyFile = try self.decodeChallengeKeyFile(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
         let routes = try self.decodeRoutes(
@@ -128,8 +134,36 @@ struct PolicyDecoder {
             upstreams: upstreams,
             endpoints: endpoints,
             routes: routes,
-            sourcePath: self.file
+            sourcePath: self.file,
+            trustedProxies: trustedProxies,
+            challengeKeyFile: challengeKeyFile
         )
+    }
+
+    private func decodeTrustedProxies(_ top: Fields) throws(PolicyError) -> [String] {
+        guard let node = top["trusted_proxies"] else { return [] }
+        var networks: [String] = []
+        for item in try self.list(node, expected: "a list of addresses or CIDR networks") {
+            let text = try self.string(item, expected: "an address or CIDR network (10.0.0.0/8, fd00::/8)")
+            guard TrustedProxies.Network(parsing: text) != nil else {
+                throw self.error(
+                    .invalidValue, item,
+                    "expected an IPv4 or IPv6 address or CIDR network (10.0.0.0/8, fd00::/8); found \(Self.quote(text))")
+            }
+            networks.append(text)
+        }
+        return networks
+    }
+
+    private func decodeChallengeKeyFile(_ top: Fields) throws(PolicyError) -> String? {
+        guard let node = top["challenge_key_file"] else { return nil }
+        let text = try self.string(node, expected: "a file path")
+        let resolved = self.resolve(text)
+        switch ChallengeKeyFile.read(path: resolved) {
+        case .success: return resolved
+        case .failure(let problem):
+            throw self.error(.invalidValue, node, "challenge key file \(resolved): \(problem.description)")
+        }
     }
 
     private func decodeListen(_ top: Fields) throws(PolicyError) -> [ListenAddress] {
@@ -316,6 +350,16 @@ struct PolicyDecoder {
         if let n = fields["buffered_body_timeout"] {
             limits.bufferedBodyTimeout = try self.duration(n, in: Self.bufferedBodyTimeoutRange)
         }
+        if let n = fields["max_buffered_body_bytes_per_address"] {
+            limits.maxBufferedBodyBytesPerAddress = try self.size(n, in: 1024...Self.maximumBufferedBodyBytes)
+        }
+        if let n = fields["max_connections_per_address"] {
+            limits.maxConnectionsPerAddress = try self.integer(n, in: 0...1_000_000)
+        }
+        if let n = fields["challenge_rate_per_second"] {
+            limits.challengeRatePerSecond = try self.integer(n, in: 1...1_000_000)
+        }
+        if let n = fields["challenge_burst"] { limits.challengeBurst = try self.integer(n, in: 1...1_000_000) }
         return limits
     }
 
@@ -545,6 +589,9 @@ struct PolicyDecoder {
             route.onStoreError = RoutePolicy.StoreErrorAction(rawValue: try self.oneOf(n, ["deny", "allow"])) ?? .deny
         }
 
+        if let n = fields["case_sensitive"] { route.caseSensitive = try self.bool(n) }
+        if let n = fields["allow_encoded_slashes"] { route.allowEncodedSlashes = try self.bool(n) }
+
         if route.mode != .off && appIDs.isEmpty {
             let modeNode = fields["mode"]
             throw self.error(
@@ -636,14 +683,20 @@ struct PolicyDecoder {
             }
         }
         if let exact = earlier.match.path {
-            return later.match.path == exact
+            guard let laterExact = later.match.path else { return false }
+            return earlier.caseSensitive ? laterExact == exact : laterExact.lowercased() == exact.lowercased()
         }
         guard let prefix = earlier.match.pathPrefix else { return true }
         // A later prefix or exact path is covered when it lies under the earlier prefix
         // (same segment-boundary rule as `RouteTable`).
-        guard let laterPath = later.match.path ?? later.match.pathPrefix else { return false }
-        if laterPath == prefix { return true }
-        return laterPath.hasPrefix(prefix.hasSuffix("/") ? prefix : prefix + "/")
+        guard var laterPath = later.match.path ?? later.match.pathPrefix else { return false }
+        var earlierPrefix = prefix
+        if !earlier.caseSensitive {
+            laterPath = laterPath.lowercased()
+            earlierPrefix = earlierPrefix.lowercased()
+        }
+        if laterPath == earlierPrefix { return true }
+        return laterPath.hasPrefix(earlierPrefix.hasSuffix("/") ? earlierPrefix : earlierPrefix + "/")
     }
 
     // MARK: - Typed accessors
@@ -681,6 +734,13 @@ struct PolicyDecoder {
             throw self.error(.wrongType, node, "expected \(expected); found \(Self.describe(node))")
         }
         return text
+    }
+
+    private func bool(_ node: YAMLNode) throws(PolicyError) -> Bool {
+        guard case .scalar(let scalar) = node.content, case .bool(let value) = scalar.value else {
+            throw self.error(.wrongType, node, "expected true or false; found \(Self.describe(node))")
+        }
+        return value
     }
 
     private func oneOf(_ node: YAMLNode, _ allowed: [String]) throws(PolicyError) -> String {

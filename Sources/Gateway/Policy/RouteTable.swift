@@ -1,40 +1,42 @@
 /// The ordered routes of a policy, compiled for matching on the request hot path.
 ///
-/// ## Matching rules (decision)
+/// ## Matching rules (decision; they fail closed, see docs/http-parsing.md)
 /// - Routes are tried in file order; the **first** match wins.
-/// - `match.path`: the request path must equal it exactly (byte for byte, case-sensitive:
-///   RFC 3986 paths are case-sensitive).
+/// - Targets with more than one reading are refused before matching (`RoutePath`): the path
+///   the route table matches is byte for byte the path the upstream receives.
+/// - Paths compare ASCII **case-insensitively** unless the route says `case_sensitive: true`:
+///   Express, ASP.NET Core, Spring (by option) and others route `/V1/x` to `/v1/x`'s handler,
+///   so a case-sensitive match would let `/V1/x` fall through to a later, weaker route.
+/// - `match.path`: the request path must equal it, with or without one trailing `/`
+///   (`/buy` matches `/buy` and `/buy/`; frameworks ignore a trailing slash by default).
 /// - `match.path_prefix`: the request path must start with it **on a segment boundary**:
 ///   `/v1/premium` matches `/v1/premium`, `/v1/premium/`, `/v1/premium/x`, not `/v1/premiumX`.
-///   A prefix that ends in `/` (including the catch-all `/`) matches anything under it;
-///   `/v1/` therefore does not match `/v1` itself.
-/// - `match.methods`: the method must be one of them (case-sensitive, as RFC 9110 says).
+///   A prefix that ends in `/` matches anything under it, and the path without that slash
+///   (`/v1/` matches `/v1`, which routers serve with the `/v1/` handler).
+/// - `match.methods`: the method must be one of them. Methods are upper-case tokens (the parser
+///   refuses any other spelling with 400, as nginx does), so `post` never falls through.
 ///   `GET` implies `HEAD` (as nginx's `limit_except GET` does): upstreams answer HEAD with
-///   their GET handler, so a route protecting GET must protect HEAD too, or
-///   `HEAD /v1/premium` would fall through to a later `mode: off` route unverified.
-///   nil means every method.
+///   their GET handler. nil means every method.
 /// - A route with neither `path` nor `path_prefix` matches every path.
-/// - The path given is the path part of the request-target (a `?query` suffix, if passed,
-///   is ignored: it ends the path).
-///
-/// ## Path normalization (security decision)
-/// Routes protect resources, so a request must not escape an `enforce` route by spelling the
-/// same resource differently from what an upstream resolves it to. Paths in canonical form
-/// (no `%`, `\`, `;`, empty `//` segment, `.` or `..` segment) are matched as received, without
-/// allocating (the common case). Any other path is first normalized **for matching only**
-/// (the upstream still receives the original request-target, which the assertion signs):
-/// percent-escapes are decoded once (`%2F` becomes a separator, `%2E%2E` a dot segment),
-/// `\` is a separator, `;params` are removed from each segment (servlet containers ignore
-/// them), empty and `.` segments are dropped, and `..` removes the previous segment
-/// (never above the root), as RFC 3986 §5.2.4 and nginx do. Case is not folded.
 ///
 /// Immutable after init, therefore shared by every connection queue (`Sendable`).
 public final class RouteTable: Sendable {
+    /// The result of looking a request up.
+    public enum Lookup: Equatable, Sendable {
+        /// Index into `routes`.
+        case route(Int)
+        /// No route matches (the gateway answers 404 itself).
+        case noRoute
+        /// The target has more than one reading (400 `ambiguous_target`).
+        case ambiguous(String)
+    }
+
     /// The routes, in order.
     public let routes: [RoutePolicy]
     /// One trivial (retain-free) entry per route: the match loop touches no reference counts.
     private let compiled: [CompiledRoute]
-    /// Every route pattern's bytes, back to back; `CompiledRoute` holds offsets into it.
+    /// Every route pattern's bytes, back to back (lower-cased for case-insensitive routes);
+    /// `CompiledRoute` holds offsets into it.
     private let patternBytes: [UInt8]
     /// The distinct methods named by any route; method `i` is bit `i` of `CompiledRoute.methodMask`.
     private let methodNames: [String]
@@ -69,17 +71,20 @@ public final class RouteTable: Sendable {
         var compiled: [CompiledRoute] = []
         for (route, methods) in zip(routes, effectiveMethods) {
             let kind: CompiledRoute.Kind
-            let pattern: String
+            var pattern: [UInt8]
             if let exact = route.match.path {
                 kind = .exact
-                pattern = exact
+                pattern = Array(exact.utf8)
+                // `/buy/` and `/buy` are one route: keep the form without the slash.
+                if pattern.count > 1 && pattern.last == UInt8(ascii: "/") { pattern.removeLast() }
             } else if let prefix = route.match.pathPrefix {
                 kind = prefix.utf8.last == UInt8(ascii: "/") ? .directoryPrefix : .segmentPrefix
-                pattern = prefix
+                pattern = Array(prefix.utf8)
             } else {
                 kind = .any
-                pattern = ""
+                pattern = []
             }
+            if !route.caseSensitive { pattern = pattern.map(CompiledRoute.lowercase) }
             var mask = UInt64.max
             if masked, let methods {
                 mask = 0
@@ -90,46 +95,67 @@ public final class RouteTable: Sendable {
             compiled.append(
                 CompiledRoute(
                     kind: kind,
+                    caseSensitive: route.caseSensitive,
+                    allowsEncodedSeparators: route.allowEncodedSlashes,
                     patternStart: bytes.count,
-                    patternLength: pattern.utf8.count,
+                    patternLength: pattern.count,
                     methodMask: mask
                 )
             )
-            bytes.append(contentsOf: pattern.utf8)
+            bytes.append(contentsOf: pattern)
         }
         self.compiled = compiled
         self.patternBytes = bytes
     }
 
-    /// The first route that matches, or nil when none does.
-    ///
-    /// Does not allocate for paths in canonical form.
+    /// The first route that matches, or nil when none does or the target is ambiguous.
     public func match(method: String, path: Substring) -> RoutePolicy? {
-        guard let index = self.matchIndex(method: method, path: path) else { return nil }
+        guard case .route(let index) = self.lookup(method: method, target: path) else { return nil }
         return self.routes[index]
     }
 
-    /// The index in `routes` of the first route that matches, or nil.
+    /// The index of the first route that matches; nil when none does or the target is ambiguous.
     public func matchIndex(method: String, path: Substring) -> Int? {
-        var path = path
-        if let fast = path.utf8.withContiguousStorageIfAvailable({ self.matchIndex(method: method, bytes: $0) }) {
+        guard case .route(let index) = self.lookup(method: method, target: path) else { return nil }
+        return index
+    }
+
+    /// Looks a request target (path and optional query) up. Does not allocate for canonical targets.
+    public func lookup(method: String, target: Substring) -> Lookup {
+        var target = target
+        if let fast = target.utf8.withContiguousStorageIfAvailable({ self.lookup(method: method, bytes: $0) }) {
             return fast
         }
         // Not contiguous (bridged storage): make it native once, then match.
-        path.makeContiguousUTF8()
-        return path.utf8.withContiguousStorageIfAvailable { self.matchIndex(method: method, bytes: $0) } ?? nil
+        target.makeContiguousUTF8()
+        return target.utf8.withContiguousStorageIfAvailable { self.lookup(method: method, bytes: $0) } ?? .noRoute
     }
 
-    private func matchIndex(method: String, bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        let length = RoutePath.pathLength(bytes)
-        let path = UnsafeBufferPointer(rebasing: bytes[0..<length])
+    private func lookup(method: String, bytes: UnsafeBufferPointer<UInt8>) -> Lookup {
         let methodBit = self.methodBit(method)
-        // Not origin-form (`*`, empty): nothing to normalize; only path-less routes can match.
-        if path.first != UInt8(ascii: "/") || RoutePath.isCanonical(path) {
-            return self.firstMatch(method: method, methodBit: methodBit, path: path)
+        // Not origin-form (`*`, empty): no path to read; only path-less routes can match.
+        guard bytes.first == UInt8(ascii: "/") else {
+            return self.firstMatch(method: method, methodBit: methodBit, path: bytes).map(Lookup.route) ?? .noRoute
         }
-        let normalized = RoutePath.normalize(path)
-        return normalized.withUnsafeBufferPointer { self.firstMatch(method: method, methodBit: methodBit, path: $0) }
+        let path = UnsafeBufferPointer(rebasing: bytes[0..<RoutePath.pathLength(bytes)])
+        switch RoutePath.form(target: bytes) {
+        case .canonical:
+            return self.firstMatch(method: method, methodBit: methodBit, path: path).map(Lookup.route) ?? .noRoute
+        case .ambiguous(let why):
+            return .ambiguous(why.rawValue)
+        case .encodedSeparators:
+            // Data on routes that allow it, provided the decoded reading routes to the same place.
+            guard let raw = self.firstMatch(method: method, methodBit: methodBit, path: path),
+                self.compiled[raw].allowsEncodedSeparators
+            else {
+                return .ambiguous(RoutePath.Ambiguity.encodedSeparator.rawValue)
+            }
+            let decoded = RoutePath.normalize(path)
+            let other = decoded.withUnsafeBufferPointer {
+                self.firstMatch(method: method, methodBit: methodBit, path: $0)
+            }
+            return other == raw ? .route(raw) : .ambiguous(RoutePath.Ambiguity.readingsDisagree.rawValue)
+        }
     }
 
     private func methodBit(_ method: String) -> UInt64 {
@@ -160,152 +186,61 @@ private struct CompiledRoute: Sendable {
     enum Kind: UInt8, Sendable {
         /// No path condition.
         case any
+        /// The pattern (kept without a trailing slash), with or without one trailing slash.
         case exact
         /// A prefix not ending in `/`: the next path byte must be `/` or the end.
         case segmentPrefix
-        /// A prefix ending in `/`: any continuation.
+        /// A prefix ending in `/`: any continuation, or the path without that slash.
         case directoryPrefix
     }
 
     let kind: Kind
+    let caseSensitive: Bool
+    let allowsEncodedSeparators: Bool
     let patternStart: Int
     let patternLength: Int
     /// Bit per method name (see `RouteTable.methodNames`); all ones = every method.
     let methodMask: UInt64
 
+    private static let slash = UInt8(ascii: "/")
+
+    static func lowercase(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
     func matches(path: UnsafeBufferPointer<UInt8>, patterns: UnsafeBufferPointer<UInt8>) -> Bool {
+        let length = self.patternLength
         switch self.kind {
         case .any:
             return true
         case .exact:
-            return path.count == self.patternLength && self.hasPatternPrefix(path, patterns)
+            guard path.count >= length, self.hasPatternPrefix(path, patterns, length) else { return false }
+            return path.count == length || (path.count == length + 1 && path[length] == Self.slash)
         case .directoryPrefix:
-            return path.count >= self.patternLength && self.hasPatternPrefix(path, patterns)
+            if path.count >= length { return self.hasPatternPrefix(path, patterns, length) }
+            // `/v1` under `/v1/`: the directory itself.
+            return path.count == length - 1 && length > 1 && self.hasPatternPrefix(path, patterns, length - 1)
         case .segmentPrefix:
-            guard path.count >= self.patternLength, self.hasPatternPrefix(path, patterns) else { return false }
-            return path.count == self.patternLength || path[self.patternLength] == UInt8(ascii: "/")
+            guard path.count >= length, self.hasPatternPrefix(path, patterns, length) else { return false }
+            return path.count == length || path[length] == Self.slash
         }
     }
 
-    private func hasPatternPrefix(_ path: UnsafeBufferPointer<UInt8>, _ patterns: UnsafeBufferPointer<UInt8>) -> Bool {
+    private func hasPatternPrefix(
+        _ path: UnsafeBufferPointer<UInt8>, _ patterns: UnsafeBufferPointer<UInt8>, _ count: Int
+    ) -> Bool {
         var i = 0
-        while i < self.patternLength {
-            if patterns[self.patternStart + i] != path[i] { return false }
-            i += 1
+        if self.caseSensitive {
+            while i < count {
+                if patterns[self.patternStart + i] != path[i] { return false }
+                i += 1
+            }
+        } else {
+            while i < count {
+                if patterns[self.patternStart + i] != Self.lowercase(path[i]) { return false }
+                i += 1
+            }
         }
         return true
-    }
-}
-
-/// Path helpers for route matching (and for validating route patterns).
-enum RoutePath {
-    private static let slash = UInt8(ascii: "/")
-    private static let dot = UInt8(ascii: ".")
-    private static let percent = UInt8(ascii: "%")
-    private static let backslash = UInt8(ascii: "\\")
-    private static let semicolon = UInt8(ascii: ";")
-    private static let question = UInt8(ascii: "?")
-    private static let hash = UInt8(ascii: "#")
-
-    /// Length of the path part: up to the first `?` or `#`.
-    static func pathLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        for i in 0..<bytes.count where bytes[i] == Self.question || bytes[i] == Self.hash {
-            return i
-        }
-        return bytes.count
-    }
-
-    /// True when matching the bytes as they are gives the same answer as matching the
-    /// normalized form: no escape, backslash, parameter, empty, `.` or `..` segment.
-    static func isCanonical(_ path: UnsafeBufferPointer<UInt8>) -> Bool {
-        var segmentStart = 0
-        var i = 0
-        while i <= path.count {
-            let byte = i < path.count ? path[i] : Self.slash
-            switch byte {
-            case Self.percent, Self.backslash, Self.semicolon:
-                return false
-            case Self.slash:
-                let length = i - segmentStart
-                if i > 0 {
-                    // An empty segment between two slashes (a trailing slash is fine).
-                    if length == 0 && i < path.count { return false }
-                    if length == 1 && path[segmentStart] == Self.dot { return false }
-                    if length == 2 && path[segmentStart] == Self.dot && path[segmentStart + 1] == Self.dot {
-                        return false
-                    }
-                }
-                segmentStart = i + 1
-            default:
-                break
-            }
-            i += 1
-        }
-        return true
-    }
-
-    /// The form used for matching a non-canonical path (see `RouteTable`).
-    static func normalize(_ path: UnsafeBufferPointer<UInt8>) -> [UInt8] {
-        // 1. Decode percent-escapes once; invalid escapes stay literal. `\` becomes `/`.
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(path.count)
-        var i = 0
-        while i < path.count {
-            let byte = path[i]
-            if byte == Self.percent, i + 2 < path.count, let high = hexValue(path[i + 1]),
-                let low = hexValue(path[i + 2])
-            {
-                let value = high << 4 | low
-                decoded.append(value == Self.backslash ? Self.slash : value)
-                i += 3
-                continue
-            }
-            decoded.append(byte == Self.backslash ? Self.slash : byte)
-            i += 1
-        }
-        // 2. Split into segments, strip `;params`, resolve `.` / `..`, drop empty segments.
-        var segments: [ArraySlice<UInt8>] = []
-        var endsWithSlash = false
-        var start = 0
-        var j = 0
-        while j <= decoded.count {
-            if j == decoded.count || decoded[j] == Self.slash {
-                var segment = decoded[start..<j]
-                if let semicolon = segment.firstIndex(of: Self.semicolon) {
-                    segment = segment[segment.startIndex..<semicolon]
-                }
-                let isLast = j == decoded.count
-                if segment.isEmpty {
-                    // Empty segment: a trailing one keeps the trailing slash.
-                    if isLast && start > 0 { endsWithSlash = true }
-                } else if segment.elementsEqual([Self.dot]) {
-                    if isLast { endsWithSlash = true }
-                } else if segment.elementsEqual([Self.dot, Self.dot]) {
-                    if !segments.isEmpty { segments.removeLast() }
-                    if isLast { endsWithSlash = true }
-                } else {
-                    segments.append(segment)
-                }
-                start = j + 1
-            }
-            j += 1
-        }
-        var result: [UInt8] = [Self.slash]
-        result.reserveCapacity(decoded.count + 1)
-        for (index, segment) in segments.enumerated() {
-            if index > 0 { result.append(Self.slash) }
-            result.append(contentsOf: segment)
-        }
-        if endsWithSlash && !segments.isEmpty { result.append(Self.slash) }
-        return result
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }

@@ -19,6 +19,10 @@ package final class GatewayServer: Sendable {
     let activeConnections = AtomicCounter()
     /// Request bodies buffered for the gates, over every connection (`limits.maxBufferedBodyBytes`).
     package let bodyBudget: BufferedBodyBudget
+    /// Buffered body bytes per client address (`limits.max_buffered_body_bytes_per_address`).
+    package let addressBodyBytes = AddressLedger()
+    /// Open connections per peer address (`limits.max_connections_per_address`).
+    package let addressConnections = AddressLedger()
     private let state: Mutex<ServerState>
     private let isDrainingFlag = Atomic<Bool>(false)
     private let shutdownState = Mutex<ShutdownState>(.running)
@@ -34,6 +38,7 @@ package final class GatewayServer: Sendable {
         var contexts: [String: ListenerContext] = [:]
         var upstreams: UpstreamTable
         var limits: GatewayLimits
+        var trustedProxies = TrustedProxies([])
     }
 
     /// - Parameters:
@@ -96,6 +101,11 @@ package final class GatewayServer: Sendable {
 
     /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
     package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws(IOError) {
+        let proxies = TrustedProxies(policy.trustedProxies)
+        self.state.withLock { state in
+            state.trustedProxies = proxies
+            for context in state.contexts.values { context.replace(trustedProxies: proxies) }
+        }
         try self.update(upstreams: policy.upstreams, limits: policy.limits)
         for (name, gate) in gates {
             self.update(gate: gate, forListener: name)
@@ -115,7 +125,9 @@ package final class GatewayServer: Sendable {
             if let existing = state.contexts[name] {
                 context = existing
             } else {
-                context = ListenerContext(name: name, gate: gate, upstreams: state.upstreams, limits: state.limits)
+                context = ListenerContext(
+                    name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
+                    trustedProxies: state.trustedProxies)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)
@@ -137,6 +149,26 @@ package final class GatewayServer: Sendable {
             SystemCalls.close(fd)
             return
         }
+        // Every connection is counted per address, so a cap set by a reload applies at once.
+        let peerKey = IPAddressBytes.limitKey(peer.ipText)
+        let perAddress = limits.maxConnectionsPerAddress > 0 ? limits.maxConnectionsPerAddress : Int.max
+        guard self.addressConnections.tryAdd(peerKey, 1, limit: perAddress) else {
+            self.activeConnections.decrement()
+            self.metrics.limitRefusals.labels("connections_per_address").increment()
+            if let suppressed = self.connectionCapLog.admit() {
+                Log.warning(
+                    "rate_limited",
+                    [
+                        ("limit", "connections_per_address"),
+                        ("max_connections_per_address", String(limits.maxConnectionsPerAddress)),
+                        ("suppressed", String(suppressed)),
+                    ])
+            }
+            // Best effort, on a fresh socket whose send buffer is empty: the client learns why.
+            _ = Self.connectionCapResponse.withUnsafeBytes { SystemCalls.writeOnce(fd, $0) }
+            SystemCalls.close(fd)
+            return
+        }
         self.metrics.activeConnections.add(1)
         let target = self.group.next()
         let loopContext = self.loopContexts[target.index]
@@ -149,10 +181,22 @@ package final class GatewayServer: Sendable {
         }
     }
 
-    func connectionClosed() {
+    func connectionClosed(peerLimitKey: String) {
         self.activeConnections.decrement()
         self.metrics.activeConnections.add(-1)
+        self.addressConnections.remove(peerLimitKey, 1)
     }
+
+    private let connectionCapLog = LogThrottle(interval: .seconds(1))
+
+    /// The 429 a connection over `limits.max_connections_per_address` gets before it is closed.
+    static let connectionCapResponse: [UInt8] = {
+        let body = #"{"error":"rate_limited","message":"too many open connections from this address (limits.max_connections_per_address)"}"#
+        let head =
+            "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+            + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        return Array((head + body).utf8)
+    }()
 
     /// SIGTERM: stop accepting, let in-flight requests finish (each with `Connection: close`),
     /// close idle keep-alive connections at once, and wait up to `drainTimeout` for the rest;
@@ -242,15 +286,25 @@ final class ListenerContext: Sendable {
         var gate: any RequestGate
         var upstreams: UpstreamTable
         var limits: GatewayLimits
+        var trustedProxies: TrustedProxies
     }
 
     let name: String
     private let snapshotBox: Mutex<Snapshot>
     private let generationCounter = AtomicCounter()
 
-    init(name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits) {
+    init(
+        name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
+        trustedProxies: TrustedProxies = TrustedProxies([])
+    ) {
         self.name = name
-        self.snapshotBox = Mutex(Snapshot(gate: gate, upstreams: upstreams, limits: limits))
+        self.snapshotBox = Mutex(
+            Snapshot(gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies))
+    }
+
+    func replace(trustedProxies: TrustedProxies) {
+        self.snapshotBox.withLock { $0.trustedProxies = trustedProxies }
+        self.generationCounter.increment()
     }
 
     var generation: UInt64 { self.generationCounter.load() }

@@ -43,7 +43,10 @@ package enum HeaderRewriting {
                 forwarded = forwarded.map { $0 + ", " + field.value } ?? field.value
                 continue
             case .host:
+                // Never hop-by-hop: `Connection: Host` must not leave the upstream without one.
                 if host == nil { host = field.value }
+                kept.append(field)
+                continue
             case .other:
                 break
             }

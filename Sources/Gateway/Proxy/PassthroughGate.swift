@@ -14,7 +14,7 @@ package struct PassthroughGate: RequestGate {
         self.routes = RouteTable(routes: policy.routes)
     }
 
-    package func classify(_ head: HTTPRequestHead) -> GateClassification {
+    package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         guard let route = self.routes.match(method: head.method, path: head.path) else {
             return GateClassification(routeName: "-", upstream: nil, bufferBodyUpTo: nil)
         }

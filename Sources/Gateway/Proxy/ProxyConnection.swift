@@ -35,6 +35,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let context: ListenerContext
     unowned let server: GatewayServer
     let peerAddress: String
+    /// `peerAddress` as per-address limits count it (`IPAddressBytes.limitKey`).
+    let peerLimitKey: String
+    /// The current request's client address key (after `trusted_proxies`): per-address limits.
+    @exclusivity(unchecked) private var clientLimitKey: String
+    /// Body bytes the current request holds of its client address's share (with `bodyReservation`).
+    @exclusivity(unchecked) private var addressReservedBytes = 0
     /// The peer as X-Forwarded-For and Forwarded name it.
     private let forwardedClient: UpstreamRequestPlan.Client
     @exclusivity(unchecked) private var token: UInt64 = 0
@@ -116,6 +122,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.context = context
         self.server = server
         self.peerAddress = peer.ipText
+        self.peerLimitKey = IPAddressBytes.limitKey(peer.ipText)
+        self.clientLimitKey = self.peerLimitKey
         self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
@@ -135,7 +143,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             connection.token = try connection.loop.register(fd: fd, handler: connection)
         } catch {
             SystemCalls.close(fd)
-            server.connectionClosed()
+            server.connectionClosed(peerLimitKey: connection.peerLimitKey)
             return
         }
         loopContext.add(connection)
@@ -442,10 +450,16 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
 
     private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
         assert(self.bodyReservation.bytes == 0, "the previous request's body reservation was not released")
+        assert(self.addressReservedBytes == 0, "the previous request's address share was not released")
         self.requestStart = SystemCalls.monotonicNanoseconds()
         self.upstreamStart = 0
         self.refreshSnapshot()
-        let classification = self.snapshot.gate.classify(head)
+        let proxies = self.snapshot.trustedProxies
+        self.clientLimitKey =
+            proxies.isEmpty
+            ? self.peerLimitKey
+            : IPAddressBytes.limitKey(proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor))
+        let classification = self.snapshot.gate.classify(head, client: self.clientLimitKey)
         self.head = head
         self.requestInfo = info
         self.classification = classification
@@ -514,6 +528,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// Grows the body's reservation in the process-wide budget to `total` bytes. When the
     /// budget cannot, answers 503 `body_budget_exhausted` (the connection closes) and returns false.
     private func reserveBody(_ total: Int) -> Bool {
+        guard self.reserveAddressShare(total) else { return false }
         let budget = self.server.bodyBudget
         if self.bodyReservation.cover(total, from: budget) { return true }
         self.server.metrics.bodyBudgetRejections.increment()
@@ -534,6 +549,49 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.queueLocalResponse(response, keepAlive: false)
         self.finishRequest(keepAlive: self.machine.localResponseWritten())
         return false
+    }
+
+    /// Grows what the client address holds of `limits.max_buffered_body_bytes_per_address` to
+    /// `total`; when it cannot, answers 429 `rate_limited` (the connection closes) and returns
+    /// false. One address can so hold at most its share of the global budget.
+    private func reserveAddressShare(_ total: Int) -> Bool {
+        let delta = total - self.addressReservedBytes
+        guard delta > 0 else { return true }
+        let limit = self.snapshot.limits.maxBufferedBodyBytesPerAddress
+        if self.server.addressBodyBytes.tryAdd(self.clientLimitKey, delta, limit: limit) {
+            self.addressReservedBytes = total
+            return true
+        }
+        self.server.metrics.limitRefusals.labels("body_bytes_per_address").increment()
+        if let suppressed = self.server.bodyBudget.logThrottle.admit() {
+            Log.warning(
+                "rate_limited",
+                [
+                    ("limit", "body_bytes_per_address"), ("route", self.classification?.routeName ?? "-"),
+                    ("body_bytes", String(total)),
+                    ("held_by_address", String(self.server.addressBodyBytes.held(self.clientLimitKey))),
+                    ("max_buffered_body_bytes_per_address", String(limit)), ("suppressed", String(suppressed)),
+                ])
+        }
+        guard case .reject = self.machine.bodyBudgetExhausted() else { return false }
+        self.bufferedBody = nil
+        self.logInfo = GateLogInfo(verdict: AttestVerdict.rateLimited.rawValue)
+        let error = EnforcementError(
+            .rateLimited,
+            "this address holds its share of the gateway's buffered request bodies; retry later",
+            retryAfterSeconds: 1)
+        self.queueLocalResponse(error.response, keepAlive: false)
+        self.finishRequest(keepAlive: self.machine.localResponseWritten())
+        return false
+    }
+
+    /// Gives back the current request's body bytes: the global budget and the address's share.
+    private func releaseBodyReservation() {
+        if self.bodyReservation.bytes > 0 { self.bodyReservation.release(to: self.server.bodyBudget) }
+        if self.addressReservedBytes > 0 {
+            self.server.addressBodyBytes.remove(self.clientLimitKey, self.addressReservedBytes)
+            self.addressReservedBytes = 0
+        }
     }
 
     /// A buffered body missed `limits.buffered_body_timeout`: counted and logged (at most one
@@ -1000,7 +1058,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.requestInfo = nil
         self.classification = nil
         self.bufferedBody = nil
-        if self.bodyReservation.bytes > 0 { self.bodyReservation.release(to: self.server.bodyBudget) }
+        self.releaseBodyReservation()
         // A buffered body went out through these bytes: do not keep its capacity for the
         // connection's lifetime (it is outside the budget once released).
         if self.requestHeadBytes.capacity > Self.retainedHeadBytesCapacity { self.requestHeadBytes = [] }
@@ -1093,7 +1151,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         self.cancelWaiting()
         self.bufferedBody = nil
-        self.bodyReservation.release(to: self.server.bodyBudget)
+        self.releaseBodyReservation()
         self.machine.closed()
         self.loop.deregister(fd: self.fd, token: self.token)
         SystemCalls.close(self.fd)
@@ -1102,6 +1160,6 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.input = nil
         self.output = nil
         self.loopContext.remove(self)
-        self.server.connectionClosed()
+        self.server.connectionClosed(peerLimitKey: self.peerLimitKey)
     }
 }

@@ -112,7 +112,10 @@ package struct UpstreamRequestPlan: Sendable {
                 forwardedCount += 1
                 continue
             case .host:
+                // Never hop-by-hop: `Connection: Host` must not leave the upstream without one.
                 if host == nil { host = field.value }
+                writer.writeField(field.name, field.value)
+                continue
             case .other:
                 break
             }

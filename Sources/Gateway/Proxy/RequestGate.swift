@@ -4,8 +4,9 @@
 /// then (if the classification asks for it) reads the body up to the cap, then calls
 /// `decide`. Nothing is sent upstream before `decide` completes with `.forward`.
 package protocol RequestGate: Sendable {
-    /// Chooses the route for a head. Must be cheap and non-blocking.
-    func classify(_ head: HTTPRequestHead) -> GateClassification
+    /// Chooses the route for a head. Must be cheap and non-blocking. `client` is the client
+    /// address's limit key (`IPAddressBytes.limitKey`, after `trusted_proxies`).
+    func classify(_ head: HTTPRequestHead, client: String) -> GateClassification
 
     /// Decides the request's fate. `body` is the complete body when the
     /// classification asked for buffering, else nil. `completion` may run on any
@@ -26,11 +27,22 @@ package struct GateClassification: Sendable {
     /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
     /// nil = stream the body; `decide` is called with the head only.
     package var bufferBodyUpTo: Int?
+    /// The matched route's index in the gate's route table (matched once, in `classify`).
+    package var routeIndex: Int?
+    /// Set when the gate already knows the answer from the head alone (an ambiguous target,
+    /// missing credentials on an enforce route, a rate limit): `bufferBodyUpTo` is then nil, so
+    /// no body byte is buffered or reserved, and `decide` completes with this at once.
+    package var refusal: GateDecision?
 
-    package init(routeName: String, upstream: String?, bufferBodyUpTo: Int?) {
+    package init(
+        routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
+        refusal: GateDecision? = nil
+    ) {
         self.routeName = routeName
         self.upstream = upstream
-        self.bufferBodyUpTo = bufferBodyUpTo
+        self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
+        self.routeIndex = routeIndex
+        self.refusal = refusal
     }
 }
 

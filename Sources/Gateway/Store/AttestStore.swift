@@ -9,8 +9,9 @@ package import Foundation
 /// `MemoryStore` completes at once, inside the call. Implementations: `RedisStore` (shared,
 /// production) and `MemoryStore` (tests, `store: memory` single node); one conformance suite.
 package protocol AttestStore: AnyObject, Sendable {
-    /// Stores a fresh challenge for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
-    /// Completes `false` if the challenge already existed (caller retries with a new one).
+    /// Marks a challenge redeemed for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
+    /// Completes `true` the first time, `false` when it was already marked (a second use).
+    /// Challenges are stateless tokens (`ChallengeTokens`): only redemptions are stored.
     func putChallenge(
         _ challenge: String, ttlSeconds: Int, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
@@ -32,6 +33,12 @@ package protocol AttestStore: AnyObject, Sendable {
 
     /// Marks the key revoked. Completes false when no such key exists.
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// The secret shared by every gateway under `name`: the stored one, or `proposed` when none
+    /// was stored yet (Redis `SET key value NX GET`, one round trip, first writer wins).
+    /// Used for the challenge-signing key when the policy names no key file.
+    func sharedSecret(
+        name: String, proposed: [UInt8], completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void)
 
     /// Round trip to the backend, for /readyz.
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)

@@ -15,6 +15,7 @@ package final class MemoryStore: AttestStore {
         var challenges: [String: ContinuousClock.Instant] = [:]
         var keys: [String: KeyRecord] = [:]
         var putsSincePurge = 0
+        var secrets: [String: [UInt8]] = [:]
     }
 
     /// Expired challenges are purged every this many puts (and ignored when consumed).
@@ -47,6 +48,19 @@ package final class MemoryStore: AttestStore {
             return true
         }
         self.complete(completion, stored)
+    }
+
+    package func sharedSecret(
+        name: String,
+        proposed: [UInt8],
+        completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {
+        let secret = self.state.withLock { state -> [UInt8] in
+            if let stored = state.secrets[name] { return stored }
+            state.secrets[name] = proposed
+            return proposed
+        }
+        self.complete(completion, secret)
     }
 
     package func consumeChallenge(

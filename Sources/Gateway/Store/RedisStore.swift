@@ -157,6 +157,26 @@ package final class RedisStore: AttestStore {
         }
     }
 
+    package func sharedSecret(
+        name: String,
+        proposed: [UInt8],
+        completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {
+        self.callerConnection.send([
+            Self.bytes("SET"), Array("appattest:secret:{\(name)}".utf8), proposed, Self.bytes("NX"), Self.bytes("GET"),
+        ]) {
+            completion(
+                Self.interpret($0, command: "SET") { reply in
+                    switch reply {
+                    case .null: return proposed
+                    case .bulk(let stored): return stored
+                    default: return nil
+                    }
+                }
+            )
+        }
+    }
+
     package func consumeChallenge(
         _ challenge: String,
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
