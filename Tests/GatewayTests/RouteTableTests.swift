@@ -43,7 +43,6 @@ import Testing
         // Exact path, with or without one trailing slash.
         ("GET", "/health", "health"),
         ("GET", "/health/", "health"),
-        ("GET", "/health//", "all"),
         ("GET", "/healthz", "all"),
         ("POST", "/health", "all"),
         // Prefix ending in a slash: anything under it, and the bare directory.
@@ -85,6 +84,7 @@ import Testing
         "/%76%31/premium",
         "/v1/premium%3Aadmin",
         "/v1/premium%00",
+        "/health//",
     ])
     func ambiguousSpellingsAreRefused(path: String) {
         guard case .ambiguous = Self.table.lookup(method: "GET", target: Substring(path)) else {
@@ -93,7 +93,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["/v1/premium/a%20b", "/v1/premium/caf%C3%A9", "/v1/premium/100%", "/v1/premium/%7B%7D"])
+    @Test(arguments: ["/v1/premium/a%20b", "/v1/premium/caf%C3%A9", "/v1/premium/100%25", "/v1/premium/%7B%7D"])
     func inertEscapesMatchAsReceived(path: String) {
         #expect(self.name("GET", path) == "premium")
     }
