@@ -280,6 +280,17 @@ func loopbackAddress(port: UInt16) -> sockaddr_in {
     return address
 }
 
+/// Binds `fd` to `source` (an IPv4 loopback address such as 127.0.0.2), any port.
+func bindSource(_ fd: Int32, _ source: String) -> Bool {
+    var local = sockaddr_in()
+    local.sin_family = sa_family_t(AF_INET)
+    local.sin_port = 0
+    local.sin_addr.s_addr = inet_addr(source)
+    return withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
+}
+
 /// Polls `condition` every 20 ms until it is true or `timeout` has passed.
 @discardableResult
 func eventually(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {

@@ -12,6 +12,8 @@ struct HTTPRequest: Sendable {
     /// Non-nil: the body is sent with `Transfer-Encoding: chunked` (one chunk when non-empty)
     /// followed by these trailer fields.
     var trailers: [(String, String)]?
+    /// Loopback source address to bind before connecting (`127.0.0.2`: another client address).
+    var sourceAddress: String?
 
     init(
         port: UInt16,
@@ -182,6 +184,12 @@ enum HTTPClient {
                 return
             }
             self.fd = fd
+            if let source = self.request.sourceAddress {
+                guard bindSource(fd, source) else {
+                    self.finish(.failure(.io("bind", errno)))
+                    return
+                }
+            }
             var address = loopbackAddress(port: self.request.port)
             let rc = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
