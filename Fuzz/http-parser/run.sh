@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=.fuzz/http-parser
 mkdir -p "$work/corpus"
+# FUZZ_SEEDS=0: start from the (empty) corpus alone, without the seeds and regressions.
+inputs="Fuzz/http-parser/seeds Fuzz/http-parser/regressions"
+if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
 swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -package-name attest_gateway -module-name HTTPParserFuzz \
@@ -31,4 +34,4 @@ fi
   -dict=Fuzz/http-parser/http.dict \
   -artifact_prefix="$work/" \
   -print_final_stats=1 \
-  "$work/corpus" Fuzz/http-parser/seeds Fuzz/http-parser/regressions
+  "$work/corpus" $inputs

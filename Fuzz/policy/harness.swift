@@ -6,9 +6,11 @@
 //    never crash, hang or exhaust memory (anchors/aliases, depth and node count are bounded).
 //    A loaded policy is self-consistent (every route's upstream exists, every pattern is
 //    normalized) and its summary and route table work.
-//  - odd: the bytes are a request path, matched against a fixed table. Invariants:
-//    a canonical path normalizes to itself; normalizing a path whose normal form has no `%`
-//    again changes nothing; and the raw path matches the same route as its normal form.
+//  - odd: the bytes are a request target, looked up in a fixed table. The product's rule
+//    (`RoutePath`): a target the table accepts has one reading, so under every reading an
+//    upstream may apply (fully decoded with dot segments resolved; lower-cased) it matches the
+//    same route as received; a target it refuses is never matched. Canonical paths without
+//    escapes normalize to themselves; normalization is idempotent.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPolicy(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -38,7 +40,7 @@ private func fuzzLoader(_ input: [UInt8]) {
         check(!policy.listen.isEmpty, "no listen address")
         _ = PolicySummary.render(policy, warnings: warnings)
         let table = RouteTable(routes: policy.routes)
-        for path in ["/", "/v1/premium", "/v1//premium/../x", "*", ""] {
+        for path in ["/", "/v1/premium", "/v1//premium/../x", "*", "", "/V1/x%2F"] {
             if let index = table.matchIndex(method: "GET", path: Substring(path)) {
                 check(index < policy.routes.count, "match index out of range")
             }
@@ -54,34 +56,55 @@ private func fuzzLoader(_ input: [UInt8]) {
 private let fuzzTable = RouteTable(routes: [
     RoutePolicy(name: "health", match: .init(path: "/health", methods: ["GET"]), upstream: "api"),
     RoutePolicy(name: "premium", match: .init(pathPrefix: "/v1/premium", methods: ["GET", "POST"]), upstream: "api"),
+    RoutePolicy(name: "files", match: .init(pathPrefix: "/files/"), upstream: "api", allowEncodedSlashes: true),
     RoutePolicy(name: "v2", match: .init(pathPrefix: "/v2/"), upstream: "api"),
     RoutePolicy(name: "a", match: .init(pathPrefix: "/a"), upstream: "api"),
     RoutePolicy(name: "ab", match: .init(path: "/a/b"), upstream: "api"),
+    RoutePolicy(name: "Exact", match: .init(pathPrefix: "/CS"), upstream: "api", caseSensitive: true),
 ])
 
 private func fuzzRouteMatching(_ input: [UInt8]) {
-    // The matcher sees the path part only (up to ? or #), as RouteTable does.
-    let cut = input.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? input.count
-    let path = Array(input[..<cut])
-    guard path.first == UInt8(ascii: "/") else { return }
+    // Targets are visible ASCII (the parser refuses anything else before routing).
+    guard input.first == UInt8(ascii: "/"), input.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return }
+    let target = String(decoding: input, as: UTF8.self)
+    let path = Array(input[..<RoutePathLength.of(input)])
     let normal = path.withUnsafeBufferPointer { RoutePath.normalize($0) }
     check(normal.first == UInt8(ascii: "/"), "normal form does not start with /")
-    if path.withUnsafeBufferPointer({ RoutePath.isCanonical($0) }) {
+    let twice = normal.withUnsafeBufferPointer { RoutePath.normalize($0) }
+    if !normal.contains(UInt8(ascii: "%")) {
+        check(twice == normal, "normalization not idempotent")
+    }
+    let form = input.withUnsafeBufferPointer { RoutePath.form(target: $0) }
+    if form == .canonical && !path.contains(UInt8(ascii: "%")) {
         check(normal == path, "canonical path changed by normalization")
     }
-    if !normal.contains(UInt8(ascii: "%")) {
-        let twice = normal.withUnsafeBufferPointer { RoutePath.normalize($0) }
-        check(twice == normal, "normalization not idempotent")
-        // Same route for the raw and the normal spelling (String(decoding:) keeps ASCII bytes).
-        if path.allSatisfy({ $0 < 0x80 }) {
-            for method in ["GET", "POST", "PUT"] {
-                let raw = fuzzTable.matchIndex(method: method, path: Substring(String(decoding: path, as: UTF8.self)))
-                let normalized = fuzzTable.matchIndex(
-                    method: method, path: Substring(String(decoding: normal, as: UTF8.self))
-                )
-                check(raw == normalized, "raw and normal form match different routes")
+    for method in ["GET", "POST", "PUT"] {
+        let lookup = fuzzTable.lookup(method: method, target: Substring(target))
+        switch lookup {
+        case .ambiguous:
+            check(form != .canonical, "a canonical target was refused")
+        case .route, .noRoute:
+            if case .ambiguous = form { check(false, "an ambiguous target was matched: \(target)") }
+            let raw: Int? = if case .route(let index) = lookup { index } else { nil }
+            // The fully decoded, dot-resolved reading routes to the same place.
+            let decoded = normal.withUnsafeBufferPointer { fuzzTable.matchIgnoringForm(method: method, path: $0) }
+            check(decoded == raw, "raw and decoded readings route differently: \(target)")
+            // The lower-cased reading too (the case-sensitive route aside, by its definition).
+            if raw.map({ fuzzTable.routes[$0].caseSensitive }) != true {
+                let lower = path.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }
+                let folded = lower.withUnsafeBufferPointer { fuzzTable.matchIgnoringForm(method: method, path: $0) }
+                let foldedRoute = folded.map { fuzzTable.routes[$0].name }
+                if folded != raw && foldedRoute != "Exact" {
+                    check(false, "raw and lower-cased readings route differently: \(target)")
+                }
             }
         }
+    }
+}
+
+private enum RoutePathLength {
+    static func of(_ bytes: [UInt8]) -> Int {
+        bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? bytes.count
     }
 }
 

@@ -3,11 +3,15 @@
 # libFuzzer + AddressSanitizer (invariants: Fuzz/policy/harness.swift).
 #   FUZZ_RUNS      executions (default 300000)
 #   FUZZ_MAX_TIME  upper bound in seconds (default 300)
+#   FUZZ_SEEDS     0 = from the empty corpus only (no seeds, no regressions)
 # Work dir: .fuzz/policy (binary, growing corpus, crash artifacts). Exit status != 0 on a crash.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=.fuzz/policy
 mkdir -p "$work/corpus"
+# FUZZ_SEEDS=0: start from the (empty) corpus alone, without the seeds and regressions.
+inputs="Fuzz/policy/seeds Fuzz/policy/regressions"
+if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
 swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -package-name attest_gateway -module-name PolicyFuzz \
@@ -30,4 +34,4 @@ SWIFT_BACKTRACE=enable=no "$work/fuzz-policy" \
   -dict=Fuzz/policy/policy.dict \
   -artifact_prefix="$work/" \
   -print_final_stats=1 \
-  "$work/corpus" Fuzz/policy/seeds
+  "$work/corpus" $inputs

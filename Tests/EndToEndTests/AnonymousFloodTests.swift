@@ -143,6 +143,56 @@ extension EndToEnd {
             #expect(refused.hasPrefix("HTTP/1.1 401"), "\(refused.prefix(80))")
         }
 
+        @Test(.timeLimit(.minutes(1)))
+        func connectionCapRefusesOneAddressNotAnother() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway(
+                "conns", extra: "limits: { max_connections_per_address: 3 }", routes: TestRoutes.standard)
+            let held = try (0..<3).map { _ in try RawClient(from: "127.0.0.2", port: gateway.ports.proxy) }
+            // Accepted and registered before the fourth arrives.
+            for client in held { client.send("GET /public/a HTTP/1.1\r\nHost: g\r\n\r\n") }
+            Thread.sleep(forTimeInterval: 0.3)
+            let fourth = try RawClient(from: "127.0.0.2", port: gateway.ports.proxy)
+            let answer = fourth.drain()
+            #expect(answer.hasPrefix("HTTP/1.1 429"), "\(answer.prefix(60))")
+            #expect(answer.contains("Retry-After: 1"))
+            #expect(answer.contains("\"error\":\"rate_limited\""))
+            var other = HTTPRequest(port: gateway.ports.proxy, "GET", "/public/b")
+            other.sourceAddress = "127.0.0.3"
+            #expect(try HTTPClient.send(other).status == 200)
+            let metrics = try gateway.metrics()
+            #expect(metrics["attest_gateway_limit_refusals_total{limit=\"connections_per_address\"}"] == 1)
+            #expect(!gateway.logEvents("rate_limited").isEmpty)
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func behindATrustedProxyTheForwardedAddressIsLimited() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway(
+                "proxied", extra: "trusted_proxies: [127.0.0.2]\nlimits: { challenge_burst: 2, challenge_rate_per_second: 1 }",
+                routes: TestRoutes.standard)
+            func challenge(from source: String, forwardedFor: String?) throws -> Int {
+                var request = HTTPRequest(
+                    port: gateway.ports.proxy, "POST", "/app-attest/challenge",
+                    headers: forwardedFor.map { [("X-Forwarded-For", $0)] } ?? [])
+                request.sourceAddress = source
+                return try HTTPClient.send(request).status
+            }
+            // Through the trusted balancer, each client has its own bucket...
+            #expect(try challenge(from: "127.0.0.2", forwardedFor: "198.51.100.1") == 200)
+            #expect(try challenge(from: "127.0.0.2", forwardedFor: "198.51.100.1") == 200)
+            #expect(try challenge(from: "127.0.0.2", forwardedFor: "198.51.100.1") == 429)
+            #expect(try challenge(from: "127.0.0.2", forwardedFor: "198.51.100.2") == 200)
+            // ...and what a client writes before the balancer's entry changes nothing.
+            #expect(try challenge(from: "127.0.0.2", forwardedFor: "203.0.113.9, 198.51.100.1") == 429)
+            // An untrusted peer's X-Forwarded-For is ignored: its own address counts.
+            #expect(try challenge(from: "127.0.0.4", forwardedFor: "198.51.100.3") == 200)
+            #expect(try challenge(from: "127.0.0.4", forwardedFor: "198.51.100.4") == 200)
+            #expect(try challenge(from: "127.0.0.4", forwardedFor: "198.51.100.5") == 429)
+        }
+
         static func usedMemory(_ redis: RedisInstance) throws -> Int {
             // `MEMORY USAGE` needs a key; INFO is multi-line: read used_memory through EVAL.
             let reply = try redis.command(

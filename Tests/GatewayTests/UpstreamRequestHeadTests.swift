@@ -35,6 +35,8 @@ import Testing
         head("GET", "/old", minor: 0, [("User-Agent", "curl")]),
         head("PUT", "/p", [("Host", "quote\"and\\back slash"), ("X-Gate", "line\r\nbreak\u{0}nul")]),
         head("DELETE", "/d", [("Host", "[::1]:8080"), ("Connection", "close")]),
+        // Issue 9: `Connection: Host` must not leave the upstream request without Host.
+        head("GET", "/h", [("Host", "api.example"), ("Connection", "Host, host, keep-alive")]),
         head("PATCH", "/p", [("Host", ""), ("X-Empty", "")]),
         head("OPTIONS", "*", [("Host", "h"), ("Host", "second")]),
         head(
@@ -122,5 +124,22 @@ import Testing
             #expect(written == expected, "iteration \(iteration): \(fields)")
             #expect(encoding == plan.encoding)
         }
+    }
+
+    @Test func connectionCannotRemoveHost() {
+        let gateHead = Self.head("GET", "/h", [("Host", "api.example"), ("Connection", "Host")])
+        let client = UpstreamRequestPlan.Client(address: "127.0.0.1")
+        let bound = UpstreamRequestPlan.headBound(gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:1")
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
+        defer { memory.deallocate() }
+        var writer = HeadWriter(memory)
+        _ = UpstreamRequestPlan.writeHead(
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "127.0.0.1:1",
+            into: &writer)
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]), as: UTF8.self)
+        #expect(text.contains("\r\nHost: api.example\r\n"), "\(text)")
+        #expect(!text.contains("Host: 127.0.0.1:1"), "the client's Host is kept, not replaced")
+        let rewritten = HeaderRewriting.upstreamRequest(gateHead, clientAddress: "127.0.0.1", scheme: "http")
+        #expect(rewritten.headers["Host"] == "api.example")
     }
 }

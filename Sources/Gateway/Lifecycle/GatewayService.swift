@@ -58,6 +58,7 @@ package final class GatewayService: Sendable {
         let policy = try self.load(self.configPath)
         let gates = try self.makeGates(policy, self.server)
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
+        self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         var bound: [(String, SocketAddress)] = []
         for address in policy.listen {
             let socketAddress = try self.server.listen(on: address, name: Self.mainListener, gate: gates.main)

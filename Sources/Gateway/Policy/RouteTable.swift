@@ -158,6 +158,12 @@ public final class RouteTable: Sendable {
         }
     }
 
+    /// The first route matching `path` as given, without the one-reading rule (the fuzz
+    /// target and tests compare readings with it).
+    func matchIgnoringForm(method: String, path: UnsafeBufferPointer<UInt8>) -> Int? {
+        self.firstMatch(method: method, methodBit: self.methodBit(method), path: path)
+    }
+
     private func methodBit(_ method: String) -> UInt64 {
         for index in self.methodNames.indices where self.methodNames[index] == method {
             return 1 << UInt64(index)

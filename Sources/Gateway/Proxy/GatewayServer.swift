@@ -92,6 +92,14 @@ package final class GatewayServer: Sendable {
         for target in retired { target.retire() }
     }
 
+    /// Replaces the peers whose X-Forwarded-For names the client (`trusted_proxies`).
+    package func update(trustedProxies: TrustedProxies) {
+        self.state.withLock { state in
+            state.trustedProxies = trustedProxies
+            for context in state.contexts.values { context.replace(trustedProxies: trustedProxies) }
+        }
+    }
+
     /// Swaps the gate of the listener(s) named `listenerName`.
     package func update(gate: any RequestGate, forListener listenerName: String) {
         self.state.withLock { state in
@@ -101,11 +109,7 @@ package final class GatewayServer: Sendable {
 
     /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
     package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws(IOError) {
-        let proxies = TrustedProxies(policy.trustedProxies)
-        self.state.withLock { state in
-            state.trustedProxies = proxies
-            for context in state.contexts.values { context.replace(trustedProxies: proxies) }
-        }
+        self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         try self.update(upstreams: policy.upstreams, limits: policy.limits)
         for (name, gate) in gates {
             self.update(gate: gate, forListener: name)

@@ -172,9 +172,11 @@ enum TestPolicy {
         trustRoot: String,
         environment: String = "production",
         challengeTTLSeconds: Int = 300,
+        extra: String = "",
         routes: String
     ) -> String {
         """
+        \(extra)
         listen: 127.0.0.1:\(ports.proxy)
         admin_listen: 127.0.0.1:\(ports.admin)
         redis: \(redisURL)

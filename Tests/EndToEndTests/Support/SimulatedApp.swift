@@ -163,6 +163,7 @@ final class E2EWorld: @unchecked Sendable {
         environment: String = "production",
         challengeTTLSeconds: Int = 300,
         waitForReady: Bool = true,
+        extra: String = "",
         routes: String
     ) throws -> GatewayInstance {
         let gateway = try GatewayInstance.start(name, in: self.directory, waitForReady: waitForReady) { ports in
@@ -170,6 +171,7 @@ final class E2EWorld: @unchecked Sendable {
                 ports: ports,
                 environment: environment,
                 challengeTTLSeconds: challengeTTLSeconds,
+                extra: extra,
                 routes: routes
             )
         }
@@ -182,6 +184,7 @@ final class E2EWorld: @unchecked Sendable {
         environment: String = "production",
         challengeTTLSeconds: Int = 300,
         redisURL: String? = nil,
+        extra: String = "",
         routes: String
     ) -> String {
         TestPolicy.yaml(
@@ -191,6 +194,7 @@ final class E2EWorld: @unchecked Sendable {
             trustRoot: self.trustRootPath,
             environment: environment,
             challengeTTLSeconds: challengeTTLSeconds,
+            extra: extra,
             routes: routes
         )
     }
