@@ -28,7 +28,8 @@ public enum HMACSHA256 {
         let b = Array(b)
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) } }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, x.count) }
+        }
             == 0
     }
 }

@@ -31,7 +31,9 @@ extension EndToEnd {
                 let bytes = Array(text.utf8)
                 var sent = 0
                 while sent < bytes.count {
-                    let n = bytes[sent...].withUnsafeBytes { Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    let n = bytes[sent...].withUnsafeBytes {
+                        Glibc.send(self.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
                     if n <= 0 { return }
                     sent += n
                 }
@@ -72,7 +74,8 @@ extension EndToEnd {
 
             // 4 connections × 1,000 pipelined challenge requests from 127.0.0.2.
             let request = "POST /app-attest/challenge HTTP/1.1\r\nHost: g\r\nContent-Length: 0\r\n\r\n"
-            let last = "POST /app-attest/challenge HTTP/1.1\r\nHost: g\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            let last =
+                "POST /app-attest/challenge HTTP/1.1\r\nHost: g\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             let flooders = try (0..<4).map { _ in try RawClient(from: "127.0.0.2", port: gateway.ports.proxy) }
             let group = DispatchGroup()
             let answers = LockedStrings()
@@ -99,7 +102,8 @@ extension EndToEnd {
             let ok = Self.count("HTTP/1.1 200", in: all)
             let limited = Self.count("HTTP/1.1 429", in: all)
             // The bucket: a burst of 40, then 20 a second (the defaults).
-            #expect(ok >= 1 && Double(ok) <= 40 + 20 * elapsed, "\(ok) challenges issued to the flooder in \(elapsed) s")
+            #expect(
+                ok >= 1 && Double(ok) <= 40 + 20 * elapsed, "\(ok) challenges issued to the flooder in \(elapsed) s")
             #expect(limited >= 1, "the flood was never limited")
             #expect(all.contains("Retry-After: "))
             #expect(all.contains("\"error\":\"rate_limited\""))
@@ -171,7 +175,8 @@ extension EndToEnd {
             let world = try E2EWorld()
             defer { world.shutDown() }
             let gateway = try world.startGateway(
-                "proxied", extra: "trusted_proxies: [127.0.0.2]\nlimits: { challenge_burst: 2, challenge_rate_per_second: 1 }",
+                "proxied",
+                extra: "trusted_proxies: [127.0.0.2]\nlimits: { challenge_burst: 2, challenge_rate_per_second: 1 }",
                 routes: TestRoutes.standard)
             func challenge(from source: String, forwardedFor: String?) throws -> Int {
                 var request = HTTPRequest(

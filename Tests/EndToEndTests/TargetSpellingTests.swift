@@ -151,7 +151,9 @@ extension EndToEnd {
             }
             #expect(violations.isEmpty, "\(violations)")
             // The controls went through, so the loop above really checked something.
-            for control in ["GET /public/x", "POST /public/a%20b", "GET /other", "GET /public/caf%C3%A9", "POST /buyer"] {
+            for control in [
+                "GET /public/x", "POST /public/a%20b", "GET /other", "GET /public/caf%C3%A9", "POST /buyer",
+            ] {
                 #expect(forwarded.contains(control), "\(control) did not reach the upstream")
             }
             // And the protected resource itself is refused without credentials.

@@ -206,7 +206,9 @@ import Testing
         // Beyond it: 503 at once, and the log says why (credentials that decode: without them
         // the request is refused before any budget is reserved).
         let large = try TestHTTPClient.request(
-            port: listening, "POST /v1/x HTTP/1.1\r\nHost: t\r\nX-App-Attest-Key-Id: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\r\nX-App-Assertion: AA==\r\nContent-Length: 2000\r\n\r\n")
+            port: listening,
+            "POST /v1/x HTTP/1.1\r\nHost: t\r\nX-App-Attest-Key-Id: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\r\nX-App-Assertion: AA==\r\nContent-Length: 2000\r\n\r\n"
+        )
         #expect(large.status == 503)
         #expect(try large.json()["error"] as? String == "body_budget_exhausted")
         #expect(

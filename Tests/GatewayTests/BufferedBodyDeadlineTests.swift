@@ -427,7 +427,9 @@ import Testing
         let (log, listening) = try BodyBudgetIntegrationTests.waitForListening(stderr)
 
         let client = try TestHTTPClient(port: listening)
-        try client.send("POST /v1/upload HTTP/1.1\r\nHost: t\r\nX-App-Attest-Key-Id: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\r\nX-App-Assertion: AA==\r\nContent-Length: 5000\r\n\r\n")
+        try client.send(
+            "POST /v1/upload HTTP/1.1\r\nHost: t\r\nX-App-Attest-Key-Id: BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=\r\nX-App-Assertion: AA==\r\nContent-Length: 5000\r\n\r\n"
+        )
         let (sent, _) = Self.trickle([client], counts: [40], intervalMilliseconds: 150, seconds: 8) { _ in "abc" }
         let response = try client.readResponse()
         #expect(response.status == 408)

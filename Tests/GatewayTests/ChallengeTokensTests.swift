@@ -63,7 +63,9 @@ import Testing
 @Suite struct ChallengeKeyFileTests {
     @Test func parsesKeysSkippingCommentsAndBlanks() throws {
         let hex = String(repeating: "ab", count: 32)
-        let keys = try ChallengeKeyFile.parse("# rotated 2026-11\n\n\(hex)\n  \(String(repeating: "01", count: 40))  \n").get()
+        let keys = try ChallengeKeyFile.parse(
+            "# rotated 2026-11\n\n\(hex)\n  \(String(repeating: "01", count: 40))  \n"
+        ).get()
         #expect(keys.count == 2)
         #expect(keys[0] == [UInt8](repeating: 0xAB, count: 32))
         #expect(keys[1].count == 40)

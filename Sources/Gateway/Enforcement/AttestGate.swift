@@ -350,7 +350,10 @@ package final class AttestGate: RequestGate {
             switch self.checkChallenge(challenge) {
             case .failure(let error):
                 if error.code == .storeError {
-                    conclude(.storeFailed(StoreError(.unavailable, "the shared challenge key is not loaded"), operation: "challenge_key", keyIDPrefix: prefix))
+                    conclude(
+                        .storeFailed(
+                            StoreError(.unavailable, "the shared challenge key is not loaded"),
+                            operation: "challenge_key", keyIDPrefix: prefix))
                 } else {
                     conclude(.failed(error, keyIDPrefix: prefix))
                 }

@@ -98,7 +98,12 @@ package final class EnforcementGateFactory: Sendable {
         if !keyring.waitUntilLoaded(timeout: .seconds(2)) {
             Log.warning(
                 "challenge_key_pending",
-                [("message", "the shared challenge key could not be read from the store yet; challenges answer 503 until it is")])
+                [
+                    (
+                        "message",
+                        "the shared challenge key could not be read from the store yet; challenges answer 503 until it is"
+                    )
+                ])
         }
         self.keyring.withLock { $0 = (source, keyring) }
         return keyring

@@ -148,7 +148,8 @@ struct PolicyDecoder {
             guard TrustedProxies.Network(parsing: text) != nil else {
                 throw self.error(
                     .invalidValue, item,
-                    "expected an IPv4 or IPv6 address or CIDR network (10.0.0.0/8, fd00::/8); found \(Self.quote(text))")
+                    "expected an IPv4 or IPv6 address or CIDR network (10.0.0.0/8, fd00::/8); found \(Self.quote(text))"
+                )
             }
             networks.append(text)
         }

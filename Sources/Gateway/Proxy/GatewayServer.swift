@@ -195,7 +195,8 @@ package final class GatewayServer: Sendable {
 
     /// The 429 a connection over `limits.max_connections_per_address` gets before it is closed.
     static let connectionCapResponse: [UInt8] = {
-        let body = #"{"error":"rate_limited","message":"too many open connections from this address (limits.max_connections_per_address)"}"#
+        let body =
+            #"{"error":"rate_limited","message":"too many open connections from this address (limits.max_connections_per_address)"}"#
         let head =
             "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
             + "Connection: close\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
