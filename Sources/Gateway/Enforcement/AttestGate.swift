@@ -158,9 +158,9 @@ package final class AttestGate: RequestGate {
         case .enforce, .monitor:
             // Credentials are checked before the body: a request that cannot verify reserves no
             // body bytes. Monitor forwards it, streamed, and `decide` marks why.
-            if let problem = Self.credentialProblem(head) {
+            if case .failure(let failure) = Self.credentials(head) {
                 if route.mode == .enforce {
-                    return self.refuse(problem, route: route.name, limit: nil, routeIndex: index)
+                    return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
                 }
                 return GateClassification(
                     routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
@@ -193,27 +193,46 @@ package final class AttestGate: RequestGate {
             routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex, refusal: decision)
     }
 
-    /// Why a protected request's credential headers cannot verify, from the head alone: the
-    /// same checks, codes and messages as `verifyProtected`, made before the body is read.
-    static func credentialProblem(_ head: HTTPRequestHead) -> EnforcementError? {
+    /// The decoded credential headers of a protected request.
+    struct Credentials {
+        /// Standard base64 of the 32-byte key ID, re-encoded (one spelling per key).
+        var keyID: String
+        var assertion: [UInt8]
+    }
+
+    /// Why a protected request's credentials cannot verify, with the key ID's prefix when known.
+    struct CredentialFailure: Error {
+        var error: EnforcementError
+        var keyIDPrefix: String?
+    }
+
+    /// The credential headers, decoded, or why they cannot verify. Called from the head alone,
+    /// so `classify` refuses such a request before its body, and again by `verifyProtected`.
+    static func credentials(_ head: HTTPRequestHead) -> Result<Credentials, CredentialFailure> {
         guard let keyIDText = head.headers[IdentityHeaders.keyID],
             let assertionText = head.headers[IdentityHeaders.assertion]
         else {
-            return EnforcementError(
+            let error = EnforcementError(
                 .assertionMissing, "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required")
+            return .failure(CredentialFailure(error: error))
         }
+        // One value each: with two, which one the gateway checked would be ambiguous.
         for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
         where Self.occurrences(of: name, in: head.headers) > 1 {
-            return EnforcementError(.malformedAssertion, "\(name) appears more than once")
+            let error = EnforcementError(.malformedAssertion, "\(name) appears more than once")
+            return .failure(CredentialFailure(error: error))
         }
-        guard let keyID = EndpointRequests.decodeBase64(keyIDText), keyID.count == 32 else {
-            return EnforcementError(
+        guard let keyIDBytes = EndpointRequests.decodeBase64(keyIDText), keyIDBytes.count == 32 else {
+            let error = EnforcementError(
                 .malformedAssertion, "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID")
+            return .failure(CredentialFailure(error: error))
         }
-        guard EndpointRequests.decodeBase64(assertionText) != nil else {
-            return EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
+        let keyID = EndpointRequests.encodeBase64(keyIDBytes)
+        guard let assertion = EndpointRequests.decodeBase64(assertionText) else {
+            let error = EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
+            return .failure(CredentialFailure(error: error, keyIDPrefix: String(keyID.prefix(8))))
         }
-        return nil
+        return .success(Credentials(keyID: keyID, assertion: assertion))
     }
 
     package func decide(
@@ -291,37 +310,17 @@ package final class AttestGate: RequestGate {
             )
             return
         }
-        guard let keyIDText = head.headers[IdentityHeaders.keyID],
-            let assertionText = head.headers[IdentityHeaders.assertion]
-        else {
-            let error = EnforcementError(
-                .assertionMissing,
-                "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required"
-            )
-            conclude(.failed(error, keyIDPrefix: nil))
+        let keyID: String
+        let assertion: [UInt8]
+        switch Self.credentials(head) {
+        case .failure(let failure):
+            conclude(.failed(failure.error, keyIDPrefix: failure.keyIDPrefix))
             return
+        case .success(let credentials):
+            keyID = credentials.keyID
+            assertion = credentials.assertion
         }
-        // One value each: with two, which one the gateway checked would be ambiguous.
-        for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
-        where Self.occurrences(of: name, in: head.headers) > 1 {
-            conclude(.failed(EnforcementError(.malformedAssertion, "\(name) appears more than once"), keyIDPrefix: nil))
-            return
-        }
-        guard let keyIDBytes = EndpointRequests.decodeBase64(keyIDText), keyIDBytes.count == 32 else {
-            let error = EnforcementError(
-                .malformedAssertion,
-                "\(IdentityHeaders.keyID) is not the standard base64 of a 32-byte key ID"
-            )
-            conclude(.failed(error, keyIDPrefix: nil))
-            return
-        }
-        let keyID = EndpointRequests.encodeBase64(keyIDBytes)
         let prefix = String(keyID.prefix(8))
-        guard let assertion = EndpointRequests.decodeBase64(assertionText) else {
-            let error = EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
-            conclude(.failed(error, keyIDPrefix: prefix))
-            return
-        }
 
         var challenge: String? = nil
         if route.challenge == .required {
