@@ -32,6 +32,39 @@ import Testing
         )
     }
 
+    @Test func issue9KeysNameTheirLineAndField() {
+        let proxies = "trusted_proxies: [10.0.0.0/8, 10.0.0/33]\n" + designExamplePolicy
+        let error = self.expectError(proxies, .invalidValue, line: 1, field: "trusted_proxies[1]")
+        #expect(error?.description.contains("CIDR") == true)
+        self.expectError(
+            "challenge_key_file: /nonexistent/keys\n" + designExamplePolicy, .invalidValue, line: 1,
+            field: "challenge_key_file")
+        let caseFlag = designExamplePolicy.replacingOccurrences(
+            of: "mode: enforce", with: "mode: enforce\n    case_sensitive: yes please")
+        self.expectError(caseFlag, .wrongType, line: 17, field: "routes[0].case_sensitive")
+        let limits = "limits: { challenge_burst: 0 }\n" + designExamplePolicy
+        self.expectError(limits, .outOfRange, line: 1, field: "limits.challenge_burst")
+    }
+
+    @Test func issue9KeysLoad() throws {
+        let directory = try TemporaryDirectory()
+        let keyFile = directory.path + "/challenge.keys"
+        try (String(repeating: "ab", count: 32) + "\n").write(toFile: keyFile, atomically: true, encoding: .utf8)
+        let text =
+            "trusted_proxies: [10.0.0.0/8, \"fd00::/8\", 192.0.2.7]\nchallenge_key_file: \(keyFile)\n"
+            + "limits: { max_connections_per_address: 64, max_buffered_body_bytes_per_address: 2MiB }\n"
+            + designExamplePolicy.replacingOccurrences(
+                of: "mode: enforce", with: "mode: enforce\n    case_sensitive: true\n    allow_encoded_slashes: true")
+        var warnings: [PolicyWarning] = []
+        let policy = try PolicyLoader.parse(text, sourcePath: "policies.yaml", warnings: &warnings)
+        #expect(policy.trustedProxies == ["10.0.0.0/8", "fd00::/8", "192.0.2.7"])
+        #expect(policy.challengeKeyFile == keyFile)
+        #expect(policy.limits.maxConnectionsPerAddress == 64)
+        #expect(policy.limits.maxBufferedBodyBytesPerAddress == 2 * 1_048_576)
+        #expect(policy.routes[0].caseSensitive && policy.routes[0].allowEncodedSlashes)
+        #expect(!policy.routes[1].caseSensitive && !policy.routes[1].allowEncodedSlashes)
+    }
+
     @Test func syntaxErrorCarriesLibyamlsPosition() {
         let text = """
             store: memory

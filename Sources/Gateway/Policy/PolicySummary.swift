@@ -19,6 +19,8 @@ public enum PolicySummary {
             "trust_roots",
             policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"
         )
+        add("trusted_proxies", policy.trustedProxies.isEmpty ? "(none)" : policy.trustedProxies.joined(separator: ", "))
+        add("challenge_key_file", policy.challengeKeyFile ?? "(none: the key is shared through the store)")
         add("endpoints", "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest)")
         let limits = policy.limits
         add(
@@ -40,6 +42,15 @@ public enum PolicySummary {
                 "max_header_bytes=\(PolicyValues.formatSize(limits.maxHeaderBytes))",
                 "max_header_count=\(limits.maxHeaderCount)",
                 "max_buffered_body_bytes=\(PolicyValues.formatSize(limits.maxBufferedBodyBytes))",
+            ].joined(separator: " ")
+        )
+        add(
+            "",
+            [
+                "max_buffered_body_bytes_per_address=\(PolicyValues.formatSize(limits.maxBufferedBodyBytesPerAddress))",
+                "max_connections_per_address=\(limits.maxConnectionsPerAddress == 0 ? "off" : String(limits.maxConnectionsPerAddress))",
+                "challenge_rate_per_second=\(limits.challengeRatePerSecond)",
+                "challenge_burst=\(limits.challengeBurst)",
             ].joined(separator: " ")
         )
         lines.append("upstreams (\(policy.upstreams.count)):")
@@ -92,5 +103,6 @@ public enum PolicySummary {
             + " challenge=\(route.challenge.rawValue) binding=\(route.binding.rawValue)"
             + " challenge_field=\(route.challengeField) max_body_bytes=\(PolicyValues.formatSize(route.maxBodyBytes))"
             + " on_store_error=\(route.onStoreError.rawValue)"
+            + " case_sensitive=\(route.caseSensitive) allow_encoded_slashes=\(route.allowEncodedSlashes)"
     }
 }
