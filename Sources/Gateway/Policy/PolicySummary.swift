@@ -19,7 +19,10 @@ public enum PolicySummary {
             "trust_roots",
             policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"
         )
-        add("endpoints", "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest)")
+        add(
+            "endpoints",
+            "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"
+        )
         let limits = policy.limits
         add(
             "limits",
