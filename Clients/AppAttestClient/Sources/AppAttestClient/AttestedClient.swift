@@ -190,7 +190,7 @@ public actor AttestedClient {
 
         while true {
             guard let current = route, current.mode != .off else {
-                return try await self.send(Self.stripped(original))
+                return try Self.unlessRefused(try await self.send(Self.stripped(original)))
             }
             if let limit = current.maxBodyBytes, (original.httpBody?.count ?? 0) > limit {
                 throw AttestedClientError(.bodyTooLarge, "the body exceeds the route's max_body_bytes (\(limit))")
@@ -211,7 +211,7 @@ public actor AttestedClient {
                 }
                 if current.mode == .monitor {
                     // Monitor routes forward unverified requests; the upstream sees the failure.
-                    return try await self.send(Self.stripped(original))
+                    return try Self.unlessRefused(try await self.send(Self.stripped(original)))
                 }
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
