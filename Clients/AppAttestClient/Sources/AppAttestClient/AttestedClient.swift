@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Sends your app's requests through attest-gateway, adding what each route needs.
@@ -60,10 +60,10 @@ public actor AttestedClient {
         /// How long to wait before asking again for a policy document that could not be fetched.
         public var policyRetryInterval: Duration = .seconds(30)
         #if DEBUG
-        /// A debug token registered with the gateway's operator (DEBUG builds only). Sent as
-        /// `X-App-Attest-Debug-Token` instead of an assertion on routes whose policy says
-        /// `allow_debug_tokens: true`. Never compiled into release builds.
-        public var debugToken: String?
+            /// A debug token registered with the gateway's operator (DEBUG builds only). Sent as
+            /// `X-App-Attest-Debug-Token` instead of an assertion on routes whose policy says
+            /// `allow_debug_tokens: true`. Never compiled into release builds.
+            public var debugToken: String?
         #endif
 
         public init() {}
@@ -196,11 +196,11 @@ public actor AttestedClient {
                 throw AttestedClientError(.bodyTooLarge, "the body exceeds the route's max_body_bytes (\(limit))")
             }
             #if DEBUG
-            if current.allowDebugTokens, let token = self.configuration.debugToken {
-                var request = Self.stripped(original)
-                request.setValue(token, forHTTPHeaderField: Header.debugToken)
-                return try Self.unlessRefused(try await self.send(request))
-            }
+                if current.allowDebugTokens, let token = self.configuration.debugToken {
+                    var request = Self.stripped(original)
+                    request.setValue(token, forHTTPHeaderField: Header.debugToken)
+                    return try Self.unlessRefused(try await self.send(request))
+                }
             #endif
             if !self.service.isSupported {
                 if current.deviceCheckFallback, self.deviceCheck?.isSupported == true {
@@ -216,7 +216,8 @@ public actor AttestedClient {
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
 
-            let attempt = try await self.attempt(original, method: method, target: target, route: current, budget: &budget)
+            let attempt = try await self.attempt(
+                original, method: method, target: target, route: current, budget: &budget)
             switch attempt {
             case .done(let data, let response):
                 return (data, response)

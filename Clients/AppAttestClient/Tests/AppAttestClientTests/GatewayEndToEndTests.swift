@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The client against the real thing: `attest-gateway serve` (built at the repository root),
@@ -205,7 +205,8 @@ struct GatewayEndToEndTests {
             _ = try await client.data(for: self.get("/v1/items", on: environment))
             let keyID = try #require(try store.load()).keyID
             // The store lost the key (flushed): unknown_key → one new key, same request succeeds.
-            let flushed = try await run(try Paths.executable("redis-cli"), ["-p", String(environment.redisPort), "flushall"])
+            let flushed = try await run(
+                try Paths.executable("redis-cli"), ["-p", String(environment.redisPort), "flushall"])
             #expect(flushed.status == 0)
             let (data, response) = try await client.data(for: self.get("/v1/items", on: environment))
             #expect(response.statusCode == 200)

@@ -2,7 +2,7 @@ import AppAttestClient
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// One test's world: redis-server, scripts/upstream.py, `attest-gateway serve`, and the

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Paths the end-to-end tests use: the repository root (from this file), the gateway binary
