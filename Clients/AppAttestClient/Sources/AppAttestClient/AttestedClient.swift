@@ -153,7 +153,7 @@ public actor AttestedClient {
         } catch {
             throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
         }
-        self.windows = [:]
+        // `windows` stays: it is keyed by key ID, and requests of the old key may be in flight.
         self.enrollmentBlocked = nil
     }
 
@@ -275,7 +275,7 @@ public actor AttestedClient {
 
         // Generation in counter order, within the route's window.
         let span = max(1, route.counterWindow)
-        let ticket = await self.startAssertion(keyID: keyID, span: span)
+        let ticket = try await self.startAssertion(keyID: keyID, span: span)
         let assertion: Data
         do {
             assertion = try await self.service.generateAssertion(keyID, clientDataHash: ClientData.hash(clientData))
@@ -376,10 +376,13 @@ public actor AttestedClient {
 
     // MARK: - Assertion window
 
-    private func startAssertion(keyID: String, span: Int) async -> AssertionWindow.Ticket {
+    /// Waits until the window of `keyID` lets a new assertion start; a task cancelled while
+    /// waiting gives up its turn (`CancellationError`) instead of spending a counter.
+    private func startAssertion(keyID: String, span: Int) async throws -> AssertionWindow.Ticket {
         while !self.windows[keyID, default: AssertionWindow()].canStart(span: span) {
             await withCheckedContinuation { self.windowWaiters.append($0) }
         }
+        try Task.checkCancellation()
         return self.windows[keyID, default: AssertionWindow()].start()
     }
 
@@ -498,7 +501,6 @@ public actor AttestedClient {
         } catch {
             throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
         }
-        self.windows[keyID] = nil
     }
 
     /// The attested key ID; enrolls (once, shared) when there is none.

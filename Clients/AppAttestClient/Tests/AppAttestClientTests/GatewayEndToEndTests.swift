@@ -168,6 +168,33 @@ struct GatewayEndToEndTests {
         }
     }
 
+    /// Another assertion of the same key reached the gateway first, with a higher counter (as a
+    /// second process sharing the key would do): `counter_replay`, then exactly one retry.
+    @Test func counterReplayGetsExactlyOneRetryWithAFreshAssertion() async throws {
+        try await self.withEnvironment { environment in
+            let service = environment.simulator()
+            let store = InMemoryKeyStore()
+            let client = environment.client(service: service, keyStore: store)
+            _ = try await client.data(for: self.get("/v1/items", on: environment))  // counter 1
+            let keyID = try #require(try store.load()).keyID
+
+            // Counter 2 accepted behind the client's back: its next assertion (2) is a replay, the retry (3) passes.
+            try await environment.sendForeignAssertion(keyID: keyID, counter: 2, target: "/v1/other")
+            let before = service.calls("generateAssertion")
+            let (data, response) = try await client.data(for: self.get("/v1/items", on: environment))
+            #expect(response.statusCode == 200)
+            #expect(try Echo(data).value("X-App-Attest-Counter") == "3")
+            #expect(service.calls("generateAssertion") == before + 2)
+
+            // Far ahead (counter 50): the one retry (5) is still a replay, and the error reaches the app.
+            try await environment.sendForeignAssertion(keyID: keyID, counter: 50, target: "/v1/other")
+            await #expect(throws: AttestedClientError(.counterReplay, "")) {
+                try await client.data(for: self.get("/v1/items", on: environment))
+            }
+            #expect(service.calls("generateAssertion") == before + 4)
+        }
+    }
+
     @Test func revokedKeyFailsFastUntilReset() async throws {
         try await self.withEnvironment { environment in
             let service = environment.simulator()

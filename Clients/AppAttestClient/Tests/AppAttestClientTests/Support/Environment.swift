@@ -144,6 +144,32 @@ final class GatewayEnvironment: @unchecked Sendable {
         guard result.status == 0 else { throw TestError("keys revoke: \(result.stderr)") }
     }
 
+    /// A GET of `target` signed with counter `counter` by a copy of the simulated key (its own
+    /// simulator directory, so the client's counter is not moved), sent straight to the gateway.
+    func sendForeignAssertion(keyID: String, counter: Int, target: String) async throws {
+        let copy = self.scratch.file("sim-copy-\(counter)")
+        try FileManager.default.copyItem(atPath: self.simDirectory, toPath: copy)
+        let clientData = ClientData.request(method: "GET", target: target, body: Data(), challenge: nil)
+        let minted = try await run(
+            self.binary,
+            [
+                "sim", "assert", "--dir", copy, "--key-id", keyID, "--app-id", Self.appID, "--client-data",
+                clientData.base64EncodedString(), "--counter", String(counter),
+            ]
+        )
+        let object = try JSONSerialization.jsonObject(with: Data(minted.stdout.utf8)) as? [String: Any]
+        guard minted.status == 0, let assertion = object?["assertion"] as? String else {
+            throw TestError("sim assert: \(minted.stderr)")
+        }
+        let (data, response) = try await Self.get(
+            "http://127.0.0.1:\(self.proxyPort)\(target)",
+            headers: [AttestedClient.Header.keyID: keyID, AttestedClient.Header.assertion: assertion]
+        )
+        guard response.statusCode == 200 else {
+            throw TestError("foreign assertion refused: \(String(decoding: data, as: UTF8.self))")
+        }
+    }
+
     /// Requests that reached the upstream so far.
     func upstreamRequests() async throws -> Int {
         let (data, _) = try await Self.get("http://127.0.0.1:\(self.upstreamPort)/_stats")
