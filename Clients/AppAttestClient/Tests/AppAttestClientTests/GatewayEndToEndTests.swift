@@ -12,8 +12,11 @@ import Testing
 /// a time: each starts its own processes on free loopback ports.
 @Suite(.serialized)
 struct GatewayEndToEndTests {
-    private func withEnvironment(_ body: (GatewayEnvironment) async throws -> Void) async throws {
-        let environment = try await GatewayEnvironment()
+    private func withEnvironment(
+        challengeTTLSeconds: Int = 300,
+        _ body: (GatewayEnvironment) async throws -> Void
+    ) async throws {
+        let environment = try await GatewayEnvironment(challengeTTLSeconds: challengeTTLSeconds)
         defer { environment.shutDown() }
         try await body(environment)
     }
@@ -288,6 +291,30 @@ struct GatewayEndToEndTests {
                 try await client.data(for: notJSON)
             }
             #expect(service.calls("generateAssertion") == assertions)
+        }
+    }
+
+    /// The challenge expires while the device is slow to sign: `challenge_invalid`, then exactly
+    /// one retry with a new challenge and a new assertion.
+    @Test func expiredChallengeGetsExactlyOneRetryWithANewChallenge() async throws {
+        try await self.withEnvironment(challengeTTLSeconds: 1) { environment in
+            let service = environment.simulator()
+            let client = environment.client(service: service)
+            _ = try await client.data(for: self.get("/v1/items", on: environment))  // enrolled
+            let before = service.calls("generateAssertion")
+
+            service.delayNextAssertions([.milliseconds(2500)])
+            let (data, response) = try await client.data(for: self.get("/v1/premium/report", on: environment))
+            #expect(response.statusCode == 200)
+            #expect(try Echo(data).value("X-App-Attest-Status") == "verified")
+            #expect(service.calls("generateAssertion") == before + 2)
+
+            // Slow twice in a row: the single retry fails too, and the app gets the gateway's code.
+            service.delayNextAssertions([.milliseconds(2500), .milliseconds(2500)])
+            await #expect(throws: AttestedClientError(.challengeInvalid, "")) {
+                try await client.data(for: self.get("/v1/premium/report", on: environment))
+            }
+            #expect(service.calls("generateAssertion") == before + 4)
         }
     }
 

@@ -52,7 +52,11 @@ final class GatewayEnvironment: @unchecked Sendable {
     var baseURL: URL { URL(string: "http://127.0.0.1:\(self.proxyPort)")! }
     var redisURL: String { "redis://127.0.0.1:\(self.redisPort)/0" }
 
-    init() async throws {
+    /// The gateway's `challenge_ttl_seconds`.
+    let challengeTTLSeconds: Int
+
+    init(challengeTTLSeconds: Int = 300) async throws {
+        self.challengeTTLSeconds = challengeTTLSeconds
         self.scratch = try Scratch()
         self.binary = try Paths.gatewayBinary()
         self.simDirectory = self.scratch.file("sim")
@@ -119,7 +123,7 @@ final class GatewayEnvironment: @unchecked Sendable {
             redis: \(self.redisURL)
             app_ids: ["\(Self.appID)"]
             environment: development
-            challenge_ttl_seconds: 300
+            challenge_ttl_seconds: \(self.challengeTTLSeconds)
             trust_roots: ["\(self.simDirectory)/root_ca.pem"]
             upstreams:
               api: { url: "http://127.0.0.1:\(self.upstreamPort)", max_connections: 32 }

@@ -23,6 +23,7 @@ final class SimulatorAppAttestService: AppAttestService, @unchecked Sendable {
     private var counts: [String: Int] = [:]
     private var attestFailures: [any Error] = []
     private var invalidKeys: Set<String> = []
+    private var assertionDelays: [Duration] = []
 
     init(binary: String, directory: String, appID: String, isSupported: Bool) {
         self.binary = binary
@@ -38,6 +39,9 @@ final class SimulatorAppAttestService: AppAttestService, @unchecked Sendable {
 
     /// `generateAssertion` for this key throws `invalidKey` from now on (a key lost in a restore).
     func invalidate(_ keyID: String) { self.lock.withLock { _ = self.invalidKeys.insert(keyID) } }
+
+    /// The next `generateAssertion` calls take this much longer, in order (a slow device).
+    func delayNextAssertions(_ delays: [Duration]) { self.lock.withLock { self.assertionDelays += delays } }
 
     private func count(_ name: String) { self.lock.withLock { self.counts[name, default: 0] += 1 } }
 
@@ -72,6 +76,10 @@ final class SimulatorAppAttestService: AppAttestService, @unchecked Sendable {
         if self.lock.withLock({ self.invalidKeys.contains(keyID) }) {
             throw AppAttestServiceError(.invalidKey, "simulated: key lost")
         }
+        let delay: Duration? = self.lock.withLock {
+            self.assertionDelays.isEmpty ? nil : self.assertionDelays.removeFirst()
+        }
+        if let delay { try await Task.sleep(for: delay) }
         let object = try await self.sim([
             "assert", "--dir", self.directory, "--key-id", keyID, "--app-id", self.appID, "--client-data-hash",
             clientDataHash.base64EncodedString(),
