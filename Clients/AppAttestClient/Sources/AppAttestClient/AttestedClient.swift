@@ -190,7 +190,15 @@ public actor AttestedClient {
 
         while true {
             guard let current = route, current.mode != .off else {
-                return try Self.unlessRefused(try await self.send(Self.stripped(original)))
+                // Not protected, per the document. If the gateway disagrees (the document was stale:
+                // 401 assertion_missing, 428 challenge_missing), refresh it and sign, once.
+                let result = try await self.send(Self.stripped(original))
+                guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
+                guard refusal.code == .assertionMissing || refusal.code == .challengeMissing, !budget.policyRefreshed
+                else { throw refusal }
+                budget.policyRefreshed = true
+                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: route)
+                continue
             }
             if let limit = current.maxBodyBytes, (original.httpBody?.count ?? 0) > limit {
                 throw AttestedClientError(.bodyTooLarge, "the body exceeds the route's max_body_bytes (\(limit))")
@@ -223,26 +231,37 @@ public actor AttestedClient {
                 return (data, response)
             case .retry:
                 continue
-            case .refreshPolicy:
-                let refreshed = try await self.route(method: method, target: target, force: true)
-                if refreshed == route || refreshed == nil || refreshed?.mode == .off {
-                    // The document does not explain the refusal (stale, or unavailable): assume
-                    // the stricter reading the gateway asked for.
-                    var stricter = current
-                    stricter.mode = .enforce
-                    stricter.challenge = .required
-                    route = stricter
-                } else {
-                    route = refreshed
-                }
+            case .refreshPolicy(let refusal):
+                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: current)
             }
         }
+    }
+
+    /// The route to use after the gateway answered `assertion_missing` / `challenge_missing` to a
+    /// request sent per `previous`: the refreshed document's, when it explains the refusal; else
+    /// `previous` made as strict as the gateway asked (signed, with a challenge on 428).
+    private func protectedRoute(
+        method: String,
+        target: String,
+        after refusal: AttestedClientError,
+        was previous: GatewayPolicyDocument.Route?
+    ) async throws -> GatewayPolicyDocument.Route {
+        let refreshed = try await self.route(method: method, target: target, force: true)
+        if let refreshed, refreshed != previous, refreshed.mode != .off,
+            refusal.code != .challengeMissing || refreshed.challenge == .required
+        {
+            return refreshed
+        }
+        var stricter = previous ?? self.configuration.fallbackRoute
+        stricter.mode = .enforce
+        if refusal.code == .challengeMissing { stricter.challenge = .required }
+        return stricter
     }
 
     private enum AttemptResult {
         case done(Data, HTTPURLResponse)
         case retry
-        case refreshPolicy
+        case refreshPolicy(AttestedClientError)
     }
 
     /// One signed try of `original` on `route`.
@@ -326,7 +345,7 @@ public actor AttestedClient {
         case .challengeMissing, .assertionMissing:
             guard !budget.policyRefreshed else { throw refusal }
             budget.policyRefreshed = true
-            return .refreshPolicy
+            return .refreshPolicy(refusal)
         case .storeError, .bodyBudgetExhausted:
             guard budget.storeRetries + 1 < self.configuration.requestRetry.maximumAttempts else { throw refusal }
             let delay = self.configuration.requestRetry.delay(

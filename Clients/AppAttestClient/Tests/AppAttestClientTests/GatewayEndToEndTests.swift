@@ -198,6 +198,58 @@ struct GatewayEndToEndTests {
         }
     }
 
+    /// The operator protects more (SIGHUP) while the client holds a cached policy document
+    /// (max-age 300 s): the gateway's 401 / 428 make it refresh the document and retry once.
+    @Test func aStalePolicyDocumentIsRefreshedWhenTheGatewayAsksForMore() async throws {
+        try await self.withEnvironment { environment in
+            let service = environment.simulator()
+            let client = environment.client(service: service)
+            _ = try await client.data(for: self.get("/v1/items", on: environment))
+            let (open, _) = try await client.data(for: self.get("/public/news", on: environment))
+            #expect(try Echo(open).value("X-App-Attest-Status") == "skipped")
+
+            let stricter = """
+                  - name: api
+                    match: { path_prefix: /v1/ }
+                    upstream: api
+                    mode: enforce
+                    challenge: required
+                  - name: public
+                    match: { path_prefix: /public }
+                    upstream: api
+                    mode: enforce
+                """
+            try await environment.reload(routes: stricter)
+            // Cached: /public is off. The gateway answers assertion_missing; refreshed: signed.
+            let (news, _) = try await client.data(for: self.get("/public/news", on: environment))
+            #expect(try Echo(news).value("X-App-Attest-Status") == "verified")
+            // Now cached fresh, /v1/ needs a challenge: sent with one at once (one assertion).
+            let before = service.calls("generateAssertion")
+            let (items, _) = try await client.data(for: self.get("/v1/items", on: environment))
+            #expect(try Echo(items).value("X-App-Attest-Status") == "verified")
+            #expect(service.calls("generateAssertion") == before + 1)
+            let document = try #require(await client.refreshPolicy())
+            #expect(document.route(method: "GET", target: "/v1/items")?.challenge == .required)
+        }
+    }
+
+    /// The document is unavailable (an old gateway, a broken path): the client signs every
+    /// request, and a 428 challenge_missing makes it retry once with a challenge.
+    @Test func withoutAPolicyDocumentEveryRequestIsSignedAndA428AddsAChallenge() async throws {
+        try await self.withEnvironment { environment in
+            let service = environment.simulator()
+            let client = environment.client(service: service) { configuration in
+                configuration.policyPath = "/no/such/document"
+            }
+            #expect(await client.refreshPolicy() == nil)
+            let (premium, response) = try await client.data(for: self.get("/v1/premium/report", on: environment))
+            #expect(response.statusCode == 200)
+            #expect(try Echo(premium).value("X-App-Attest-Status") == "verified")
+            // Signed without a challenge (refused 428), then with one: two assertions.
+            #expect(service.calls("generateAssertion") == 2)
+        }
+    }
+
     @Test func revokedKeyFailsFastUntilReset() async throws {
         try await self.withEnvironment { environment in
             let service = environment.simulator()

@@ -115,22 +115,44 @@ final class GatewayEnvironment: @unchecked Sendable {
 
     // MARK: the gateway
 
+    /// The routes the gateway serves (`routes:` of its policy).
+    private(set) var currentRoutes = GatewayEnvironment.routes
+
+    /// Rewrites the policy with `routes` and sends SIGHUP; returns once the policy document
+    /// shows the change.
+    func reload(routes: String) async throws {
+        let before = try await Self.get("http://127.0.0.1:\(self.proxyPort)/app-attest/policy").1
+            .value(forHTTPHeaderField: "ETag")
+        self.currentRoutes = routes
+        _ = try self.scratch.write("policies.yaml", self.policyText())
+        self.gateway?.signal(SIGHUP)
+        let applied = await eventually(timeout: .seconds(10)) {
+            let etag = (try? await Self.get("http://127.0.0.1:\(self.proxyPort)/app-attest/policy"))?.1
+                .value(forHTTPHeaderField: "ETag")
+            return etag != nil && etag != before
+        }
+        guard applied else { throw TestError("the gateway did not apply the new policy") }
+    }
+
+    private func policyText() -> String {
+        """
+        listen: 127.0.0.1:\(self.proxyPort)
+        admin_listen: 127.0.0.1:\(self.adminPort)
+        redis: \(self.redisURL)
+        app_ids: ["\(Self.appID)"]
+        environment: development
+        challenge_ttl_seconds: \(self.challengeTTLSeconds)
+        trust_roots: ["\(self.simDirectory)/root_ca.pem"]
+        upstreams:
+          api: { url: "http://127.0.0.1:\(self.upstreamPort)", max_connections: 32 }
+        routes:
+        \(self.currentRoutes)
+        """
+    }
+
     func startGateway() async throws {
         self.generation += 1
-        let policy = """
-            listen: 127.0.0.1:\(self.proxyPort)
-            admin_listen: 127.0.0.1:\(self.adminPort)
-            redis: \(self.redisURL)
-            app_ids: ["\(Self.appID)"]
-            environment: development
-            challenge_ttl_seconds: \(self.challengeTTLSeconds)
-            trust_roots: ["\(self.simDirectory)/root_ca.pem"]
-            upstreams:
-              api: { url: "http://127.0.0.1:\(self.upstreamPort)", max_connections: 32 }
-            routes:
-            \(Self.routes)
-            """
-        let path = try self.scratch.write("policies.yaml", policy)
+        let path = try self.scratch.write("policies.yaml", self.policyText())
         let child = try Child("gateway-\(self.generation)", self.binary, ["serve", "--config", path], in: self.scratch)
         self.gateway = child
         let ready = await eventually(timeout: .seconds(20)) {

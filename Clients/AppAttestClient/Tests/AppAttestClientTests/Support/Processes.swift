@@ -84,6 +84,10 @@ final class Child: @unchecked Sendable {
 
     var isRunning: Bool { self.process.isRunning }
 
+    func signal(_ number: Int32) {
+        if self.process.isRunning { Glibc.kill(self.process.processIdentifier, number) }
+    }
+
     func kill() {
         if self.process.isRunning {
             Glibc.kill(self.process.processIdentifier, SIGKILL)
