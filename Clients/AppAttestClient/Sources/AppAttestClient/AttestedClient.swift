@@ -277,7 +277,13 @@ public actor AttestedClient {
         var body = original.httpBody ?? Data()
         var challenge: String?
         if route.challenge == .required {
-            challenge = try await self.fetchChallenge()
+            do {
+                challenge = try await self.fetchChallenge()
+            } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
+                // Challenges unavailable (store down) or rate-limited: nothing was sent yet.
+                try await self.backOff(after: error, budget: &budget)
+                return .retry
+            }
         }
         let clientData: Data
         switch route.binding {
@@ -347,18 +353,24 @@ public actor AttestedClient {
             budget.policyRefreshed = true
             return .refreshPolicy(refusal)
         case .storeError, .bodyBudgetExhausted:
-            guard budget.storeRetries + 1 < self.configuration.requestRetry.maximumAttempts else { throw refusal }
-            let delay = self.configuration.requestRetry.delay(
-                beforeRetry: budget.storeRetries,
-                retryAfter: refusal.retryAfter,
-                jitter: Double.random(in: 0...1)
-            )
-            budget.storeRetries += 1
-            try await self.clock.sleep(for: delay)
+            try await self.backOff(after: refusal, budget: &budget)
             return .retry
         default:
             throw refusal
         }
+    }
+
+    /// Waits before retrying a request the gateway refused without forwarding it (`requestRetry`:
+    /// exponential, jittered, at least `Retry-After`); throws `error` once the budget is spent.
+    private func backOff(after error: AttestedClientError, budget: inout Budget) async throws {
+        guard budget.storeRetries + 1 < self.configuration.requestRetry.maximumAttempts else { throw error }
+        let delay = self.configuration.requestRetry.delay(
+            beforeRetry: budget.storeRetries,
+            retryAfter: error.retryAfter,
+            jitter: Double.random(in: 0...1)
+        )
+        budget.storeRetries += 1
+        try await self.clock.sleep(for: delay)
     }
 
     /// Throws the gateway's refusal in `result`, if any.

@@ -167,6 +167,11 @@ struct GatewayEndToEndTests {
                 try await client.data(for: self.get("/v1/items/2", on: environment))
             }
             #expect(clock.sleeps.count == 1)
+            // A challenge route: the challenge endpoint answers 503; same budget, same code.
+            await #expect(throws: AttestedClientError(.storeError, "")) {
+                try await client.data(for: self.get("/v1/premium/report", on: environment))
+            }
+            #expect(clock.sleeps.count == 2)
             #expect(try await environment.upstreamRequests() == 1)
         }
     }
