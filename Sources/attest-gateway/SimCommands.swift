@@ -33,16 +33,18 @@ enum SimAttestCommand: Subcommand {
     static let name = "sim attest"
     static let summary = "generate a simulated device key and mint its attestation object"
     static let usage = """
-        attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production]
+        attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production] [--key-id B64]
           --challenge TEXT         clientDataHash = SHA256(UTF-8 TEXT), what the app does with a gateway challenge
           --client-data-hash B64   the exact clientDataHash bytes
           --environment            AAGUID and receipt environment (default development)
+          --key-id B64             attest this existing simulated key again (as attestKey on a key that
+                                   generateKey made earlier) instead of generating a new one
         The device key is kept in DIR/keys. Prints {"key_id","attestation","public_key"} (base64).
         """
 
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
-            words, valued: ["dir", "app-id", "challenge", "client-data-hash", "environment"])
+            words, valued: ["dir", "app-id", "challenge", "client-data-hash", "environment", "key-id"])
         if args.wantsHelp {
             print(self.usage)
             return 0
@@ -63,7 +65,8 @@ enum SimAttestCommand: Subcommand {
 
         let directory = SimulatorDirectory(path: absolutePath(dir))
         let authority = try directory.authority()
-        let device = try directory.createDevice()
+        let existing = try args.base64("key-id")
+        let device = try existing.map { try directory.device(keyID: $0) } ?? directory.createDevice()
         let attestation = try authority.attestation(
             for: device, appID: appID, clientDataHash: clientDataHash, environment: environment)
         printJSON([

@@ -22,6 +22,7 @@ package final class AttestGate: RequestGate {
     package enum RouteLabel {
         package static let challenge = "_challenge"
         package static let attest = "_attest"
+        package static let policy = "_policy"
         package static let none = "-"
     }
 
@@ -47,6 +48,8 @@ package final class AttestGate: RequestGate {
     private let endpointLimiter: AddressRateLimiter
     /// Refusals by a limit are logged at most once a second (metrics count every one).
     private let limitLog = LogThrottle()
+    /// `GET <endpoints.policy>`: built once per policy (a reload builds a new gate).
+    private let policyDocument: PolicyDocumentEndpoint
 
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
@@ -106,6 +109,7 @@ package final class AttestGate: RequestGate {
         self.acceptedAppIDs = Set(policy.appIDs)
         self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
         self.now = now
+        self.policyDocument = PolicyDocumentEndpoint(policy: policy)
     }
 
     private static func requirement(_ environment: EnvironmentPolicy) -> EnvironmentRequirement {
@@ -120,6 +124,9 @@ package final class AttestGate: RequestGate {
 
     package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
         let path = head.path
+        if path == self.policy.endpoints.policy {
+            return GateClassification(routeName: RouteLabel.policy, upstream: nil, bufferBodyUpTo: nil)
+        }
         if path == self.policy.endpoints.challenge || path == self.policy.endpoints.attest {
             let label = path == self.policy.endpoints.challenge ? RouteLabel.challenge : RouteLabel.attest
             guard head.method == "POST" else {
@@ -246,6 +253,12 @@ package final class AttestGate: RequestGate {
             return
         }
         let path = head.path
+        if path == self.policy.endpoints.policy {
+            self.metrics.requestDecided(route: RouteLabel.policy, verdict: .skipped)
+            let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
+            completion(.respond(self.policyDocument.response(to: head), info))
+            return
+        }
         if path == self.policy.endpoints.challenge {
             self.issueChallenge(head, completion: completion)
             return

@@ -42,6 +42,7 @@ package enum HTTPSerializer {
     /// Content-Length, Transfer-Encoding or Connection in it is dropped and replaced by
     /// `Content-Length: body.count` and, without `keepAlive`, `Connection: close`.
     /// `omitBody` (the answer to a HEAD): the same head, Content-Length included, without the body.
+    /// A 304 never has content (RFC 9110 15.4.5): its `body` is the 200's, for Content-Length only.
     package static func writeLocalResponse(
         status: Int,
         headers: HTTPHeaders,
@@ -65,7 +66,7 @@ package enum HTTPSerializer {
         Self.append("\r\n", to: &out)
         if !keepAlive { Self.append("Connection: close\r\n", to: &out) }
         Self.append("\r\n", to: &out)
-        if !omitBody { out.append(contentsOf: body) }
+        if !omitBody && status != 304 { out.append(contentsOf: body) }
     }
 
     /// `HTTP/1.1 100 Continue` and the empty line, for `Expect: 100-continue`.

@@ -83,9 +83,16 @@ public enum EnvironmentPolicy: String, Sendable, Hashable {
 public struct EndpointPaths: Sendable, Hashable {
     public var challenge: String
     public var attest: String
-    public init(challenge: String = "/app-attest/challenge", attest: String = "/app-attest/attest") {
+    /// The route discovery document (`GET`, unauthenticated): `PolicyDocumentEndpoint`.
+    public var policy: String
+    public init(
+        challenge: String = "/app-attest/challenge",
+        attest: String = "/app-attest/attest",
+        policy: String = "/app-attest/policy"
+    ) {
         self.challenge = challenge
         self.attest = attest
+        self.policy = policy
     }
 }
 

@@ -22,7 +22,7 @@ import Foundation
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
-/// | `endpoints.challenge` / `.attest` | path | `/app-attest/challenge`, `/app-attest/attest` |
+/// | `endpoints.challenge` / `.attest` / `.policy` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy` |
 /// | `routes[i].name` | name | `route<i>` |
 /// | `routes[i].match.path_prefix` / `.path` | path (at most one; neither = every path) | - |
 /// | `routes[i].match.methods` | list of methods | every method |
@@ -51,7 +51,7 @@ struct PolicyDecoder {
         "challenge_burst",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
-    static let endpointKeys = ["challenge", "attest"]
+    static let endpointKeys = ["challenge", "attest", "policy"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
@@ -433,6 +433,22 @@ struct PolicyDecoder {
                 "the challenge endpoint must differ from the attest endpoint \(endpoints.attest)"
             )
         }
+        if let n = fields["policy"] {
+            endpoints.policy = try self.path(n)
+            if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest {
+                throw self.error(
+                    .endpointCollision,
+                    n,
+                    "the policy endpoint must differ from the challenge and attest endpoints"
+                )
+            }
+        } else if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest {
+            throw self.error(
+                .endpointCollision,
+                node,
+                "the challenge and attest endpoints must differ from the policy endpoint \(endpoints.policy)"
+            )
+        }
         return endpoints
     }
 
@@ -473,7 +489,9 @@ struct PolicyDecoder {
                     item.path,
                     "route \(Self.quote(route.name)) can never match: routes[\(earlier)] (\(Self.quote(routes[earlier].name))) matches every request it would, and the first match wins"
                 )
-            } else if let exact = route.match.path, exact == endpoints.challenge || exact == endpoints.attest {
+            } else if let exact = route.match.path,
+                exact == endpoints.challenge || exact == endpoints.attest || exact == endpoints.policy
+            {
                 // The gateway answers its endpoint paths itself, before looking at routes.
                 self.warn(
                     "unreachable_route",

@@ -21,7 +21,10 @@ public enum PolicySummary {
         )
         add("trusted_proxies", policy.trustedProxies.isEmpty ? "(none)" : policy.trustedProxies.joined(separator: ", "))
         add("challenge_key_file", policy.challengeKeyFile ?? "(none: the key is shared through the store)")
-        add("endpoints", "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest)")
+        add(
+            "endpoints",
+            "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"
+        )
         let limits = policy.limits
         add(
             "limits",
