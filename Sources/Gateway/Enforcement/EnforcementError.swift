@@ -100,7 +100,8 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
             case .appIDMismatch: return Code(code.rawValue, 403, .appIDMismatch)
             case .environmentMismatch: return Code(code.rawValue, 403, .environmentMismatch)
             case .internalCryptoError: return .internalError
-            case .malformedCBOR, .malformedAttestation, .malformedAuthenticatorData, .malformedCertificate,
+            case .malformedCBOR, .malformedAttestation, .malformedAuthenticatorData, .malformedLaunchValidation,
+                .malformedCertificate,
                 .invalidInput, .invalidPublicKey, .unsupportedFormat:
                 return Code(code.rawValue, 401, .malformed)
             default: return Code(code.rawValue, 401, .invalidSignature)
