@@ -1,3 +1,6 @@
+import Synchronization
+import Verification
+
 /// `GateMetrics` recorded in the process's `MetricsRegistry` (rendered at `/metrics`):
 ///
 /// - `attest_gateway_verdicts_total{route, verdict}`: requests decided by the gate.
@@ -7,6 +10,13 @@
 /// - `attest_gateway_verification_duration_seconds`: protected requests, assertion check
 ///   plus store round trips.
 /// - `attest_gateway_store_errors_total{operation, kind}`
+/// - `attest_gateway_launch_validation_total{category}`: valid assertions by launch
+///   validation category name (`none` when the device wrote none; unnamed values `other`).
+/// - `attest_gateway_bundle_versions_total{version}`: valid assertions by bundle version, the
+///   first `bundleVersionLabelLimit` distinct versions this process saw by name, the rest
+///   `other`, none `none` (bounded; see docs/operations.md).
+/// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
+///   with `enforce_percent` < 100, by rollout arm.
 ///
 /// Counters for the policy's routes are resolved once at init (immutable table, no lock
 /// on the hot path); other labels go through the registry's locked lookup.
@@ -18,6 +28,14 @@ package final class GatewayGateMetrics: GateMetrics {
     private let storeErrors: CounterFamily
     /// route name → one counter per `AttestVerdict.allCases` index.
     private let routeHandles: [String: [Counter]]
+    private let categories: CounterFamily
+    private let bundleVersions: CounterFamily
+    private let rollout: CounterFamily
+    /// Bundle versions that have a label of their own (at most `bundleVersionLabelLimit`).
+    private let versionLabels = BoundedLabels(limit: GatewayGateMetrics.bundleVersionLabelLimit)
+
+    /// Distinct bundle versions labelled by name before the rest go to `other`.
+    package static let bundleVersionLabelLimit = 20
 
     /// Buckets from 50 µs (a cached ECDSA verify) to 1 s (store timeouts).
     package static let latencyBuckets: [Double] = [
@@ -51,6 +69,21 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Failed store calls, by operation and kind.",
             labelNames: ["operation", "kind"]
         )
+        self.categories = registry.counter(
+            "attest_gateway_launch_validation_total",
+            help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
+            labelNames: ["category"]
+        )
+        self.bundleVersions = registry.counter(
+            "attest_gateway_bundle_versions_total",
+            help: "Valid assertions by bundle version (first \(Self.bundleVersionLabelLimit) versions seen, then other).",
+            labelNames: ["version"]
+        )
+        self.rollout = registry.counter(
+            "attest_gateway_rollout_verdicts_total",
+            help: "Requests on enforce routes in gradual rollout, by arm and verdict.",
+            labelNames: ["route", "arm", "verdict"]
+        )
         var handles: [String: [Counter]] = [:]
         let labels =
             routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
@@ -82,5 +115,40 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func storeError(operation: String, kind: StoreError.Kind) {
         self.storeErrors.labels(operation, kind.rawValue).increment()
+    }
+
+    package func launchValidation(category: UInt32?, bundleVersion: String?) {
+        let categoryLabel: String
+        if let category {
+            let name = LaunchValidationCategory.name(of: category)
+            categoryLabel = LaunchValidationCategory.names.contains { $0.name == name } ? name : "other"
+        } else {
+            categoryLabel = "none"
+        }
+        self.categories.labels(categoryLabel).increment()
+        self.bundleVersions.labels(bundleVersion.map { self.versionLabels.label(for: $0) } ?? "none").increment()
+    }
+
+    package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
+        self.rollout.labels(route, arm.rawValue, verdict.rawValue).increment()
+    }
+}
+
+/// At most `limit` distinct label values; every later value is `other`. Thread-safe.
+package final class BoundedLabels: Sendable {
+    private let limit: Int
+    private let seen = Mutex<Set<String>>([])
+
+    package init(limit: Int) {
+        self.limit = limit
+    }
+
+    package func label(for value: String) -> String {
+        self.seen.withLock { seen in
+            if seen.contains(value) { return value }
+            guard seen.count < self.limit else { return "other" }
+            seen.insert(value)
+            return value
+        }
     }
 }

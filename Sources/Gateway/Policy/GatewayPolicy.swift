@@ -139,6 +139,17 @@ public struct RoutePolicy: Sendable, Hashable {
     /// Cap on a buffered body (binding body/request); beyond it 413.
     public var maxBodyBytes: Int
     public var onStoreError: StoreErrorAction
+    /// Which builds of the app are admitted (`app_validation:`, the route's own or the
+    /// top-level one); nil = no launch validation rule.
+    public var appValidation: AppValidationPolicy?
+    /// Out-of-order counter window N (`counter_window:`, the route's own or the top-level
+    /// one); 0 = strict (Apple's rule). See `CounterWindow`.
+    public var counterWindow: Int = 0
+    /// Gradual rollout on an enforce route: the percentage of clients enforced; the others
+    /// are monitored (`RolloutArm`). 100 = every client.
+    public var enforcePercent: Int = 100
+    /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
+    public var allowDebugTokens: Bool = false
 
     public init(
         name: String,

@@ -601,7 +601,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     // MARK: - The gate
 
     private func callDecide(body: [UInt8]?) {
-        guard let head = self.head, let classification = self.classification else { return }
+        guard var head = self.head, let classification = self.classification else { return }
+        head.clientAddress = self.peerAddress  // the rollout arm of requests without a key ID
         self.decisionSerial &+= 1
         let serial = self.decisionSerial
         self.isInsideDecide = true
@@ -994,7 +995,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 AccessLogBuffer.Entry(
                     method: self.head?.method ?? "-", path: self.head?.path ?? "-", route: route,
                     status: self.responseStatus, verdict: self.logInfo?.verdict ?? "-",
-                    keyIDPrefix: self.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime, totalNanoseconds: total))
+                    keyIDPrefix: self.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime, totalNanoseconds: total,
+                    arm: self.logInfo?.arm))
         }
         self.head = nil
         self.requestInfo = nil
