@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Synchronization
 
 /// The `keys show` / `keys revoke` operations: blocking calls for the CLI, outside the
@@ -47,7 +47,7 @@ package enum KeyAdministration {
         ])
     }
 
-    static func rfc3339(_ date: Date) -> String {
+    package static func rfc3339(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -62,7 +62,7 @@ package enum KeyAdministration {
         )
     }
 
-    private static func wait<T: Sendable>(
+    static func wait<T: Sendable>(
         timeout: Duration,
         _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
     ) throws(StoreError) -> T {
