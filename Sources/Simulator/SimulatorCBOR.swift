@@ -32,7 +32,8 @@ public enum SimulatorCBOR {
                     value: .byteString(LaunchValidation.categoryBytes(category))))
         }
         if let version = validation.bundleVersion {
-            entries.append(CBORMapEntry(key: .textString(LaunchValidation.bundleVersionKey), value: .textString(version)))
+            entries.append(
+                CBORMapEntry(key: .textString(LaunchValidation.bundleVersionKey), value: .textString(version)))
         }
         return self.encode(.map(entries + validation.otherEntries))
     }

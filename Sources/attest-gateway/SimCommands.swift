@@ -47,7 +47,8 @@ enum SimAttestCommand: Subcommand {
         let args = try CommandLineArguments(
             words,
             valued: [
-                "dir", "app-id", "challenge", "client-data-hash", "environment", "validation-category", "bundle-version",
+                "dir", "app-id", "challenge", "client-data-hash", "environment", "validation-category",
+                "bundle-version",
             ])
         if args.wantsHelp {
             print(self.usage)

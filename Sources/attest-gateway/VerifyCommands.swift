@@ -56,15 +56,16 @@ enum VerifyAttestationCommand: Subcommand {
         do {
             let key = try verifier.verify(
                 attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
-            printJSON([
-                ("valid", "true"),
-                ("key_id", jsonQuote(encodeBase64(key.keyID))),
-                ("app_id", jsonQuote(key.appID)),
-                ("environment", jsonQuote(key.environment.rawValue)),
-                ("public_key", jsonQuote(encodeBase64(key.publicKey))),
-                ("receipt", jsonQuote(encodeBase64(key.receipt))),
-                ("certificate_not_after", jsonQuote(formatISO8601(key.certificateNotAfter))),
-            ] + launchValidationFields(key.launchValidation))
+            printJSON(
+                [
+                    ("valid", "true"),
+                    ("key_id", jsonQuote(encodeBase64(key.keyID))),
+                    ("app_id", jsonQuote(key.appID)),
+                    ("environment", jsonQuote(key.environment.rawValue)),
+                    ("public_key", jsonQuote(encodeBase64(key.publicKey))),
+                    ("receipt", jsonQuote(encodeBase64(key.receipt))),
+                    ("certificate_not_after", jsonQuote(formatISO8601(key.certificateNotAfter))),
+                ] + launchValidationFields(key.launchValidation))
             return 0
         } catch {
             printInvalid(error)
@@ -142,7 +143,9 @@ enum VerifyAssertionCommand: Subcommand {
                 appIDs: appIDs.map(AppID.init),
                 previousCounter: previousCounter
             )
-            printJSON([("valid", "true"), ("counter", String(result.counter))] + launchValidationFields(result.launchValidation))
+            printJSON(
+                [("valid", "true"), ("counter", String(result.counter))]
+                    + launchValidationFields(result.launchValidation))
             return 0
         } catch {
             printInvalid(error)

@@ -543,7 +543,8 @@ package final class AttestGate: RequestGate {
             verdict = .verified
             decision = .forward(
                 IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
-                GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)), arm: arm?.rawValue)
+                GateLogInfo(
+                    verdict: verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)), arm: arm?.rawValue)
             )
         case .debug(let name):
             verdict = .debug

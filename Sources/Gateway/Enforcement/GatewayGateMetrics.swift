@@ -76,7 +76,8 @@ package final class GatewayGateMetrics: GateMetrics {
         )
         self.bundleVersions = registry.counter(
             "attest_gateway_bundle_versions_total",
-            help: "Valid assertions by bundle version (first \(Self.bundleVersionLabelLimit) versions seen, then other).",
+            help:
+                "Valid assertions by bundle version (first \(Self.bundleVersionLabelLimit) versions seen, then other).",
             labelNames: ["version"]
         )
         self.rollout = registry.counter(

@@ -18,7 +18,8 @@ extension PolicyDecoder {
 
     /// The top-level defaults routes inherit.
     mutating func decodeAttestationDefaults(_ top: Fields) throws(PolicyError) {
-        if let node = top["environment"], case .scalar(let scalar) = node.content, case .string(let text) = scalar.value {
+        if let node = top["environment"], case .scalar(let scalar) = node.content, case .string(let text) = scalar.value
+        {
             self.isProduction = text == "production"
         }
         if let node = top["app_validation"] {
@@ -89,13 +90,15 @@ extension PolicyDecoder {
             policy.categories = values
         }
         if let n = fields["when_absent"] {
-            policy.whenAbsent = AppValidationPolicy.WhenAbsent(rawValue: try self.oneOf(n, ["allow", "deny"])) ?? .allow
+            policy.whenAbsent =
+                AppValidationPolicy.WhenAbsent(rawValue: try self.oneOf(n, ["allow", "deny"])) ?? .allow
         }
         if let n = fields["min_bundle_version"] {
             let text = try self.versionText(n)
             guard let version = BundleVersion(text) else {
                 throw self.error(
-                    .invalidValue, n, "expected a dotted numeric version like \"5.2\" or \"5.2.1\"; found \(Self.quote(text))")
+                    .invalidValue, n,
+                    "expected a dotted numeric version like \"5.2\" or \"5.2.1\"; found \(Self.quote(text))")
             }
             policy.minBundleVersion = version
         }
@@ -105,7 +108,8 @@ extension PolicyDecoder {
                 versions.append(try self.versionText(item))
             }
             guard !versions.isEmpty else {
-                throw self.error(.invalidValue, n, "expected at least one version (leave bundle_versions out to allow any)")
+                throw self.error(
+                    .invalidValue, n, "expected at least one version (leave bundle_versions out to allow any)")
             }
             policy.bundleVersions = versions
         }

@@ -107,7 +107,9 @@ public enum PolicySummary {
                 parts.append("categories=" + categories.map(LaunchValidationCategory.name(of:)).joined(separator: ","))
             }
             if let minimum = validation.minBundleVersion { parts.append("min_bundle_version=\(minimum)") }
-            if let versions = validation.bundleVersions { parts.append("bundle_versions=" + versions.joined(separator: ",")) }
+            if let versions = validation.bundleVersions {
+                parts.append("bundle_versions=" + versions.joined(separator: ","))
+            }
             parts.append("when_absent=\(validation.whenAbsent.rawValue)")
             out += " app_validation=" + parts.joined(separator: ";")
         }

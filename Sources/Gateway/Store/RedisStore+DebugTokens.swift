@@ -166,7 +166,9 @@ extension RedisStore {
                 name: name,
                 createdAt: Date(timeIntervalSince1970: TimeInterval(created)),
                 expiresAt: Date(timeIntervalSince1970: TimeInterval(expires)),
-                lastUsedAt: fields["last_used"].flatMap { Int64($0) }.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+                lastUsedAt: fields["last_used"].flatMap { Int64($0) }.map {
+                    Date(timeIntervalSince1970: TimeInterval($0))
+                }
             ))
     }
 }

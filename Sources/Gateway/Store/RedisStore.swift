@@ -404,7 +404,8 @@ package final class RedisStore: AttestStore {
             status: status,
             validationCategory: try fields["validation_category"].map { bytes throws(StoreError) in
                 guard let value = UInt32(String(decoding: bytes, as: UTF8.self)) else {
-                    throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has a non-numeric validation_category")
+                    throw StoreError(
+                        .protocolError, "key record \(keyID.prefix(8))… has a non-numeric validation_category")
                 }
                 return value
             },

@@ -126,7 +126,8 @@ public enum LaunchValidationCategory {
         let prefix = "category_"
         guard name.hasPrefix(prefix) else { return nil }
         let digits = name.dropFirst(prefix.count)
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.first != "0" || digits.count == 1
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+            digits.first != "0" || digits.count == 1
         else { return nil }
         return UInt32(digits)
     }
