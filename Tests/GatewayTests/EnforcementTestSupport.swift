@@ -9,7 +9,7 @@ import Testing
 /// gate's store-error paths. Every call is forwarded unless a fault is set for it.
 final class FaultInjectingStore: AttestStore {
     enum Operation: String, Sendable, CaseIterable {
-        case putChallenge, consumeChallenge, createKey, fetchKey, advanceCounter, revokeKey, ping
+        case putChallenge, consumeChallenge, createKey, fetchKey, advanceCounter, revokeKey, ping, useDebugToken
     }
     enum Fault: Sendable {
         case fail(StoreError)
@@ -70,11 +70,30 @@ final class FaultInjectingStore: AttestStore {
     func advanceCounter(
         keyID: String,
         to newCounter: UInt32,
+        window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
         self.intercept(.advanceCounter, completion) {
-            self.base.advanceCounter(keyID: keyID, to: newCounter, completion: completion)
+            self.base.advanceCounter(keyID: keyID, to: newCounter, window: window, completion: completion)
         }
+    }
+    func createDebugToken(
+        _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.base.createDebugToken(record, digest: digest, completion: completion)
+    }
+    func useDebugToken(
+        digest: String, now: Date, completion: @escaping @Sendable (Result<DebugTokenUse, StoreError>) -> Void
+    ) {
+        self.intercept(.useDebugToken, completion) {
+            self.base.useDebugToken(digest: digest, now: now, completion: completion)
+        }
+    }
+    func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {
+        self.base.listDebugTokens(completion: completion)
+    }
+    func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.base.revokeDebugToken(name: name, completion: completion)
     }
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.intercept(.revokeKey, completion) { self.base.revokeKey(keyID: keyID, completion: completion) }
