@@ -178,6 +178,8 @@ final class RecordingGateMetrics: GateMetrics {
         var challenges = 0
         var latencies = 0
         var storeErrors: [String: Int] = [:]  // "operation|kind"
+        var launchValidation: [String: Int] = [:]  // "category|version"
+        var rollout: [String: Int] = [:]  // "route|arm|verdict"
     }
     private let counts = Mutex(Counts())
 
@@ -197,6 +199,13 @@ final class RecordingGateMetrics: GateMetrics {
     }
     func storeError(operation: String, kind: StoreError.Kind) {
         self.counts.withLock { $0.storeErrors["\(operation)|\(kind.rawValue)", default: 0] += 1 }
+    }
+    func launchValidation(category: UInt32?, bundleVersion: String?) {
+        let key = "\(category.map(String.init) ?? "none")|\(bundleVersion ?? "none")"
+        self.counts.withLock { $0.launchValidation[key, default: 0] += 1 }
+    }
+    func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
+        self.counts.withLock { $0.rollout["\(route)|\(arm.rawValue)|\(verdict.rawValue)", default: 0] += 1 }
     }
 }
 
