@@ -186,6 +186,18 @@ struct ProofHarness {
         #expect(forwarded.headers["X-App-Attest-Status"] == "failed; reason=validation_category_refused")
     }
 
+    @Test func categoryNamesRoundTrip() {
+        for entry in LaunchValidationCategory.names {
+            #expect(LaunchValidationCategory.value(named: entry.name) == entry.value)
+            #expect(LaunchValidationCategory.name(of: entry.value) == entry.name)
+        }
+        #expect(LaunchValidationCategory.name(of: 77) == "category_77")
+        #expect(LaunchValidationCategory.value(named: "category_77") == 77)
+        for bad in ["category_", "category_07", "category_x", "category_99999999999", "App_Store", ""] {
+            #expect(LaunchValidationCategory.value(named: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func bundleVersionOrder() throws {
         func v(_ text: String) throws -> BundleVersion { try #require(BundleVersion(text)) }
         #expect(try v("5.2") < v("5.10"))

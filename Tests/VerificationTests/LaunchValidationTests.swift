@@ -93,18 +93,6 @@ import Verification
         #expect(decoded.otherEntries.first?.key == .textString("apple_something_new_02"))
     }
 
-    @Test func categoryNamesRoundTrip() {
-        for entry in LaunchValidationCategory.names {
-            #expect(LaunchValidationCategory.value(named: entry.name) == entry.value)
-            #expect(LaunchValidationCategory.name(of: entry.value) == entry.name)
-        }
-        #expect(LaunchValidationCategory.name(of: 77) == "category_77")
-        #expect(LaunchValidationCategory.value(named: "category_77") == 77)
-        for bad in ["category_", "category_07", "category_x", "category_99999999999", "App_Store", ""] {
-            #expect(LaunchValidationCategory.value(named: bad) == nil, "\(bad)")
-        }
-    }
-
     // MARK: Through the authenticator data parser (both contexts)
 
     @Test func assertionAuthenticatorDataCarriesTheFields() throws {

@@ -12,9 +12,8 @@
 /// Positions the record does not cover (a key first used under a smaller window, or under
 /// the strict rule) count as seen: what is unknown is refused, never accepted twice.
 package struct CounterWindow: Sendable, Hashable {
-    /// Largest `counter_window` the policy accepts (the map is one byte per position, and
-    /// the script rewrites it on every request).
-    package static let maximumSize = 1024
+    /// Largest `counter_window` the policy accepts.
+    package static let maximumSize = RoutePolicy.maximumCounterWindow
 
     package var highest: UInt32
     /// `N` characters, `0` or `1`.

@@ -151,6 +151,10 @@ public struct RoutePolicy: Sendable, Hashable {
     /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
     public var allowDebugTokens: Bool = false
 
+    /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
+    /// store's script on every request).
+    public static let maximumCounterWindow = 1024
+
     public init(
         name: String,
         match: Match,

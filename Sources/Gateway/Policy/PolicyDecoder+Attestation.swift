@@ -1,5 +1,3 @@
-import Verification
-
 /// The policy keys of "what a request proves" (issue 12): `app_validation`,
 /// `counter_window`, `enforce_percent`, `allow_debug_tokens`.
 ///
@@ -26,7 +24,7 @@ extension PolicyDecoder {
             self.defaultAppValidation = try self.appValidation(node)
         }
         if let node = top["counter_window"] {
-            self.defaultCounterWindow = try self.integer(node, in: 0...CounterWindow.maximumSize)
+            self.defaultCounterWindow = try self.integer(node, in: 0...RoutePolicy.maximumCounterWindow)
         }
     }
 
@@ -38,7 +36,7 @@ extension PolicyDecoder {
         }
         route.counterWindow = self.defaultCounterWindow
         if let node = fields["counter_window"] {
-            route.counterWindow = try self.integer(node, in: 0...CounterWindow.maximumSize)
+            route.counterWindow = try self.integer(node, in: 0...RoutePolicy.maximumCounterWindow)
         }
         if let node = fields["enforce_percent"] {
             route.enforcePercent = try self.integer(node, in: 0...100)

@@ -1,5 +1,4 @@
 import Foundation
-import Verification
 
 /// The effective policy as text (`check-config`): every setting including defaults, one
 /// line per route in match order, secrets masked, then the warnings.

@@ -96,39 +96,3 @@ public struct LaunchValidation: Sendable, Hashable {
         ]
     }
 }
-
-/// The names of launch validation categories (policy `app_validation.categories`, the
-/// `X-App-Attest-Validation-Category` header and metrics).
-///
-/// Provisional: no Apple reference page giving the numeric values could be found (see
-/// docs/protocol.md and docs/design-notes.md). A value without a name is called
-/// `category_<n>` and can be allowed by that name.
-public enum LaunchValidationCategory {
-    /// Value → name, as decided in docs/design-notes.md.
-    public static let names: [(value: UInt32, name: String)] = [
-        (1, "app_store"),
-        (2, "testflight"),
-        (3, "development"),
-        (4, "enterprise"),
-        (5, "ad_hoc"),
-        (6, "developer_id"),
-    ]
-
-    /// The name of a value: a known name, else `category_<n>`.
-    public static func name(of value: UInt32) -> String {
-        for entry in Self.names where entry.value == value { return entry.name }
-        return "category_\(value)"
-    }
-
-    /// The value of a name (known names and `category_<n>`), nil for anything else.
-    public static func value(named name: String) -> UInt32? {
-        for entry in Self.names where entry.name == name { return entry.value }
-        let prefix = "category_"
-        guard name.hasPrefix(prefix) else { return nil }
-        let digits = name.dropFirst(prefix.count)
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-            digits.first != "0" || digits.count == 1
-        else { return nil }
-        return UInt32(digits)
-    }
-}
