@@ -1,6 +1,6 @@
 // libFuzzer harness over the Verification decoders: CBOR, launch validation entries,
-// authenticator data (both contexts), the nonce extension DER, attestation and assertion objects, and the full
-// verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
+// authenticator data (both contexts), the nonce extension DER, attestation and assertion
+// objects, and the full verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
 // together with the Verification sources into one module.
 import Foundation
 

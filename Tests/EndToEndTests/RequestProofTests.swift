@@ -86,6 +86,8 @@ extension EndToEnd {
             #expect(attested.status == 201, "\(attested)")
             #expect(try attested.json()["validation_category"] as? String == "app_store")
             #expect(try attested.json()["bundle_version"] as? String == "5.3")
+            let shown = try world.runGateway(["keys", "show", store.keyID, "--redis", world.redis.url])
+            #expect(shown.stdout.contains(#""validation_category":1,"bundle_version":"5.3""#), "\(shown.stdout)")
             let admitted = try store.send("/v1/store/a", to: gateway, category: 1, version: "5.3")
             #expect(admitted.status == 200, "\(admitted)")
             let echo = try UpstreamEcho(admitted)
