@@ -198,6 +198,22 @@ struct ProofHarness {
         }
     }
 
+    @Test func metricLabelsAreBounded() {
+        let registry = MetricsRegistry()
+        let metrics = GatewayGateMetrics(registry: registry, routeNames: ["r"])
+        for minor in 0..<25 { metrics.launchValidation(category: 1, bundleVersion: "5.\(minor)") }
+        metrics.launchValidation(category: 99, bundleVersion: "5.0")
+        metrics.launchValidation(category: nil, bundleVersion: nil)
+        let text = registry.render()
+        let versions = text.split(separator: "\n").filter { $0.hasPrefix("attest_gateway_bundle_versions_total{") }
+        #expect(versions.count == GatewayGateMetrics.bundleVersionLabelLimit + 2, "20 by name, other, none")
+        #expect(text.contains(#"attest_gateway_bundle_versions_total{version="other"} 5"#))
+        #expect(text.contains(#"attest_gateway_bundle_versions_total{version="5.0"} 2"#))
+        #expect(text.contains(#"attest_gateway_launch_validation_total{category="app_store"} 25"#))
+        #expect(text.contains(#"attest_gateway_launch_validation_total{category="other"} 1"#))
+        #expect(text.contains(#"attest_gateway_launch_validation_total{category="none"} 1"#))
+    }
+
     @Test func bundleVersionOrder() throws {
         func v(_ text: String) throws -> BundleVersion { try #require(BundleVersion(text)) }
         #expect(try v("5.2") < v("5.10"))

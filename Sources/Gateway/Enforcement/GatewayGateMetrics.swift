@@ -28,11 +28,14 @@ package final class GatewayGateMetrics: GateMetrics {
     private let storeErrors: CounterFamily
     /// route name → one counter per `AttestVerdict.allCases` index.
     private let routeHandles: [String: [Counter]]
-    private let categories: CounterFamily
-    private let bundleVersions: CounterFamily
+    /// Category value → counter for every named category, resolved once (no lock per request).
+    private let categoryHandles: [UInt32: Counter]
+    private let categoryOther: Counter
+    private let categoryNone: Counter
+    /// Bundle versions with a label of their own (at most `bundleVersionLabelLimit`), then `other`.
+    private let versionHandles: BoundedLabels
+    private let versionNone: Counter
     private let rollout: CounterFamily
-    /// Bundle versions that have a label of their own (at most `bundleVersionLabelLimit`).
-    private let versionLabels = BoundedLabels(limit: GatewayGateMetrics.bundleVersionLabelLimit)
 
     /// Distinct bundle versions labelled by name before the rest go to `other`.
     package static let bundleVersionLabelLimit = 20
@@ -69,17 +72,26 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Failed store calls, by operation and kind.",
             labelNames: ["operation", "kind"]
         )
-        self.categories = registry.counter(
+        let categories = registry.counter(
             "attest_gateway_launch_validation_total",
             help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
             labelNames: ["category"]
         )
-        self.bundleVersions = registry.counter(
+        var categoryHandles: [UInt32: Counter] = [:]
+        for entry in LaunchValidationCategory.names {
+            categoryHandles[entry.value] = categories.labels(entry.name)
+        }
+        self.categoryHandles = categoryHandles
+        self.categoryOther = categories.labels("other")
+        self.categoryNone = categories.labels("none")
+        let bundleVersions = registry.counter(
             "attest_gateway_bundle_versions_total",
             help:
                 "Valid assertions by bundle version (first \(Self.bundleVersionLabelLimit) versions seen, then other).",
             labelNames: ["version"]
         )
+        self.versionHandles = BoundedLabels(family: bundleVersions, limit: Self.bundleVersionLabelLimit)
+        self.versionNone = bundleVersions.labels("none")
         self.rollout = registry.counter(
             "attest_gateway_rollout_verdicts_total",
             help: "Requests on enforce routes in gradual rollout, by arm and verdict.",
@@ -119,15 +131,16 @@ package final class GatewayGateMetrics: GateMetrics {
     }
 
     package func launchValidation(category: UInt32?, bundleVersion: String?) {
-        let categoryLabel: String
         if let category {
-            let name = LaunchValidationCategory.name(of: category)
-            categoryLabel = LaunchValidationCategory.names.contains { $0.name == name } ? name : "other"
+            (self.categoryHandles[category] ?? self.categoryOther).increment()
         } else {
-            categoryLabel = "none"
+            self.categoryNone.increment()
         }
-        self.categories.labels(categoryLabel).increment()
-        self.bundleVersions.labels(bundleVersion.map { self.versionLabels.label(for: $0) } ?? "none").increment()
+        if let bundleVersion {
+            self.versionHandles.counter(for: bundleVersion).increment()
+        } else {
+            self.versionNone.increment()
+        }
     }
 
     package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
@@ -135,21 +148,28 @@ package final class GatewayGateMetrics: GateMetrics {
     }
 }
 
-/// At most `limit` distinct label values; every later value is `other`. Thread-safe.
+/// The counters of one single-label family for at most `limit` distinct values; every later
+/// value counts as `other`. Thread-safe (one lock, no registry lookup per call).
 package final class BoundedLabels: Sendable {
+    private let family: CounterFamily
     private let limit: Int
-    private let seen = Mutex<Set<String>>([])
+    private let other: Counter
+    private let counters = Mutex<[String: Counter]>([:])
 
-    package init(limit: Int) {
+    package init(family: CounterFamily, limit: Int) {
+        self.family = family
         self.limit = limit
+        self.other = family.labels("other")
     }
 
-    package func label(for value: String) -> String {
-        self.seen.withLock { seen in
-            if seen.contains(value) { return value }
-            guard seen.count < self.limit else { return "other" }
-            seen.insert(value)
-            return value
+    package func counter(for value: String) -> Counter {
+        if let known = self.counters.withLock({ $0[value] }) { return known }
+        return self.counters.withLock { counters in
+            if let known = counters[value] { return known }
+            guard counters.count < self.limit else { return self.other }
+            let counter = self.family.labels(value)
+            counters[value] = counter
+            return counter
         }
     }
 }
