@@ -226,6 +226,44 @@ struct ProofHarness {
     }
 }
 
+@Suite struct CounterWindowGateTests {
+    static let routes = """
+          - name: parallel
+            match: { path_prefix: /p/ }
+            upstream: api
+            counter_window: 4
+          - name: strict
+            match: { path_prefix: / }
+            upstream: api
+        """
+
+    /// The gate's own pre-check lets out-of-order counters through to the store (which holds
+    /// the seen-map), and the store refuses the replays, also from a gate with a cold cache.
+    @Test func outOfOrderCountersPassOnceThroughTheGate() async throws {
+        let store = MemoryStore()
+        let h = try ProofHarness(routes: Self.routes, store: store)
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        for counter: UInt32 in [5, 3, 4, 2] {
+            let decision = try await h.send(device, counter: counter, target: "/p/x")
+            #expect(decision.forwardedHead?.headers["X-App-Attest-Counter"] == String(counter), "\(counter)")
+        }
+        #expect(try await h.send(device, counter: 1, target: "/p/x").errorCode == "counter_replay", "5 - 4 = 1")
+        let cold = try ProofHarness(routes: Self.routes, store: store)
+        for counter: UInt32 in [2, 3, 4, 5] {
+            let replay = try await cold.send(device, counter: counter, target: "/p/x")
+            #expect(replay.errorCode == "counter_replay", "\(counter)")
+            #expect((replay.json?["message"] as? String)?.contains("window of 4") == true)
+        }
+        // The strict route refuses what the windowed one would take.
+        #expect(try await h.send(device, counter: 7, target: "/other").forwardedHead != nil)
+        #expect(try await h.send(device, counter: 6, target: "/other").errorCode == "counter_replay")
+        #expect(AttestGate.lowestRefused(highest: 10, window: 0) == 10)
+        #expect(AttestGate.lowestRefused(highest: 10, window: 4) == 6)
+        #expect(AttestGate.lowestRefused(highest: 3, window: 4) == 0)
+    }
+}
+
 @Suite struct RolloutTests {
     static func keyID() -> String {
         Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
