@@ -11,6 +11,8 @@
 #              verification is CPU-bound, so one loop caps it at one core's ECDSA rate),
 #              access log on, to /dev/null (as bench.sh)              127.0.0.1:18086 (admin :18087)
 #     route "enforced" GET /v1/bench: mode enforce, binding request, challenge none
+#     route "shuffled" GET /v1/bench-shuffled: the same with counter_window: 64 (the
+#              "gateway-shuffled" row: each key's counters arrive out of order, see below)
 #     route "passthrough" everything else: mode off (the "gateway-off" row)
 # Keys: ENFORCED_KEYS simulator keys (default 64 x CONNS), each attested through the gateway's
 # real /app-attest/challenge + /app-attest/attest (scripts/bench/attest_keys.py), then
@@ -21,8 +23,14 @@
 # 8k req/s: 250 ms). With 8 x CONNS keys (30 ms) the busy machine's latency spikes did
 # cause a few. wrk sends each assertion once (scripts/bench/enforced.lua); later runs
 # continue after the last one sent.
+# Shuffled counters (SHUFFLED=1, the default): a second file minted the same way for
+# /v1/bench-shuffled, its lines shuffled within blocks of 8 x ENFORCED_KEYS lines, so each key's
+# 8 counters of a block arrive in random order (at most 7 below the highest seen, inside the
+# route's window of 64). Every one must pass: the row's errors count like the enforced row's.
+# Its CPU per request is compared with the strict row's (goal: within 5%).
 # Validity checks before measuring: one assertion passes (200), the same one again is refused
-# (401 counter_replay), a request without headers is refused (401 assertion_missing).
+# (401 counter_replay), a request without headers is refused (401 assertion_missing); the same
+# pass and replay on the shuffled route.
 #
 # Rounds: ROUNDS interleaved rounds (target order rotated each round), each target measured
 # like proxy_baseline.sh does (wait for a quiet machine, WARMUP s of wrk, then DURATION s with
@@ -44,6 +52,7 @@
 #      DURATION=6 WARMUP=1 ROUNDS=3 WAIT_QUIET=5 QUIET_PCT=10 OPENSSL_SECONDS=3
 #      ENFORCED_KEYS=64*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
 #      GATEWAY_LOOPS=$(nproc)  LAT_CONNS=2 (0: no below-saturation rows)  PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
+#      SHUFFLED=1 (0: no gateway-shuffled row)
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 #      ENFORCED_STORE=memory: the gateway's in-process store instead of Redis (diagnostic)
 #      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
@@ -66,6 +75,10 @@ OPENSSL_SECONDS="${OPENSSL_SECONDS:-3}"
 KEYS="${ENFORCED_KEYS:-$((64 * CONNS))}"
 MAX_RPS="${ENFORCED_MAX_RPS:-20000}"
 PASSTHROUGH="${PASSTHROUGH:-1}"
+SHUFFLED="${SHUFFLED:-1}"
+SHUFFLED_PATH="/v1/bench-shuffled"
+# Each key's counters are permuted within blocks of this many passes (< the route's window).
+SHUFFLE_PASSES=8
 # The product's default: one loop per core (verification is CPU-bound; see the header).
 GATEWAY_LOOPS="${GATEWAY_LOOPS:-$(nproc)}"
 LAT_CONNS="${LAT_CONNS:-2}"
@@ -161,6 +174,14 @@ routes:
     challenge: none
     binding: request
     on_store_error: deny
+  - name: shuffled
+    match: { path: $SHUFFLED_PATH, methods: [GET] }
+    upstream: bench
+    mode: enforce
+    challenge: none
+    binding: request
+    on_store_error: deny
+    counter_window: 64
   - name: passthrough
     match: { path_prefix: / }
     upstream: bench
@@ -181,6 +202,22 @@ t0=$(date +%s.%N)
 "$MINT" assert --dir "$WORK/sim" --app-id "$APP_ID" --keys "$WORK/keys.txt" --method GET \
     --target "$ENFORCED_PATH" --rounds "$PASSES" --out "$WORK/assertions.txt" || die "minting assertions failed"
 MINTED=$(wc -l < "$WORK/assertions.txt")
+if [ "$SHUFFLED" = 1 ]; then
+    "$MINT" assert --dir "$WORK/sim" --app-id "$APP_ID" --keys "$WORK/keys.txt" --method GET \
+        --target "$SHUFFLED_PATH" --rounds "$PASSES" --out "$WORK/assertions-ordered.txt" || die "minting assertions failed"
+    python3 - "$WORK/assertions-ordered.txt" "$WORK/assertions-shuffled.txt" "$((KEYS * SHUFFLE_PASSES))" << 'PY' || die "shuffling failed"
+import random, sys
+lines = open(sys.argv[1]).read().splitlines(True)
+block = int(sys.argv[3])
+rng = random.Random(12)
+with open(sys.argv[2], "w") as out:
+    for start in range(0, len(lines), block):
+        chunk = lines[start:start + block]
+        rng.shuffle(chunk)
+        out.writelines(chunk)
+PY
+    rm -f "$WORK/assertions-ordered.txt"
+fi
 echo "# minted $MINTED assertions ($KEYS keys x $PASSES counters, for up to $MAX_RPS req/s) in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
 
 # --- validity checks: a valid assertion passes once, its replay and a bare request are refused
@@ -198,6 +235,22 @@ check 401 counter_replay -H "X-App-Attest-Key-Id: ${first%% *}" -H "X-App-Assert
 check 401 assertion_missing
 OFFSET=$(( ${#first} + 1 ))
 echo "# validity: assertion accepted once (200), its replay refused (counter_replay), bare request refused (assertion_missing)"
+SH_OFFSET=0
+if [ "$SHUFFLED" = 1 ]; then
+    first=$(head -n 1 "$WORK/assertions-shuffled.txt")
+    check_shuffled() { # expected-status expected-error-code
+        local body got
+        body=$(curl -s -w '\n%{http_code}' --max-time 5 -H "X-App-Attest-Key-Id: ${first%% *}" \
+            -H "X-App-Assertion: ${first#* }" "http://127.0.0.1:$GATEWAY_PORT$SHUFFLED_PATH")
+        got=$(tail -n 1 <<< "$body")
+        [ "$got" = "$1" ] || die "validity check (shuffled): expected HTTP $1, got $got: $(head -n 1 <<< "$body")"
+        [ -z "$2" ] || grep -q "\"error\": *\"$2\"" <<< "$body" || die "validity check (shuffled): expected $2, got: $body"
+    }
+    check_shuffled 200 ""
+    check_shuffled 401 counter_replay
+    SH_OFFSET=$(( ${#first} + 1 ))
+    echo "# validity (shuffled, counter_window 64): accepted once (200), its replay refused (counter_replay)"
+fi
 
 # --- measurement helpers (as in the shared proxy_baseline.sh)
 pid_tree() { local p; for p in ${1//,/ }; do echo "$p"; pgrep -P "$p" 2> /dev/null; done; }
@@ -239,7 +292,13 @@ wait_quiet() {
 TIMEFORMAT='%3U %3S'
 run_wrk() { # label url seconds raw-output conns [--latency]
     local label="$1" url="$2" secs="$3" raw="$4" conns="$5"; shift 5
-    if [[ "$label" == gateway-enforced* ]]; then
+    if [[ "$label" == gateway-shuffled* ]]; then
+        { time wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" -s "$ROOT/scripts/bench/enforced.lua" "$url" \
+            -- "$WORK/assertions-shuffled.txt" "$SH_OFFSET" "$WORK/lua.state" > "$raw" 2>&1; } 2> "$WORK/wrk.time"
+        local next sent missing
+        read -r next sent missing < "$WORK/lua.state" || die "enforced.lua wrote no state"
+        SH_OFFSET="$next"; LAST_MISSING="$missing"
+    elif [[ "$label" == gateway-enforced* ]]; then
         { time wrk -t1 -c"$conns" -d"${secs}s" --timeout 2s "$@" -s "$ROOT/scripts/bench/enforced.lua" "$url" \
             -- "$WORK/assertions.txt" "$OFFSET" "$WORK/lua.state" > "$raw" 2>&1; } 2> "$WORK/wrk.time"
         local next sent missing
@@ -301,6 +360,7 @@ measure() { # round label url cpu-pids conns
 TARGETS=("nginx-proxy http://127.0.0.1:18081/v1/bench $NGX_PID $CONNS")
 [ "$PASSTHROUGH" = 1 ] && TARGETS+=("gateway-off http://127.0.0.1:$GATEWAY_PORT/bench-off $GW_PID $CONNS")
 TARGETS+=("gateway-enforced http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH $GW_PID $CONNS")
+[ "$SHUFFLED" = 1 ] && TARGETS+=("gateway-shuffled http://127.0.0.1:$GATEWAY_PORT$SHUFFLED_PATH $GW_PID $CONNS")
 # Latency added per request, below saturation: the same two at LAT_CONNS connections.
 if [ "$LAT_CONNS" -gt 0 ]; then
     TARGETS+=("nginx-proxy-c$LAT_CONNS http://127.0.0.1:18081/v1/bench $NGX_PID $LAT_CONNS")
@@ -323,6 +383,10 @@ curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^attest_gateway_verdicts_
 SENT_TOTAL=$(awk -v o="$OFFSET" -v f="$(wc -c < "$WORK/assertions.txt")" 'BEGIN{printf "%.0f%%", 100*o/f}')
 echo "# assertions file used up to $SENT_TOTAL; gateway verdicts (route enforced):"
 grep 'route="enforced"' "$OUT/verdicts.txt" | sed 's/^/#   /'
+if [ "$SHUFFLED" = 1 ]; then
+    echo "# gateway verdicts (route shuffled, counter_window 64):"
+    grep 'route="shuffled"' "$OUT/verdicts.txt" | sed 's/^/#   /'
+fi
 
 python3 - "$OUT/rounds.tsv" "$OUT/openssl.tsv" << 'PY' | tee "$OUT/table.txt"
 import re, sys, statistics as st
@@ -373,7 +437,8 @@ ratio = med(per_round)
 light = next((by[t] for t in order if t.startswith("gateway-enforced-c")), [])
 p99_gap_saturated = med([num(r[4]) - num(base_saturated[r[0]][4]) for r in enf if r[0] in base_saturated])
 p99_gap = med([num(r[4]) - num(base_light[r[0]][4]) for r in light if r[0] in base_light]) if light else p99_gap_saturated
-errors = sum(int(r[5]) for r in enf + light)
+shuffled = by.get("gateway-shuffled", [])
+errors = sum(int(r[5]) for r in enf + light + shuffled)
 def verdict(ok):
     return "run INVALID" if errors else ("met" if ok else "NOT met")
 print()
@@ -393,6 +458,13 @@ off = med([num(r[6]) for r in by.get("gateway-off", [])])
 if cpu and openssl:
     print("gateway-enforced req per gateway CPU s:    %.0f  (%.1f us/req; ratio to openssl verify/s %.2f)" % (1e6 / cpu, cpu, 1e6 / cpu / openssl))
     print("  of which one ECDSA verify (openssl):     %.1f us; gateway-off (same process, no verification): %s us/req" % (1e6 / openssl, f(off, "%.1f")))
+if shuffled:
+    # Shuffled counters (counter_window 64) against strict counters: CPU per request, paired per round.
+    strict_cpu = {r[0]: num(r[6]) for r in enf}
+    pairs = [num(r[6]) / strict_cpu[r[0]] for r in shuffled if strict_cpu.get(r[0]) and num(r[6]) is not None]
+    ratio_sh = med(pairs)
+    print("gateway-shuffled cpu/req / gateway-enforced cpu/req: %s  (goal within 5%%: %s; rounds: %s)" % (
+        f(ratio_sh, "%.3f"), verdict(ratio_sh is not None and abs(ratio_sh - 1) <= 0.05), ", ".join("%.3f" % x for x in pairs)))
 if errors:
     print("NOT A VALID MEASUREMENT: %d enforced requests failed (denied, socket errors or no assertion left)" % errors)
     sys.exit(1)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # make bench: the gateway (release build, passthrough route) measured beside nginx and
-# haproxy by the shared proxy baseline, then its RSS with 10,000 idle keep-alive connections.
+# haproxy by the shared proxy baseline, then its RSS with 10,000 idle keep-alive connections,
+# then scripts/bench-enforced.sh (enforced route; with SHUFFLED=1, the default, also the
+# "gateway-shuffled" row: counter_window 64 and each key's counters out of order, whose CPU
+# per request must stay within 5% of the strict row's).
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the

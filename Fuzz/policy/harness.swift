@@ -5,7 +5,8 @@
 //  - even: the bytes are a policies.yaml. Loading must throw a PolicyError or return a policy;
 //    never crash, hang or exhaust memory (anchors/aliases, depth and node count are bounded).
 //    A loaded policy is self-consistent (every route's upstream exists, every pattern is
-//    normalized) and its summary and route table work.
+//    normalized, issue 12's keys are in range and category names round-trip) and its summary
+//    and route table work.
 //  - odd: the bytes are a request target, looked up in a fixed table. The product's rule
 //    (`RoutePath`): a target the table accepts has one reading, so under every reading an
 //    upstream may apply (fully decoded with dot segments resolved; lower-cased) it matches the
@@ -36,6 +37,19 @@ private func fuzzLoader(_ input: [UInt8]) {
                 check(PolicyValues.pathProblem(pattern) == nil, "pattern \(pattern) not normalized")
             }
             check(route.mode == .off || !policy.appIDs.isEmpty, "enforced route without app_ids")
+            check((0...RoutePolicy.maximumCounterWindow).contains(route.counterWindow), "counter_window out of range")
+            check((0...100).contains(route.enforcePercent), "enforce_percent out of range")
+            if let validation = route.appValidation {
+                for value in validation.categories ?? [] {
+                    let name = LaunchValidationCategory.name(of: value)
+                    check(LaunchValidationCategory.value(named: name) == value, "category \(value) does not round-trip")
+                }
+                check(validation.categories?.isEmpty != true, "empty category list accepted")
+                check(validation.bundleVersions?.isEmpty != true, "empty bundle_versions accepted")
+                if let minimum = validation.minBundleVersion {
+                    check(BundleVersion(minimum.description) == minimum, "min_bundle_version does not re-parse")
+                }
+            }
         }
         check(!policy.listen.isEmpty, "no listen address")
         _ = PolicySummary.render(policy, warnings: warnings)

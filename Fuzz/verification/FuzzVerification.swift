@@ -1,6 +1,6 @@
-// libFuzzer harness over the Verification decoders: CBOR, authenticator data (both
-// contexts), the nonce extension DER, attestation and assertion objects, and the full
-// verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
+// libFuzzer harness over the Verification decoders: CBOR, launch validation entries,
+// authenticator data (both contexts), the nonce extension DER, attestation and assertion
+// objects, and the full verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
 // together with the Verification sources into one module.
 import Foundation
 
@@ -23,6 +23,17 @@ public func fuzzVerificationOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int)
 
     if let value = try? CBORDecoder().decode(bytes) {
         _ = value.kindName
+        // The iOS 27 launch validation entries of an extensions map: a decoded category is
+        // exactly the 4 little-endian bytes it came from; a version is printable ASCII.
+        if let launch = try? LaunchValidation(extensions: value) {
+            if let category = launch.category {
+                precondition(value[textKey: LaunchValidation.categoryKey]?.byteStringValue
+                    == LaunchValidation.categoryBytes(category))
+            }
+            if let version = launch.bundleVersion {
+                precondition(version.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F })
+            }
+        }
     }
     _ = try? CBORDecoder(limits: .init(maxDepth: 4, maxInputBytes: 512, maxContainerCount: 8)).decodePrefix(bytes, from: 0)
     _ = try? AuthenticatorData(bytes, context: .attestation)

@@ -44,6 +44,8 @@ public final class SimulatedDevice: @unchecked Sendable {
         authData += bigEndian(counter)
         if options.appendExtensions {
             authData += SimulatorCBOR.encode(SimulatorCBOR.map([("simulator", .textString("extension"))]))
+        } else if !options.launchValidation.isEmpty || !options.launchValidation.otherEntries.isEmpty {
+            authData += SimulatorCBOR.launchValidationMap(options.launchValidation)
         }
         let nonce = SHA256.hash(authData, clientDataHash)
         let signer = options.signingDevice ?? self

@@ -154,7 +154,9 @@ public final class SimulatorAuthority: @unchecked Sendable {
         authData += [UInt8(truncatingIfNeeded: credentialID.count >> 8), UInt8(truncatingIfNeeded: credentialID.count)]
         authData += credentialID
         authData += SimulatorCBOR.encode(Self.coseKey(device.publicKey))
-        if options.extensions != .none {
+        if !options.launchValidation.isEmpty || !options.launchValidation.otherEntries.isEmpty {
+            authData += SimulatorCBOR.launchValidationMap(options.launchValidation)
+        } else if options.extensions != .none {
             authData += SimulatorCBOR.encode(SimulatorCBOR.map([("simulator", .textString("extension"))]))
         }
 

@@ -21,6 +21,23 @@ public enum SimulatorCBOR {
         .map(pairs.map { CBORMapEntry(key: self.integer($0.0), value: $0.1) })
     }
 
+    /// The extensions map of an iOS 27 device: `apple_validation_category_01` (4 bytes, little
+    /// endian) and `apple_bundle_version_01` (text) when set, then `otherEntries`.
+    public static func launchValidationMap(_ validation: LaunchValidation) -> [UInt8] {
+        var entries: [CBORMapEntry] = []
+        if let category = validation.category {
+            entries.append(
+                CBORMapEntry(
+                    key: .textString(LaunchValidation.categoryKey),
+                    value: .byteString(LaunchValidation.categoryBytes(category))))
+        }
+        if let version = validation.bundleVersion {
+            entries.append(
+                CBORMapEntry(key: .textString(LaunchValidation.bundleVersionKey), value: .textString(version)))
+        }
+        return self.encode(.map(entries + validation.otherEntries))
+    }
+
     public static func integer(_ value: Int64) -> CBORValue {
         value >= 0 ? .unsignedInteger(UInt64(value)) : .negativeInteger(UInt64(-(value + 1)))
     }

@@ -38,6 +38,9 @@ public struct AttestationOptions: Sendable {
     public var flags: UInt8?
     /// Put a receipt in `attStmt` (Apple always does).
     public var includeReceipt: Bool = true
+    /// iOS 27 launch validation entries written into the extensions map (flag ED clear, as
+    /// Apple does in attestations; overrides `extensions` when not empty).
+    public var launchValidation: LaunchValidation = LaunchValidation()
 
     public init() {}
 
@@ -65,6 +68,9 @@ public struct AssertionOptions: Sendable {
     public var signConcatenationInsteadOfNonce: Bool = false
     /// An extensions map after the counter (flag ED set).
     public var appendExtensions: Bool = false
+    /// iOS 27 launch validation entries, written as an extensions map after the counter
+    /// (flag ED clear, as real assertions that set AT do). Empty: no map.
+    public var launchValidation: LaunchValidation = LaunchValidation()
 
     public init() {}
 }

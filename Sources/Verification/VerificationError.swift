@@ -17,6 +17,9 @@ public struct VerificationError: Error, Hashable, CustomStringConvertible, Senda
         public static let malformedCertificate = Code("malformed_certificate")
         public static let invalidPublicKey = Code("invalid_public_key")
         public static let invalidInput = Code("invalid_input")
+        /// An `apple_validation_category_01` / `apple_bundle_version_01` extension entry of the
+        /// wrong CBOR type or size (`LaunchValidation`).
+        public static let malformedLaunchValidation = Code("malformed_launch_validation")
 
         // Attestation checks (DESIGN.md numbering)
         public static let unsupportedFormat = Code("unsupported_format")

@@ -69,6 +69,11 @@ enum KeysCommandSupport {
         guard let keyID = KeyAdministration.canonicalKeyID(arguments.positionals[0]) else {
             throw UsageError("KEYID is not base64: \(arguments.positionals[0].prefix(60))")
         }
+        return (keyID, try Self.openStore(arguments, label: "attest-gateway.keys"))
+    }
+
+    /// A connected-or-connecting store from `--redis URL` or the `redis:` of `--config FILE`.
+    static func openStore(_ arguments: CommandLineArguments, label: String) throws -> RedisStore {
         let urlText: String
         switch (try arguments.value("redis"), try arguments.value("config")) {
         case (.some(let url), .none):
@@ -100,6 +105,6 @@ enum KeysCommandSupport {
             connectTimeout: .seconds(3),
             logsConnectionEvents: false
         )
-        return (keyID, RedisStore(url: url, configuration: configuration, label: "attest-gateway.keys"))
+        return RedisStore(url: url, configuration: configuration, label: label)
     }
 }

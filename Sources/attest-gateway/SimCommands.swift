@@ -33,18 +33,25 @@ enum SimAttestCommand: Subcommand {
     static let name = "sim attest"
     static let summary = "generate a simulated device key and mint its attestation object"
     static let usage = """
-        attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production] [--key-id B64]
+        attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production]
+            [--key-id B64] [--validation-category N] [--bundle-version TEXT]
           --challenge TEXT         clientDataHash = SHA256(UTF-8 TEXT), what the app does with a gateway challenge
           --client-data-hash B64   the exact clientDataHash bytes
           --environment            AAGUID and receipt environment (default development)
           --key-id B64             attest this existing simulated key again (as attestKey on a key that
                                    generateKey made earlier) instead of generating a new one
+          --validation-category N  write apple_validation_category_01 = N (iOS 27 launch validation)
+          --bundle-version TEXT    write apple_bundle_version_01 = TEXT
         The device key is kept in DIR/keys. Prints {"key_id","attestation","public_key"} (base64).
         """
 
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
-            words, valued: ["dir", "app-id", "challenge", "client-data-hash", "environment", "key-id"])
+            words,
+            valued: [
+                "dir", "app-id", "challenge", "client-data-hash", "environment", "key-id", "validation-category",
+                "bundle-version",
+            ])
         if args.wantsHelp {
             print(self.usage)
             return 0
@@ -67,8 +74,10 @@ enum SimAttestCommand: Subcommand {
         let authority = try directory.authority()
         let existing = try args.base64("key-id")
         let device = try existing.map { try directory.device(keyID: $0) } ?? directory.createDevice()
+        var options = AttestationOptions()
+        options.launchValidation = try launchValidationArguments(args)
         let attestation = try authority.attestation(
-            for: device, appID: appID, clientDataHash: clientDataHash, environment: environment)
+            for: device, appID: appID, clientDataHash: clientDataHash, environment: environment, options: options)
         printJSON([
             ("key_id", jsonQuote(encodeBase64(device.keyID))),
             ("attestation", jsonQuote(encodeBase64(attestation))),
@@ -83,15 +92,22 @@ enum SimAssertCommand: Subcommand {
     static let summary = "sign an assertion with a simulated device key"
     static let usage = """
         attest-gateway sim assert --dir DIR --key-id B64 --app-id ID (--client-data B64 | --client-data-hash B64) [--counter N]
+            [--validation-category N] [--bundle-version TEXT]
           --client-data B64        the client data; clientDataHash = SHA256(it)
           --client-data-hash B64   the exact clientDataHash bytes
           --counter N              signCount to use (default: the key's last counter + 1, kept in DIR)
+          --validation-category N  write apple_validation_category_01 = N (iOS 27 launch validation)
+          --bundle-version TEXT    write apple_bundle_version_01 = TEXT
         Prints {"assertion":"<base64>","counter":N}.
         """
 
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
-            words, valued: ["dir", "key-id", "app-id", "client-data", "client-data-hash", "counter"])
+            words,
+            valued: [
+                "dir", "key-id", "app-id", "client-data", "client-data-hash", "counter", "validation-category",
+                "bundle-version",
+            ])
         if args.wantsHelp {
             print(self.usage)
             return 0
@@ -115,13 +131,29 @@ enum SimAssertCommand: Subcommand {
         let directory = SimulatorDirectory(path: absolutePath(dir))
         let device = try directory.device(keyID: keyID)
         let counter = try directory.nextCounter(keyID: keyID, requested: requested)
-        let assertion = try device.assertion(clientDataHash: clientDataHash, appID: appID, counter: counter)
+        var options = AssertionOptions()
+        options.launchValidation = try launchValidationArguments(args)
+        let assertion = try device.assertion(
+            clientDataHash: clientDataHash, appID: appID, counter: counter, options: options)
         printJSON([
             ("assertion", jsonQuote(encodeBase64(assertion))),
             ("counter", String(counter)),
         ])
         return 0
     }
+}
+
+/// `--validation-category N` and `--bundle-version TEXT` (either, both or neither).
+private func launchValidationArguments(_ args: CommandLineArguments) throws(UsageError) -> LaunchValidation {
+    var validation = LaunchValidation()
+    if let text = try args.value("validation-category") {
+        guard let value = UInt32(text) else {
+            throw UsageError("--validation-category must be 0...4294967295, not \(text)")
+        }
+        validation.category = value
+    }
+    validation.bundleVersion = try args.value("bundle-version")
+    return validation
 }
 
 private func rejectPositionals(_ args: CommandLineArguments) throws(UsageError) {

@@ -20,7 +20,8 @@ enum VerifyAttestationCommand: Subcommand {
           --at ISO8601             verification time (default now)
           --root-ca PEMFILE        an extra trust root besides the pinned Apple root (development); repeatable
 
-        stdout: {"valid":true,"key_id":…,"app_id":…,"environment":…,"public_key":…,"receipt":…,"certificate_not_after":…}
+        stdout: {"valid":true,"key_id":…,"app_id":…,"environment":…,"public_key":…,"receipt":…,"certificate_not_after":…
+                 [,"validation_category":N] [,"bundle_version":"…"]}   (the last two when the device wrote them, iOS 27+)
             or  {"valid":false,"error":"<code>","message":"…"}   exit 0 valid, 1 invalid, 2 usage error
         """
 
@@ -55,15 +56,16 @@ enum VerifyAttestationCommand: Subcommand {
         do {
             let key = try verifier.verify(
                 attestationObject: attestation, keyID: keyID, clientDataHash: clientDataHash, at: time)
-            printJSON([
-                ("valid", "true"),
-                ("key_id", jsonQuote(encodeBase64(key.keyID))),
-                ("app_id", jsonQuote(key.appID)),
-                ("environment", jsonQuote(key.environment.rawValue)),
-                ("public_key", jsonQuote(encodeBase64(key.publicKey))),
-                ("receipt", jsonQuote(encodeBase64(key.receipt))),
-                ("certificate_not_after", jsonQuote(formatISO8601(key.certificateNotAfter))),
-            ])
+            printJSON(
+                [
+                    ("valid", "true"),
+                    ("key_id", jsonQuote(encodeBase64(key.keyID))),
+                    ("app_id", jsonQuote(key.appID)),
+                    ("environment", jsonQuote(key.environment.rawValue)),
+                    ("public_key", jsonQuote(encodeBase64(key.publicKey))),
+                    ("receipt", jsonQuote(encodeBase64(key.receipt))),
+                    ("certificate_not_after", jsonQuote(formatISO8601(key.certificateNotAfter))),
+                ] + launchValidationFields(key.launchValidation))
             return 0
         } catch {
             printInvalid(error)
@@ -101,7 +103,8 @@ enum VerifyAssertionCommand: Subcommand {
           --client-data-hash B64   or: SHA256(client data) directly
           --previous-counter N     the stored counter (0 before the first assertion)
 
-        stdout: {"valid":true,"counter":N} or {"valid":false,"error":"<code>","message":"…"}
+        stdout: {"valid":true,"counter":N[,"validation_category":N][,"bundle_version":"…"]}
+            or  {"valid":false,"error":"<code>","message":"…"}
             exit 0 valid, 1 invalid, 2 usage error
         """
 
@@ -140,7 +143,9 @@ enum VerifyAssertionCommand: Subcommand {
                 appIDs: appIDs.map(AppID.init),
                 previousCounter: previousCounter
             )
-            printJSON([("valid", "true"), ("counter", String(result.counter))])
+            printJSON(
+                [("valid", "true"), ("counter", String(result.counter))]
+                    + launchValidationFields(result.launchValidation))
             return 0
         } catch {
             printInvalid(error)
@@ -159,6 +164,14 @@ private func clientDataHashArgument(_ args: CommandLineArguments, hashOption: St
     case (nil, nil): throw UsageError("missing --\(hashOption) or --\(textOption)")
     case (_?, _?): throw UsageError("give --\(hashOption) or --\(textOption), not both")
     }
+}
+
+/// `validation_category` (integer) and `bundle_version` (string), each only when present.
+private func launchValidationFields(_ validation: LaunchValidation) -> [(String, String)] {
+    var fields: [(String, String)] = []
+    if let category = validation.category { fields.append(("validation_category", String(category))) }
+    if let version = validation.bundleVersion { fields.append(("bundle_version", jsonQuote(version))) }
+    return fields
 }
 
 private func printInvalid(_ error: VerificationError) {

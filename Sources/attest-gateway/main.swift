@@ -16,6 +16,9 @@ enum CommandTable {
             SimAssertCommand.self,
             KeysShowCommand.self,
             KeysRevokeCommand.self,
+            DebugTokensCreateCommand.self,
+            DebugTokensListCommand.self,
+            DebugTokensRevokeCommand.self,
         ]
     }
 }
@@ -39,7 +42,7 @@ func runMain() -> Int32 {
         print(topLevelUsage(), terminator: "")
         return 0
     }
-    // Two-word commands (`sim attest`, `keys show`) first, then one-word ones.
+    // Two-word commands (`sim attest`, `keys show`, `debug-tokens create`) first, then one-word ones.
     let candidates: [(String, ArraySlice<String>)] = [
         (words.prefix(2).joined(separator: " "), words.dropFirst(2)),
         (first, words.dropFirst(1)),
@@ -57,7 +60,7 @@ func runMain() -> Int32 {
             return 1
         }
     }
-    if first == "sim" || first == "keys" {
+    if first == "sim" || first == "keys" || first == "debug-tokens" {
         let group = CommandTable.subcommands.filter { $0.name.hasPrefix(first + " ") }
         let usage = group.map { "  " + $0.usage.split(separator: "\n").first.map(String.init)! }.joined(separator: "\n")
         if words.count >= 2 && (words[1] == "--help" || words[1] == "-h") {

@@ -9,7 +9,7 @@ import Testing
 /// gate's store-error paths. Every call is forwarded unless a fault is set for it.
 final class FaultInjectingStore: AttestStore {
     enum Operation: String, Sendable, CaseIterable {
-        case putChallenge, consumeChallenge, createKey, fetchKey, advanceCounter, revokeKey, ping
+        case putChallenge, consumeChallenge, createKey, fetchKey, advanceCounter, revokeKey, ping, useDebugToken
     }
     enum Fault: Sendable {
         case fail(StoreError)
@@ -70,11 +70,30 @@ final class FaultInjectingStore: AttestStore {
     func advanceCounter(
         keyID: String,
         to newCounter: UInt32,
+        window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
         self.intercept(.advanceCounter, completion) {
-            self.base.advanceCounter(keyID: keyID, to: newCounter, completion: completion)
+            self.base.advanceCounter(keyID: keyID, to: newCounter, window: window, completion: completion)
         }
+    }
+    func createDebugToken(
+        _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.base.createDebugToken(record, digest: digest, completion: completion)
+    }
+    func useDebugToken(
+        digest: String, now: Date, completion: @escaping @Sendable (Result<DebugTokenUse, StoreError>) -> Void
+    ) {
+        self.intercept(.useDebugToken, completion) {
+            self.base.useDebugToken(digest: digest, now: now, completion: completion)
+        }
+    }
+    func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {
+        self.base.listDebugTokens(completion: completion)
+    }
+    func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.base.revokeDebugToken(name: name, completion: completion)
     }
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.intercept(.revokeKey, completion) { self.base.revokeKey(keyID: keyID, completion: completion) }
@@ -164,6 +183,8 @@ final class RecordingGateMetrics: GateMetrics {
         var challenges = 0
         var latencies = 0
         var storeErrors: [String: Int] = [:]  // "operation|kind"
+        var launchValidation: [String: Int] = [:]  // "category|version"
+        var rollout: [String: Int] = [:]  // "route|arm|verdict"
     }
     private let counts = Mutex(Counts())
 
@@ -186,6 +207,13 @@ final class RecordingGateMetrics: GateMetrics {
     }
     func limitRefused(limit: String) {
         self.counts.withLock { $0.storeErrors["limit|\(limit)", default: 0] += 1 }
+    }
+    func launchValidation(category: UInt32?, bundleVersion: String?) {
+        let key = "\(category.map(String.init) ?? "none")|\(bundleVersion ?? "none")"
+        self.counts.withLock { $0.launchValidation[key, default: 0] += 1 }
+    }
+    func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
+        self.counts.withLock { $0.rollout["\(route)|\(arm.rawValue)|\(verdict.rawValue)", default: 0] += 1 }
     }
 }
 

@@ -134,13 +134,14 @@ import Verification
     @Test func documentedVerdictsExist() throws {
         // X-App-Attest-Status values in the doc are the gateway's own.
         let doc = try Self.read("docs/protocol.md")
-        for status in [IdentityHeaders.Status.verified, .skipped] {
+        for status in [IdentityHeaders.Status.verified, .skipped, .debug] {
             #expect(doc.contains("`\(status.headerValue)`"))
         }
         for header in [
             IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge,
             IdentityHeaders.status, IdentityHeaders.appID, IdentityHeaders.environment,
-            IdentityHeaders.counter,
+            IdentityHeaders.counter, IdentityHeaders.validationCategory, IdentityHeaders.bundleVersion,
+            IdentityHeaders.rolloutArm, IdentityHeaders.debugToken, IdentityHeaders.debugTokenName,
         ] {
             #expect(doc.contains("`\(header)`"), "docs/protocol.md does not name \(header)")
         }
@@ -359,6 +360,10 @@ struct ClientDataExample: Equatable {
         gate.requestDecided(route: "r", verdict: .verified)
         gate.attestation(result: "verified")
         gate.storeError(operation: "ping", kind: .timeout)
+        gate.launchValidation(category: 1, bundleVersion: "5.2")
+        gate.rolloutDecided(route: "r", arm: .monitor, verdict: .verified)
+        EnforcementGateFactory.warnAboutDebugTokens(
+            GatewayPolicy(listen: [], upstreams: [:], routes: []), registry: registry)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(
             url: try RedisURL(parsing: "redis://127.0.0.1:1"), loops: [try EventLoop(index: 0)])

@@ -64,8 +64,17 @@ private final class SilentStore: AttestStore {
     func advanceCounter(
         keyID: String,
         to n: UInt32,
+        window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {}
+    func createDebugToken(
+        _ r: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {}
+    func useDebugToken(
+        digest: String, now: Date, completion: @escaping @Sendable (Result<DebugTokenUse, StoreError>) -> Void
+    ) {}
+    func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {}
+    func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {}
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {}
     func sharedSecret(

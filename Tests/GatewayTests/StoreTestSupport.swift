@@ -23,6 +23,23 @@ extension AttestStore {
         await withCheckedContinuation { c in self.advanceCounter(keyID: keyID, to: counter) { c.resume(returning: $0) }
         }
     }
+    func advanceCounter(keyID: String, to counter: UInt32, window: Int) async -> Result<CounterAdvance, StoreError> {
+        await withCheckedContinuation { c in
+            self.advanceCounter(keyID: keyID, to: counter, window: window) { c.resume(returning: $0) }
+        }
+    }
+    func createDebugToken(_ record: DebugTokenRecord, digest: String) async -> Result<Bool, StoreError> {
+        await withCheckedContinuation { c in self.createDebugToken(record, digest: digest) { c.resume(returning: $0) } }
+    }
+    func useDebugToken(digest: String, now: Date) async -> Result<DebugTokenUse, StoreError> {
+        await withCheckedContinuation { c in self.useDebugToken(digest: digest, now: now) { c.resume(returning: $0) } }
+    }
+    func listDebugTokens() async -> Result<[DebugTokenRecord], StoreError> {
+        await withCheckedContinuation { c in self.listDebugTokens { c.resume(returning: $0) } }
+    }
+    func revokeDebugToken(name: String) async -> Result<Bool, StoreError> {
+        await withCheckedContinuation { c in self.revokeDebugToken(name: name) { c.resume(returning: $0) } }
+    }
     func revokeKey(keyID: String) async -> Result<Bool, StoreError> {
         await withCheckedContinuation { c in self.revokeKey(keyID: keyID) { c.resume(returning: $0) } }
     }
@@ -96,10 +113,28 @@ final class CallingFromLoop: AttestStore {
         self.loop.execute { [base] in base.fetchKey(keyID: keyID, completion: completion) }
     }
     func advanceCounter(
-        keyID: String, to newCounter: UInt32,
+        keyID: String, to newCounter: UInt32, window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        self.loop.execute { [base] in base.advanceCounter(keyID: keyID, to: newCounter, completion: completion) }
+        self.loop.execute { [base] in
+            base.advanceCounter(keyID: keyID, to: newCounter, window: window, completion: completion)
+        }
+    }
+    func createDebugToken(
+        _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in base.createDebugToken(record, digest: digest, completion: completion) }
+    }
+    func useDebugToken(
+        digest: String, now: Date, completion: @escaping @Sendable (Result<DebugTokenUse, StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in base.useDebugToken(digest: digest, now: now, completion: completion) }
+    }
+    func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {
+        self.loop.execute { [base] in base.listDebugTokens(completion: completion) }
+    }
+    func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        self.loop.execute { [base] in base.revokeDebugToken(name: name, completion: completion) }
     }
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.loop.execute { [base] in base.revokeKey(keyID: keyID, completion: completion) }

@@ -181,5 +181,26 @@ struct SyntheticFixtures: Decodable, Sendable {
         #expect(object.authenticatorData.extensions?[textKey: "apple_bundle_version_01"] == .textString("1"))
         #expect(
             object.authenticatorData.extensions?[textKey: "apple_validation_category_01"] == .byteString([3, 0, 0, 0]))
+        // Decoded: category 3 (little-endian), bundle version "1", nothing else.
+        #expect(object.authenticatorData.launchValidation == LaunchValidation(category: 3, bundleVersion: "1"))
+    }
+
+    /// Every synthetic vector that carries the iOS 27 entries reports them through the verifier.
+    @Test func verifiedAttestationsReportLaunchValidation() throws {
+        let fixtures = try SyntheticFixtures.load()
+        var reported = 0
+        for vector in fixtures.attestations where vector.expected_result == "valid" {
+            let object = try AttestationObject(try VectorFixtures.base64(vector.attestation))
+            let verifier = try AttestationVerifier(
+                appIDs: [vector.app_id], environment: .any, additionalTrustRootsPEM: [fixtures.meta.trust_root_pem])
+            let key = try verifier.verify(
+                attestationObject: try VectorFixtures.base64(vector.attestation),
+                keyID: try VectorFixtures.base64(vector.key_id),
+                clientDataHash: try VectorFixtures.base64(vector.client_data_hash),
+                at: try VectorFixtures.date(vector.valid_at))
+            #expect(key.launchValidation == object.authenticatorData.launchValidation, "\(vector.id)")
+            if key.launchValidation.category != nil { reported += 1 }
+        }
+        #expect(reported >= 1, "no synthetic vector carries a launch validation category")
     }
 }

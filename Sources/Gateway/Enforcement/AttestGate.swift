@@ -67,6 +67,9 @@ package final class AttestGate: RequestGate {
         /// Highest counter this process has seen accepted (or read) for the key: a
         /// pre-check only; the store decides.
         var counter: UInt32
+        /// Launch validation at attestation (iOS 27+), nil when none was written.
+        var validationCategory: UInt32?
+        var bundleVersion: String?
     }
 
     /// - Parameters:
@@ -163,10 +166,22 @@ package final class AttestGate: RequestGate {
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
         case .enforce, .monitor:
+            // A debug token is checked without the body: stream it (or refuse at once where the
+            // route does not accept tokens).
+            if head.headers[IdentityHeaders.debugToken] != nil {
+                if !route.allowDebugTokens && route.mode == .enforce && route.enforcePercent >= 100 {
+                    let error = EnforcementError(
+                        .debugTokenNotAllowed, "route \(route.name) does not accept \(IdentityHeaders.debugToken)")
+                    return self.refuse(error, route: route.name, limit: nil, routeIndex: index)
+                }
+                return GateClassification(
+                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
+            }
             // Credentials are checked before the body: a request that cannot verify reserves no
-            // body bytes. Monitor forwards it, streamed, and `decide` marks why.
+            // body bytes. A fully enforced route refuses it here; monitor (and the monitored arm
+            // of a gradual rollout) forwards it, streamed, and `decide` marks why.
             if case .failure(let failure) = Self.credentials(head) {
-                if route.mode == .enforce {
+                if route.mode == .enforce && route.enforcePercent >= 100 {
                     return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
                 }
                 return GateClassification(
@@ -289,6 +304,8 @@ package final class AttestGate: RequestGate {
     /// How verification of one protected request ended, before the route's mode applies.
     private enum Outcome {
         case verified(IdentityHeaders.Identity)
+        /// Admitted by the named debug token.
+        case debug(name: String)
         case failed(EnforcementError, keyIDPrefix: String?)
         case storeFailed(StoreError, operation: String, keyIDPrefix: String?)
     }
@@ -310,17 +327,29 @@ package final class AttestGate: RequestGate {
     private func verifyProtected(
         _ head: HTTPRequestHead,
         body: [UInt8],
-        route: RoutePolicy,
+        route configured: RoutePolicy,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = ContinuousClock.now
-        let conclude: @Sendable (Outcome) -> Void = { [self] outcome in
-            self.conclude(outcome, head: head, route: route, started: started, completion: completion)
+        // Gradual rollout: the monitor arm is this request judged as on a monitor route.
+        var route = configured
+        var arm: RolloutArm? = nil
+        if route.mode == .enforce && route.enforcePercent < 100 {
+            let chosen = RolloutArm.of(Self.rolloutAttribute(head), percent: route.enforcePercent)
+            arm = chosen
+            if chosen == .monitor { route.mode = .monitor }
+        }
+        let conclude: @Sendable (Outcome) -> Void = { [self, route, arm] outcome in
+            self.conclude(outcome, head: head, route: route, arm: arm, started: started, completion: completion)
         }
         guard body.count <= route.maxBodyBytes else {
             conclude(
                 .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil)
             )
+            return
+        }
+        if let token = head.headers[IdentityHeaders.debugToken] {
+            self.verifyDebugToken(token, head: head, route: route, conclude: conclude)
             return
         }
         let keyID: String
@@ -423,7 +452,9 @@ package final class AttestGate: RequestGate {
                             publicKey: try ECPublicKey(x962: record.publicKey),
                             appID: AppID(record.appID),
                             environment: record.environment,
-                            counter: record.counter
+                            counter: record.counter,
+                            validationCategory: record.validationCategory,
+                            bundleVersion: record.bundleVersion
                         )
                     } catch {
                         Log.error("key_record_invalid", [("key_id_prefix", prefix), ("reason", error.reason)])
@@ -438,6 +469,59 @@ package final class AttestGate: RequestGate {
                     self.keys.set(key, for: keyID)
                     self.verifyAssertion(request, key: key, conclude: conclude)
                 }
+            }
+        }
+    }
+
+    /// The stable client attribute of the rollout arm: the key ID (canonical base64) when
+    /// the request carries a decodable one, else the client's IP address.
+    private static func rolloutAttribute(_ head: HTTPRequestHead) -> String {
+        if let text = head.headers[IdentityHeaders.keyID], let bytes = EndpointRequests.decodeBase64(text),
+            bytes.count == 32
+        {
+            return EndpointRequests.encodeBase64(bytes)
+        }
+        return head.clientAddress
+    }
+
+    /// `X-App-Attest-Debug-Token` instead of an assertion: accepted only where the route
+    /// allows it; every use is logged with the token's name.
+    private func verifyDebugToken(
+        _ token: String,
+        head: HTTPRequestHead,
+        route: RoutePolicy,
+        conclude: @escaping @Sendable (Outcome) -> Void
+    ) {
+        guard route.allowDebugTokens else {
+            let error = EnforcementError(
+                .debugTokenNotAllowed, "route \(route.name) does not accept \(IdentityHeaders.debugToken)")
+            conclude(.failed(error, keyIDPrefix: nil))
+            return
+        }
+        guard Self.occurrences(of: IdentityHeaders.debugToken, in: head.headers) == 1,
+            DebugTokens.isWellFormed(token)
+        else {
+            let error = EnforcementError(
+                .debugTokenInvalid, "\(IdentityHeaders.debugToken) is not one token made by debug-tokens create")
+            conclude(.failed(error, keyIDPrefix: nil))
+            return
+        }
+        let routeName = route.name
+        self.store.useDebugToken(digest: DebugTokens.digest(token), now: self.now()) { result in
+            switch result {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "use_debug_token", keyIDPrefix: nil))
+            case .success(.accepted(let name)):
+                Log.info("debug_token_used", [("name", name), ("route", routeName)])
+                conclude(.debug(name: name))
+            case .success(.expired(let name)):
+                Log.warning("debug_token_expired", [("name", name), ("route", routeName)])
+                conclude(
+                    .failed(EnforcementError(.debugTokenInvalid, "debug token \(name) has expired"), keyIDPrefix: nil))
+            case .success(.unknown):
+                conclude(
+                    .failed(
+                        EnforcementError(.debugTokenInvalid, "unknown or revoked debug token"), keyIDPrefix: nil))
             }
         }
     }
@@ -476,7 +560,7 @@ package final class AttestGate: RequestGate {
                 clientDataHash: request.clientDataHash,
                 publicKey: key.publicKey,
                 appIDs: [key.appID],
-                previousCounter: key.counter
+                previousCounter: Self.lowestRefused(highest: key.counter, window: request.route.counterWindow)
             )
         } catch {
             let code = EnforcementError.Code.assertion(error.code)
@@ -486,11 +570,30 @@ package final class AttestGate: RequestGate {
             conclude(.failed(EnforcementError(code, error.reason), keyIDPrefix: prefix))
             return
         }
+        let launch = result.launchValidation
+        self.metrics.launchValidation(category: launch.category, bundleVersion: launch.bundleVersion)
+        if let attested = key.validationCategory, launch.category != attested {
+            let found = launch.category.map(LaunchValidationCategory.name(of:)) ?? "none"
+            let error = EnforcementError(
+                .validationCategoryMismatch,
+                "the assertion's launch validation category (\(found)) differs from the key's attested \(LaunchValidationCategory.name(of: attested)): the binary was re-signed"
+            )
+            conclude(.failed(error, keyIDPrefix: prefix))
+            return
+        }
+        let category = launch.category ?? key.validationCategory
+        let bundleVersion = launch.bundleVersion ?? key.bundleVersion
+        if let refusal = request.route.appValidation?.refusal(category: category, bundleVersion: bundleVersion) {
+            conclude(.failed(refusal, keyIDPrefix: prefix))
+            return
+        }
         let identity = IdentityHeaders.Identity(
             keyID: request.keyID,
             appID: key.appID.value,
             environment: key.environment,
-            counter: result.counter
+            counter: result.counter,
+            validationCategory: category.map(LaunchValidationCategory.name(of:)),
+            bundleVersion: bundleVersion
         )
         guard let challenge = request.challenge else {
             self.advanceCounter(request, identity: identity, conclude: conclude)
@@ -517,20 +620,21 @@ package final class AttestGate: RequestGate {
         let keyID = request.keyID
         let prefix = request.keyIDPrefix
         let counter = identity.counter
-        self.store.advanceCounter(keyID: keyID, to: counter) { [self] result in
+        let window = request.route.counterWindow
+        self.store.advanceCounter(keyID: keyID, to: counter, window: window) { [self] result in
             switch result {
             case .failure(let error):
                 conclude(.storeFailed(error, operation: "advance_counter", keyIDPrefix: prefix))
-            case .success(.advanced):
+            case .success(.advanced), .success(.acceptedOutOfOrder):
                 self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
                 conclude(.verified(identity))
             case .success(.notIncreasing(let stored)):
                 self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
-                let error = EnforcementError(
-                    .counterReplay,
-                    "assertion counter \(counter) is not greater than stored counter \(stored)"
-                )
-                conclude(.failed(error, keyIDPrefix: prefix))
+                let reason =
+                    window == 0
+                    ? "assertion counter \(counter) is not greater than stored counter \(stored)"
+                    : "assertion counter \(counter) was already used, or is not within the window of \(window) counters up to the highest stored \(stored)"
+                conclude(.failed(EnforcementError(.counterReplay, reason), keyIDPrefix: prefix))
             case .success(.unknownKey):
                 self.keys.remove(keyID)
                 conclude(
@@ -541,6 +645,14 @@ package final class AttestGate: RequestGate {
                 conclude(.failed(EnforcementError(.revokedKey, "the key was revoked"), keyIDPrefix: prefix))
             }
         }
+    }
+
+    /// The counter the assertion must exceed: the highest one (strict), or the highest minus
+    /// the window (`CounterWindow`: `c > h - N`); the store then checks the seen-map.
+    static func lowestRefused(highest: UInt32, window: Int) -> UInt32 {
+        guard window > 0 else { return highest }
+        let size = UInt32(clamping: window)
+        return highest > size ? highest - size : 0
     }
 
     /// nil when a key of `environment` is accepted by the policy, else the reason.
@@ -558,6 +670,7 @@ package final class AttestGate: RequestGate {
         _ outcome: Outcome,
         head: HTTPRequestHead,
         route: RoutePolicy,
+        arm: RolloutArm?,
         started: ContinuousClock.Instant,
         completion: @Sendable (GateDecision) -> Void
     ) {
@@ -569,16 +682,22 @@ package final class AttestGate: RequestGate {
         case .verified(let identity):
             verdict = .verified
             decision = .forward(
-                IdentityHeaders.forwarded(head, status: .verified, identity: identity),
-                GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)))
+                IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
+                GateLogInfo(
+                    verdict: verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)), arm: arm?.rawValue)
             )
+        case .debug(let name):
+            verdict = .debug
+            var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)
+            decision = .forward(forwarded, GateLogInfo(verdict: verdict.rawValue, arm: arm?.rawValue))
         case .failed(let error, let prefix):
             verdict = error.verdict
-            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix)
+            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
             // A body over the cap is refused in every mode: the cap bounds memory.
             if route.mode == .monitor && error.code != .bodyTooLarge {
                 decision = .forward(
-                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue)),
+                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue), arm: arm),
                     info
                 )
             } else {
@@ -588,10 +707,11 @@ package final class AttestGate: RequestGate {
             verdict = .storeError
             self.metrics.storeError(operation: operation, kind: error.kind)
             self.logStoreError(error, operation: operation, route: route.name)
-            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix)
+            let info = GateLogInfo(verdict: verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
             if route.onStoreError == .allow || route.mode == .monitor {
                 decision = .forward(
-                    IdentityHeaders.forwarded(head, status: .unverified(reason: AttestVerdict.storeError.rawValue)),
+                    IdentityHeaders.forwarded(
+                        head, status: .unverified(reason: AttestVerdict.storeError.rawValue), arm: arm),
                     info
                 )
             } else {
@@ -600,6 +720,9 @@ package final class AttestGate: RequestGate {
             }
         }
         self.metrics.requestDecided(route: route.name, verdict: verdict)
+        if let arm {
+            self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
+        }
         completion(decision)
     }
 
@@ -695,11 +818,18 @@ package final class AttestGate: RequestGate {
                 self.metrics.attestation(result: AttestVerdict.verified.rawValue)
                 self.metrics.requestDecided(route: RouteLabel.attest, verdict: .verified)
                 let keyID = EndpointRequests.encodeBase64(attested.keyID)
-                let body = JSONText.object([
+                var fields = [
                     ("key_id", JSONText.quote(keyID)),
                     ("environment", JSONText.quote(attested.environment.rawValue)),
                     ("app_id", JSONText.quote(attested.appID)),
-                ])
+                ]
+                if let category = attested.launchValidation.category {
+                    fields.append(("validation_category", JSONText.quote(LaunchValidationCategory.name(of: category))))
+                }
+                if let version = attested.launchValidation.bundleVersion {
+                    fields.append(("bundle_version", JSONText.quote(version)))
+                }
+                let body = JSONText.object(fields)
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Type", value: "application/json")
                 let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
@@ -771,7 +901,9 @@ package final class AttestGate: RequestGate {
             appID: attested.appID,
             environment: attested.environment.rawValue,
             receipt: attested.receipt,
-            attestedAt: attestedAt
+            attestedAt: attestedAt,
+            validationCategory: attested.launchValidation.category,
+            bundleVersion: attested.launchValidation.bundleVersion
         )
         self.redeem(challenge) { [self] redeemed in
             switch redeemed {

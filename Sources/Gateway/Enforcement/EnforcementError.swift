@@ -28,6 +28,13 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case internalError = "internal_error"
     /// Refused by a per-address limit (challenge rate, buffered bytes, connections).
     case rateLimited = "rate_limited"
+    /// The launch validation category or bundle version is not admitted by `app_validation`,
+    /// or the category differs from the attestation's.
+    case launchValidationRefused = "launch_validation_refused"
+    /// Admitted by a debug token (`allow_debug_tokens: true`), not by App Attest.
+    case debug
+    /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
+    case debugTokenInvalid = "debug_token_invalid"
 }
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
@@ -76,6 +83,21 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let appIDMismatch = Code("app_id_mismatch", 401, .appIDMismatch)
         /// 401: the key's environment is not the one the policy accepts.
         package static let environmentMismatch = Code("environment_mismatch", 401, .environmentMismatch)
+        /// 403: the launch validation category (iOS 27+) is not one `app_validation.categories`
+        /// allows, or the device wrote none and `when_absent: deny`.
+        package static let validationCategoryRefused = Code(
+            "validation_category_refused", 403, .launchValidationRefused)
+        /// 403: the bundle version is below `min_bundle_version`, not in `bundle_versions`, or
+        /// absent with `when_absent: deny`.
+        package static let bundleVersionRefused = Code("bundle_version_refused", 403, .launchValidationRefused)
+        /// 403: the assertion's launch validation category differs from the one the key was
+        /// attested with: the binary was re-signed.
+        package static let validationCategoryMismatch = Code(
+            "validation_category_mismatch", 403, .launchValidationRefused)
+        /// 401: `X-App-Attest-Debug-Token` is unknown, expired or revoked.
+        package static let debugTokenInvalid = Code("debug_token_invalid", 401, .debugTokenInvalid)
+        /// 403: a debug token was sent on a route without `allow_debug_tokens: true`.
+        package static let debugTokenNotAllowed = Code("debug_token_not_allowed", 403, .debugTokenInvalid)
         /// 413: the body exceeds the route's `max_body_bytes` (or 64 KiB on the endpoints).
         package static let bodyTooLarge = Code("body_too_large", 413, .malformed)
         /// 503: the store failed and the route says `on_store_error: deny`.
@@ -108,7 +130,8 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
             case .appIDMismatch: return Code(code.rawValue, 403, .appIDMismatch)
             case .environmentMismatch: return Code(code.rawValue, 403, .environmentMismatch)
             case .internalCryptoError: return .internalError
-            case .malformedCBOR, .malformedAttestation, .malformedAuthenticatorData, .malformedCertificate,
+            case .malformedCBOR, .malformedAttestation, .malformedAuthenticatorData, .malformedLaunchValidation,
+                .malformedCertificate,
                 .invalidInput, .invalidPublicKey, .unsupportedFormat:
                 return Code(code.rawValue, 401, .malformed)
             default: return Code(code.rawValue, 401, .invalidSignature)

@@ -57,6 +57,7 @@ package final class EnforcementGateFactory: Sendable {
                 ]
             )
         }
+        Self.warnAboutDebugTokens(policy, registry: self.registry)
         let metrics = GatewayGateMetrics(registry: self.registry, routeNames: policy.routes.map(\.name))
         let keyring = try self.challengeKeyring(for: policy, store: store)
         self.endpointLimiter.update(
@@ -107,6 +108,28 @@ package final class EnforcementGateFactory: Sendable {
         }
         self.keyring.withLock { $0 = (source, keyring) }
         return keyring
+    }
+
+    /// Debug tokens on a protected route under `environment: production`: a loud log line at
+    /// every (re)load and the gauge `attest_gateway_debug_tokens_production_routes` (alert on > 0).
+    static func warnAboutDebugTokens(_ policy: GatewayPolicy, registry: MetricsRegistry) {
+        let routes = policy.routes.filter { $0.allowDebugTokens && $0.mode != .off }.map(\.name)
+        let exposed = policy.environment == .production ? routes : []
+        registry.gauge(
+            "attest_gateway_debug_tokens_production_routes",
+            help: "Protected routes that accept debug tokens while environment is production (should be 0)."
+        ).labels().set(Int64(exposed.count))
+        guard !exposed.isEmpty else { return }
+        Log.warning(
+            "DEBUG_TOKENS_IN_PRODUCTION",
+            [
+                (
+                    "message",
+                    "these routes accept X-App-Attest-Debug-Token under environment: production: anyone holding a token passes without App Attest"
+                ),
+                ("routes", exposed.joined(separator: ",")),
+            ]
+        )
     }
 
     private func store(for configuration: StoreConfiguration) throws -> any AttestStore {

@@ -17,6 +17,16 @@ package protocol GateMetrics: Sendable {
     func storeError(operation: String, kind: StoreError.Kind)
     /// One request refused by a per-address limit (`challenge_rate`, `body_bytes_per_address`).
     func limitRefused(limit: String)
+    /// One cryptographically valid assertion's launch validation (before policy): category
+    /// value and bundle version, nil when the device wrote none.
+    func launchValidation(category: UInt32?, bundleVersion: String?)
+    /// One request on an enforce route with `enforce_percent` < 100: its arm and verdict.
+    func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict)
+}
+
+extension GateMetrics {
+    package func launchValidation(category: UInt32?, bundleVersion: String?) {}
+    package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {}
 }
 
 /// Metrics that go nowhere (tools, tests that do not look at metrics).

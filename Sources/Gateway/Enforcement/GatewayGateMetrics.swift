@@ -1,3 +1,6 @@
+import Synchronization
+import Verification
+
 /// `GateMetrics` recorded in the process's `MetricsRegistry` (rendered at `/metrics`):
 ///
 /// - `attest_gateway_verdicts_total{route, verdict}`: requests decided by the gate.
@@ -7,6 +10,13 @@
 /// - `attest_gateway_verification_duration_seconds`: protected requests, assertion check
 ///   plus store round trips.
 /// - `attest_gateway_store_errors_total{operation, kind}`
+/// - `attest_gateway_launch_validation_total{category}`: valid assertions by launch
+///   validation category name (`none` when the device wrote none; unnamed values `other`).
+/// - `attest_gateway_bundle_versions_total{version}`: valid assertions by bundle version, the
+///   first `bundleVersionLabelLimit` distinct versions this process saw by name, the rest
+///   `other`, none `none` (bounded; see docs/operations.md).
+/// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
+///   with `enforce_percent` < 100, by rollout arm.
 ///
 /// Counters for the policy's routes are resolved once at init (immutable table, no lock
 /// on the hot path); other labels go through the registry's locked lookup.
@@ -19,6 +29,17 @@ package final class GatewayGateMetrics: GateMetrics {
     private let limitRefusals: CounterFamily
     /// route name → one counter per `AttestVerdict.allCases` index.
     private let routeHandles: [String: [Counter]]
+    /// Category value → counter for every named category, resolved once (no lock per request).
+    private let categoryHandles: [UInt32: Counter]
+    private let categoryOther: Counter
+    private let categoryNone: Counter
+    /// Bundle versions with a label of their own (at most `bundleVersionLabelLimit`), then `other`.
+    private let versionHandles: BoundedLabels
+    private let versionNone: Counter
+    private let rollout: CounterFamily
+
+    /// Distinct bundle versions labelled by name before the rest go to `other`.
+    package static let bundleVersionLabelLimit = 20
 
     /// Buckets from 50 µs (a cached ECDSA verify) to 1 s (store timeouts).
     package static let latencyBuckets: [Double] = [
@@ -57,6 +78,31 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Requests refused by a per-client-address limit, by limit (never by address).",
             labelNames: ["limit"]
         )
+        let categories = registry.counter(
+            "attest_gateway_launch_validation_total",
+            help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
+            labelNames: ["category"]
+        )
+        var categoryHandles: [UInt32: Counter] = [:]
+        for entry in LaunchValidationCategory.names {
+            categoryHandles[entry.value] = categories.labels(entry.name)
+        }
+        self.categoryHandles = categoryHandles
+        self.categoryOther = categories.labels("other")
+        self.categoryNone = categories.labels("none")
+        let bundleVersions = registry.counter(
+            "attest_gateway_bundle_versions_total",
+            help:
+                "Valid assertions by bundle version (first \(Self.bundleVersionLabelLimit) versions seen, then other).",
+            labelNames: ["version"]
+        )
+        self.versionHandles = BoundedLabels(family: bundleVersions, limit: Self.bundleVersionLabelLimit)
+        self.versionNone = bundleVersions.labels("none")
+        self.rollout = registry.counter(
+            "attest_gateway_rollout_verdicts_total",
+            help: "Requests on enforce routes in gradual rollout, by arm and verdict.",
+            labelNames: ["route", "arm", "verdict"]
+        )
         var handles: [String: [Counter]] = [:]
         let labels =
             routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
@@ -92,5 +138,48 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func limitRefused(limit: String) {
         self.limitRefusals.labels(limit).increment()
+    }
+
+    package func launchValidation(category: UInt32?, bundleVersion: String?) {
+        if let category {
+            (self.categoryHandles[category] ?? self.categoryOther).increment()
+        } else {
+            self.categoryNone.increment()
+        }
+        if let bundleVersion {
+            self.versionHandles.counter(for: bundleVersion).increment()
+        } else {
+            self.versionNone.increment()
+        }
+    }
+
+    package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
+        self.rollout.labels(route, arm.rawValue, verdict.rawValue).increment()
+    }
+}
+
+/// The counters of one single-label family for at most `limit` distinct values; every later
+/// value counts as `other`. Thread-safe (one lock, no registry lookup per call).
+package final class BoundedLabels: Sendable {
+    private let family: CounterFamily
+    private let limit: Int
+    private let other: Counter
+    private let counters = Mutex<[String: Counter]>([:])
+
+    package init(family: CounterFamily, limit: Int) {
+        self.family = family
+        self.limit = limit
+        self.other = family.labels("other")
+    }
+
+    package func counter(for value: String) -> Counter {
+        if let known = self.counters.withLock({ $0[value] }) { return known }
+        return self.counters.withLock { counters in
+            if let known = counters[value] { return known }
+            guard counters.count < self.limit else { return self.other }
+            let counter = self.family.labels(value)
+            counters[value] = counter
+            return counter
+        }
     }
 }

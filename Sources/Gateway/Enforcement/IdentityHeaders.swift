@@ -9,6 +9,9 @@ package enum IdentityHeaders {
     package static let assertion = "X-App-Assertion"
     /// The challenge string, on routes with `challenge: required` and `binding: request`.
     package static let challenge = "X-App-Attest-Challenge"
+    /// A debug token (`attest-gateway debug-tokens create`), instead of key ID and assertion,
+    /// on routes with `allow_debug_tokens: true`.
+    package static let debugToken = "X-App-Attest-Debug-Token"
 
     // MARK: Added by the gateway
 
@@ -17,6 +20,14 @@ package enum IdentityHeaders {
     package static let appID = "X-App-Attest-App-Id"
     package static let environment = "X-App-Attest-Environment"
     package static let counter = "X-App-Attest-Counter"
+    /// The launch validation category's name (`app_store`, ...), when the device wrote one.
+    package static let validationCategory = "X-App-Attest-Validation-Category"
+    /// The running bundle version, when the device wrote one.
+    package static let bundleVersion = "X-App-Attest-Bundle-Version"
+    /// `enforce` | `monitor`: the rollout arm, on enforce routes with `enforce_percent` < 100.
+    package static let rolloutArm = "X-App-Attest-Rollout-Arm"
+    /// The debug token's name, with status `debug`.
+    package static let debugTokenName = "X-App-Attest-Debug-Token-Name"
 
     private static let reservedPrefix = "x-app-attest-"
 
@@ -43,6 +54,8 @@ package enum IdentityHeaders {
     package enum Status: Sendable, Hashable {
         case verified
         case skipped
+        /// Admitted by a debug token (`allow_debug_tokens: true`).
+        case debug
         /// Monitor mode: the request failed enforcement with this code and was forwarded anyway.
         case failed(reason: String)
         /// The store could not be asked (`on_store_error: allow`, or monitor mode).
@@ -52,6 +65,7 @@ package enum IdentityHeaders {
             switch self {
             case .verified: return "verified"
             case .skipped: return "skipped"
+            case .debug: return "debug"
             case .failed(let reason): return "failed; reason=\(reason)"
             case .unverified(let reason): return "unverified; reason=\(reason)"
             }
@@ -64,19 +78,28 @@ package enum IdentityHeaders {
         package var appID: String
         package var environment: String
         package var counter: UInt32
+        /// Launch validation category name and bundle version (iOS 27+), when known.
+        package var validationCategory: String?
+        package var bundleVersion: String?
 
-        package init(keyID: String, appID: String, environment: String, counter: UInt32) {
+        package init(
+            keyID: String, appID: String, environment: String, counter: UInt32,
+            validationCategory: String? = nil, bundleVersion: String? = nil
+        ) {
             self.keyID = keyID
             self.appID = appID
             self.environment = environment
             self.counter = counter
+            self.validationCategory = validationCategory
+            self.bundleVersion = bundleVersion
         }
     }
 
     /// The head to forward: the client's reserved headers removed, then the gateway's own
     /// status (and, when verified, identity) added.
-    package static func forwarded(_ head: HTTPRequestHead, status: Status, identity: Identity? = nil) -> HTTPRequestHead
-    {
+    package static func forwarded(
+        _ head: HTTPRequestHead, status: Status, identity: Identity? = nil, arm: RolloutArm? = nil
+    ) -> HTTPRequestHead {
         var head = head
         Self.strip(&head.headers)
         head.headers.add(name: Self.status, value: status.headerValue)
@@ -85,6 +108,15 @@ package enum IdentityHeaders {
             head.headers.add(name: Self.appID, value: identity.appID)
             head.headers.add(name: Self.environment, value: identity.environment)
             head.headers.add(name: Self.counter, value: String(identity.counter))
+            if let category = identity.validationCategory {
+                head.headers.add(name: Self.validationCategory, value: category)
+            }
+            if let version = identity.bundleVersion {
+                head.headers.add(name: Self.bundleVersion, value: version)
+            }
+        }
+        if let arm {
+            head.headers.add(name: Self.rolloutArm, value: arm.rawValue)
         }
         return head
     }

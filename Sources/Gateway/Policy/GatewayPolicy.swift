@@ -158,6 +158,21 @@ public struct RoutePolicy: Sendable, Hashable {
     public var caseSensitive: Bool
     /// `allow_encoded_slashes: true`: `%2F` / `%5C` in the path are data (see `RoutePath`).
     public var allowEncodedSlashes: Bool
+    /// Which builds of the app are admitted (`app_validation:`, the route's own or the
+    /// top-level one); nil = no launch validation rule.
+    public var appValidation: AppValidationPolicy?
+    /// Out-of-order counter window N (`counter_window:`, the route's own or the top-level
+    /// one); 0 = strict (Apple's rule). See `CounterWindow`.
+    public var counterWindow: Int = 0
+    /// Gradual rollout on an enforce route: the percentage of clients enforced; the others
+    /// are monitored (`RolloutArm`). 100 = every client.
+    public var enforcePercent: Int = 100
+    /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
+    public var allowDebugTokens: Bool = false
+
+    /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
+    /// store's script on every request).
+    public static let maximumCounterWindow = 1024
 
     public init(
         name: String,

@@ -41,6 +41,7 @@ struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
+        "app_validation", "counter_window",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -55,6 +56,7 @@ struct PolicyDecoder {
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
+        "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 
@@ -74,6 +76,12 @@ struct PolicyDecoder {
     /// Relative `trust_roots` resolve against this directory (the policy file's).
     let baseDirectory: String
     private(set) var warnings: [PolicyWarning] = []
+    /// Top-level `app_validation` / `counter_window`: each route's default (see
+    /// PolicyDecoder+Attestation.swift).
+    var defaultAppValidation: AppValidationPolicy?
+    var defaultCounterWindow = 0
+    /// `environment: production` (the default): debug tokens on a route are then warned about.
+    var isProduction = true
 
     init(file: String, baseDirectory: String) {
         self.file = file
@@ -118,6 +126,7 @@ struct PolicyDecoder {
         let challengeKeyFile = try self.decodeChallengeKeyFile(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
+        try self.decodeAttestationDefaults(top)
         let routes = try self.decodeRoutes(
             top, upstreams: upstreams, appIDs: appIDs, endpoints: endpoints,
             bodyBudget: limits.maxBufferedBodyBytes, bodyTimeout: limits.bufferedBodyTimeout)
@@ -607,6 +616,7 @@ struct PolicyDecoder {
         if let n = fields["on_store_error"] {
             route.onStoreError = RoutePolicy.StoreErrorAction(rawValue: try self.oneOf(n, ["deny", "allow"])) ?? .deny
         }
+        try self.decodeAttestationKeys(fields, into: &route)
 
         if let n = fields["case_sensitive"] { route.caseSensitive = try self.bool(n) }
         if let n = fields["allow_encoded_slashes"] { route.allowEncodedSlashes = try self.bool(n) }
@@ -721,7 +731,7 @@ struct PolicyDecoder {
     // MARK: - Typed accessors
 
     /// The fields of a mapping, refusing keys outside `keys` (suggesting the nearest one).
-    private func mapping(_ node: YAMLNode, keys: [String]) throws(PolicyError) -> Fields {
+    func mapping(_ node: YAMLNode, keys: [String]) throws(PolicyError) -> Fields {
         guard case .mapping(let entries) = node.content else {
             throw self.error(
                 .wrongType,
@@ -741,14 +751,14 @@ struct PolicyDecoder {
         return Fields(node: node, entries: entries)
     }
 
-    private func list(_ node: YAMLNode, expected: String) throws(PolicyError) -> [YAMLNode] {
+    func list(_ node: YAMLNode, expected: String) throws(PolicyError) -> [YAMLNode] {
         guard case .sequence(let items) = node.content else {
             throw self.error(.wrongType, node, "expected \(expected); found \(Self.describe(node))")
         }
         return items
     }
 
-    private func string(_ node: YAMLNode, expected: String) throws(PolicyError) -> String {
+    func string(_ node: YAMLNode, expected: String) throws(PolicyError) -> String {
         guard case .scalar(let scalar) = node.content, case .string(let text) = scalar.value else {
             throw self.error(.wrongType, node, "expected \(expected); found \(Self.describe(node))")
         }
@@ -762,7 +772,7 @@ struct PolicyDecoder {
         return value
     }
 
-    private func oneOf(_ node: YAMLNode, _ allowed: [String]) throws(PolicyError) -> String {
+    func oneOf(_ node: YAMLNode, _ allowed: [String]) throws(PolicyError) -> String {
         let expected = "one of \(allowed.joined(separator: ", "))"
         let text = try self.string(node, expected: expected)
         guard allowed.contains(text) else {
@@ -771,7 +781,7 @@ struct PolicyDecoder {
         return text
     }
 
-    private func integer(_ node: YAMLNode, in range: ClosedRange<Int>) throws(PolicyError) -> Int {
+    func integer(_ node: YAMLNode, in range: ClosedRange<Int>) throws(PolicyError) -> Int {
         guard case .scalar(let scalar) = node.content else {
             throw self.error(.wrongType, node, "expected an integer; found \(Self.describe(node))")
         }
@@ -909,15 +919,15 @@ struct PolicyDecoder {
         return out + "\""
     }
 
-    private func error(_ code: PolicyError.Code, _ node: YAMLNode, _ message: String) -> PolicyError {
+    func error(_ code: PolicyError.Code, _ node: YAMLNode, _ message: String) -> PolicyError {
         self.error(code, node.mark, node.path, message)
     }
 
-    private func error(_ code: PolicyError.Code, _ mark: YAMLMark, _ field: String, _ message: String) -> PolicyError {
+    func error(_ code: PolicyError.Code, _ mark: YAMLMark, _ field: String, _ message: String) -> PolicyError {
         PolicyError(code: code, file: self.file, line: mark.line, column: mark.column, field: field, message: message)
     }
 
-    private mutating func warn(_ code: String, _ mark: YAMLMark, _ field: String, _ message: String) {
+    mutating func warn(_ code: String, _ mark: YAMLMark, _ field: String, _ message: String) {
         self.warnings.append(
             PolicyWarning(
                 code: code,

@@ -106,6 +106,27 @@ public enum PolicySummary {
             + " challenge=\(route.challenge.rawValue) binding=\(route.binding.rawValue)"
             + " challenge_field=\(route.challengeField) max_body_bytes=\(PolicyValues.formatSize(route.maxBodyBytes))"
             + " on_store_error=\(route.onStoreError.rawValue)"
-            + " case_sensitive=\(route.caseSensitive) allow_encoded_slashes=\(route.allowEncodedSlashes)"
+            + " case_sensitive=\(route.caseSensitive) allow_encoded_slashes=\(route.allowEncodedSlashes)" + Self.describeAttestationKeys(route)
+    }
+
+    /// Issue 12's keys, only where they differ from the defaults (older summaries unchanged).
+    static func describeAttestationKeys(_ route: RoutePolicy) -> String {
+        var out = ""
+        if route.counterWindow > 0 { out += " counter_window=\(route.counterWindow)" }
+        if route.mode == .enforce && route.enforcePercent < 100 { out += " enforce_percent=\(route.enforcePercent)" }
+        if route.allowDebugTokens { out += " allow_debug_tokens=true" }
+        if let validation = route.appValidation {
+            var parts: [String] = []
+            if let categories = validation.categories {
+                parts.append("categories=" + categories.map(LaunchValidationCategory.name(of:)).joined(separator: ","))
+            }
+            if let minimum = validation.minBundleVersion { parts.append("min_bundle_version=\(minimum)") }
+            if let versions = validation.bundleVersions {
+                parts.append("bundle_versions=" + versions.joined(separator: ","))
+            }
+            parts.append("when_absent=\(validation.whenAbsent.rawValue)")
+            out += " app_validation=" + parts.joined(separator: ";")
+        }
+        return out
     }
 }

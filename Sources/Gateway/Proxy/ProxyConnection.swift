@@ -37,7 +37,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let peerAddress: String
     /// `peerAddress` as per-address limits count it (`IPAddressBytes.limitKey`).
     let peerLimitKey: String
-    /// The current request's client address key (after `trusted_proxies`): per-address limits.
+    /// The current request's client address (after `trusted_proxies`) and its limit key.
+    @exclusivity(unchecked) private var clientAddress: String
     @exclusivity(unchecked) private var clientLimitKey: String
     /// Body bytes the current request holds of its client address's share (with `bodyReservation`).
     @exclusivity(unchecked) private var addressReservedBytes = 0
@@ -123,6 +124,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.server = server
         self.peerAddress = peer.ipText
         self.peerLimitKey = IPAddressBytes.limitKey(peer.ipText)
+        self.clientAddress = self.peerAddress
         self.clientLimitKey = self.peerLimitKey
         self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
         self.snapshotGeneration = context.generation
@@ -455,10 +457,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.upstreamStart = 0
         self.refreshSnapshot()
         let proxies = self.snapshot.trustedProxies
-        self.clientLimitKey =
-            proxies.isEmpty
-            ? self.peerLimitKey
-            : IPAddressBytes.limitKey(proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor))
+        if proxies.isEmpty {
+            self.clientAddress = self.peerAddress
+            self.clientLimitKey = self.peerLimitKey
+        } else {
+            self.clientAddress = proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor)
+            self.clientLimitKey = IPAddressBytes.limitKey(self.clientAddress)
+        }
         let classification = self.snapshot.gate.classify(head, client: self.clientLimitKey)
         self.head = head
         self.requestInfo = info
@@ -659,7 +664,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     // MARK: - The gate
 
     private func callDecide(body: [UInt8]?) {
-        guard let head = self.head, let classification = self.classification else { return }
+        guard var head = self.head, let classification = self.classification else { return }
+        head.clientAddress = self.clientAddress  // the rollout arm of requests without a key ID
         self.decisionSerial &+= 1
         let serial = self.decisionSerial
         self.isInsideDecide = true
@@ -1052,7 +1058,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
                 AccessLogBuffer.Entry(
                     method: self.head?.method ?? "-", path: self.head?.path ?? "-", route: route,
                     status: self.responseStatus, verdict: self.logInfo?.verdict ?? "-",
-                    keyIDPrefix: self.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime, totalNanoseconds: total))
+                    keyIDPrefix: self.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime, totalNanoseconds: total,
+                    arm: self.logInfo?.arm))
         }
         self.head = nil
         self.requestInfo = nil

@@ -60,10 +60,13 @@ package struct GateLogInfo: Sendable {
     package var verdict: String
     /// First 8 characters of the key ID, or nil.
     package var keyIDPrefix: String?
+    /// The rollout arm (`enforce` | `monitor`) on routes with `enforce_percent` < 100.
+    package var arm: String?
 
-    package init(verdict: String, keyIDPrefix: String? = nil) {
+    package init(verdict: String, keyIDPrefix: String? = nil, arm: String? = nil) {
         self.verdict = verdict
         self.keyIDPrefix = keyIDPrefix
+        self.arm = arm
     }
 }
 

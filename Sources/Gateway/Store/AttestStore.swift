@@ -25,10 +25,12 @@ package protocol AttestStore: AnyObject, Sendable {
     /// The key record, or nil when the key ID was never attested.
     func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void)
 
-    /// Compare-and-set, atomically across every gateway: sets the counter to `newCounter`
-    /// only if the stored counter is lower and the key is active.
+    /// Compare-and-set, atomically across every gateway. With `window` 0: sets the counter
+    /// to `newCounter` only if the stored counter is lower and the key is active. With a
+    /// window N > 0: `CounterWindow`'s rule (a counter up to N - 1 below the highest passes
+    /// once), the seen-map updated in the same atomic step.
     func advanceCounter(
-        keyID: String, to newCounter: UInt32,
+        keyID: String, to newCounter: UInt32, window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
 
     /// Marks the key revoked. Completes false when no such key exists.
@@ -39,9 +41,33 @@ package protocol AttestStore: AnyObject, Sendable {
     /// Used for the challenge-signing key when the policy names no key file.
     func sharedSecret(
         name: String, proposed: [UInt8], completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void)
+    /// Stores a debug token's record under its digest (`DebugTokens.digest`). Completes false
+    /// when a token of that name exists.
+    func createDebugToken(
+        _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
+    /// Looks a presented token up by digest and, when valid at `now`, records `now` as its last use.
+    func useDebugToken(
+        digest: String, now: Date, completion: @escaping @Sendable (Result<DebugTokenUse, StoreError>) -> Void)
+
+    /// Every debug token's record (never a secret), by name.
+    func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void)
+
+    /// Deletes the named token. Completes false when there is none.
+    func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
     /// Round trip to the backend, for /readyz.
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
+}
+
+extension AttestStore {
+    /// Apple's strict rule: `advanceCounter(keyID:to:window: 0)`.
+    package func advanceCounter(
+        keyID: String, to newCounter: UInt32,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
+        self.advanceCounter(keyID: keyID, to: newCounter, window: 0, completion: completion)
+    }
 }
 
 package enum KeyStatus: String, Sendable, Hashable {
@@ -61,10 +87,15 @@ package struct KeyRecord: Sendable, Hashable {
     package var receipt: [UInt8]
     package var attestedAt: Date
     package var status: KeyStatus
+    /// `apple_validation_category_01` of the attestation (iOS 27+), nil when none.
+    package var validationCategory: UInt32?
+    /// `apple_bundle_version_01` of the attestation (iOS 27+), nil when none.
+    package var bundleVersion: String?
 
     package init(
         keyID: String, publicKey: [UInt8], counter: UInt32, appID: String, environment: String,
-        receipt: [UInt8], attestedAt: Date, status: KeyStatus = .active
+        receipt: [UInt8], attestedAt: Date, status: KeyStatus = .active,
+        validationCategory: UInt32? = nil, bundleVersion: String? = nil
     ) {
         self.keyID = keyID
         self.publicKey = publicKey
@@ -74,6 +105,8 @@ package struct KeyRecord: Sendable, Hashable {
         self.receipt = receipt
         self.attestedAt = attestedAt
         self.status = status
+        self.validationCategory = validationCategory
+        self.bundleVersion = bundleVersion
     }
 }
 
@@ -84,7 +117,10 @@ package enum KeyCreation: Sendable, Hashable {
 package enum CounterAdvance: Sendable, Hashable {
     /// The counter is now the new value.
     case advanced
-    /// The stored counter is already >= the proposed one (replay or reordering).
+    /// Below the highest counter but inside the window and never seen: accepted once.
+    case acceptedOutOfOrder
+    /// The stored counter is already >= the proposed one (replay or reordering); with a
+    /// window, the counter was seen already or lies below the window.
     case notIncreasing(stored: UInt32)
     case unknownKey
     case revoked

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Synchronization
 
 /// The `keys show` / `keys revoke` operations: blocking calls for the CLI, outside the
@@ -33,9 +33,10 @@ package enum KeyAdministration {
     }
 
     /// One JSON object: key_id, app_id, environment, counter, status, attested_at (RFC 3339),
-    /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size).
+    /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size), and
+    /// validation_category (integer) / bundle_version when the attestation carried them.
     package static func json(_ record: KeyRecord) -> String {
-        JSONText.object([
+        var fields = [
             ("key_id", JSONText.quote(record.keyID)),
             ("app_id", JSONText.quote(record.appID)),
             ("environment", JSONText.quote(record.environment)),
@@ -44,10 +45,18 @@ package enum KeyAdministration {
             ("attested_at", JSONText.quote(Self.rfc3339(record.attestedAt))),
             ("public_key", JSONText.quote(Data(record.publicKey).base64EncodedString())),
             ("receipt_bytes", String(record.receipt.count)),
-        ])
+        ]
+        // Launch validation at attestation (iOS 27+), when the device wrote it.
+        if let category = record.validationCategory {
+            fields.append(("validation_category", String(category)))
+        }
+        if let version = record.bundleVersion {
+            fields.append(("bundle_version", JSONText.quote(version)))
+        }
+        return JSONText.object(fields)
     }
 
-    static func rfc3339(_ date: Date) -> String {
+    package static func rfc3339(_ date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var parts = tm()
         gmtime_r(&seconds, &parts)
@@ -62,7 +71,7 @@ package enum KeyAdministration {
         )
     }
 
-    private static func wait<T: Sendable>(
+    static func wait<T: Sendable>(
         timeout: Duration,
         _ start: (@escaping @Sendable (Result<T, StoreError>) -> Void) -> Void
     ) throws(StoreError) -> T {

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 import Synchronization
 
 /// `AttestStore` in process memory: for tests and a single development node
@@ -9,13 +9,18 @@ import Synchronization
 /// wait for, so a request verified on an event loop stays on it.
 package final class MemoryStore: AttestStore {
     private let clock: @Sendable () -> ContinuousClock.Instant
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var challenges: [String: ContinuousClock.Instant] = [:]
         var keys: [String: KeyRecord] = [:]
+        /// The `seen` field of each key record (counter windows), as `RedisStore` keeps it.
+        var seen: [String: [UInt8]] = [:]
         var putsSincePurge = 0
         var secrets: [String: [UInt8]] = [:]
+        /// Debug tokens: digest → record, and name → digest.
+        var debugTokens: [String: DebugTokenRecord] = [:]
+        var debugTokenNames: [String: String] = [:]
     }
 
     /// Expired challenges are purged every this many puts (and ignored when consumed).
@@ -97,15 +102,30 @@ package final class MemoryStore: AttestStore {
     package func advanceCounter(
         keyID: String,
         to newCounter: UInt32,
+        window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
         let outcome = self.state.withLock { state -> CounterAdvance in
             guard var record = state.keys[keyID] else { return .unknownKey }
             if record.status == .revoked { return .revoked }
-            if record.counter >= newCounter { return .notIncreasing(stored: record.counter) }
-            record.counter = newCounter
-            state.keys[keyID] = record
-            return .advanced
+            guard window > 0 else {
+                if record.counter >= newCounter { return .notIncreasing(stored: record.counter) }
+                record.counter = newCounter
+                state.keys[keyID] = record
+                state.seen[keyID] = nil
+                return .advanced
+            }
+            var counters = CounterWindow(highest: record.counter, seen: state.seen[keyID], size: window)
+            let result = counters.admit(newCounter)
+            switch result {
+            case .refused:
+                return .notIncreasing(stored: record.counter)
+            case .advanced, .acceptedOutOfOrder:
+                record.counter = counters.highest
+                state.keys[keyID] = record
+                state.seen[keyID] = counters.seen
+                return result == .advanced ? .advanced : .acceptedOutOfOrder
+            }
         }
         self.complete(completion, outcome)
     }

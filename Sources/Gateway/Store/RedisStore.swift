@@ -8,7 +8,9 @@ import Synchronization
 ///   to store, `GETDEL` to consume (one use, no race; Redis ≥ 6.2).
 /// - key: hash `appattest:key:{<keyID>}` with fields `public_key` (65 raw bytes), `counter`
 ///   (decimal), `app_id`, `environment`, `receipt` (raw bytes), `attested_at` (Unix seconds),
-///   `status` (`active` | `revoked`). Created, advanced and revoked by Lua scripts (EVALSHA),
+///   `status` (`active` | `revoked`), and when known `validation_category` (decimal) and
+///   `bundle_version` (iOS 27 launch validation at attestation), `seen` (the counter window's
+///   seen-map, see `CounterWindow`). Created, advanced and revoked by Lua scripts (EVALSHA),
 ///   so each is one atomic step on the server, whatever the number of gateways.
 ///
 /// Connections: one per event loop it is given (`loopQueues`), living on that loop's queue,
@@ -84,7 +86,7 @@ package final class RedisStore: AttestStore {
     }
 
     /// The caller's loop connection when it runs on a loop queue, else the shared one.
-    private var callerConnection: RedisConnection {
+    var callerConnection: RedisConnection {
         if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopConnections.count {
             return self.loopConnections[index]
         }
@@ -96,29 +98,56 @@ package final class RedisStore: AttestStore {
     static func challengeKey(_ challenge: String) -> [UInt8] { Array("appattest:ch:{\(challenge)}".utf8) }
     static func keyRecordKey(_ keyID: String) -> [UInt8] { Array("appattest:key:{\(keyID)}".utf8) }
 
-    /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status.
+    /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
+    /// validation_category, bundle_version (these two empty when absent: the field is not set).
     /// Returns 1 when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
         redis.call('HSET', KEYS[1], 'public_key', ARGV[1], 'counter', ARGV[2], 'app_id', ARGV[3],
           'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
+        if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'validation_category', ARGV[8]) end
+        if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'bundle_version', ARGV[9]) end
         return 1
         """
     )
 
-    /// KEYS[1] = record; ARGV[1] = proposed counter. Returns {1} advanced, {0, stored} not
-    /// increasing, {-1} unknown key, {-2} revoked, {-3} stored counter unreadable.
+    /// KEYS[1] = record; ARGV[1] = proposed counter, ARGV[2] = window N (0 = strict). Returns
+    /// {1} advanced, {2} accepted out of order (inside the window, never seen), {0, stored}
+    /// refused (not increasing, or seen / below the window), {-1} unknown key, {-2} revoked,
+    /// {-3} stored counter unreadable. The window's seen-map (`CounterWindow`, field `seen`)
+    /// is read and written in this same script, so N concurrent copies of one counter let
+    /// exactly one through. Strict mode drops a stale map (its positions then count as seen).
     static let advanceCounterScript = RedisScript(
         """
-        local v = redis.call('HMGET', KEYS[1], 'counter', 'status')
+        local v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen')
         if not v[1] then return {-1} end
         if v[2] == 'revoked' then return {-2} end
-        local stored = tonumber(v[1])
-        if stored == nil then return {-3} end
-        if stored >= tonumber(ARGV[1]) then return {0, stored} end
-        redis.call('HSET', KEYS[1], 'counter', ARGV[1])
-        return {1}
+        local h = tonumber(v[1])
+        if h == nil then return {-3} end
+        local c = tonumber(ARGV[1])
+        local n = tonumber(ARGV[2])
+        if n == 0 then
+          if h >= c then return {0, h} end
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1])
+          if v[3] then redis.call('HDEL', KEYS[1], 'seen') end
+          return {1}
+        end
+        local s = v[3] or ''
+        local len = string.len(s)
+        if len < n then s = s .. string.rep('1', n - len) elseif len > n then s = string.sub(s, 1, n) end
+        if c > h then
+          local d = c - h
+          if d >= n then s = '1' .. string.rep('0', n - 1)
+          else s = '1' .. string.rep('0', d - 1) .. string.sub(s, 1, n - d) end
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s)
+          return {1}
+        end
+        if c < 1 or c <= h - n then return {0, h} end
+        local i = h - c + 1
+        if string.sub(s, i, i) ~= '0' then return {0, h} end
+        redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1))
+        return {2}
         """
     )
 
@@ -131,7 +160,7 @@ package final class RedisStore: AttestStore {
         """
     )
 
-    static let scripts = [createKeyScript, advanceCounterScript, revokeKeyScript]
+    static let scripts = [createKeyScript, advanceCounterScript, revokeKeyScript, useDebugTokenScript]
 
     // MARK: - AttestStore
 
@@ -206,6 +235,8 @@ package final class RedisStore: AttestStore {
             record.receipt,
             Self.bytes(String(Self.unixSeconds(record.attestedAt))),
             Self.bytes(record.status.rawValue),
+            Self.bytes(record.validationCategory.map { String($0) } ?? ""),
+            Self.bytes(record.bundleVersion ?? ""),
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -244,18 +275,20 @@ package final class RedisStore: AttestStore {
     package func advanceCounter(
         keyID: String,
         to newCounter: UInt32,
+        window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
         self.callerConnection.evaluate(
             Self.advanceCounterScript,
             keys: [Self.keyRecordKey(keyID)],
-            arguments: [Self.bytes(String(newCounter))]
+            arguments: [Self.bytes(String(newCounter)), Self.bytes(String(max(0, window)))]
         ) {
             completion(
                 Self.interpret($0, command: "EVALSHA advance_counter") { reply in
                     guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
                     switch (code, items.count) {
                     case (1, 1): return .advanced
+                    case (2, 1): return .acceptedOutOfOrder
                     case (0, 2):
                         guard case .integer(let stored) = items[1] else { return nil }
                         return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
@@ -311,7 +344,7 @@ package final class RedisStore: AttestStore {
 
     // MARK: - Replies
 
-    private static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+    static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     /// Seconds since 1970, rounded down: the resolution of `attested_at`.
     static func unixSeconds(_ date: Date) -> Int64 {
@@ -330,7 +363,7 @@ package final class RedisStore: AttestStore {
         return StoreError(kind, "redis refused \(command): \(message.prefix(200))")
     }
 
-    private static func interpret<T>(
+    static func interpret<T>(
         _ result: Result<RedisReply, StoreError>,
         command: String,
         _ decode: (RedisReply) -> T?
@@ -388,7 +421,15 @@ package final class RedisStore: AttestStore {
             environment: try text("environment"),
             receipt: fields["receipt"] ?? [],
             attestedAt: Date(timeIntervalSince1970: TimeInterval(attestedAt)),
-            status: status
+            status: status,
+            validationCategory: try fields["validation_category"].map { bytes throws(StoreError) in
+                guard let value = UInt32(String(decoding: bytes, as: UTF8.self)) else {
+                    throw StoreError(
+                        .protocolError, "key record \(keyID.prefix(8))… has a non-numeric validation_category")
+                }
+                return value
+            },
+            bundleVersion: fields["bundle_version"].map { String(decoding: $0, as: UTF8.self) }
         )
     }
 }

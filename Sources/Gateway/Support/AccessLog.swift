@@ -91,11 +91,14 @@ package struct AccessLogBuffer {
         /// nil when no upstream was involved.
         package var upstreamNanoseconds: UInt64?
         package var totalNanoseconds: UInt64
+        /// The rollout arm (`enforce` | `monitor`); written only when set.
+        package var arm: String?
 
         package init(
             method: String, path: Substring, route: String, status: Int, verdict: String, keyIDPrefix: String?,
-            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64
+            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil
         ) {
+            self.arm = arm
             self.method = method
             self.path = path
             self.route = route
@@ -110,7 +113,7 @@ package struct AccessLogBuffer {
         var lineBound: Int {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
-                + (self.keyIDPrefix?.utf8.count ?? 0)
+                + (self.keyIDPrefix?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0)
             return 256 + 6 * text
         }
     }
@@ -143,6 +146,10 @@ package struct AccessLogBuffer {
             writeQuoted(prefix, into: &out)
         } else {
             out.write("null")
+        }
+        if let arm = entry.arm {
+            out.write(#","arm":"#)
+            writeQuoted(arm, into: &out)
         }
         out.write(#","upstream_ms":"#)
         if let upstream = entry.upstreamNanoseconds {

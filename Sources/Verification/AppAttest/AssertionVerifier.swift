@@ -4,11 +4,17 @@ public struct AssertionResult: Sendable, Hashable {
     public var appID: String
     /// The extensions map newer OS versions append to the authenticator data, if any.
     public var extensions: CBORValue?
+    /// Launch validation category and bundle version of the running build (iOS 27+).
+    public var launchValidation: LaunchValidation
 
-    public init(counter: UInt32, appID: String, extensions: CBORValue? = nil) {
+    public init(
+        counter: UInt32, appID: String, extensions: CBORValue? = nil,
+        launchValidation: LaunchValidation = LaunchValidation()
+    ) {
         self.counter = counter
         self.appID = appID
         self.extensions = extensions
+        self.launchValidation = launchValidation
     }
 }
 
@@ -59,6 +65,8 @@ public struct AssertionVerifier: Sendable {
                 .counterNotIncreasing,
                 "assertion counter \(authData.signCount) is not greater than stored counter \(previousCounter)")
         }
-        return AssertionResult(counter: authData.signCount, appID: appID.value, extensions: authData.extensions)
+        return AssertionResult(
+            counter: authData.signCount, appID: appID.value, extensions: authData.extensions,
+            launchValidation: authData.launchValidation)
     }
 }

@@ -128,7 +128,8 @@ public struct AttestationVerifier: Sendable {
             appID: appID.value,
             environment: environment,
             receipt: object.receipt,
-            certificateNotAfter: notAfter
+            certificateNotAfter: notAfter,
+            launchValidation: authData.launchValidation
         )
     }
 }

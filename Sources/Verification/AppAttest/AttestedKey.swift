@@ -12,6 +12,8 @@ public struct AttestedKey: Sendable, Hashable {
     public var receipt: [UInt8]
     /// The credential certificate's notAfter.
     public var certificateNotAfter: Date
+    /// Launch validation category and bundle version at attestation (iOS 27+; empty before).
+    public var launchValidation: LaunchValidation
 
     public init(
         keyID: [UInt8],
@@ -19,7 +21,8 @@ public struct AttestedKey: Sendable, Hashable {
         appID: String,
         environment: AppAttestEnvironment,
         receipt: [UInt8],
-        certificateNotAfter: Date
+        certificateNotAfter: Date,
+        launchValidation: LaunchValidation = LaunchValidation()
     ) {
         self.keyID = keyID
         self.publicKey = publicKey
@@ -27,5 +30,6 @@ public struct AttestedKey: Sendable, Hashable {
         self.environment = environment
         self.receipt = receipt
         self.certificateNotAfter = certificateNotAfter
+        self.launchValidation = launchValidation
     }
 }

@@ -52,6 +52,8 @@ public struct AuthenticatorData: Sendable, Hashable {
     public var attestedCredentialData: AttestedCredentialData?
     /// The trailing extensions map, if one was present (whatever flag ED said).
     public var extensions: CBORValue?
+    /// The launch validation entries of `extensions` (iOS 27+), decoded strictly.
+    public var launchValidation: LaunchValidation
 
     public init(_ bytes: [UInt8], context: Context) throws(VerificationError) {
         guard bytes.count >= Self.headerByteCount else {
@@ -65,6 +67,7 @@ public struct AuthenticatorData: Sendable, Hashable {
         self.signCount = UInt32(bytes[33]) << 24 | UInt32(bytes[34]) << 16 | UInt32(bytes[35]) << 8 | UInt32(bytes[36])
         self.attestedCredentialData = nil
         self.extensions = nil
+        self.launchValidation = LaunchValidation()
 
         var offset = Self.headerByteCount
         let decoder = CBORDecoder()
@@ -134,6 +137,7 @@ public struct AuthenticatorData: Sendable, Hashable {
                     .malformedAuthenticatorData, "\(bytes.count - offset) trailing byte(s) after the extensions map")
             }
             self.extensions = value
+            self.launchValidation = try LaunchValidation(extensions: value)
         } else if self.flags.contains(.extensionData) {
             throw VerificationError(.malformedAuthenticatorData, "flag ED (0x80) is set but no extensions follow")
         }
