@@ -106,7 +106,8 @@ public enum PolicySummary {
             + " challenge=\(route.challenge.rawValue) binding=\(route.binding.rawValue)"
             + " challenge_field=\(route.challengeField) max_body_bytes=\(PolicyValues.formatSize(route.maxBodyBytes))"
             + " on_store_error=\(route.onStoreError.rawValue)"
-            + " case_sensitive=\(route.caseSensitive) allow_encoded_slashes=\(route.allowEncodedSlashes)" + Self.describeAttestationKeys(route)
+            + " case_sensitive=\(route.caseSensitive) allow_encoded_slashes=\(route.allowEncodedSlashes)"
+            + Self.describeAttestationKeys(route)
     }
 
     /// Issue 12's keys, only where they differ from the defaults (older summaries unchanged).
