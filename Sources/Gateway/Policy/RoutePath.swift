@@ -63,56 +63,74 @@ enum RoutePath {
         return bytes.count
     }
 
-    /// The form of a whole request target's path part (`target` may include the query).
-    static func form(target: UnsafeBufferPointer<UInt8>) -> Form {
-        for byte in target where byte == Self.hash { return .ambiguous(.fragment) }
-        let length = Self.pathLength(target)
-        return Self.form(path: UnsafeBufferPointer(rebasing: target[0..<length]))
+    /// The form of a whole request target (path and optional query) and the length of its
+    /// path part. One pass: the path up to `?`, then the query for a `#`.
+    static func form(target: UnsafeBufferPointer<UInt8>) -> (form: Form, pathLength: Int) {
+        let (form, length) = Self.scan(target, stopAtQuery: true)
+        if case .ambiguous = form { return (form, length) }
+        var i = length
+        while i < target.count {
+            if target[i] == Self.hash { return (.ambiguous(.fragment), length) }
+            i += 1
+        }
+        return (form, length)
     }
 
     /// The form of a path (no query). Allocation-free; one pass.
     static func form(path: UnsafeBufferPointer<UInt8>) -> Form {
+        Self.scan(path, stopAtQuery: false).form
+    }
+
+    /// Reads `bytes` up to the end (or the first `?`), returning the form and where it stopped.
+    @inline(__always)
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, stopAtQuery: Bool) -> (form: Form, pathLength: Int) {
+        var end = bytes.count
         var sawEncodedSeparator = false
         var segmentStart = 0
         var i = 0
-        while i <= path.count {
-            let byte = i < path.count ? path[i] : Self.slash
+        while i <= end {
+            var byte = i < end ? bytes[i] : Self.slash
+            if stopAtQuery && byte == Self.question && i < end {
+                end = i
+                byte = Self.slash
+            }
+            let path = bytes
             switch byte {
-            case Self.backslash:
-                return .ambiguous(.backslash)
-            case Self.semicolon:
-                return .ambiguous(.pathParameter)
-            case Self.hash:
-                return .ambiguous(.fragment)
             case Self.percent:
-                guard i + 2 < path.count, let high = hexValue(path[i + 1]), let low = hexValue(path[i + 2]) else {
-                    return .ambiguous(.malformedEscape)
+                guard i + 2 < end, let high = hexValue(path[i + 1]), let low = hexValue(path[i + 2]) else {
+                    return (.ambiguous(.malformedEscape), end)
                 }
                 let decoded = high << 4 | low
                 switch Self.escapeClass(decoded) {
                 case .inert:
-                    if decoded == Self.percent, i + 4 < path.count, hexValue(path[i + 3]) != nil,
+                    if decoded == Self.percent, i + 4 < end, hexValue(path[i + 3]) != nil,
                         hexValue(path[i + 4]) != nil
                     {
-                        return .ambiguous(.doubleEncoding)
+                        return (.ambiguous(.doubleEncoding), end)
                     }
                 case .separator:
                     sawEncodedSeparator = true
                 case .significant:
-                    return .ambiguous(.encodedSignificantByte)
+                    return (.ambiguous(.encodedSignificantByte), end)
                 case .control:
-                    return .ambiguous(.encodedControl)
+                    return (.ambiguous(.encodedControl), end)
                 }
                 i += 3
                 continue
+            case Self.backslash:
+                return (.ambiguous(.backslash), end)
+            case Self.semicolon:
+                return (.ambiguous(.pathParameter), end)
+            case Self.hash:
+                return (.ambiguous(.fragment), end)
             case Self.slash:
                 let length = i - segmentStart
                 if i > 0 {
                     // An empty segment between two slashes (a trailing slash is fine).
-                    if length == 0 && i < path.count { return .ambiguous(.emptySegment) }
-                    if length == 1 && path[segmentStart] == Self.dot { return .ambiguous(.dotSegment) }
+                    if length == 0 && i < end { return (.ambiguous(.emptySegment), end) }
+                    if length == 1 && path[segmentStart] == Self.dot { return (.ambiguous(.dotSegment), end) }
                     if length == 2 && path[segmentStart] == Self.dot && path[segmentStart + 1] == Self.dot {
-                        return .ambiguous(.dotSegment)
+                        return (.ambiguous(.dotSegment), end)
                     }
                 }
                 segmentStart = i + 1
@@ -121,7 +139,7 @@ enum RoutePath {
             }
             i += 1
         }
-        return sawEncodedSeparator ? .encodedSeparators : .canonical
+        return (sawEncodedSeparator ? .encodedSeparators : .canonical, end)
     }
 
     /// True when the path has exactly one reading (what route patterns must be).

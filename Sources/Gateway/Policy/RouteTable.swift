@@ -137,8 +137,9 @@ public final class RouteTable: Sendable {
         guard bytes.first == UInt8(ascii: "/") else {
             return self.firstMatch(method: method, methodBit: methodBit, path: bytes).map(Lookup.route) ?? .noRoute
         }
-        let path = UnsafeBufferPointer(rebasing: bytes[0..<RoutePath.pathLength(bytes)])
-        switch RoutePath.form(target: bytes) {
+        let (form, pathLength) = RoutePath.form(target: bytes)
+        let path = UnsafeBufferPointer(rebasing: bytes[0..<pathLength])
+        switch form {
         case .canonical:
             return self.firstMatch(method: method, methodBit: methodBit, path: path).map(Lookup.route) ?? .noRoute
         case .ambiguous(let why):
