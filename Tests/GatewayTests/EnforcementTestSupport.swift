@@ -131,9 +131,10 @@ final class DecisionProbe: Sendable {
 func runGate(
     _ gate: some RequestGate,
     _ head: HTTPRequestHead,
-    body: [UInt8]? = nil
+    body: [UInt8]? = nil,
+    client: String = "127.0.0.1"
 ) async -> (GateClassification, GateDecision, DecisionProbe) {
-    let classification = gate.classify(head, client: "127.0.0.1")
+    let classification = gate.classify(head, client: client)
     let probe = DecisionProbe()
     let decision = await withCheckedContinuation { (continuation: CheckedContinuation<GateDecision, Never>) in
         gate.decide(head, body: body, classification: classification) { decision in

@@ -329,11 +329,12 @@ struct ProofHarness {
 
     @Test func keylessRequestsUseTheClientAddress() async throws {
         let h = try ProofHarness(routes: Self.routes)
-        var head = request("GET", "/v1/x")
+        let head = request("GET", "/v1/x")
         for address in ["10.0.0.1", "10.0.0.2", "192.168.7.9", "2001:db8::1"] {
-            head.clientAddress = address
-            let decision = await runGate(h.gate, head, body: []).1
-            let arm = RolloutArm.of(address, percent: 30)
+            // The proxy passes the client address's limit key (an IPv6 client's /64).
+            let key = IPAddressBytes.limitKey(address)
+            let decision = await runGate(h.gate, head, body: [], client: key).1
+            let arm = RolloutArm.of(key, percent: 30)
             #expect(decision.logInfo.arm == arm.rawValue)
             #expect((decision.status == 401) == (arm == .enforce), "\(address)")
         }

@@ -59,9 +59,6 @@ package struct HTTPRequestHead: Sendable {
     package var target: String
     package var versionMinor: Int  // HTTP/1.0 → 0, HTTP/1.1 → 1
     package var headers: HTTPHeaders
-    /// The client's IP address as the gateway's socket saw it (set by the proxy before the
-    /// gate decides; empty elsewhere). Never sent upstream as such.
-    package var clientAddress: String = ""
 
     package init(method: String, target: String, versionMinor: Int = 1, headers: HTTPHeaders = HTTPHeaders()) {
         self.method = method

@@ -37,8 +37,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let peerAddress: String
     /// `peerAddress` as per-address limits count it (`IPAddressBytes.limitKey`).
     let peerLimitKey: String
-    /// The current request's client address (after `trusted_proxies`) and its limit key.
-    @exclusivity(unchecked) private var clientAddress: String
+    /// The current request's client address key (after `trusted_proxies`): per-address limits.
     @exclusivity(unchecked) private var clientLimitKey: String
     /// Body bytes the current request holds of its client address's share (with `bodyReservation`).
     @exclusivity(unchecked) private var addressReservedBytes = 0
@@ -124,7 +123,6 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.server = server
         self.peerAddress = peer.ipText
         self.peerLimitKey = IPAddressBytes.limitKey(peer.ipText)
-        self.clientAddress = self.peerAddress
         self.clientLimitKey = self.peerLimitKey
         self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
         self.snapshotGeneration = context.generation
@@ -457,13 +455,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.upstreamStart = 0
         self.refreshSnapshot()
         let proxies = self.snapshot.trustedProxies
-        if proxies.isEmpty {
-            self.clientAddress = self.peerAddress
-            self.clientLimitKey = self.peerLimitKey
-        } else {
-            self.clientAddress = proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor)
-            self.clientLimitKey = IPAddressBytes.limitKey(self.clientAddress)
-        }
+        self.clientLimitKey =
+            proxies.isEmpty
+            ? self.peerLimitKey
+            : IPAddressBytes.limitKey(proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor))
         let classification = self.snapshot.gate.classify(head, client: self.clientLimitKey)
         self.head = head
         self.requestInfo = info
@@ -664,8 +659,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     // MARK: - The gate
 
     private func callDecide(body: [UInt8]?) {
-        guard var head = self.head, let classification = self.classification else { return }
-        head.clientAddress = self.clientAddress  // the rollout arm of requests without a key ID
+        guard let head = self.head, let classification = self.classification else { return }
         self.decisionSerial &+= 1
         let serial = self.decisionSerial
         self.isInsideDecide = true

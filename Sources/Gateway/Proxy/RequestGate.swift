@@ -33,6 +33,9 @@ package struct GateClassification: Sendable {
     /// missing credentials on an enforce route, a rate limit): `bufferBodyUpTo` is then nil, so
     /// no body byte is buffered or reserved, and `decide` completes with this at once.
     package var refusal: GateDecision?
+    /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
+    /// a gradual rollout's arm when the request carries no key ID).
+    package var client: String = ""
 
     package init(
         routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
