@@ -32,7 +32,14 @@ package struct GateClassification: Sendable {
     /// Set when the gate already knows the answer from the head alone (an ambiguous target,
     /// missing credentials on an enforce route, a rate limit): `bufferBodyUpTo` is then nil, so
     /// no body byte is buffered or reserved, and `decide` completes with this at once.
-    package var refusal: GateDecision?
+    package var refusal: GateDecision? { self.refusalBox?.decision }
+    /// Boxed: a classification is copied several times per request, a `GateDecision` is large.
+    private var refusalBox: Refusal?
+
+    private final class Refusal: Sendable {
+        let decision: GateDecision
+        init(_ decision: GateDecision) { self.decision = decision }
+    }
     /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
     /// a gradual rollout's arm when the request carries no key ID).
     package var client: String = ""
@@ -45,7 +52,7 @@ package struct GateClassification: Sendable {
         self.upstream = upstream
         self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
         self.routeIndex = routeIndex
-        self.refusal = refusal
+        self.refusalBox = refusal.map(Refusal.init)
     }
 }
 
