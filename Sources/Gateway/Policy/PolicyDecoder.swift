@@ -190,10 +190,12 @@ struct PolicyDecoder {
             )
         case (.some(let node), .none):
             let text = try self.string(node, expected: "a redis:// or unix:// URL")
-            let expected = "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]"
+            let expected =
+                "expected redis://[[user]:password@]host[:port][/db], redis-cluster://host:port[,host:port…], "
+                + "redis-sentinel://host[:port][,…]/master or unix:///path[?db=N]"
             // The URL may carry a password: never echo it (RedisURL's own messages quote only
             // the parts after the user information, once the scheme is right).
-            guard text.hasPrefix("redis://") || text.hasPrefix("unix://") else {
+            guard ["redis://", "redis-cluster://", "redis-sentinel://", "unix://"].contains(where: text.hasPrefix) else {
                 let found = text.contains("@") ? "a URL with another scheme" : Self.quote(text)
                 throw self.error(.invalidRedisURL, node, "\(expected); found \(found)")
             }

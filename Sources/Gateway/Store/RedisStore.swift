@@ -18,55 +18,86 @@ import Synchronization
 /// otherwise (BENCHMARKS.md, "Enforced route"). Every call completes exactly once, on the
 /// queue of the connection that carried it.
 package final class RedisStore: AttestStore {
-    /// The connection for callers that are not on a loop queue (and the one tests inspect).
-    package let connection: RedisConnection
-    /// `loopConnections[i]` lives on the i-th loop given to `init`.
-    private let loopConnections: [RedisConnection]
-    /// Set on each loop queue to its index in `loopConnections`.
+    /// The router for callers that are not on a loop queue: one `RedisConnection` (one node,
+    /// or the Sentinel-named primary), or a `RedisClusterClient`.
+    private let shared: any RedisCommandRouting
+    /// `loopRouters[i]` lives on the i-th loop given to `init`.
+    private let loopRouters: [any RedisCommandRouting]
+    /// Set on each loop queue to its index in `loopRouters`.
     private let loopIndexKey = DispatchSpecificKey<Int>()
+    /// Sentinel mode: asks the sentinels for the primary, shared by every connection.
+    private let sentinel: RedisSentinelResolver?
+    /// Cluster and Sentinel events (redirects, topology refreshes, failovers) for `/metrics`.
+    package let clusterCounters = RedisClusterCounters()
+    package let url: RedisURL
+
+    /// The first connection of the shared router (one node: *the* connection; tests inspect it).
+    package var connection: RedisConnection { self.shared.allConnections[0] }
 
     /// The queue completions of calls from elsewhere than the loops run on.
-    package var queue: DispatchQueue { self.connection.queue }
+    package var queue: DispatchQueue { self.shared.queue }
 
-    /// Every connection: the shared one first, then one per loop.
-    package var connections: [RedisConnection] { [self.connection] + self.loopConnections }
+    /// Every connection: the shared router's first, then each loop's (cluster: one per node each).
+    package var connections: [RedisConnection] { self.routers.flatMap(\.allConnections) }
 
-    /// Every connection connected, authenticated and scripts loaded (for `/readyz` without a
-    /// round trip).
-    package var isReady: Bool { self.connections.allSatisfy { $0.counters.isReady } }
+    private var routers: [any RedisCommandRouting] { [self.shared] + self.loopRouters }
+
+    /// Every connection connected, authenticated and scripts loaded, and (cluster) every slot
+    /// served (for `/readyz` without a round trip).
+    package var isReady: Bool { self.routers.allSatisfy(\.isReady) }
 
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
-    /// for the first attempt.
+    /// for the first attempt (one node), or for the first slot map (cluster).
     ///
-    /// - Parameter loops: the event loops that call the store; each gets a connection of its
-    ///   own, on its queue and driven by its epoll.
+    /// - Parameter loops: the event loops that call the store; each gets connections of its
+    ///   own (cluster: one per primary), on its queue and driven by its epoll.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         label: String = "attest-gateway.redis",
         loops: [EventLoop] = []
     ) {
-        self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
-        self.loopConnections = loops.enumerated().map { index, loop in
-            RedisConnection(
-                url: url, configuration: configuration, scripts: Self.scripts, label: "\(label).loop\(index)",
-                loop: loop)
+        self.url = url
+        let counters = self.clusterCounters
+        let sentinel: RedisSentinelResolver?
+        if case .sentinel(let sentinels, let masterName) = url.topology {
+            sentinel = RedisSentinelResolver(
+                sentinels: sentinels, masterName: masterName, configuration: configuration, counters: counters,
+                label: "\(label).sentinel")
+        } else {
+            sentinel = nil
         }
+        self.sentinel = sentinel
+        func router(label: String, loop: EventLoop?) -> any RedisCommandRouting {
+            if case .cluster(let seeds) = url.topology {
+                return RedisClusterClient(
+                    seeds: seeds, username: url.username, password: url.password, configuration: configuration,
+                    scripts: Self.scripts, label: label, loop: loop, counters: counters)
+            }
+            return RedisConnection(
+                url: url, configuration: configuration, scripts: Self.scripts, label: label, loop: loop,
+                resolver: sentinel)
+        }
+        self.shared = router(label: label, loop: nil)
+        self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }
         for (index, loop) in loops.enumerated() {
             loop.queue.setSpecific(key: self.loopIndexKey, value: index)
         }
-        for connection in self.connections {
+        for case let connection as RedisConnection in self.routers {
+            sentinel?.watch(connection)
             connection.start()
         }
+        sentinel?.start()
     }
 
     deinit {
-        for connection in self.loopConnections {
-            connection.queue.setSpecific(key: self.loopIndexKey, value: nil)
+        for router in self.loopRouters {
+            router.queue.setSpecific(key: self.loopIndexKey, value: nil)
         }
-        for connection in self.connections {
-            connection.close()
+        for router in self.routers {
+            router.close(completion: nil)
         }
+        self.sentinel?.close()
     }
 
     /// Closes every connection (last step of a graceful shutdown); commands still in flight and
@@ -74,21 +105,22 @@ package final class RedisStore: AttestStore {
     /// are closed.
     package func close(completion: (@Sendable () -> Void)? = nil) {
         let group = DispatchGroup()
-        for connection in self.connections {
+        for router in self.routers {
             group.enter()
-            connection.close { group.leave() }
+            router.close { group.leave() }
         }
+        self.sentinel?.close()
         if let completion {
             group.notify(queue: self.queue, execute: completion)
         }
     }
 
-    /// The caller's loop connection when it runs on a loop queue, else the shared one.
-    private var callerConnection: RedisConnection {
-        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopConnections.count {
-            return self.loopConnections[index]
+    /// The caller's loop router when it runs on a loop queue, else the shared one.
+    private var callerConnection: any RedisCommandRouting {
+        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopRouters.count {
+            return self.loopRouters[index]
         }
-        return self.connection
+        return self.shared
     }
 
     // MARK: - Layout
@@ -141,10 +173,13 @@ package final class RedisStore: AttestStore {
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         let ttl = max(1, ttlSeconds)
-        self.callerConnection.send([
-            Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
-            Self.bytes("NX"),
-        ]) {
+        let key = Self.challengeKey(challenge)
+        self.callerConnection.send(
+            [
+                Self.bytes("SET"), key, Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
+                Self.bytes("NX"),
+            ], key: key
+        ) {
             completion(
                 Self.interpret($0, command: "SET") { reply in
                     switch reply {
@@ -161,7 +196,8 @@ package final class RedisStore: AttestStore {
         _ challenge: String,
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
-        self.callerConnection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
+        let key = Self.challengeKey(challenge)
+        self.callerConnection.send([Self.bytes("GETDEL"), key], key: key) {
             completion(
                 Self.interpret($0, command: "GETDEL") { reply in
                     switch reply {
@@ -203,7 +239,8 @@ package final class RedisStore: AttestStore {
     }
 
     package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
-        self.callerConnection.send([Self.bytes("HGETALL"), Self.keyRecordKey(keyID)]) { result in
+        let key = Self.keyRecordKey(keyID)
+        self.callerConnection.send([Self.bytes("HGETALL"), key], key: key) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
@@ -262,18 +299,14 @@ package final class RedisStore: AttestStore {
         }
     }
 
-    /// PING on every connection (the shared one and each loop's): a request can land on any
-    /// loop, so the store is ready only when all of them answer. Completes with the first
-    /// failure, or success once every connection answered.
+    /// PING on every connection (the shared router's and each loop's; cluster: every primary of
+    /// each): a request can land on any loop, so the store is ready only when all of them
+    /// answer. Completes with the first failure, or success once every one answered.
     package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        let connections = self.connections
-        let outcome = Mutex<(remaining: Int, done: Bool)>((connections.count, false))
-        for connection in connections {
-            connection.send([Self.bytes("PING")]) { reply in
-                let result = Self.interpret(reply, command: "PING") { reply -> Void? in
-                    if case .status("PONG") = reply { return () }
-                    return nil
-                }
+        let routers = self.routers
+        let outcome = Mutex<(remaining: Int, done: Bool)>((routers.count, false))
+        for router in routers {
+            router.pingAll { result in
                 let finish = outcome.withLock { state -> Bool in
                     guard !state.done else { return false }
                     state.remaining -= 1
@@ -286,6 +319,13 @@ package final class RedisStore: AttestStore {
                 }
                 if finish { completion(result) }
             }
+        }
+    }
+
+    static func interpretPing(_ reply: Result<RedisReply, StoreError>) -> Result<Void, StoreError> {
+        Self.interpret(reply, command: "PING") { reply -> Void? in
+            if case .status("PONG") = reply { return () }
+            return nil
         }
     }
 
