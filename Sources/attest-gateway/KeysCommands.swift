@@ -70,6 +70,7 @@ enum KeysCommandSupport {
             throw UsageError("KEYID is not base64: \(arguments.positionals[0].prefix(60))")
         }
         let urlText: String
+        var password: SecretSource?
         switch (try arguments.value("redis"), try arguments.value("config")) {
         case (.some(let url), .none):
             urlText = url
@@ -84,16 +85,23 @@ enum KeysCommandSupport {
                 throw UsageError("\(path) uses store: memory; its keys live only inside that gateway process")
             }
             urlText = url
+            password = policy.redisOptions.password
         case (.some, .some):
             throw UsageError("give --redis URL or --config FILE, not both")
         case (.none, .none):
             throw UsageError("missing --redis URL or --config FILE")
         }
-        let url: RedisURL
+        var url: RedisURL
         do {
             url = try RedisURL(parsing: urlText)
         } catch {
             throw UsageError("bad Redis URL: \(error.description)")
+        }
+        if let password {
+            switch RedisSecret.read(password) {
+            case .success(let secret): url = url.withPassword(secret)
+            case .failure(let error): throw UsageError("redis password: \(error)")
+            }
         }
         let configuration = RedisConfiguration(
             commandTimeout: .seconds(3),

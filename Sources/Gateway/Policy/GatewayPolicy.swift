@@ -18,6 +18,8 @@ public struct GatewayPolicy: Sendable {
     public var routes: [RoutePolicy]
     /// The file this policy came from (for log messages).
     public var sourcePath: String
+    /// Redis secrets and key lifecycle (`redis_password_file`/`_env`, `key_idle_ttl`).
+    public var redisOptions: RedisStoreOptions
 
     public init(
         listen: [ListenAddress],
@@ -31,8 +33,10 @@ public struct GatewayPolicy: Sendable {
         upstreams: [String: UpstreamConfiguration],
         endpoints: EndpointPaths = EndpointPaths(),
         routes: [RoutePolicy],
-        sourcePath: String = "<memory>"
+        sourcePath: String = "<memory>",
+        redisOptions: RedisStoreOptions = RedisStoreOptions()
     ) {
+        self.redisOptions = redisOptions
         self.listen = listen
         self.adminListen = adminListen
         self.store = store

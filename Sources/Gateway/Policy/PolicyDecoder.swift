@@ -11,8 +11,11 @@ import Foundation
 /// |---|---|---|
 /// | `listen` | `host:port` or a list of them | `0.0.0.0:8080` |
 /// | `admin_listen` | `host:port` | none (no admin listener) |
-/// | `redis` | `redis://[:password@]host[:port][/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
+/// | `redis` | `redis://[[user]:password@]host[:port][/db]`, `redis-cluster://h:p[,h:p…]/`, `redis-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
 /// | `store` | `memory` | (single development node only) |
+/// | `redis_password_file` | file holding the Redis password (relative to the policy file) | none |
+/// | `redis_password_env` | name of an environment variable holding it (not with `_file`) | none |
+/// | `key_idle_ttl` | duration up to 3650d (`90d`, `12h`): unused key records expire | none (never) |
 /// | `app_ids` | list of `TEAMID.bundle.id`, non-empty when given | `[]` (then no enforce/monitor route) |
 /// | `environment` | `production` \| `development` \| `any` | `production` |
 /// | `challenge_ttl_seconds` | integer 1-86400 | `300` |
@@ -39,6 +42,7 @@ struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes",
+        "redis_password_file", "redis_password_env", "key_idle_ttl",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -97,6 +101,7 @@ struct PolicyDecoder {
             }
         }
         let store = try self.decodeStore(top)
+        let redisOptions = try self.decodeRedisOptions(top, store: store)
         let appIDs = try self.decodeAppIDs(top)
         var environment = EnvironmentPolicy.production
         if let node = top["environment"] {
@@ -128,7 +133,8 @@ struct PolicyDecoder {
             upstreams: upstreams,
             endpoints: endpoints,
             routes: routes,
-            sourcePath: self.file
+            sourcePath: self.file,
+            redisOptions: redisOptions
         )
     }
 
@@ -219,6 +225,61 @@ struct PolicyDecoder {
             )
             return .memory
         }
+    }
+
+    /// `redis_password_file` / `redis_password_env` / `key_idle_ttl`. The secret is checked
+    /// (readable, non-empty) but never read into the policy nor quoted in a message.
+    private func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions
+    {
+        var options = RedisStoreOptions()
+        let given = ["redis_password_file", "redis_password_env", "key_idle_ttl"].filter { top[$0] != nil }
+        if case .memory = store, let first = given.first, let node = top[first] {
+            throw self.error(.conflictingKeys, node, "\(first) applies to redis: only, not to store: memory")
+        }
+        switch (top["redis_password_file"], top["redis_password_env"]) {
+        case (.some, .some(let node)):
+            throw self.error(
+                .conflictingKeys, node, "give either redis_password_file or redis_password_env, not both")
+        case (.some(let node), .none):
+            let text = try self.string(node, expected: "a file path")
+            let path = self.resolve(text)
+            if case .failure(let reason) = RedisSecret.read(.file(path)) {
+                throw self.error(.secretUnavailable, node, reason.description)
+            }
+            options.password = .file(path)
+        case (.none, .some(let node)):
+            let name = try self.string(node, expected: "an environment variable name")
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                throw self.error(.invalidValue, node, "expected an environment variable name; found \(Self.quote(name))")
+            }
+            if case .failure(let reason) = RedisSecret.read(.environment(name)) {
+                throw self.error(.secretUnavailable, node, reason.description)
+            }
+            options.password = .environment(name)
+        case (.none, .none):
+            break
+        }
+        if let node = top["key_idle_ttl"] {
+            let expected = "a duration like 90d, 12h or whole seconds, from 1m to 3650d"
+            var ttl: Duration?
+            if case .scalar(let scalar) = node.content {
+                switch scalar.value {
+                case .int(let seconds): ttl = .seconds(seconds)
+                case .string(let text):
+                    if text.hasSuffix("d"), let days = Int(text.dropLast()), days > 0, days <= 3650 {
+                        ttl = .seconds(days * 86_400)
+                    } else {
+                        ttl = PolicyValues.duration(text)
+                    }
+                default: ttl = nil
+                }
+            }
+            guard let ttl, ttl >= .seconds(60), ttl <= .seconds(3650 * 86_400) else {
+                throw self.error(.invalidDuration, node, "expected \(expected); found \(Self.describe(node))")
+            }
+            options.keyIdleTTL = ttl
+        }
+        return options
     }
 
     private func decodeAppIDs(_ top: Fields) throws(PolicyError) -> [String] {

@@ -21,6 +21,10 @@ package struct RedisConfiguration: Sendable, Hashable {
     /// Log connection events (connected, lost, unavailable) as JSON lines on stderr.
     /// Default true; the `keys` CLI turns it off (its errors say the same once).
     package var logsConnectionEvents: Bool
+    /// `key_idle_ttl`: a key record unused (no counter advance) this long expires; every
+    /// advance renews it in the same script. nil (default): records never expire. Revoked
+    /// records never expire.
+    package var keyIdleTTL: Duration?
 
     package init(
         commandTimeout: Duration = .milliseconds(250),
@@ -29,8 +33,10 @@ package struct RedisConfiguration: Sendable, Hashable {
         reconnectBackoffInitial: Duration = .milliseconds(50),
         reconnectBackoffMaximum: Duration = .seconds(2),
         staleConnectionTimeout: Duration = .seconds(2),
-        logsConnectionEvents: Bool = true
+        logsConnectionEvents: Bool = true,
+        keyIdleTTL: Duration? = nil
     ) {
+        self.keyIdleTTL = keyIdleTTL
         self.commandTimeout = commandTimeout
         self.connectTimeout = connectTimeout
         self.maxPendingCommands = maxPendingCommands

@@ -30,6 +30,8 @@ package final class RedisStore: AttestStore {
     /// Cluster and Sentinel events (redirects, topology refreshes, failovers) for `/metrics`.
     package let clusterCounters = RedisClusterCounters()
     package let url: RedisURL
+    /// `key_idle_ttl` in milliseconds as a script argument (`0`: records never expire).
+    private let idleTTLArgument: [UInt8]
 
     /// The first connection of the shared router (one node: *the* connection; tests inspect it).
     package var connection: RedisConnection { self.shared.allConnections[0] }
@@ -58,6 +60,7 @@ package final class RedisStore: AttestStore {
         loops: [EventLoop] = []
     ) {
         self.url = url
+        self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
         let counters = self.clusterCounters
         let sentinel: RedisSentinelResolver?
         if case .sentinel(let sentinels, let masterName) = url.topology {
@@ -128,19 +131,27 @@ package final class RedisStore: AttestStore {
     static func challengeKey(_ challenge: String) -> [UInt8] { Array("appattest:ch:{\(challenge)}".utf8) }
     static func keyRecordKey(_ keyID: String) -> [UInt8] { Array("appattest:key:{\(keyID)}".utf8) }
 
-    /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status.
+    /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
+    /// idle TTL in ms (`0`: none, the record never expires).
     /// Returns 1 when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
         redis.call('HSET', KEYS[1], 'public_key', ARGV[1], 'counter', ARGV[2], 'app_id', ARGV[3],
           'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
+        local ttl = tonumber(ARGV[8])
+        if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return 1
         """
     )
 
-    /// KEYS[1] = record; ARGV[1] = proposed counter. Returns {1} advanced, {0, stored} not
-    /// increasing, {-1} unknown key, {-2} revoked, {-3} stored counter unreadable.
+    /// KEYS[1] = record; ARGV[1] = proposed counter; ARGV[2] = idle TTL in ms (`0`: none).
+    /// Returns {1} advanced, {0, stored} not increasing, {-1} unknown key, {-2} revoked, {-3}
+    /// stored counter unreadable. An advance also renews the idle TTL (`key_idle_ttl`), in the
+    /// same round trip; a refused counter (replay) does not.
+    ///
+    /// Issue 14 change, isolated for the merge with the counter window (issue 12): ARGV[2] and
+    /// the two `PEXPIRE` lines only.
     static let advanceCounterScript = RedisScript(
         """
         local v = redis.call('HMGET', KEYS[1], 'counter', 'status')
@@ -150,15 +161,19 @@ package final class RedisStore: AttestStore {
         if stored == nil then return {-3} end
         if stored >= tonumber(ARGV[1]) then return {0, stored} end
         redis.call('HSET', KEYS[1], 'counter', ARGV[1])
+        local ttl = tonumber(ARGV[2])
+        if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return {1}
         """
     )
 
-    /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key.
+    /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key. A revoked
+    /// record never expires (`PERSIST`): the revocation outlives `key_idle_ttl`.
     static let revokeKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'status', 'revoked')
+        redis.call('PERSIST', KEYS[1])
         return 1
         """
     )
@@ -222,6 +237,7 @@ package final class RedisStore: AttestStore {
             record.receipt,
             Self.bytes(String(Self.unixSeconds(record.attestedAt))),
             Self.bytes(record.status.rawValue),
+            self.idleTTLArgument,
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -266,7 +282,7 @@ package final class RedisStore: AttestStore {
         self.callerConnection.evaluate(
             Self.advanceCounterScript,
             keys: [Self.keyRecordKey(keyID)],
-            arguments: [Self.bytes(String(newCounter))]
+            arguments: [Self.bytes(String(newCounter)), self.idleTTLArgument]
         ) {
             completion(
                 Self.interpret($0, command: "EVALSHA advance_counter") { reply in

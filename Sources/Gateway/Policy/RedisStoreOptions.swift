@@ -1,0 +1,28 @@
+/// The Redis settings of a policy besides the URL: where the password comes from (never the
+/// policy text itself) and how long an unused key record lives.
+public struct RedisStoreOptions: Sendable, Hashable {
+    /// The password's source; it replaces any password in the URL.
+    public var password: SecretSource?
+    /// `key_idle_ttl`: unused key records expire after this long; nil = never.
+    public var keyIdleTTL: Duration?
+
+    public init(password: SecretSource? = nil, keyIdleTTL: Duration? = nil) {
+        self.password = password
+        self.keyIdleTTL = keyIdleTTL
+    }
+}
+
+/// Where a secret is read from. Holds the file path or variable name, never the secret.
+public enum SecretSource: Sendable, Hashable, CustomStringConvertible {
+    /// A file (a Kubernetes Secret mount, `/run/secrets/…`); one trailing newline is dropped.
+    case file(String)
+    /// An environment variable.
+    case environment(String)
+
+    public var description: String {
+        switch self {
+        case .file(let path): return "file \(path)"
+        case .environment(let name): return "environment variable \(name)"
+        }
+    }
+}
