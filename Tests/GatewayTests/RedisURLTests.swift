@@ -72,7 +72,11 @@ import Testing
     }
 
     @Test func passwordFromASecretReplacesTheURLs() throws {
-        let url = try RedisURL(parsing: "redis://gateway@h").withPassword("from-file")
+        let bare = try RedisURL(parsing: "redis://gateway@h")
+        #expect(bare.username == "gateway")
+        #expect(bare.password == nil, "a user alone: the password comes from a secret")
+        let url = bare.withPassword("from-file")
+        #expect(url.username == "gateway")
         #expect(url.password == "from-file")
     }
 

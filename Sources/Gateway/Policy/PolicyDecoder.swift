@@ -259,6 +259,13 @@ struct PolicyDecoder {
         case (.none, .none):
             break
         }
+        if options.password == nil, case .redis(let text) = store, let url = try? RedisURL(parsing: text),
+            let user = url.username, url.password == nil, let node = top["redis"]
+        {
+            throw self.error(
+                .invalidRedisURL, node,
+                "user \(Self.quote(user)) needs a password: give redis_password_file or redis_password_env")
+        }
         if let node = top["key_idle_ttl"] {
             let expected = "a duration like 90d, 12h or whole seconds, from 1m to 3650d"
             var ttl: Duration?

@@ -8,8 +8,9 @@
 ///   primary that the Sentinels name (sentinel port 26379 by default); the user and password
 ///   are the data nodes' (the sentinels are asked without AUTH).
 ///
-/// A user (`redis://app:pw@…`) logs in with `AUTH user password` (Redis ≥ 6 ACL users); a
-/// password alone (`redis://:pw@…`) with `AUTH password`. The password belongs in a file or an
+/// A user (`redis://app:pw@…`, or `redis://app@…` with the password from a secret) logs in
+/// with `AUTH user password` (Redis ≥ 6 ACL users); a password alone (`redis://:pw@…`) with
+/// `AUTH password`. The password belongs in a file or an
 /// environment variable (policy keys `redis_password_file` / `redis_password_env`), which
 /// `withPassword` applies; `description` never contains it.
 package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
@@ -87,8 +88,9 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
                 let user = userInfo[..<colon]
                 self.username = user.isEmpty ? nil : String(user)
                 self.password = String(userInfo[userInfo.index(after: colon)...])
-            } else {
-                self.password = String(userInfo)  // `redis://password@host`, as before ACL users
+            } else if !userInfo.isEmpty {
+                // `redis://user@host` (URL semantics): the password comes from a secret.
+                self.username = String(userInfo)
             }
         }
         var path: Substring = ""
