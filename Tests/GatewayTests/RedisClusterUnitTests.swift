@@ -85,7 +85,8 @@ import Testing
         #expect(
             policy.action(errorText: "MOVED 12 127.0.0.1:7001", from: self.node, attempt: 1)
                 == .moved(slot: 12, node: self.other))
-        #expect(policy.action(errorText: "ASK 12 127.0.0.1:7001", from: self.node, attempt: 2) == .ask(node: self.other))
+        #expect(
+            policy.action(errorText: "ASK 12 127.0.0.1:7001", from: self.node, attempt: 2) == .ask(node: self.other))
     }
 
     @Test func retriesBackOffThenFail() {

@@ -54,8 +54,10 @@ import Testing
             for keyID in keyIDs {
                 usleep(60_000)
                 _ = try? source.command(
-                    [Array("MIGRATE".utf8), Array("127.0.0.1".utf8), Array(String(target.port).utf8), [],
-                     Array("0".utf8), Array("5000".utf8), Array("KEYS".utf8), RedisStore.keyRecordKey(keyID)])
+                    [
+                        Array("MIGRATE".utf8), Array("127.0.0.1".utf8), Array(String(target.port).utf8), [],
+                        Array("0".utf8), Array("5000".utf8), Array("KEYS".utf8), RedisStore.keyRecordKey(keyID),
+                    ])
             }
             usleep(60_000)
             for node in cluster.primaries {
@@ -92,8 +94,9 @@ import Testing
         #expect(redis.clusterCounters.askRedirects >= 1, "keys already moved were reached through ASK")
         #expect(redis.clusterCounters.movedRedirects >= 1 || redis.clusterCounters.topologyRefreshes >= 2)
         // The records live on the target now, with the last counter.
-        #expect(try target.command("HGET", String(decoding: RedisStore.keyRecordKey(first), as: UTF8.self), "counter")
-            == .bulk(Array(String(counter).utf8)))
+        #expect(
+            try target.command("HGET", String(decoding: RedisStore.keyRecordKey(first), as: UTF8.self), "counter")
+                == .bulk(Array(String(counter).utf8)))
         withExtendedLifetime(group) {}
     }
 
@@ -191,7 +194,8 @@ import Testing
     @Test func aclUserAuthenticatesWithAuthUserPasswordFromAFile() async throws {
         let server = try RedisServer.start(extraArguments: Self.aclArguments)
         defer { server.shutDown() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-secret-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "attest-secret-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let secretFile = directory.appendingPathComponent("redis-password")
@@ -240,16 +244,19 @@ import Testing
     }
 
     @Test func secretSourcesFailClearlyInThePolicy() throws {
-        let missing = policyError(minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
-            + "redis_password_file: /nonexistent/redis-password\n")
+        let missing = policyError(
+            minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
+                + "redis_password_file: /nonexistent/redis-password\n")
         #expect(missing?.code == .secretUnavailable)
         #expect(missing?.line == 8)
-        let unset = policyError(minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
-            + "redis_password_env: ATTEST_GATEWAY_TEST_UNSET_VARIABLE\n")
+        let unset = policyError(
+            minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
+                + "redis_password_env: ATTEST_GATEWAY_TEST_UNSET_VARIABLE\n")
         #expect(unset?.code == .secretUnavailable)
         #expect(unset?.description.contains("ATTEST_GATEWAY_TEST_UNSET_VARIABLE") == true)
-        let both = policyError(minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
-            + "redis_password_env: PATH\nredis_password_file: /etc/hostname\n")
+        let both = policyError(
+            minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
+                + "redis_password_env: PATH\nredis_password_file: /etc/hostname\n")
         #expect(both?.code == .conflictingKeys)
         let userWithoutPassword = policyError(
             minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: redis://gateway@h:1"))
@@ -260,7 +267,9 @@ import Testing
             sourcePath: "p.yaml")
         #expect(ttl.redisOptions.keyIdleTTL == .seconds(90 * 86_400))
         #expect(
-            policyError(minimalPolicy("key_idle_ttl: 10s").replacingOccurrences(of: "store: memory", with: "redis: redis://h:1"))?.code
+            policyError(
+                minimalPolicy("key_idle_ttl: 10s").replacingOccurrences(of: "store: memory", with: "redis: redis://h:1")
+            )?.code
                 == .invalidDuration)
     }
 
@@ -278,8 +287,9 @@ import Testing
             #expect(await store.createKey(record).value == .created)
         }
         func pttl(_ record: KeyRecord) throws -> Int64 {
-            guard case .integer(let ms) = try server.command(
-                "PTTL", String(decoding: RedisStore.keyRecordKey(record.keyID), as: UTF8.self))
+            guard
+                case .integer(let ms) = try server.command(
+                    "PTTL", String(decoding: RedisStore.keyRecordKey(record.keyID), as: UTF8.self))
             else { return -3 }
             return ms
         }

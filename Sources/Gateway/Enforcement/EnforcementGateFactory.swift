@@ -15,7 +15,9 @@ package final class EnforcementGateFactory: Sendable {
     private let registry: MetricsRegistry
     private let redisConfiguration: RedisConfiguration
     private let loops: [EventLoop]
-    private let current = Mutex<(configuration: StoreConfiguration, options: RedisStoreOptions, store: any AttestStore)?>(
+    private let current = Mutex<
+        (configuration: StoreConfiguration, options: RedisStoreOptions, store: any AttestStore)?
+    >(
         nil)
 
     /// - Parameter loops: the event loops that run the gates; a Redis store opens one

@@ -201,7 +201,8 @@ struct PolicyDecoder {
                 + "redis-sentinel://host[:port][,…]/master or unix:///path[?db=N]"
             // The URL may carry a password: never echo it (RedisURL's own messages quote only
             // the parts after the user information, once the scheme is right).
-            guard ["redis://", "redis-cluster://", "redis-sentinel://", "unix://"].contains(where: text.hasPrefix) else {
+            guard ["redis://", "redis-cluster://", "redis-sentinel://", "unix://"].contains(where: text.hasPrefix)
+            else {
                 let found = text.contains("@") ? "a URL with another scheme" : Self.quote(text)
                 throw self.error(.invalidRedisURL, node, "\(expected); found \(found)")
             }
@@ -229,8 +230,7 @@ struct PolicyDecoder {
 
     /// `redis_password_file` / `redis_password_env` / `key_idle_ttl`. The secret is checked
     /// (readable, non-empty) but never read into the policy nor quoted in a message.
-    private func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions
-    {
+    private func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions {
         var options = RedisStoreOptions()
         let given = ["redis_password_file", "redis_password_env", "key_idle_ttl"].filter { top[$0] != nil }
         if case .memory = store, let first = given.first, let node = top[first] {
@@ -250,7 +250,8 @@ struct PolicyDecoder {
         case (.none, .some(let node)):
             let name = try self.string(node, expected: "an environment variable name")
             guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
-                throw self.error(.invalidValue, node, "expected an environment variable name; found \(Self.quote(name))")
+                throw self.error(
+                    .invalidValue, node, "expected an environment variable name; found \(Self.quote(name))")
             }
             if case .failure(let reason) = RedisSecret.read(.environment(name)) {
                 throw self.error(.secretUnavailable, node, reason.description)

@@ -17,7 +17,8 @@ package enum RedisSecret {
                 return .failure(ReadError(description: "cannot read the secret file \(path) (missing or not readable)"))
             }
             guard data.count <= Self.maximumBytes else {
-                return .failure(ReadError(description: "the secret file \(path) holds more than \(Self.maximumBytes) bytes"))
+                return .failure(
+                    ReadError(description: "the secret file \(path) holds more than \(Self.maximumBytes) bytes"))
             }
             var text = String(decoding: data, as: UTF8.self)
             if text.hasSuffix("\r\n") {

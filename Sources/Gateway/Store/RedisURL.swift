@@ -71,7 +71,8 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         if let found = ["redis://", "redis-cluster://", "redis-sentinel://"].first(where: { text.hasPrefix($0) }) {
             scheme = found
         } else if text.hasPrefix("rediss://") {
-            throw RedisURLError("rediss:// (TLS) is not supported yet: use redis://, redis-cluster:// or redis-sentinel://")
+            throw RedisURLError(
+                "rediss:// (TLS) is not supported yet: use redis://, redis-cluster:// or redis-sentinel://")
         } else {
             throw RedisURLError(
                 "scheme must be redis://, redis-cluster://, redis-sentinel:// or unix://, got \(text.prefix(12))"

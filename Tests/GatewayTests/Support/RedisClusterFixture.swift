@@ -217,7 +217,9 @@ final class RedisSentinelFixture: @unchecked Sendable {
 
     /// The port the sentinels name as primary now.
     func primaryPort() throws -> UInt16? {
-        guard case .array(let items) = try self.sentinels[0].command("SENTINEL", "get-master-addr-by-name", Self.masterName),
+        guard
+            case .array(let items) = try self.sentinels[0].command(
+                "SENTINEL", "get-master-addr-by-name", Self.masterName),
             items.count == 2, let text = items[1].text
         else { return nil }
         return UInt16(text)

@@ -124,7 +124,8 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
     ) {
         let slot = keys.first.map { RedisHashSlot.slot(of: $0) } ?? 0
         self.onQueue { [self] in
-            self.route(.script(script, keys: keys, arguments: arguments), slot: slot, attempt: 1, asking: nil, completion)
+            self.route(
+                .script(script, keys: keys, arguments: arguments), slot: slot, attempt: 1, asking: nil, completion)
         }
     }
 
@@ -167,7 +168,8 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         }
         if !self.hasMap {
             guard self.awaitingMap.count < self.configuration.maxPendingCommands else {
-                completion(.failure(StoreError(.overloaded, "\(self.awaitingMap.count) commands wait for the slot map")))
+                completion(
+                    .failure(StoreError(.overloaded, "\(self.awaitingMap.count) commands wait for the slot map")))
                 return
             }
             self.awaitingMap.append(
@@ -324,14 +326,16 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
                 completion(.failure(.noSeedAnswered(error.reason)))
             case .success(.error(let text)) where text.lowercased().contains("unknown subcommand"):
                 connection.send([Array("CLUSTER".utf8), Array("SLOTS".utf8)]) { result in
-                    completion(Self.decode(result, node: node) { (reply) throws(RedisClusterError) in
-                        try RedisSlotMap(clusterSlots: reply, seedHost: node.host)
-                    })
+                    completion(
+                        Self.decode(result, node: node) { (reply) throws(RedisClusterError) in
+                            try RedisSlotMap(clusterSlots: reply, seedHost: node.host)
+                        })
                 }
             case .success:
-                completion(Self.decode(result, node: node) { (reply) throws(RedisClusterError) in
-                    try RedisSlotMap(clusterShards: reply, seedHost: node.host)
-                })
+                completion(
+                    Self.decode(result, node: node) { (reply) throws(RedisClusterError) in
+                        try RedisSlotMap(clusterShards: reply, seedHost: node.host)
+                    })
             }
         }
     }
@@ -388,7 +392,8 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         case .failure(let error):
             self.counters.topologyRefreshFailed()
             if self.configuration.logsConnectionEvents {
-                Log.warning("redis_cluster_topology_unavailable", [("connection", self.label), ("reason", error.description)])
+                Log.warning(
+                    "redis_cluster_topology_unavailable", [("connection", self.label), ("reason", error.description)])
             }
             if !self.hasMap {
                 let waiting = self.awaitingMap

@@ -59,7 +59,9 @@ package struct RedisNodeAddress: Sendable, Hashable, Comparable, CustomStringCon
         self.port = port
     }
 
-    package var description: String { self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)" }
+    package var description: String {
+        self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+    }
 
     package static func < (a: Self, b: Self) -> Bool { (a.host, a.port) < (b.host, b.port) }
 }

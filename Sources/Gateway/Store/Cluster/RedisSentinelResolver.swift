@@ -100,7 +100,10 @@ package final class RedisSentinelResolver: @unchecked Sendable {
     ) {
         guard index < self.connections.count else {
             self.counters.topologyRefreshFailed()
-            completion(.failure(.noPrimary("no sentinel named a primary for \(self.masterName): \(failures.joined(separator: "; "))")))
+            completion(
+                .failure(
+                    .noPrimary(
+                        "no sentinel named a primary for \(self.masterName): \(failures.joined(separator: "; "))")))
             return
         }
         let sentinel = self.sentinels[index]
@@ -108,18 +111,25 @@ package final class RedisSentinelResolver: @unchecked Sendable {
         self.connections[index].send(command) { [self] result in
             switch result {
             case .success(.array(let items)) where items.count == 2:
-                if let host = items[0].text, let port = items[1].integerValue, let port = UInt16(exactly: port), port > 0 {
+                if let host = items[0].text, let port = items[1].integerValue, let port = UInt16(exactly: port),
+                    port > 0
+                {
                     self.counters.topologyRefreshed()
                     completion(.success(RedisNodeAddress(host: host, port: port)))
                     return
                 }
-                self.ask(index: index + 1, failures: failures + ["\(sentinel): unreadable answer"], completion: completion)
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): unreadable answer"], completion: completion)
             case .success(.null):
-                self.ask(index: index + 1, failures: failures + ["\(sentinel): does not know \(self.masterName)"], completion: completion)
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): does not know \(self.masterName)"],
+                    completion: completion)
             case .success(let reply):
-                self.ask(index: index + 1, failures: failures + ["\(sentinel): \(reply.summary)"], completion: completion)
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): \(reply.summary)"], completion: completion)
             case .failure(let error):
-                self.ask(index: index + 1, failures: failures + ["\(sentinel): \(error.reason)"], completion: completion)
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): \(error.reason)"], completion: completion)
             }
         }
     }
