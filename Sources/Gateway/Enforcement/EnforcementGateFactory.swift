@@ -101,6 +101,7 @@ package final class EnforcementGateFactory: Sendable {
             }
             var redisConfiguration = self.redisConfiguration
             redisConfiguration.keyIdleTTL = options.keyIdleTTL
+            redisConfiguration.replicaAcknowledgementTimeout = options.replicaWait
             store = RedisStore(url: url, configuration: redisConfiguration, loops: self.loops)
             Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }

@@ -16,6 +16,7 @@ import Foundation
 /// | `redis_password_file` | file holding the Redis password (relative to the policy file) | none |
 /// | `redis_password_env` | name of an environment variable holding it (not with `_file`) | none |
 /// | `key_idle_ttl` | duration up to 3650d (`90d`, `12h`): unused key records expire | none (never) |
+/// | `counter_durability` | `primary` \| `replica` (WAIT for a replica, fail closed) | `primary` |
 /// | `app_ids` | list of `TEAMID.bundle.id`, non-empty when given | `[]` (then no enforce/monitor route) |
 /// | `environment` | `production` \| `development` \| `any` | `production` |
 /// | `challenge_ttl_seconds` | integer 1-86400 | `300` |
@@ -42,7 +43,7 @@ struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes",
-        "redis_password_file", "redis_password_env", "key_idle_ttl",
+        "redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -232,7 +233,9 @@ struct PolicyDecoder {
     /// (readable, non-empty) but never read into the policy nor quoted in a message.
     private func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions {
         var options = RedisStoreOptions()
-        let given = ["redis_password_file", "redis_password_env", "key_idle_ttl"].filter { top[$0] != nil }
+        let given = ["redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability"].filter {
+            top[$0] != nil
+        }
         if case .memory = store, let first = given.first, let node = top[first] {
             throw self.error(.conflictingKeys, node, "\(first) applies to redis: only, not to store: memory")
         }
@@ -286,6 +289,9 @@ struct PolicyDecoder {
                 throw self.error(.invalidDuration, node, "expected \(expected); found \(Self.describe(node))")
             }
             options.keyIdleTTL = ttl
+        }
+        if let node = top["counter_durability"], try self.oneOf(node, ["primary", "replica"]) == "replica" {
+            options.replicaWait = RedisStoreOptions.defaultReplicaWait
         }
         return options
     }

@@ -5,10 +5,18 @@ public struct RedisStoreOptions: Sendable, Hashable {
     public var password: SecretSource?
     /// `key_idle_ttl`: unused key records expire after this long; nil = never.
     public var keyIdleTTL: Duration?
+    /// `counter_durability: replica`: every counter advance waits (`WAIT 1`) for a replica's
+    /// acknowledgement, at most `replicaWait`, and fails closed without one. nil: `primary`.
+    public var replicaWait: Duration?
 
-    public init(password: SecretSource? = nil, keyIdleTTL: Duration? = nil) {
+    /// How long `counter_durability: replica` waits for a replica: 100 ms (below the store's
+    /// 250 ms command timeout).
+    public static let defaultReplicaWait = Duration.milliseconds(100)
+
+    public init(password: SecretSource? = nil, keyIdleTTL: Duration? = nil, replicaWait: Duration? = nil) {
         self.password = password
         self.keyIdleTTL = keyIdleTTL
+        self.replicaWait = replicaWait
     }
 }
 

@@ -25,6 +25,11 @@ package struct RedisConfiguration: Sendable, Hashable {
     /// advance renews it in the same script. nil (default): records never expire. Revoked
     /// records never expire.
     package var keyIdleTTL: Duration?
+    /// `counter_durability: replica`: after every counter advance, `WAIT 1 <ms>`; the advance
+    /// counts only when at least one replica acknowledged it within this time, else the call
+    /// fails closed (`StoreError.unavailable`). nil (default, `counter_durability: primary`):
+    /// no WAIT. See docs/operations.md for the window of exposure without it.
+    package var replicaAcknowledgementTimeout: Duration?
 
     package init(
         commandTimeout: Duration = .milliseconds(250),
@@ -34,9 +39,11 @@ package struct RedisConfiguration: Sendable, Hashable {
         reconnectBackoffMaximum: Duration = .seconds(2),
         staleConnectionTimeout: Duration = .seconds(2),
         logsConnectionEvents: Bool = true,
-        keyIdleTTL: Duration? = nil
+        keyIdleTTL: Duration? = nil,
+        replicaAcknowledgementTimeout: Duration? = nil
     ) {
         self.keyIdleTTL = keyIdleTTL
+        self.replicaAcknowledgementTimeout = replicaAcknowledgementTimeout
         self.commandTimeout = commandTimeout
         self.connectTimeout = connectTimeout
         self.maxPendingCommands = maxPendingCommands

@@ -32,6 +32,8 @@ package final class RedisStore: AttestStore {
     package let url: RedisURL
     /// `key_idle_ttl` in milliseconds as a script argument (`0`: records never expire).
     private let idleTTLArgument: [UInt8]
+    /// `WAIT 1 <ms>` after each advance (`counter_durability: replica`), else nil.
+    private let waitArguments: [[UInt8]]?
 
     /// The first connection of the shared router (one node: *the* connection; tests inspect it).
     package var connection: RedisConnection { self.shared.allConnections[0] }
@@ -61,6 +63,9 @@ package final class RedisStore: AttestStore {
     ) {
         self.url = url
         self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
+        self.waitArguments = configuration.replicaAcknowledgementTimeout.map {
+            [Array("WAIT".utf8), Array("1".utf8), Array(String(max(1, $0.milliseconds)).utf8)]
+        }
         let counters = self.clusterCounters
         let sentinel: RedisSentinelResolver?
         if case .sentinel(let sentinels, let masterName) = url.topology {
@@ -279,25 +284,47 @@ package final class RedisStore: AttestStore {
         to newCounter: UInt32,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        self.callerConnection.evaluate(
+        let key = Self.keyRecordKey(keyID)
+        let router = self.callerConnection
+        router.evaluate(
             Self.advanceCounterScript,
-            keys: [Self.keyRecordKey(keyID)],
+            keys: [key],
             arguments: [Self.bytes(String(newCounter)), self.idleTTLArgument]
-        ) {
-            completion(
-                Self.interpret($0, command: "EVALSHA advance_counter") { reply in
-                    guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
-                    switch (code, items.count) {
-                    case (1, 1): return .advanced
-                    case (0, 2):
-                        guard case .integer(let stored) = items[1] else { return nil }
-                        return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
-                    case (-1, 1): return .unknownKey
-                    case (-2, 1): return .revoked
-                    default: return nil
-                    }
+        ) { [waitArguments = self.waitArguments] reply in
+            let result = Self.interpret(reply, command: "EVALSHA advance_counter") { reply -> CounterAdvance? in
+                guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
+                switch (code, items.count) {
+                case (1, 1): return .advanced
+                case (0, 2):
+                    guard case .integer(let stored) = items[1] else { return nil }
+                    return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
+                case (-1, 1): return .unknownKey
+                case (-2, 1): return .revoked
+                default: return nil
                 }
-            )
+            }
+            // counter_durability: replica: an advance counts once a replica has it, so that a
+            // failover cannot bring the old counter back (and the used assertion with it).
+            guard let waitArguments, case .success(.advanced) = result else {
+                completion(result)
+                return
+            }
+            router.send(waitArguments, key: key) { reply in
+                completion(
+                    Self.interpret(reply, command: "WAIT") { reply -> CounterAdvance? in
+                        guard case .integer(let replicas) = reply else { return nil }
+                        return replicas >= 1 ? .advanced : nil
+                    }.flatMapError { error in
+                        guard error.kind == .protocolError, case .success(.integer(0)) = reply else {
+                            return .failure(error)
+                        }
+                        return .failure(
+                            StoreError(
+                                .unavailable,
+                                "no replica acknowledged the counter advance within \(String(decoding: waitArguments[2], as: UTF8.self)) ms (counter_durability: replica)"
+                            ))
+                    })
+            }
         }
     }
 

@@ -28,6 +28,8 @@ final class RedisClusterFixture: @unchecked Sendable {
             "--cluster-node-timeout", String(Self.nodeTimeoutMilliseconds),
             "--cluster-replica-validity-factor", "0",  // a replica may always take over (tests)
             "--cluster-require-full-coverage", "no",
+            "--shutdown-timeout", "0",  // SHUTDOWN does not wait for a killed replica
+            "--repl-diskless-sync-delay", "0",  // a replica syncs at once, not after 5 s
         ]
         var started: [RedisServer] = []
         do {
@@ -99,11 +101,11 @@ final class RedisClusterFixture: @unchecked Sendable {
         return id
     }
 
-    /// The primary that serves `key`'s slot now (asked of the first live primary).
+    /// The node that serves `key`'s slot now (asked of the first node that answers).
     func primary(forKey key: [UInt8]) throws -> RedisServer {
         let slot = RedisHashSlotForTests.slot(key)
-        for server in self.primaries {
-            guard case .array(let ranges) = try server.command("CLUSTER", "SLOTS") else { continue }
+        for server in self.nodes {
+            guard case .array(let ranges)? = try? server.command("CLUSTER", "SLOTS") else { continue }
             for case .array(let items) in ranges {
                 guard case .integer(let start) = items[0], case .integer(let end) = items[1],
                     case .array(let node) = items[2], case .integer(let port) = node[1]
@@ -117,6 +119,10 @@ final class RedisClusterFixture: @unchecked Sendable {
     }
 
     func waitUntil(_ what: String, timeout: Duration = .seconds(15), _ condition: () throws -> Bool) throws {
+        try Self.waitFor(what, timeout: timeout, condition)
+    }
+
+    static func waitFor(_ what: String, timeout: Duration = .seconds(15), _ condition: () throws -> Bool) throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if (try? condition()) == true { return }
@@ -165,11 +171,13 @@ final class RedisSentinelFixture: @unchecked Sendable {
     }
 
     static func start(replicas: Int = 1, sentinels: Int = 3) throws -> RedisSentinelFixture {
-        let primary = try RedisServer.start()
+        let quick = ["--shutdown-timeout", "0", "--repl-diskless-sync-delay", "0"]
+        let primary = try RedisServer.start(extraArguments: quick)
         var servers = [primary]
         do {
             let replicaServers = try (0..<replicas).map { _ in
-                let server = try RedisServer.start(extraArguments: ["--replicaof", "127.0.0.1", String(primary.port)])
+                let server = try RedisServer.start(
+                    extraArguments: quick + ["--replicaof", "127.0.0.1", String(primary.port)])
                 servers.append(server)
                 return server
             }
