@@ -16,6 +16,8 @@ enum CommandTable {
             SimAssertCommand.self,
             KeysShowCommand.self,
             KeysRevokeCommand.self,
+            KeysFindCommand.self,
+            KeysListCommand.self,
         ]
     }
 }

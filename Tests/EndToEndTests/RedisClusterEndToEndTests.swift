@@ -150,6 +150,19 @@ extension EndToEnd {
             #expect(replays == 299)
             #expect(other.isEmpty, "\(other.prefix(3))")
 
+            // The runbook: find keys by the access log's prefix, across every node; revoke by prefix.
+            let list = try world.runGateway(["keys", "list", "--redis", cluster.url])
+            #expect(list.status == 0)
+            #expect(Set(list.stdout.split(separator: "\n").map(String.init)) == Set(apps.map(\.keyID)))
+            let find = try world.runGateway(["keys", "find", String(apps[2].keyID.prefix(8)), "--redis", cluster.url])
+            #expect(find.stdout.split(separator: "\n").contains(Substring(apps[2].keyID)), "\(find)")
+            let revoke = try world.runGateway([
+                "keys", "revoke", "--prefix", apps[3].keyID, "--yes", "--redis", cluster.url,
+            ])
+            #expect(revoke.status == 0, "\(revoke)")
+            #expect(revoke.stdout.contains("\"status\":\"revoked\""))
+            expectDenied(try apps[3].send("GET", "/v1/items", to: gateways[0]), 401, "revoked_key")
+
             let metrics = try gateways[0].metrics()
             #expect(metrics["attest_gateway_redis_topology_refreshes_total{result=\"ok\"}", default: 0] >= 1)
             #expect(metrics["attest_gateway_store_ready"] == 1)

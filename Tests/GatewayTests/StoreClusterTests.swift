@@ -374,3 +374,42 @@ import Testing
         #expect(await store.fetchKey(keyID: revoked.keyID).value??.status == .revoked)
     }
 }
+
+/// `keys list|find`: SCAN on every node.
+@Suite(.timeLimit(.minutes(1))) struct StoreScanTests {
+    @Test(arguments: [StoreKind.redis, .cluster])
+    func findsKeyIDsByPrefixOnEveryNode(kind: StoreKind) async throws {
+        let cluster = kind == .cluster ? try RedisClusterFixture.start() : nil
+        let server = kind == .redis ? try RedisServer.start() : nil
+        defer {
+            cluster?.shutDown()
+            server?.shutDown()
+        }
+        let url = try RedisURL(parsing: cluster?.urlString ?? server!.urlString())
+        let store = RedisStore(url: url, configuration: RedisConfiguration(logsConnectionEvents: false))
+        defer { store.close() }
+        try await waitUntilReady(store)
+        let wanted = (0..<30).map { _ in randomToken("AbC+/") }
+        let others = (0..<10).map { _ in randomToken("xyz") }
+        for keyID in wanted + others {
+            #expect(await store.createKey(sampleRecord(keyID: keyID)).value == .created)
+        }
+        if let cluster {
+            let holders = try Set(wanted.map { try cluster.primary(forKey: RedisStore.keyRecordKey($0)).port })
+            #expect(holders.count == 3, "the records spread over every primary")
+        }
+        let found = await withCheckedContinuation { c in
+            store.scanKeyIDs(prefix: "AbC+/") { c.resume(returning: $0) }
+        }
+        #expect(try found.get() == wanted.sorted())
+        let all = await withCheckedContinuation { c in store.scanKeyIDs(prefix: "") { c.resume(returning: $0) } }
+        #expect(try all.get().count == 40)
+        let none = await withCheckedContinuation { c in store.scanKeyIDs(prefix: "*") { c.resume(returning: $0) } }
+        #expect(try none.get().isEmpty, "glob characters in the prefix are literal")
+    }
+
+    @Test func globCharactersAreEscaped() {
+        #expect(RedisStore.globEscaped("a*b?[c]\\{d}") == "a\\*b\\?\\[c\\]\\\\\\{d\\}")
+        #expect(RedisStore.globEscaped("AbC+/=") == "AbC+/=")
+    }
+}

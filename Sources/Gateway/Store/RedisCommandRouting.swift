@@ -21,6 +21,10 @@ package protocol RedisCommandRouting: AnyObject, Sendable {
         _ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]],
         completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void)
 
+    /// One connection per primary holding data (one node: itself; cluster: every primary in
+    /// the slot map), for commands that must visit every node (`SCAN`). Runs `body` on `queue`.
+    func withPrimaryConnections(_ body: @escaping @Sendable ([RedisConnection]) -> Void)
+
     /// `PING` every node the router uses; completes with the first failure, else success.
     func pingAll(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void)
 
@@ -35,6 +39,10 @@ extension RedisConnection: RedisCommandRouting {
         _ arguments: [[UInt8]], key: [UInt8]?, completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void
     ) {
         self.send(arguments, completion: completion)
+    }
+
+    package func withPrimaryConnections(_ body: @escaping @Sendable ([RedisConnection]) -> Void) {
+        self.queue.async { body([self]) }
     }
 
     package func pingAll(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {

@@ -20,7 +20,7 @@ import Synchronization
 package final class RedisStore: AttestStore {
     /// The router for callers that are not on a loop queue: one `RedisConnection` (one node,
     /// or the Sentinel-named primary), or a `RedisClusterClient`.
-    private let shared: any RedisCommandRouting
+    let shared: any RedisCommandRouting
     /// `loopRouters[i]` lives on the i-th loop given to `init`.
     private let loopRouters: [any RedisCommandRouting]
     /// Set on each loop queue to its index in `loopRouters`.

@@ -152,6 +152,22 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         }
     }
 
+    /// Every primary of the slot map (waits for the first map; none if it cannot be had).
+    package func withPrimaryConnections(_ body: @escaping @Sendable ([RedisConnection]) -> Void) {
+        self.onQueue { [self] in
+            if self.hasMap {
+                body(self.map.primaries.map { self.connection(for: $0) })
+                return
+            }
+            self.awaitingMap.append(
+                (
+                    resume: { [self] in self.withPrimaryConnections(body) },
+                    fail: { _ in body([]) }
+                ))
+            self.startRefresh()
+        }
+    }
+
     private var seedText: String { self.seeds.map(\.description).joined(separator: ",") }
 
     private func route(
