@@ -125,7 +125,14 @@ import Testing
         let keyID = Self.keyID(inSlots: 0...5000)  // served by primaries[0], which has the replica
         #expect(try cluster.primary(forKey: RedisStore.keyRecordKey(keyID)) === cluster.primaries[0])
         #expect(await store.createKey(sampleRecord(keyID: keyID, counter: 0)).value == .created)
-        _ = try cluster.primaries[0].command("WAIT", "1", "1000")
+        // The record itself is on every replica before the test starts (WAIT from another
+        // client would not wait for the store's writes).
+        let recordKey = String(decoding: RedisStore.keyRecordKey(keyID), as: UTF8.self)
+        for replica in cluster.replicas[0] {
+            try RedisClusterFixture.waitFor("the record on the replica") {
+                try RedisClusterFixture.readOnReplica(replica, "HGET", recordKey, "counter") == .bulk(Array("0".utf8))
+            }
+        }
 
         var counter: UInt32 = 0
         var acknowledged: [UInt32] = []
@@ -214,7 +221,12 @@ import Testing
         let keyID = randomToken("key-")
         #expect(await store.createKey(sampleRecord(keyID: keyID, counter: 0)).value == .created)
         #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .advanced)
-        _ = try sentinel.primary.command("WAIT", "1", "1000")
+        // On the replica before the kill (WAIT from another client would not wait for the
+        // store's writes): this test is about following the failover, not replication loss.
+        let recordKey = String(decoding: RedisStore.keyRecordKey(keyID), as: UTF8.self)
+        try RedisClusterFixture.waitFor("the counter on the replica") {
+            try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
+        }
 
         let killedAt = ContinuousClock.now
         sentinel.primary.kill9()

@@ -96,6 +96,14 @@ final class RedisClusterFixture: @unchecked Sendable {
         }
     }
 
+    /// A read on a cluster replica (`READONLY` first, on the same connection: else it answers MOVED).
+    static func readOnReplica(_ replica: RedisServer, _ arguments: String...) throws -> RESPValue {
+        let client = try RESPClient(port: replica.port)
+        defer { client.close() }
+        _ = try client.call([Array("READONLY".utf8)])
+        return try client.call(arguments.map { Array($0.utf8) })
+    }
+
     func nodeID(_ server: RedisServer) throws -> String {
         guard let id = try server.command("CLUSTER", "MYID").text else { throw RedisServerError("no CLUSTER MYID") }
         return id
