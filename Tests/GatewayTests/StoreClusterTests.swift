@@ -206,8 +206,10 @@ import Testing
         defer { primary.shutDown() }
         let replica = try RedisServer.start(extraArguments: ["--replicaof", "127.0.0.1", String(primary.port)])
         defer { replica.shutDown() }
+        // In sync on both sides: the primary counts a replica for WAIT once it sees it online.
         try RedisClusterFixture.waitFor("the replica in sync") {
             try (replica.command("INFO", "replication").text ?? "").contains("master_link_status:up")
+                && (primary.command("INFO", "replication").text ?? "").contains("state=online")
         }
         let store = RedisStore(
             url: try RedisURL(parsing: primary.urlString()),
@@ -216,7 +218,8 @@ import Testing
         defer { store.close() }
         let record = sampleRecord()
         #expect(await store.createKey(record).value == .created)
-        #expect(await store.advanceCounter(keyID: record.keyID, to: 1).value == .advanced)
+        let first = await store.advanceCounter(keyID: record.keyID, to: 1)
+        #expect(first.value == .advanced, "\(String(describing: first))")
         replica.kill9()
         let refused = await store.advanceCounter(keyID: record.keyID, to: 2)
         #expect(refused.error?.kind == .unavailable)

@@ -62,6 +62,9 @@ package final class RedisConnection: @unchecked Sendable {
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
     private var hasBeenReady = false
+    /// Why the last attempt failed (wrong password, refused, ...): reported while reconnecting,
+    /// so `/readyz` and store errors say why, not only that.
+    private var lastFailure: String?
     /// Sentinel mode: the node of the current attempt or connection.
     private var resolvedNode: RedisNodeAddress?
     /// Set on `queue`: tells `send` that its caller already runs there.
@@ -166,7 +169,8 @@ package final class RedisConnection: @unchecked Sendable {
         case .connecting(let d, _, let acceptsCommands, _) where acceptsCommands:
             driver = d
         case .connecting:
-            completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting")))
+            let why = self.lastFailure.map { " (last attempt: \($0))" } ?? ""
+            completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting\(why)")))
             return
         case .waiting(let reason):
             completion(.failure(StoreError(.unavailable, "redis \(self.url) is unavailable (\(reason))")))
@@ -372,6 +376,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.state = .ready(driver)
             self.counters.setReady(true)
             self.backoff.reset()
+            self.lastFailure = nil
             // Logged at start and after an outage, not on every reconnect attempt.
             if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
@@ -434,6 +439,7 @@ package final class RedisConnection: @unchecked Sendable {
             }
         }
         self.state = .waiting(reason: reason)
+        self.lastFailure = reason
         let delay = self.backoff.nextDelay()
         self.reconnectGeneration &+= 1
         let generation = self.reconnectGeneration

@@ -63,8 +63,11 @@ package final class RedisStore: AttestStore {
     ) {
         self.url = url
         self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
+        // WAIT gives up well before the command timeout, so that "no replica" is reported as
+        // such rather than as a timeout.
         self.waitArguments = configuration.replicaAcknowledgementTimeout.map {
-            [Array("WAIT".utf8), Array("1".utf8), Array(String(max(1, $0.milliseconds)).utf8)]
+            let milliseconds = min($0.milliseconds, configuration.commandTimeout.milliseconds / 2)
+            return [Array("WAIT".utf8), Array("1".utf8), Array(String(max(1, milliseconds)).utf8)]
         }
         let counters = self.clusterCounters
         let sentinel: RedisSentinelResolver?
