@@ -19,7 +19,8 @@ swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -I Sources/CYAML -lyaml \
   Sources/Gateway/Policy/*.swift \
   Sources/Gateway/IO/GatewayLimits.swift \
-  Sources/Gateway/Store/RedisURL.swift \
+  Sources/Gateway/Store/RedisURL.swift Sources/Gateway/Store/RedisSecret.swift \
+  Sources/Gateway/Store/Cluster/RedisRedirect.swift Sources/Gateway/Store/Cluster/RedisHashSlot.swift \
   Sources/Gateway/Support/Log.swift Sources/Gateway/Support/JSONText.swift \
   Fuzz/policy/harness.swift \
   -o "$work/fuzz-policy"

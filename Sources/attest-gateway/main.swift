@@ -19,6 +19,8 @@ enum CommandTable {
             DebugTokensCreateCommand.self,
             DebugTokensListCommand.self,
             DebugTokensRevokeCommand.self,
+            KeysFindCommand.self,
+            KeysListCommand.self,
         ]
     }
 }

@@ -29,3 +29,71 @@ import Testing
         #expect(throws: RedisURLError.self) { try RedisURL(parsing: text) }
     }
 }
+
+@Suite struct RedisURLTopologyTests {
+    @Test func aclUserAndPassword() throws {
+        let url = try RedisURL(parsing: "redis://gateway:s3cret@10.0.0.1:6380/2")
+        #expect(url.username == "gateway")
+        #expect(url.password == "s3cret")
+        #expect(url.topology == .node)
+        #expect(url.description == "redis://gateway:***@10.0.0.1:6380/2")
+    }
+
+    @Test func passwordWithoutUserStaysTheDefaultUser() throws {
+        let url = try RedisURL(parsing: "redis://:pw@h")
+        #expect(url.username == nil)
+        #expect(url.password == "pw")
+    }
+
+    @Test func clusterSeeds() throws {
+        let url = try RedisURL(parsing: "redis-cluster://app:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]/")
+        #expect(
+            url.topology
+                == .cluster(seeds: [
+                    RedisNodeAddress(host: "10.0.0.1", port: 7000), RedisNodeAddress(host: "10.0.0.2", port: 7001),
+                    RedisNodeAddress(host: "::1", port: 6379),
+                ]))
+        #expect(url.username == "app")
+        #expect(!url.description.contains("pw"))
+    }
+
+    @Test func sentinelMasterAndDatabase() throws {
+        let url = try RedisURL(parsing: "redis-sentinel://s1,s2:26380,s3/mymaster/3")
+        #expect(
+            url.topology
+                == .sentinel(
+                    sentinels: [
+                        RedisNodeAddress(host: "s1", port: 26379), RedisNodeAddress(host: "s2", port: 26380),
+                        RedisNodeAddress(host: "s3", port: 26379),
+                    ],
+                    masterName: "mymaster"))
+        #expect(url.database == 3)
+        #expect(url.description == "redis-sentinel://s1:26379,s2:26380,s3:26379/mymaster/3")
+    }
+
+    @Test func passwordFromASecretReplacesTheURLs() throws {
+        let bare = try RedisURL(parsing: "redis://gateway@h")
+        #expect(bare.username == "gateway")
+        #expect(bare.password == nil, "a user alone: the password comes from a secret")
+        let url = bare.withPassword("from-file")
+        #expect(url.username == "gateway")
+        #expect(url.password == "from-file")
+    }
+
+    @Test(arguments: [
+        "redis-cluster://h:1/2", "redis-sentinel://s1/", "redis-sentinel://s1", "redis://a:1,b:2", "rediss://h:1",
+        "redis-cluster://h:1,,h:2",
+    ])
+    func rejectsTopologyErrors(_ text: String) {
+        #expect(throws: RedisURLError.self) { try RedisURL(parsing: text) }
+    }
+
+    @Test func errorsNeverQuoteThePassword() {
+        do {
+            _ = try RedisURL(parsing: "redis://u:hunter2@h:99999")
+            Issue.record("must throw")
+        } catch {
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+}

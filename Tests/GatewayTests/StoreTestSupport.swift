@@ -57,6 +57,11 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// `RedisStore` called from an event loop's queue, as the gateway calls it: that loop's
     /// own connection, driven by the loop's epoll.
     case redisOnLoop
+    /// `RedisStore` on a real 3-primary Redis Cluster (`redis-cluster://`), called from an
+    /// event loop's queue: one connection per primary on that loop.
+    case cluster
+    /// `RedisStore` on a primary named by a real Redis Sentinel (`redis-sentinel://`).
+    case sentinel
     var testDescription: String { self.rawValue }
 
     static let redisKinds: [StoreKind] = [.redis, .redisOnLoop]
@@ -72,12 +77,12 @@ struct RedisUnderTest {
 
     init(_ kind: StoreKind, url: RedisURL, configuration: RedisConfiguration = RedisConfiguration()) throws {
         switch kind {
-        case .redisOnLoop:
+        case .redisOnLoop, .cluster:
             let group = try EventLoopGroup(count: 1)
             let redis = RedisStore(url: url, configuration: configuration, loops: group.loops)
             self.redis = redis
             self.store = CallingFromLoop(base: redis, loop: group.loops[0])
-            self.carrier = redis.connections[1]
+            self.carrier = kind == .cluster ? redis.connections[0] : redis.connections[1]
             self.group = group
         default:
             let redis = RedisStore(url: url, configuration: configuration)
@@ -162,6 +167,35 @@ func withStore<T>(_ kind: StoreKind, _ body: (any AttestStore, RedisServer?) asy
         let result = try await body(subject.store, server)
         withExtendedLifetime(subject) {}
         return result
+    case .cluster:
+        let cluster = try RedisClusterFixture.start()
+        defer { cluster.shutDown() }
+        let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: cluster.urlString))
+        defer { subject.redis.close() }
+        try await waitUntilReady(subject.redis)
+        let result = try await body(subject.store, nil)
+        withExtendedLifetime(subject) {}
+        return result
+    case .sentinel:
+        let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1)
+        defer { sentinel.shutDown() }
+        let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: sentinel.urlString))
+        defer { subject.redis.close() }
+        try await waitUntilReady(subject.redis)
+        let result = try await body(subject.store, sentinel.primary)
+        withExtendedLifetime(subject) {}
+        return result
+    }
+}
+
+/// Waits (bounded) until every connection of `store` is ready (cluster: the slot map loaded).
+func waitUntilReady(_ store: RedisStore, timeout: Duration = .seconds(10)) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !store.isReady {
+        guard ContinuousClock.now < deadline else {
+            throw RedisServerError("store \(store.url) not ready within \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(20))
     }
 }
 

@@ -340,6 +340,21 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
     secret_volumes = any(v.get("secret") for v in pod.get("volumes") or [])
     if not secret_envs and not secret_volumes:
         problems.append(f"{cname}: nothing comes from a Secret (the Redis password must)")
+    if policy is not None and policy.get("redis_password_file"):
+        # The password file must be a mounted Secret, read-only, in the gateway container.
+        path = str(policy["redis_password_file"])
+        mounted = False
+        for mount in gateway.get("volumeMounts") or []:
+            mount_path = mount.get("mountPath", "").rstrip("/")
+            if path.startswith(mount_path + "/") and (volumes.get(mount.get("name")) or {}).get("secret"):
+                mounted = True
+                if mount.get("readOnly") is not True:
+                    problems.append(f"{cname}: the Secret volume {mount.get('name')} is not mounted readOnly")
+        if not mounted:
+            problems.append(f"{cname}: redis_password_file {path} is not in a mounted Secret volume")
+    if policy is not None and policy.get("redis_password_env"):
+        if policy["redis_password_env"] not in secret_envs:
+            problems.append(f"{cname}: redis_password_env {policy['redis_password_env']} is not set from a Secret")
     if policy is not None:
         for placeholder in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)\}", str(policy.get("redis", ""))):
             if placeholder not in secret_envs:
@@ -615,16 +630,25 @@ def self_test() -> int:
         mutate("no resources", lambda k: container(k).pop("resources"))
         mutate("admin on loopback", cm_replace("admin_listen: 0.0.0.0:9090", "admin_listen: 127.0.0.1:9090"))
         mutate("listen port mismatch", cm_replace("listen: 0.0.0.0:8080", "listen: 0.0.0.0:8443"))
-        mutate("password in ConfigMap", cm_replace("${REDIS_PASSWORD}", "hunter2"))
+        mutate("password in ConfigMap", cm_replace("redis://redis.", "redis://:hunter2@redis."))
         mutate("dev trust root", cm_replace("trust_roots: []", "trust_roots: [ /etc/dev-ca.pem ]"))
         mutate("service targets admin", lambda k: k["Service"]["spec"]["ports"][0].update(targetPort="admin"))
         mutate("pdb selects nothing", lambda k: k["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"].update(x="y"))
         mutate("short grace period", lambda k: k["Deployment"]["spec"]["template"]["spec"].update(terminationGracePeriodSeconds=10))
-        mutate("no secret", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].pop("env"))
-        mutate("no renderer", lambda k: k["Deployment"]["spec"]["template"]["spec"].pop("initContainers"))
-        mutate("rendered policy on disk", lambda k: k["Deployment"]["spec"]["template"]["spec"]["volumes"][1].update(emptyDir={}))
-        mutate("init image differs", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0].update(image="busybox:1.36"))
-        mutate("init container as root", lambda k: k["Deployment"]["spec"]["template"]["spec"]["initContainers"][0]["securityContext"].update(runAsNonRoot=False))
+        def pod_spec(k):
+            return k["Deployment"]["spec"]["template"]["spec"]
+
+        def drop_secret_mount(k):
+            container(k)["volumeMounts"] = [m for m in container(k)["volumeMounts"] if m["name"] != "redis-password"]
+
+        def secret_mount(k):
+            return next(m for m in container(k)["volumeMounts"] if m["name"] == "redis-password")
+
+        mutate("no secret", lambda k: pod_spec(k).update(volumes=[v for v in pod_spec(k)["volumes"] if not v.get("secret")]))
+        mutate("password file not mounted", drop_secret_mount)
+        mutate("secret mount writable", lambda k: secret_mount(k).update(readOnly=False))
+        mutate("password file elsewhere", cm_replace("/run/secrets/redis/password", "/etc/redis-password"))
+        mutate("policy from a writable volume", lambda k: pod_spec(k)["volumes"][0].update(configMap=None, emptyDir={}))
     problems, _ = run_checks()
     failures += [f"self-test: the real files fail: {p}" for p in problems]
     for failure in failures:

@@ -15,7 +15,10 @@ package final class EnforcementGateFactory: Sendable {
     private let registry: MetricsRegistry
     private let redisConfiguration: RedisConfiguration
     private let loops: [EventLoop]
-    private let current = Mutex<(configuration: StoreConfiguration, store: any AttestStore)?>(nil)
+    private let current = Mutex<
+        (configuration: StoreConfiguration, options: RedisStoreOptions, store: any AttestStore)?
+    >(
+        nil)
     /// The challenge keyring of the current store (or key file), kept across reloads.
     private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
@@ -42,7 +45,7 @@ package final class EnforcementGateFactory: Sendable {
     /// The gates for `policy`. Throws when a trust root cannot be read or parsed, or the
     /// Redis URL is invalid.
     package func makeGates(for policy: GatewayPolicy) throws -> (main: AttestGate, admin: AdminGate) {
-        let store = try self.store(for: policy.store)
+        let store = try self.store(for: policy.store, options: policy.redisOptions)
         let trustRoots = try Self.readTrustRoots(policy.trustRoots)
         if !policy.trustRoots.isEmpty {
             Log.warning(
@@ -132,8 +135,10 @@ package final class EnforcementGateFactory: Sendable {
         )
     }
 
-    private func store(for configuration: StoreConfiguration) throws -> any AttestStore {
-        if let existing = self.current.withLock({ $0 }), existing.configuration == configuration {
+    private func store(for configuration: StoreConfiguration, options: RedisStoreOptions) throws -> any AttestStore {
+        if let existing = self.current.withLock({ $0 }), existing.configuration == configuration,
+            existing.options == options
+        {
             return existing.store
         }
         let store: any AttestStore
@@ -145,16 +150,25 @@ package final class EnforcementGateFactory: Sendable {
                 [("message", "store: memory keeps keys and challenges in this process only: single development node")]
             )
         case .redis(let text):
-            let url: RedisURL
+            var url: RedisURL
             do {
                 url = try RedisURL(parsing: text)
             } catch {
                 throw BuildError(description: "invalid redis URL: \(error)")
             }
-            store = RedisStore(url: url, configuration: self.redisConfiguration, loops: self.loops)
+            if let source = options.password {
+                switch RedisSecret.read(source) {
+                case .success(let password): url = url.withPassword(password)
+                case .failure(let error): throw BuildError(description: "redis password: \(error)")
+                }
+            }
+            var redisConfiguration = self.redisConfiguration
+            redisConfiguration.keyIdleTTL = options.keyIdleTTL
+            redisConfiguration.replicaAcknowledgementTimeout = options.replicaWait
+            store = RedisStore(url: url, configuration: redisConfiguration, loops: self.loops)
             Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }
-        self.current.withLock { $0 = (configuration, store) }
+        self.current.withLock { $0 = (configuration, options, store) }
         return store
     }
 
@@ -179,6 +193,7 @@ package final class EnforcementGateFactory: Sendable {
         out += "# HELP attest_gateway_store_connect_attempts_total Connection attempts to Redis.\n"
         out += "# TYPE attest_gateway_store_connect_attempts_total counter\n"
         out += "attest_gateway_store_connect_attempts_total \(counters.reduce(0) { $0 + $1.connectAttempts })\n"
+        out += redis.clusterCounters.metricsText
         return out
     }
 

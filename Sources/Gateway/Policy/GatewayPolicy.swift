@@ -22,6 +22,8 @@ public struct GatewayPolicy: Sendable {
     public var trustedProxies: [String]
     /// `challenge_key_file:` (resolved path); nil = the key is shared through the store.
     public var challengeKeyFile: String?
+    /// Redis secrets and key lifecycle (`redis_password_file`/`_env`, `key_idle_ttl`).
+    public var redisOptions: RedisStoreOptions
 
     public init(
         listen: [ListenAddress],
@@ -37,8 +39,10 @@ public struct GatewayPolicy: Sendable {
         routes: [RoutePolicy],
         sourcePath: String = "<memory>",
         trustedProxies: [String] = [],
-        challengeKeyFile: String? = nil
+        challengeKeyFile: String? = nil,
+        redisOptions: RedisStoreOptions = RedisStoreOptions()
     ) {
+        self.redisOptions = redisOptions
         self.listen = listen
         self.adminListen = adminListen
         self.store = store

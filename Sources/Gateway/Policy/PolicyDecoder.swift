@@ -11,8 +11,12 @@ import Foundation
 /// |---|---|---|
 /// | `listen` | `host:port` or a list of them | `0.0.0.0:8080` |
 /// | `admin_listen` | `host:port` | none (no admin listener) |
-/// | `redis` | `redis://[:password@]host[:port][/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
+/// | `redis` | `redis://[[user]:password@]host[:port][/db]`, `redis-cluster://h:p[,h:p…]/`, `redis-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
 /// | `store` | `memory` | (single development node only) |
+/// | `redis_password_file` | file holding the Redis password (relative to the policy file) | none |
+/// | `redis_password_env` | name of an environment variable holding it (not with `_file`) | none |
+/// | `key_idle_ttl` | duration up to 3650d (`90d`, `12h`): unused key records expire | none (never) |
+/// | `counter_durability` | `primary` \| `replica` (WAIT for a replica, fail closed) | `primary` |
 /// | `app_ids` | list of `TEAMID.bundle.id`, non-empty when given | `[]` (then no enforce/monitor route) |
 /// | `environment` | `production` \| `development` \| `any` | `production` |
 /// | `challenge_ttl_seconds` | integer 1-86400 | `300` |
@@ -42,6 +46,7 @@ struct PolicyDecoder {
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
+        "redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -109,6 +114,7 @@ struct PolicyDecoder {
             }
         }
         let store = try self.decodeStore(top)
+        let redisOptions = try self.decodeRedisOptions(top, store: store)
         let appIDs = try self.decodeAppIDs(top)
         var environment = EnvironmentPolicy.production
         if let node = top["environment"] {
@@ -145,7 +151,8 @@ struct PolicyDecoder {
             routes: routes,
             sourcePath: self.file,
             trustedProxies: trustedProxies,
-            challengeKeyFile: challengeKeyFile
+            challengeKeyFile: challengeKeyFile,
+            redisOptions: redisOptions
         )
     }
 
@@ -234,10 +241,13 @@ struct PolicyDecoder {
             )
         case (.some(let node), .none):
             let text = try self.string(node, expected: "a redis:// or unix:// URL")
-            let expected = "expected redis://[:password@]host[:port][/db] or unix:///path[?db=N]"
+            let expected =
+                "expected redis://[[user]:password@]host[:port][/db], redis-cluster://host:port[,host:port…], "
+                + "redis-sentinel://host[:port][,…]/master or unix:///path[?db=N]"
             // The URL may carry a password: never echo it (RedisURL's own messages quote only
             // the parts after the user information, once the scheme is right).
-            guard text.hasPrefix("redis://") || text.hasPrefix("unix://") else {
+            guard ["redis://", "redis-cluster://", "redis-sentinel://", "unix://"].contains(where: text.hasPrefix)
+            else {
                 let found = text.contains("@") ? "a URL with another scheme" : Self.quote(text)
                 throw self.error(.invalidRedisURL, node, "\(expected); found \(found)")
             }
@@ -261,6 +271,73 @@ struct PolicyDecoder {
             )
             return .memory
         }
+    }
+
+    /// `redis_password_file` / `redis_password_env` / `key_idle_ttl`. The secret is checked
+    /// (readable, non-empty) but never read into the policy nor quoted in a message.
+    private func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions {
+        var options = RedisStoreOptions()
+        let given = ["redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability"].filter {
+            top[$0] != nil
+        }
+        if case .memory = store, let first = given.first, let node = top[first] {
+            throw self.error(.conflictingKeys, node, "\(first) applies to redis: only, not to store: memory")
+        }
+        switch (top["redis_password_file"], top["redis_password_env"]) {
+        case (.some, .some(let node)):
+            throw self.error(
+                .conflictingKeys, node, "give either redis_password_file or redis_password_env, not both")
+        case (.some(let node), .none):
+            let text = try self.string(node, expected: "a file path")
+            let path = self.resolve(text)
+            if case .failure(let reason) = RedisSecret.read(.file(path)) {
+                throw self.error(.secretUnavailable, node, reason.description)
+            }
+            options.password = .file(path)
+        case (.none, .some(let node)):
+            let name = try self.string(node, expected: "an environment variable name")
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+                throw self.error(
+                    .invalidValue, node, "expected an environment variable name; found \(Self.quote(name))")
+            }
+            if case .failure(let reason) = RedisSecret.read(.environment(name)) {
+                throw self.error(.secretUnavailable, node, reason.description)
+            }
+            options.password = .environment(name)
+        case (.none, .none):
+            break
+        }
+        if options.password == nil, case .redis(let text) = store, let url = try? RedisURL(parsing: text),
+            let user = url.username, url.password == nil, let node = top["redis"]
+        {
+            throw self.error(
+                .invalidRedisURL, node,
+                "user \(Self.quote(user)) needs a password: give redis_password_file or redis_password_env")
+        }
+        if let node = top["key_idle_ttl"] {
+            let expected = "a duration like 90d, 12h or whole seconds, from 1m to 3650d"
+            var ttl: Duration?
+            if case .scalar(let scalar) = node.content {
+                switch scalar.value {
+                case .int(let seconds): ttl = .seconds(seconds)
+                case .string(let text):
+                    if text.hasSuffix("d"), let days = Int(text.dropLast()), days > 0, days <= 3650 {
+                        ttl = .seconds(days * 86_400)
+                    } else {
+                        ttl = PolicyValues.duration(text)
+                    }
+                default: ttl = nil
+                }
+            }
+            guard let ttl, ttl >= .seconds(60), ttl <= .seconds(3650 * 86_400) else {
+                throw self.error(.invalidDuration, node, "expected \(expected); found \(Self.describe(node))")
+            }
+            options.keyIdleTTL = ttl
+        }
+        if let node = top["counter_durability"], try self.oneOf(node, ["primary", "replica"]) == "replica" {
+            options.replicaWait = RedisStoreOptions.defaultReplicaWait
+        }
+        return options
     }
 
     private func decodeAppIDs(_ top: Fields) throws(PolicyError) -> [String] {

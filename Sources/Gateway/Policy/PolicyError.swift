@@ -47,6 +47,7 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
             case duplicateRouteName = "duplicate_route_name"
             case trustRootUnreadable = "trust_root_unreadable"
             case trustRootNotCertificate = "trust_root_not_certificate"
+            case secretUnavailable = "secret_unavailable"
         }
 
         fileprivate let base: Base
@@ -104,6 +105,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let duplicateRouteName = Code(.duplicateRouteName)
         public static let trustRootUnreadable = Code(.trustRootUnreadable)
         public static let trustRootNotCertificate = Code(.trustRootNotCertificate)
+        /// `redis_password_file` cannot be read or is empty, or `redis_password_env` is unset.
+        public static let secretUnavailable = Code(.secretUnavailable)
     }
 
     public var code: Code

@@ -32,6 +32,11 @@ package enum KeyAdministration {
         try Self.wait(timeout: timeout) { done in store.revokeKey(keyID: keyID, completion: done) }
     }
 
+    /// Key IDs starting with `prefix` on every node (`RedisStore.scanKeyIDs`), sorted.
+    package static func scan(_ store: RedisStore, prefix: String, timeout: Duration) throws(StoreError) -> [String] {
+        try Self.wait(timeout: timeout) { done in store.scanKeyIDs(prefix: prefix, completion: done) }
+    }
+
     /// One JSON object: key_id, app_id, environment, counter, status, attested_at (RFC 3339),
     /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size), and
     /// validation_category (integer) / bundle_version when the attestation carried them.

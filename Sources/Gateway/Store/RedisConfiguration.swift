@@ -21,6 +21,15 @@ package struct RedisConfiguration: Sendable, Hashable {
     /// Log connection events (connected, lost, unavailable) as JSON lines on stderr.
     /// Default true; the `keys` CLI turns it off (its errors say the same once).
     package var logsConnectionEvents: Bool
+    /// `key_idle_ttl`: a key record unused (no counter advance) this long expires; every
+    /// advance renews it in the same script. nil (default): records never expire. Revoked
+    /// records never expire.
+    package var keyIdleTTL: Duration?
+    /// `counter_durability: replica`: after every counter advance, `WAIT 1 <ms>`; the advance
+    /// counts only when at least one replica acknowledged it within this time, else the call
+    /// fails closed (`StoreError.unavailable`). nil (default, `counter_durability: primary`):
+    /// no WAIT. See docs/operations.md for the window of exposure without it.
+    package var replicaAcknowledgementTimeout: Duration?
 
     package init(
         commandTimeout: Duration = .milliseconds(250),
@@ -29,8 +38,12 @@ package struct RedisConfiguration: Sendable, Hashable {
         reconnectBackoffInitial: Duration = .milliseconds(50),
         reconnectBackoffMaximum: Duration = .seconds(2),
         staleConnectionTimeout: Duration = .seconds(2),
-        logsConnectionEvents: Bool = true
+        logsConnectionEvents: Bool = true,
+        keyIdleTTL: Duration? = nil,
+        replicaAcknowledgementTimeout: Duration? = nil
     ) {
+        self.keyIdleTTL = keyIdleTTL
+        self.replicaAcknowledgementTimeout = replicaAcknowledgementTimeout
         self.commandTimeout = commandTimeout
         self.connectTimeout = connectTimeout
         self.maxPendingCommands = maxPendingCommands

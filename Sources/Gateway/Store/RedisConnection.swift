@@ -40,6 +40,8 @@ package final class RedisConnection: @unchecked Sendable {
     private let scripts: [RedisScript]
     /// Readiness, live objects and event counts (for /readyz, /metrics and tests).
     package let counters = RedisConnectionCounters()
+    /// Sentinel mode: asked for the primary before every connect; `ROLE` is checked after it.
+    private let resolver: RedisSentinelResolver?
 
     private enum State {
         case idle
@@ -60,6 +62,11 @@ package final class RedisConnection: @unchecked Sendable {
     private var reconnectGeneration = 0
     private var hasLoggedOutage = false
     private var hasBeenReady = false
+    /// Why the last attempt failed (wrong password, refused, ...): reported while reconnecting,
+    /// so `/readyz` and store errors say why, not only that.
+    private var lastFailure: String?
+    /// Sentinel mode: the node of the current attempt or connection.
+    private var resolvedNode: RedisNodeAddress?
     /// Set on `queue`: tells `send` that its caller already runs there.
     private let onQueueKey = DispatchSpecificKey<Bool>()
 
@@ -70,9 +77,11 @@ package final class RedisConnection: @unchecked Sendable {
         configuration: RedisConfiguration = RedisConfiguration(),
         scripts: [RedisScript] = [],
         label: String = "attest-gateway.redis",
-        loop: EventLoop? = nil
+        loop: EventLoop? = nil,
+        resolver: RedisSentinelResolver? = nil
     ) {
         ignoreSIGPIPEOnce()
+        self.resolver = resolver
         self.url = url
         var configuration = configuration
         configuration.maxPendingCommands = max(1, configuration.maxPendingCommands)
@@ -160,7 +169,8 @@ package final class RedisConnection: @unchecked Sendable {
         case .connecting(let d, _, let acceptsCommands, _) where acceptsCommands:
             driver = d
         case .connecting:
-            completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting")))
+            let why = self.lastFailure.map { " (last attempt: \($0))" } ?? ""
+            completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting\(why)")))
             return
         case .waiting(let reason):
             completion(.failure(StoreError(.unavailable, "redis \(self.url) is unavailable (\(reason))")))
@@ -220,10 +230,48 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect(acceptsCommands: Bool) {
         assertOnQueue(self.queue)
+        guard let resolver = self.resolver else {
+            self.connect(to: self.url.address, acceptsCommands: acceptsCommands)
+            return
+        }
+        // Sentinel mode: ask for the primary first (commands fail fast meanwhile).
         self.counters.connectAttempted()
+        self.reconnectGeneration &+= 1
+        let generation = self.reconnectGeneration
+        self.state = .waiting(reason: "asking the sentinels for the primary of \(resolver.masterName)")
+        resolver.resolve { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                guard generation == self.reconnectGeneration, case .waiting = self.state else { return }
+                switch result {
+                case .success(let node):
+                    self.resolvedNode = node
+                    self.connect(to: .tcp(host: node.host, port: node.port), acceptsCommands: false)
+                case .failure(let error):
+                    self.attemptFailed(error.description)
+                }
+            }
+        }
+    }
+
+    /// Sentinel mode: the sentinels name another primary; leave this one (a reconnect asks again).
+    func primaryDidChange(to primary: RedisNodeAddress) {
+        self.queue.async { [self] in
+            guard let node = self.resolvedNode, node != primary else { return }
+            switch self.state {
+            case .ready(let driver), .connecting(let driver, _, _, _):
+                driver.close(reason: "redis \(node): sentinel switched the primary to \(primary)")
+            default:
+                break
+            }
+        }
+    }
+
+    private func connect(to address: RedisURL.Address, acceptsCommands: Bool) {
+        if self.resolver == nil { self.counters.connectAttempted() }
         let context: UnsafeMutablePointer<redisAsyncContext>?
         let endpoint: String
-        switch self.url.address {
+        switch address {
         case .tcp(let host, let port):
             context = redisAsyncConnect(host, Int32(port))
             endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
@@ -277,7 +325,12 @@ package final class RedisConnection: @unchecked Sendable {
     private func setupCommands() -> [(String, [[UInt8]])] {
         var setup: [(String, [[UInt8]])] = []
         if let password = self.url.password {
-            setup.append(("AUTH", [Array("AUTH".utf8), Array(password.utf8)]))
+            // ACL user (Redis ≥ 6): AUTH user password; else the default user: AUTH password.
+            let user = self.url.username.map { [Array($0.utf8)] } ?? []
+            setup.append(("AUTH", [Array("AUTH".utf8)] + user + [Array(password.utf8)]))
+        }
+        if self.resolver != nil {
+            setup.append(("ROLE", [Array("ROLE".utf8)]))
         }
         if self.url.database != 0 {
             setup.append(("SELECT", [Array("SELECT".utf8), Array(String(self.url.database).utf8)]))
@@ -307,6 +360,9 @@ package final class RedisConnection: @unchecked Sendable {
         case .success(.error(let message)):
             // Wrong password, bad database, no scripting: retrying fast will not help.
             driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
+        case .success(let reply) where name == "ROLE" && !Self.isPrimaryRole(reply):
+            // A sentinel named a node that is (now) a replica: never write counters there.
+            driver.close(reason: "redis \(driver.endpoint): is not a primary (ROLE \(reply.roleName)), refused")
         case .success:
             if remaining > 1 {
                 self.state = .connecting(
@@ -320,6 +376,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.state = .ready(driver)
             self.counters.setReady(true)
             self.backoff.reset()
+            self.lastFailure = nil
             // Logged at start and after an outage, not on every reconnect attempt.
             if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
@@ -330,6 +387,12 @@ package final class RedisConnection: @unchecked Sendable {
             }
             self.rearmTimer()
         }
+    }
+
+    /// `ROLE` answers `["master", offset, replicas]` on a primary.
+    static func isPrimaryRole(_ reply: RedisReply) -> Bool {
+        guard case .array(let items) = reply, let first = items.first else { return false }
+        return first.text == "master"
     }
 
     /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
@@ -376,6 +439,7 @@ package final class RedisConnection: @unchecked Sendable {
             }
         }
         self.state = .waiting(reason: reason)
+        self.lastFailure = reason
         let delay = self.backoff.nextDelay()
         self.reconnectGeneration &+= 1
         let generation = self.reconnectGeneration
@@ -457,6 +521,14 @@ package final class RedisConnection: @unchecked Sendable {
             }
         }
         self.rearmTimer()
+    }
+}
+
+extension RedisReply {
+    /// The role word of a `ROLE` reply, for messages.
+    fileprivate var roleName: String {
+        guard case .array(let items) = self, let first = items.first?.text else { return self.summary }
+        return first
     }
 }
 

@@ -30,7 +30,10 @@ extension RedisStore {
         _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         let connection = self.callerConnection
-        connection.send([Self.bytes("HSETNX"), Self.debugTokenIndexKey, Self.bytes(record.name), Self.bytes(digest)]) {
+        connection.send(
+            [Self.bytes("HSETNX"), Self.debugTokenIndexKey, Self.bytes(record.name), Self.bytes(digest)],
+            key: Self.debugTokenIndexKey
+        ) {
             let claimed = Self.interpret($0, command: "HSETNX") { reply -> Bool? in
                 if case .integer(let n) = reply { return n == 1 }
                 return nil
@@ -43,7 +46,7 @@ extension RedisStore {
             arguments += [Self.bytes("name"), Self.bytes(record.name)]
             arguments += [Self.bytes("created_at"), Self.bytes(String(Self.unixSeconds(record.createdAt)))]
             arguments += [Self.bytes("expires_at"), Self.bytes(String(Self.unixSeconds(record.expiresAt)))]
-            connection.send(arguments) {
+            connection.send(arguments, key: Self.debugTokenKey(digest)) {
                 completion(
                     Self.interpret($0, command: "HSET") { reply -> Bool? in
                         if case .integer = reply { return true }
@@ -77,7 +80,7 @@ extension RedisStore {
 
     package func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {
         let connection = self.callerConnection
-        connection.send([Self.bytes("HGETALL"), Self.debugTokenIndexKey]) { result in
+        connection.send([Self.bytes("HGETALL"), Self.debugTokenIndexKey], key: Self.debugTokenIndexKey) { result in
             let index = Self.interpret(result, command: "HGETALL") { reply -> [String]? in
                 guard case .array(let items) = reply, items.count % 2 == 0 else { return nil }
                 var digests: [String] = []
@@ -99,7 +102,8 @@ extension RedisStore {
             let state = Mutex<(records: [DebugTokenRecord], remaining: Int, failure: StoreError?)>(
                 ([], digests.count, nil))
             for digest in digests {
-                connection.send([Self.bytes("HGETALL"), Self.debugTokenKey(digest)]) { reply in
+                connection.send([Self.bytes("HGETALL"), Self.debugTokenKey(digest)], key: Self.debugTokenKey(digest)) {
+                    reply in
                     let record = Self.interpret(reply, command: "HGETALL") { reply -> DebugTokenRecord?? in
                         Self.decodeDebugToken(reply)
                     }
@@ -122,7 +126,8 @@ extension RedisStore {
 
     package func revokeDebugToken(name: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         let connection = self.callerConnection
-        connection.send([Self.bytes("HGET"), Self.debugTokenIndexKey, Self.bytes(name)]) { result in
+        connection.send([Self.bytes("HGET"), Self.debugTokenIndexKey, Self.bytes(name)], key: Self.debugTokenIndexKey) {
+            result in
             let digest = Self.interpret(result, command: "HGET") { reply -> String?? in
                 switch reply {
                 case .bulk(let bytes): return .some(String(decoding: bytes, as: UTF8.self))
@@ -136,12 +141,15 @@ extension RedisStore {
             case .success(nil):
                 completion(.success(false))
             case .success(let digest?):
-                connection.send([Self.bytes("DEL"), Self.debugTokenKey(digest)]) { deleted in
+                connection.send([Self.bytes("DEL"), Self.debugTokenKey(digest)], key: Self.debugTokenKey(digest)) {
+                    deleted in
                     if case .failure(let error) = Self.interpret(deleted, command: "DEL", { _ in true }) {
                         completion(.failure(error))
                         return
                     }
-                    connection.send([Self.bytes("HDEL"), Self.debugTokenIndexKey, Self.bytes(name)]) { released in
+                    connection.send(
+                        [Self.bytes("HDEL"), Self.debugTokenIndexKey, Self.bytes(name)], key: Self.debugTokenIndexKey
+                    ) { released in
                         completion(Self.interpret(released, command: "HDEL") { _ in true })
                     }
                 }

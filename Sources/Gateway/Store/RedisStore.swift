@@ -20,55 +20,97 @@ import Synchronization
 /// otherwise (BENCHMARKS.md, "Enforced route"). Every call completes exactly once, on the
 /// queue of the connection that carried it.
 package final class RedisStore: AttestStore {
-    /// The connection for callers that are not on a loop queue (and the one tests inspect).
-    package let connection: RedisConnection
-    /// `loopConnections[i]` lives on the i-th loop given to `init`.
-    private let loopConnections: [RedisConnection]
-    /// Set on each loop queue to its index in `loopConnections`.
+    /// The router for callers that are not on a loop queue: one `RedisConnection` (one node,
+    /// or the Sentinel-named primary), or a `RedisClusterClient`.
+    let shared: any RedisCommandRouting
+    /// `loopRouters[i]` lives on the i-th loop given to `init`.
+    private let loopRouters: [any RedisCommandRouting]
+    /// Set on each loop queue to its index in `loopRouters`.
     private let loopIndexKey = DispatchSpecificKey<Int>()
+    /// Sentinel mode: asks the sentinels for the primary, shared by every connection.
+    private let sentinel: RedisSentinelResolver?
+    /// Cluster and Sentinel events (redirects, topology refreshes, failovers) for `/metrics`.
+    package let clusterCounters = RedisClusterCounters()
+    package let url: RedisURL
+    /// `key_idle_ttl` in milliseconds as a script argument (`0`: records never expire).
+    private let idleTTLArgument: [UInt8]
+    /// `WAIT 1 <ms>` after each advance (`counter_durability: replica`), else nil.
+    private let waitArguments: [[UInt8]]?
+
+    /// The first connection of the shared router (one node: *the* connection; tests inspect it).
+    package var connection: RedisConnection { self.shared.allConnections[0] }
 
     /// The queue completions of calls from elsewhere than the loops run on.
-    package var queue: DispatchQueue { self.connection.queue }
+    package var queue: DispatchQueue { self.shared.queue }
 
-    /// Every connection: the shared one first, then one per loop.
-    package var connections: [RedisConnection] { [self.connection] + self.loopConnections }
+    /// Every connection: the shared router's first, then each loop's (cluster: one per node each).
+    package var connections: [RedisConnection] { self.routers.flatMap(\.allConnections) }
 
-    /// Every connection connected, authenticated and scripts loaded (for `/readyz` without a
-    /// round trip).
-    package var isReady: Bool { self.connections.allSatisfy { $0.counters.isReady } }
+    private var routers: [any RedisCommandRouting] { [self.shared] + self.loopRouters }
+
+    /// Every connection connected, authenticated and scripts loaded, and (cluster) every slot
+    /// served (for `/readyz` without a round trip).
+    package var isReady: Bool { self.routers.allSatisfy(\.isReady) }
 
     /// Connects at once (asynchronously); commands sent before the connection is ready wait
-    /// for the first attempt.
+    /// for the first attempt (one node), or for the first slot map (cluster).
     ///
-    /// - Parameter loops: the event loops that call the store; each gets a connection of its
-    ///   own, on its queue and driven by its epoll.
+    /// - Parameter loops: the event loops that call the store; each gets connections of its
+    ///   own (cluster: one per primary), on its queue and driven by its epoll.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         label: String = "attest-gateway.redis",
         loops: [EventLoop] = []
     ) {
-        self.connection = RedisConnection(url: url, configuration: configuration, scripts: Self.scripts, label: label)
-        self.loopConnections = loops.enumerated().map { index, loop in
-            RedisConnection(
-                url: url, configuration: configuration, scripts: Self.scripts, label: "\(label).loop\(index)",
-                loop: loop)
+        self.url = url
+        self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
+        // WAIT gives up well before the command timeout, so that "no replica" is reported as
+        // such rather than as a timeout.
+        self.waitArguments = configuration.replicaAcknowledgementTimeout.map {
+            let milliseconds = min($0.milliseconds, configuration.commandTimeout.milliseconds / 2)
+            return [Array("WAIT".utf8), Array("1".utf8), Array(String(max(1, milliseconds)).utf8)]
         }
+        let counters = self.clusterCounters
+        let sentinel: RedisSentinelResolver?
+        if case .sentinel(let sentinels, let masterName) = url.topology {
+            sentinel = RedisSentinelResolver(
+                sentinels: sentinels, masterName: masterName, configuration: configuration, counters: counters,
+                label: "\(label).sentinel")
+        } else {
+            sentinel = nil
+        }
+        self.sentinel = sentinel
+        func router(label: String, loop: EventLoop?) -> any RedisCommandRouting {
+            if case .cluster(let seeds) = url.topology {
+                return RedisClusterClient(
+                    seeds: seeds, username: url.username, password: url.password, configuration: configuration,
+                    scripts: Self.scripts, label: label, loop: loop, counters: counters)
+            }
+            return RedisConnection(
+                url: url, configuration: configuration, scripts: Self.scripts, label: label, loop: loop,
+                resolver: sentinel)
+        }
+        self.shared = router(label: label, loop: nil)
+        self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }
         for (index, loop) in loops.enumerated() {
             loop.queue.setSpecific(key: self.loopIndexKey, value: index)
         }
-        for connection in self.connections {
+        for case let connection as RedisConnection in self.routers {
+            sentinel?.watch(connection)
             connection.start()
         }
+        sentinel?.start()
     }
 
     deinit {
-        for connection in self.loopConnections {
-            connection.queue.setSpecific(key: self.loopIndexKey, value: nil)
+        for router in self.loopRouters {
+            router.queue.setSpecific(key: self.loopIndexKey, value: nil)
         }
-        for connection in self.connections {
-            connection.close()
+        for router in self.routers {
+            router.close(completion: nil)
         }
+        self.sentinel?.close()
     }
 
     /// Closes every connection (last step of a graceful shutdown); commands still in flight and
@@ -76,21 +118,22 @@ package final class RedisStore: AttestStore {
     /// are closed.
     package func close(completion: (@Sendable () -> Void)? = nil) {
         let group = DispatchGroup()
-        for connection in self.connections {
+        for router in self.routers {
             group.enter()
-            connection.close { group.leave() }
+            router.close { group.leave() }
         }
+        self.sentinel?.close()
         if let completion {
             group.notify(queue: self.queue, execute: completion)
         }
     }
 
-    /// The caller's loop connection when it runs on a loop queue, else the shared one.
-    var callerConnection: RedisConnection {
-        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopConnections.count {
-            return self.loopConnections[index]
+    /// The caller's loop router when it runs on a loop queue, else the shared one.
+    var callerConnection: any RedisCommandRouting {
+        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopRouters.count {
+            return self.loopRouters[index]
         }
-        return self.connection
+        return self.shared
     }
 
     // MARK: - Layout
@@ -99,7 +142,8 @@ package final class RedisStore: AttestStore {
     static func keyRecordKey(_ keyID: String) -> [UInt8] { Array("appattest:key:{\(keyID)}".utf8) }
 
     /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
-    /// validation_category, bundle_version (these two empty when absent: the field is not set).
+    /// validation_category, bundle_version (these two empty when absent: the field is not set),
+    /// idle TTL in ms (`0`: none, the record never expires).
     /// Returns 1 when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
@@ -108,16 +152,20 @@ package final class RedisStore: AttestStore {
           'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
         if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'validation_category', ARGV[8]) end
         if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'bundle_version', ARGV[9]) end
+        local ttl = tonumber(ARGV[10])
+        if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return 1
         """
     )
 
-    /// KEYS[1] = record; ARGV[1] = proposed counter, ARGV[2] = window N (0 = strict). Returns
-    /// {1} advanced, {2} accepted out of order (inside the window, never seen), {0, stored}
-    /// refused (not increasing, or seen / below the window), {-1} unknown key, {-2} revoked,
-    /// {-3} stored counter unreadable. The window's seen-map (`CounterWindow`, field `seen`)
-    /// is read and written in this same script, so N concurrent copies of one counter let
-    /// exactly one through. Strict mode drops a stale map (its positions then count as seen).
+    /// KEYS[1] = record; ARGV[1] = proposed counter, ARGV[2] = window N (0 = strict), ARGV[3] =
+    /// idle TTL in ms (`0`: none). Returns {1} advanced, {2} accepted out of order (inside the
+    /// window, never seen), {0, stored} refused (not increasing, or seen / below the window),
+    /// {-1} unknown key, {-2} revoked, {-3} stored counter unreadable. The window's seen-map
+    /// (`CounterWindow`, field `seen`) is read and written in this same script, so N concurrent
+    /// copies of one counter let exactly one through. Strict mode drops a stale map (its
+    /// positions then count as seen). An accepted counter renews the idle TTL (`key_idle_ttl`)
+    /// in the same round trip; a refused one (replay) does not.
     static let advanceCounterScript = RedisScript(
         """
         local v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen')
@@ -127,10 +175,12 @@ package final class RedisStore: AttestStore {
         if h == nil then return {-3} end
         local c = tonumber(ARGV[1])
         local n = tonumber(ARGV[2])
+        local t = tonumber(ARGV[3]) or 0
         if n == 0 then
           if h >= c then return {0, h} end
           redis.call('HSET', KEYS[1], 'counter', ARGV[1])
           if v[3] then redis.call('HDEL', KEYS[1], 'seen') end
+          if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return {1}
         end
         local s = v[3] or ''
@@ -141,21 +191,25 @@ package final class RedisStore: AttestStore {
           if d >= n then s = '1' .. string.rep('0', n - 1)
           else s = '1' .. string.rep('0', d - 1) .. string.sub(s, 1, n - d) end
           redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s)
+          if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return {1}
         end
         if c < 1 or c <= h - n then return {0, h} end
         local i = h - c + 1
         if string.sub(s, i, i) ~= '0' then return {0, h} end
         redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1))
+        if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
         return {2}
         """
     )
 
-    /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key.
+    /// KEYS[1] = record. Returns 1 when revoked, 0 when there is no such key. A revoked
+    /// record never expires (`PERSIST`): the revocation outlives `key_idle_ttl`.
     static let revokeKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'status', 'revoked')
+        redis.call('PERSIST', KEYS[1])
         return 1
         """
     )
@@ -170,10 +224,13 @@ package final class RedisStore: AttestStore {
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         let ttl = max(1, ttlSeconds)
-        self.callerConnection.send([
-            Self.bytes("SET"), Self.challengeKey(challenge), Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
-            Self.bytes("NX"),
-        ]) {
+        let key = Self.challengeKey(challenge)
+        self.callerConnection.send(
+            [
+                Self.bytes("SET"), key, Self.bytes("1"), Self.bytes("EX"), Self.bytes(String(ttl)),
+                Self.bytes("NX"),
+            ], key: key
+        ) {
             completion(
                 Self.interpret($0, command: "SET") { reply in
                     switch reply {
@@ -191,9 +248,10 @@ package final class RedisStore: AttestStore {
         proposed: [UInt8],
         completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
     ) {
-        self.callerConnection.send([
-            Self.bytes("SET"), Array("appattest:secret:{\(name)}".utf8), proposed, Self.bytes("NX"), Self.bytes("GET"),
-        ]) {
+        let key = Array("appattest:secret:{\(name)}".utf8)
+        self.callerConnection.send(
+            [Self.bytes("SET"), key, proposed, Self.bytes("NX"), Self.bytes("GET")], key: key
+        ) {
             completion(
                 Self.interpret($0, command: "SET") { reply in
                     switch reply {
@@ -210,7 +268,8 @@ package final class RedisStore: AttestStore {
         _ challenge: String,
         completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
-        self.callerConnection.send([Self.bytes("GETDEL"), Self.challengeKey(challenge)]) {
+        let key = Self.challengeKey(challenge)
+        self.callerConnection.send([Self.bytes("GETDEL"), key], key: key) {
             completion(
                 Self.interpret($0, command: "GETDEL") { reply in
                     switch reply {
@@ -237,6 +296,7 @@ package final class RedisStore: AttestStore {
             Self.bytes(record.status.rawValue),
             Self.bytes(record.validationCategory.map { String($0) } ?? ""),
             Self.bytes(record.bundleVersion ?? ""),
+            self.idleTTLArgument,
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -254,7 +314,8 @@ package final class RedisStore: AttestStore {
     }
 
     package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
-        self.callerConnection.send([Self.bytes("HGETALL"), Self.keyRecordKey(keyID)]) { result in
+        let key = Self.keyRecordKey(keyID)
+        self.callerConnection.send([Self.bytes("HGETALL"), key], key: key) { result in
             switch result {
             case .failure(let error):
                 completion(.failure(error))
@@ -278,26 +339,57 @@ package final class RedisStore: AttestStore {
         window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        self.callerConnection.evaluate(
+        let key = Self.keyRecordKey(keyID)
+        let router = self.callerConnection
+        router.evaluate(
             Self.advanceCounterScript,
-            keys: [Self.keyRecordKey(keyID)],
-            arguments: [Self.bytes(String(newCounter)), Self.bytes(String(max(0, window)))]
-        ) {
-            completion(
-                Self.interpret($0, command: "EVALSHA advance_counter") { reply in
-                    guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
-                    switch (code, items.count) {
-                    case (1, 1): return .advanced
-                    case (2, 1): return .acceptedOutOfOrder
-                    case (0, 2):
-                        guard case .integer(let stored) = items[1] else { return nil }
-                        return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
-                    case (-1, 1): return .unknownKey
-                    case (-2, 1): return .revoked
-                    default: return nil
-                    }
+            keys: [key],
+            arguments: [Self.bytes(String(newCounter)), Self.bytes(String(max(0, window))), self.idleTTLArgument]
+        ) { [waitArguments = self.waitArguments] reply in
+            let result = Self.interpret(reply, command: "EVALSHA advance_counter") { reply -> CounterAdvance? in
+                guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
+                switch (code, items.count) {
+                case (1, 1): return .advanced
+                case (2, 1): return .acceptedOutOfOrder
+                case (0, 2):
+                    guard case .integer(let stored) = items[1] else { return nil }
+                    return UInt32(exactly: stored).map { .notIncreasing(stored: $0) }
+                case (-1, 1): return .unknownKey
+                case (-2, 1): return .revoked
+                default: return nil
                 }
-            )
+            }
+            // counter_durability: replica: an advance counts once a replica has it, so that a
+            // failover cannot bring the old counter back (and the used assertion with it).
+            // An out-of-order acceptance wrote the seen-map: it must be as durable as an advance.
+            let accepted: CounterAdvance
+            switch result {
+            case .success(.advanced): accepted = .advanced
+            case .success(.acceptedOutOfOrder): accepted = .acceptedOutOfOrder
+            default:
+                completion(result)
+                return
+            }
+            guard let waitArguments else {
+                completion(result)
+                return
+            }
+            router.send(waitArguments, key: key) { reply in
+                completion(
+                    Self.interpret(reply, command: "WAIT") { reply -> CounterAdvance? in
+                        guard case .integer(let replicas) = reply else { return nil }
+                        return replicas >= 1 ? accepted : nil
+                    }.flatMapError { error in
+                        guard error.kind == .protocolError, case .success(.integer(0)) = reply else {
+                            return .failure(error)
+                        }
+                        return .failure(
+                            StoreError(
+                                .unavailable,
+                                "no replica acknowledged the counter advance within \(String(decoding: waitArguments[2], as: UTF8.self)) ms (counter_durability: replica)"
+                            ))
+                    })
+            }
         }
     }
 
@@ -315,18 +407,14 @@ package final class RedisStore: AttestStore {
         }
     }
 
-    /// PING on every connection (the shared one and each loop's): a request can land on any
-    /// loop, so the store is ready only when all of them answer. Completes with the first
-    /// failure, or success once every connection answered.
+    /// PING on every connection (the shared router's and each loop's; cluster: every primary of
+    /// each): a request can land on any loop, so the store is ready only when all of them
+    /// answer. Completes with the first failure, or success once every one answered.
     package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        let connections = self.connections
-        let outcome = Mutex<(remaining: Int, done: Bool)>((connections.count, false))
-        for connection in connections {
-            connection.send([Self.bytes("PING")]) { reply in
-                let result = Self.interpret(reply, command: "PING") { reply -> Void? in
-                    if case .status("PONG") = reply { return () }
-                    return nil
-                }
+        let routers = self.routers
+        let outcome = Mutex<(remaining: Int, done: Bool)>((routers.count, false))
+        for router in routers {
+            router.pingAll { result in
                 let finish = outcome.withLock { state -> Bool in
                     guard !state.done else { return false }
                     state.remaining -= 1
@@ -339,6 +427,13 @@ package final class RedisStore: AttestStore {
                 }
                 if finish { completion(result) }
             }
+        }
+    }
+
+    static func interpretPing(_ reply: Result<RedisReply, StoreError>) -> Result<Void, StoreError> {
+        Self.interpret(reply, command: "PING") { reply -> Void? in
+            if case .status("PONG") = reply { return () }
+            return nil
         }
     }
 

@@ -1,0 +1,36 @@
+/// The Redis settings of a policy besides the URL: where the password comes from (never the
+/// policy text itself) and how long an unused key record lives.
+public struct RedisStoreOptions: Sendable, Hashable {
+    /// The password's source; it replaces any password in the URL.
+    public var password: SecretSource?
+    /// `key_idle_ttl`: unused key records expire after this long; nil = never.
+    public var keyIdleTTL: Duration?
+    /// `counter_durability: replica`: every counter advance waits (`WAIT 1`) for a replica's
+    /// acknowledgement, at most `replicaWait`, and fails closed without one. nil: `primary`.
+    public var replicaWait: Duration?
+
+    /// How long `counter_durability: replica` waits for a replica: 100 ms (below the store's
+    /// 250 ms command timeout).
+    public static let defaultReplicaWait = Duration.milliseconds(100)
+
+    public init(password: SecretSource? = nil, keyIdleTTL: Duration? = nil, replicaWait: Duration? = nil) {
+        self.password = password
+        self.keyIdleTTL = keyIdleTTL
+        self.replicaWait = replicaWait
+    }
+}
+
+/// Where a secret is read from. Holds the file path or variable name, never the secret.
+public enum SecretSource: Sendable, Hashable, CustomStringConvertible {
+    /// A file (a Kubernetes Secret mount, `/run/secrets/…`); one trailing newline is dropped.
+    case file(String)
+    /// An environment variable.
+    case environment(String)
+
+    public var description: String {
+        switch self {
+        case .file(let path): return "file \(path)"
+        case .environment(let name): return "environment variable \(name)"
+        }
+    }
+}

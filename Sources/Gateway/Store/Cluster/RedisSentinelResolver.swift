@@ -1,0 +1,160 @@
+import Dispatch
+import Synchronization
+
+/// Asks Redis Sentinels which node is the primary (`SENTINEL get-master-addr-by-name`), for
+/// every `RedisConnection` of a `redis-sentinel://` store.
+///
+/// - Resolution: before every connect, the connection asks here; the sentinels are asked in
+///   order and the first that names a primary wins. After the connect the connection checks
+///   `ROLE` itself and refuses a replica (a sentinel may be behind a failover).
+/// - Following a failover: every `pollInterval` the sentinels are asked again; when the
+///   primary changed, every watched connection to another node is closed, and reconnects to
+///   the new one. (Not a `+switch-master` subscription: hiredis 0.14 runs a subscription's
+///   callback once per message, which the one-reply-per-command driver cannot carry; a poll of
+///   one round trip per second bounds the delay the same way. A lost connection, the usual
+///   sign of a failover, asks at once.)
+/// - The sentinels are asked without AUTH (their own password is not supported yet).
+///
+/// State is confined to `queue`.
+package final class RedisSentinelResolver: @unchecked Sendable {
+    let masterName: String
+    private let sentinels: [RedisNodeAddress]
+    private let connections: [RedisConnection]
+    private let counters: RedisClusterCounters
+    private let pollInterval: Duration
+    private let logsEvents: Bool
+    let queue: DispatchQueue
+
+    // Confined to `queue`.
+    private var current: RedisNodeAddress?
+    private var watched: [Weak] = []
+    private var timer: (any DispatchSourceTimer)?
+    private var isPolling = false
+
+    private struct Weak {
+        weak var connection: RedisConnection?
+    }
+
+    init(
+        sentinels: [RedisNodeAddress],
+        masterName: String,
+        configuration: RedisConfiguration,
+        counters: RedisClusterCounters,
+        pollInterval: Duration = .seconds(1),
+        label: String
+    ) {
+        self.sentinels = sentinels
+        self.masterName = masterName
+        self.counters = counters
+        self.pollInterval = pollInterval
+        self.logsEvents = configuration.logsConnectionEvents
+        self.queue = DispatchQueue(label: label)
+        var quiet = configuration
+        quiet.logsConnectionEvents = false  // a down sentinel is reported once, by `resolve`
+        self.connections = sentinels.enumerated().map { index, sentinel in
+            RedisConnection(
+                url: RedisURL(node: sentinel, username: nil, password: nil), configuration: quiet,
+                label: "\(label).\(index)")
+        }
+    }
+
+    /// Connects to the sentinels and starts polling.
+    func start() {
+        for connection in self.connections { connection.start() }
+        self.queue.async { [self] in
+            let timer = DispatchSource.makeTimerSource(queue: self.queue)
+            let interval = DispatchTimeInterval.nanoseconds(Int(clamping: self.pollInterval.nanoseconds))
+            timer.setEventHandler { [weak self] in self?.poll() }
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
+            timer.activate()
+            self.timer = timer
+        }
+    }
+
+    func close() {
+        self.queue.async { [self] in
+            self.timer?.cancel()
+            self.timer = nil
+        }
+        for connection in self.connections { connection.close() }
+    }
+
+    /// Registers a data connection to be told when the primary changes.
+    func watch(_ connection: RedisConnection) {
+        self.queue.async { [self] in self.watched.append(Weak(connection: connection)) }
+    }
+
+    /// The primary now, from the first sentinel that names one. `completion` runs on `queue`.
+    func resolve(completion: @escaping @Sendable (Result<RedisNodeAddress, RedisClusterError>) -> Void) {
+        self.ask(index: 0, failures: []) { [self] result in
+            self.queue.async {
+                if case .success(let primary) = result { self.record(primary) }
+                completion(result)
+            }
+        }
+    }
+
+    private func ask(
+        index: Int, failures: [String],
+        completion: @escaping @Sendable (Result<RedisNodeAddress, RedisClusterError>) -> Void
+    ) {
+        guard index < self.connections.count else {
+            self.counters.topologyRefreshFailed()
+            completion(
+                .failure(
+                    .noPrimary(
+                        "no sentinel named a primary for \(self.masterName): \(failures.joined(separator: "; "))")))
+            return
+        }
+        let sentinel = self.sentinels[index]
+        let command = [Array("SENTINEL".utf8), Array("get-master-addr-by-name".utf8), Array(self.masterName.utf8)]
+        self.connections[index].send(command) { [self] result in
+            switch result {
+            case .success(.array(let items)) where items.count == 2:
+                if let host = items[0].text, let port = items[1].integerValue, let port = UInt16(exactly: port),
+                    port > 0
+                {
+                    self.counters.topologyRefreshed()
+                    completion(.success(RedisNodeAddress(host: host, port: port)))
+                    return
+                }
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): unreadable answer"], completion: completion)
+            case .success(.null):
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): does not know \(self.masterName)"],
+                    completion: completion)
+            case .success(let reply):
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): \(reply.summary)"], completion: completion)
+            case .failure(let error):
+                self.ask(
+                    index: index + 1, failures: failures + ["\(sentinel): \(error.reason)"], completion: completion)
+            }
+        }
+    }
+
+    /// On `queue`: a primary was named; a change is a failover.
+    private func record(_ primary: RedisNodeAddress) {
+        guard primary != self.current else { return }
+        let previous = self.current
+        self.current = primary
+        guard let previous else { return }
+        self.counters.failoverSeen()
+        if self.logsEvents {
+            Log.warning(
+                "redis_sentinel_switch_master",
+                [("master", self.masterName), ("from", previous.description), ("to", primary.description)])
+        }
+        self.watched.removeAll { $0.connection == nil }
+        for entry in self.watched {
+            entry.connection?.primaryDidChange(to: primary)
+        }
+    }
+
+    private func poll() {
+        guard !self.isPolling else { return }
+        self.isPolling = true
+        self.resolve { [self] _ in self.isPolling = false }
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+import Glibc
+
+/// A real Redis Cluster for tests: `primaries` `redis-server` processes with
+/// `cluster-enabled yes` on free loopback ports, the 16384 slots split evenly
+/// (`CLUSTER ADDSLOTSRANGE`), joined with `CLUSTER MEET`, plus `replicas[i]` replicas of
+/// primary i (`CLUSTER REPLICATE`). `start` returns once every node reports
+/// `cluster_state:ok` and knows every other node (about a second); `shutDown` stops them all.
+///
+/// `cluster-node-timeout` is short (`nodeTimeoutMilliseconds`) so that a killed primary fails
+/// over within a couple of seconds.
+final class RedisClusterFixture: @unchecked Sendable {
+    let primaries: [RedisServer]
+    /// `replicas[i]`: the replicas of `primaries[i]`.
+    let replicas: [[RedisServer]]
+    static let nodeTimeoutMilliseconds = 1000
+
+    var nodes: [RedisServer] { self.primaries + self.replicas.flatMap { $0 } }
+
+    /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2/`: every primary as a seed.
+    var urlString: String {
+        "redis-cluster://" + self.primaries.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") + "/"
+    }
+
+    static func start(primaries: Int = 3, replicas: [Int] = []) throws -> RedisClusterFixture {
+        let arguments = [
+            "--cluster-enabled", "yes",
+            "--cluster-node-timeout", String(Self.nodeTimeoutMilliseconds),
+            "--cluster-replica-validity-factor", "0",  // a replica may always take over (tests)
+            "--cluster-require-full-coverage", "no",
+            "--shutdown-timeout", "0",  // SHUTDOWN does not wait for a killed replica
+            "--repl-diskless-sync-delay", "0",  // a replica syncs at once, not after 5 s
+        ]
+        var started: [RedisServer] = []
+        do {
+            let primaryServers = try (0..<primaries).map { _ in
+                let server = try RedisServer.start(extraArguments: arguments)
+                started.append(server)
+                return server
+            }
+            let replicaServers = try (0..<primaries).map { index in
+                try (0..<(index < replicas.count ? replicas[index] : 0)).map { _ in
+                    let server = try RedisServer.start(extraArguments: arguments)
+                    started.append(server)
+                    return server
+                }
+            }
+            let fixture = RedisClusterFixture(primaries: primaryServers, replicas: replicaServers)
+            try fixture.form()
+            return fixture
+        } catch {
+            for server in started { server.shutDown() }
+            throw error
+        }
+    }
+
+    private init(primaries: [RedisServer], replicas: [[RedisServer]]) {
+        self.primaries = primaries
+        self.replicas = replicas
+    }
+
+    deinit { self.shutDown() }
+
+    func shutDown() {
+        for node in self.nodes { node.shutDown() }
+    }
+
+    private func form() throws {
+        let share = 16384 / self.primaries.count
+        for (index, primary) in self.primaries.enumerated() {
+            let first = index * share
+            let last = index == self.primaries.count - 1 ? 16383 : first + share - 1
+            try Self.expectOK(primary.command("CLUSTER", "ADDSLOTSRANGE", String(first), String(last)))
+        }
+        let first = self.primaries[0]
+        for node in self.nodes.dropFirst() {
+            try Self.expectOK(first.command("CLUSTER", "MEET", "127.0.0.1", String(node.port)))
+        }
+        try self.waitUntil("every node knows every other") {
+            try self.nodes.allSatisfy { node in
+                let text = try node.command("CLUSTER", "NODES").text ?? ""
+                return text.split(separator: "\n").count == self.nodes.count && !text.contains("handshake")
+            }
+        }
+        for (index, replicas) in self.replicas.enumerated() {
+            let primaryID = try self.nodeID(self.primaries[index])
+            for replica in replicas {
+                try Self.expectOK(replica.command("CLUSTER", "REPLICATE", primaryID))
+            }
+        }
+        try self.waitUntil("cluster_state:ok everywhere and replicas in sync") {
+            try self.nodes.allSatisfy { try ($0.command("CLUSTER", "INFO").text ?? "").contains("cluster_state:ok") }
+                && self.replicas.flatMap { $0 }.allSatisfy {
+                    try ($0.command("INFO", "replication").text ?? "").contains("master_link_status:up")
+                }
+        }
+    }
+
+    /// A read on a cluster replica (`READONLY` first, on the same connection: else it answers MOVED).
+    static func readOnReplica(_ replica: RedisServer, _ arguments: String...) throws -> RESPValue {
+        let client = try RESPClient(port: replica.port)
+        defer { client.close() }
+        _ = try client.call([Array("READONLY".utf8)])
+        return try client.call(arguments.map { Array($0.utf8) })
+    }
+
+    func nodeID(_ server: RedisServer) throws -> String {
+        guard let id = try server.command("CLUSTER", "MYID").text else { throw RedisServerError("no CLUSTER MYID") }
+        return id
+    }
+
+    /// The node that serves `key`'s slot now (asked of the first node that answers).
+    func primary(forKey key: [UInt8]) throws -> RedisServer {
+        let slot = RedisHashSlotForTests.slot(key)
+        for server in self.nodes {
+            guard case .array(let ranges)? = try? server.command("CLUSTER", "SLOTS") else { continue }
+            for case .array(let items) in ranges {
+                guard case .integer(let start) = items[0], case .integer(let end) = items[1],
+                    case .array(let node) = items[2], case .integer(let port) = node[1]
+                else { continue }
+                if start <= slot && slot <= end, let owner = self.nodes.first(where: { Int64($0.port) == port }) {
+                    return owner
+                }
+            }
+        }
+        throw RedisServerError("no primary serves slot \(slot)")
+    }
+
+    func waitUntil(_ what: String, timeout: Duration = .seconds(15), _ condition: () throws -> Bool) throws {
+        try Self.waitFor(what, timeout: timeout, condition)
+    }
+
+    static func waitFor(_ what: String, timeout: Duration = .seconds(15), _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? condition()) == true { return }
+            usleep(50_000)
+        }
+        throw RedisServerError("cluster: \(what) not reached within \(timeout)")
+    }
+
+    private static func expectOK(_ reply: RESPValue) throws {
+        guard reply == .status("OK") else { throw RedisServerError("cluster set-up: \(reply)") }
+    }
+}
+
+/// `CLUSTER KEYSLOT` without a cluster-mode server (the test-side computation goes through the
+/// gateway's own CRC16, which `RedisHashSlotTests` checks against the specification).
+enum RedisHashSlotForTests {
+    static func slot(_ key: [UInt8]) -> Int64 {
+        // Same algorithm, written independently of the gateway (bitwise, no table).
+        var tag = key[...]
+        if let open = key.firstIndex(of: UInt8(ascii: "{")),
+            let close = key[(open + 1)...].firstIndex(of: UInt8(ascii: "}")), close > open + 1
+        {
+            tag = key[(open + 1)..<close]
+        }
+        var crc: UInt16 = 0
+        for byte in tag {
+            crc ^= UInt16(byte) << 8
+            for _ in 0..<8 { crc = crc & 0x8000 != 0 ? (crc << 1) ^ 0x1021 : crc << 1 }
+        }
+        return Int64(crc & 0x3FFF)
+    }
+}
+
+/// Real Redis Sentinels watching a primary with `replicas` replicas: `redis-server <conf>
+/// --sentinel` on free ports, `down-after-milliseconds` and `failover-timeout` short so that a
+/// killed primary is replaced within a few seconds.
+final class RedisSentinelFixture: @unchecked Sendable {
+    let primary: RedisServer
+    let replicas: [RedisServer]
+    let sentinels: [SentinelProcess]
+    static let masterName = "gwmaster"
+
+    var urlString: String {
+        "redis-sentinel://" + self.sentinels.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") + "/"
+            + Self.masterName
+    }
+
+    static func start(replicas: Int = 1, sentinels: Int = 3) throws -> RedisSentinelFixture {
+        let quick = ["--shutdown-timeout", "0", "--repl-diskless-sync-delay", "0"]
+        let primary = try RedisServer.start(extraArguments: quick)
+        var servers = [primary]
+        do {
+            let replicaServers = try (0..<replicas).map { _ in
+                let server = try RedisServer.start(
+                    extraArguments: quick + ["--replicaof", "127.0.0.1", String(primary.port)])
+                servers.append(server)
+                return server
+            }
+            var sentinelProcesses: [SentinelProcess] = []
+            do {
+                for _ in 0..<sentinels {
+                    sentinelProcesses.append(
+                        try SentinelProcess.start(primaryPort: primary.port, quorum: min(2, sentinels)))
+                }
+            } catch {
+                for sentinel in sentinelProcesses { sentinel.stop() }
+                throw error
+            }
+            let fixture = RedisSentinelFixture(primary: primary, replicas: replicaServers, sentinels: sentinelProcesses)
+            try fixture.waitUntil("replicas in sync and known to every sentinel") {
+                try replicaServers.allSatisfy {
+                    try ($0.command("INFO", "replication").text ?? "").contains("master_link_status:up")
+                }
+                    && sentinelProcesses.allSatisfy { sentinel in
+                        guard case .array(let list)? = try? sentinel.command("SENTINEL", "REPLICAS", Self.masterName)
+                        else { return false }
+                        return list.count == replicas
+                    }
+            }
+            return fixture
+        } catch {
+            for server in servers { server.shutDown() }
+            throw error
+        }
+    }
+
+    private init(primary: RedisServer, replicas: [RedisServer], sentinels: [SentinelProcess]) {
+        self.primary = primary
+        self.replicas = replicas
+        self.sentinels = sentinels
+    }
+
+    deinit { self.shutDown() }
+
+    func shutDown() {
+        for sentinel in self.sentinels { sentinel.stop() }
+        self.primary.shutDown()
+        for replica in self.replicas { replica.shutDown() }
+    }
+
+    /// The port the sentinels name as primary now.
+    func primaryPort() throws -> UInt16? {
+        guard
+            case .array(let items) = try self.sentinels[0].command(
+                "SENTINEL", "get-master-addr-by-name", Self.masterName),
+            items.count == 2, let text = items[1].text
+        else { return nil }
+        return UInt16(text)
+    }
+
+    func waitUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if (try? condition()) == true { return }
+            usleep(50_000)
+        }
+        throw RedisServerError("sentinel: \(what) not reached within \(timeout)")
+    }
+}
+
+/// One `redis-server <dir>/sentinel.conf --sentinel` (the same binary as redis-server; the
+/// Debian `redis-sentinel` package only adds a service unit).
+final class SentinelProcess: @unchecked Sendable {
+    let port: UInt16
+    let directory: URL
+    private let process: Process
+
+    static func start(primaryPort: UInt16, quorum: Int) throws -> SentinelProcess {
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            do {
+                return try SentinelProcess(port: try freeServerPort(), primaryPort: primaryPort, quorum: quorum)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? RedisServerError("could not start a sentinel")
+    }
+
+    private init(port: UInt16, primaryPort: UInt16, quorum: Int) throws {
+        self.port = port
+        let template = FileManager.default.temporaryDirectory.appendingPathComponent("attest-sentinel-XXXXXX").path
+        var bytes = Array(template.utf8CString)
+        guard mkdtemp(&bytes) != nil else { throw RedisServerError("mkdtemp failed: errno \(errno)") }
+        self.directory = URL(
+            fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        let name = RedisSentinelFixture.masterName
+        let config = """
+            port \(port)
+            bind 127.0.0.1
+            daemonize no
+            dir \(self.directory.path)
+            logfile \(self.directory.appendingPathComponent("sentinel.log").path)
+            sentinel monitor \(name) 127.0.0.1 \(primaryPort) \(quorum)
+            sentinel down-after-milliseconds \(name) 600
+            sentinel failover-timeout \(name) 3000
+            sentinel parallel-syncs \(name) 1
+
+            """
+        let configPath = self.directory.appendingPathComponent("sentinel.conf")
+        try config.write(to: configPath, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        process.arguments = [configPath.path, "--sentinel"]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if !process.isRunning { throw RedisServerError("redis sentinel exited at start (port \(port))") }
+            if (try? self.command("PING")) == .status("PONG") { return }
+            usleep(20_000)
+        }
+        self.stop()
+        throw RedisServerError("redis sentinel on port \(port) did not answer")
+    }
+
+    func command(_ arguments: String...) throws -> RESPValue {
+        let client = try RESPClient(port: self.port)
+        defer { client.close() }
+        return try client.call(arguments.map { Array($0.utf8) })
+    }
+
+    func stop() {
+        if self.process.isRunning {
+            kill(self.process.processIdentifier, SIGKILL)
+            self.process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: self.directory)
+    }
+}
