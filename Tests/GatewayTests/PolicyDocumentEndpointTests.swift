@@ -40,6 +40,21 @@ import Testing
         }
     }
 
+    @Test func documentCarriesEachRoutesWindowDebugTokensAndCaseRule() throws {
+        let text = designExamplePolicy.replacingOccurrences(
+            of: "mode: enforce",
+            with: "mode: enforce\n    counter_window: 16\n    allow_debug_tokens: true\n    case_sensitive: true"
+        ).replacingOccurrences(of: "environment: production", with: "environment: development")
+        let endpoint = PolicyDocumentEndpoint(policy: try PolicyLoader.parse(text, sourcePath: "policies.yaml"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(endpoint.body)) as? [String: Any])
+        let routes = try #require(object["routes"] as? [[String: Any]])
+        #expect(routes[0]["counter_window"] as? Int == 16)
+        #expect(routes[0]["allow_debug_tokens"] as? Bool == true)
+        #expect((routes[0]["match"] as? [String: Any])?["case_sensitive"] as? Bool == true)
+        #expect(routes[1]["counter_window"] as? Int == 0)
+        #expect((routes[1]["match"] as? [String: Any])?["case_sensitive"] as? Bool == false)
+    }
+
     @Test func getIsCacheableAndConditional() throws {
         let endpoint = try self.endpoint()
         let ok = endpoint.response(to: self.head("GET"))

@@ -53,9 +53,9 @@ package struct PolicyDocumentEndpoint: Sendable {
 
     package static func features(of route: RoutePolicy) -> RouteFeatures {
         RouteFeatures(
-            counterWindow: 0,  // issue 12: route.counterWindow
-            allowsDebugTokens: false,  // issue 12: route.allowDebugTokens
-            allowsDeviceCheckFallback: false  // issue 13: route.deviceCheckFallback
+            counterWindow: route.counterWindow,
+            allowsDebugTokens: route.allowDebugTokens,
+            allowsDeviceCheckFallback: false  // issue 13: the DeviceCheck fallback is not built yet
         )
     }
 
