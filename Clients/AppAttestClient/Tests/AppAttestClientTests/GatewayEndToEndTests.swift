@@ -88,6 +88,31 @@ struct GatewayEndToEndTests {
         }
     }
 
+    @Test func hundredParallelRequestsOnAWindowedRouteAllSucceed() async throws {
+        try await self.withEnvironment { environment in
+            let service = environment.simulator()
+            let client = environment.client(service: service)
+            // Enroll first, so the burst below is only assertions.
+            #expect(try await client.data(for: self.get("/v1/parallel/warm", on: environment)).1.statusCode == 200)
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<100 {
+                    let request = self.get("/v1/parallel/\(index)", on: environment)
+                    group.addTask { try await client.data(for: request).1.statusCode }
+                }
+                var statuses: [Int] = []
+                for try await status in group { statuses.append(status) }
+                return statuses
+            }
+            #expect(statuses.count == 100)
+            #expect(statuses.allSatisfy { $0 == 200 })
+            // The route's window (32, from the policy document) let up to 32 assertions be in flight:
+            // out-of-order arrival within it is accepted once each; nothing needed a retry.
+            #expect(service.calls("attestKey") == 1)
+            #expect(service.calls("generateAssertion") == 101)
+            #expect(try await environment.upstreamRequests() == 101)
+        }
+    }
+
     @Test func appKilledBetweenGenerateKeyAndAttestResumesWithTheSameKey() async throws {
         try await self.withEnvironment { environment in
             let service = environment.simulator()

@@ -23,6 +23,11 @@ final class GatewayEnvironment: @unchecked Sendable {
             challenge: required
             binding: body
             challenge_field: nonce
+          - name: parallel
+            match: { path_prefix: /v1/parallel }
+            upstream: api
+            mode: enforce
+            counter_window: 32
           - name: api
             match: { path_prefix: /v1/ }
             upstream: api
