@@ -14,8 +14,8 @@ extension EndToEnd {
             let world = try E2EWorld()
             defer { world.shutDown() }
             let gateways = [
-                try world.startGateway("gw-a", routes: TestRoutes.standard),
-                try world.startGateway("gw-b", routes: TestRoutes.standard),
+                try world.startGateway("gw-a", extra: E2EWorld.raceLimits, routes: TestRoutes.standard),
+                try world.startGateway("gw-b", extra: E2EWorld.raceLimits, routes: TestRoutes.standard),
             ]
             let app = try world.app()
             #expect(try app.attest(with: gateways[0]).status == 201)
@@ -86,8 +86,8 @@ extension EndToEnd {
             let world = try E2EWorld()
             defer { world.shutDown() }
             let gateways = [
-                try world.startGateway("gw-a", routes: TestRoutes.standard),
-                try world.startGateway("gw-b", routes: TestRoutes.standard),
+                try world.startGateway("gw-a", extra: E2EWorld.raceLimits, routes: TestRoutes.standard),
+                try world.startGateway("gw-b", extra: E2EWorld.raceLimits, routes: TestRoutes.standard),
             ]
             let app = try world.app()
             let total = 40

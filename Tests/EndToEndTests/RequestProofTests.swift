@@ -209,8 +209,8 @@ extension EndToEnd {
             let world = try E2EWorld()
             defer { world.shutDown() }
             let gateways = [
-                try world.startGateway("gw-a", routes: Self.routes),
-                try world.startGateway("gw-b", routes: Self.routes),
+                try world.startGateway("gw-a", extra: E2EWorld.raceLimits, routes: Self.routes),
+                try world.startGateway("gw-b", extra: E2EWorld.raceLimits, routes: Self.routes),
             ]
             let app = try world.app()
             #expect(try app.attest(with: gateways[0]).status == 201)

@@ -165,6 +165,9 @@ package final class EnforcementGateFactory: Sendable {
             var redisConfiguration = self.redisConfiguration
             redisConfiguration.keyIdleTTL = options.keyIdleTTL
             redisConfiguration.replicaAcknowledgementTimeout = options.replicaWait
+            redisConfiguration.commandTimeout = options.commandTimeout
+            redisConfiguration.staleConnectionTimeout = max(
+                redisConfiguration.staleConnectionTimeout, options.commandTimeout)
             store = RedisStore(url: url, configuration: redisConfiguration, loops: self.loops)
             Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }

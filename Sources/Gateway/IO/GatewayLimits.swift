@@ -46,6 +46,10 @@ public struct GatewayLimits: Sendable, Hashable {
     public var challengeRatePerSecond: Int = 20
     /// Token bucket depth for `challengeRatePerSecond` (a burst from one address). Default 40.
     public var challengeBurst: Int = 40
+    /// Time a store (Redis) command may take before the request gets the route's store-error
+    /// answer. Default 250 ms: a Redis on the same network answers in well under 1 ms; raise it
+    /// for a managed Redis across zones. Range 10 ms to 10 s.
+    public var storeCommandTimeout: Duration = .milliseconds(250)
 
     public init() {}
 }

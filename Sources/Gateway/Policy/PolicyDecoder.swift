@@ -54,7 +54,7 @@ struct PolicyDecoder {
         "keep_alive_idle_timeout", "max_connections", "max_header_bytes", "max_header_count",
         "shutdown_drain_timeout", "max_buffered_body_bytes", "buffered_body_timeout",
         "max_buffered_body_bytes_per_address", "max_connections_per_address", "challenge_rate_per_second",
-        "challenge_burst",
+        "challenge_burst", "store_command_timeout",
     ]
     static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
     static let endpointKeys = ["challenge", "attest", "policy"]
@@ -114,7 +114,7 @@ struct PolicyDecoder {
             }
         }
         let store = try self.decodeStore(top)
-        let redisOptions = try self.decodeRedisOptions(top, store: store)
+        var redisOptions = try self.decodeRedisOptions(top, store: store)
         let appIDs = try self.decodeAppIDs(top)
         var environment = EnvironmentPolicy.production
         if let node = top["environment"] {
@@ -128,6 +128,7 @@ struct PolicyDecoder {
         }
         let trustRoots = try self.decodeTrustRoots(top, environment: environment)
         let limits = try self.decodeLimits(top)
+        redisOptions.commandTimeout = limits.storeCommandTimeout
         let trustedProxies = try self.decodeTrustedProxies(top)
         let challengeKeyFile = try self.decodeChallengeKeyFile(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
@@ -447,6 +448,9 @@ struct PolicyDecoder {
             limits.challengeRatePerSecond = try self.integer(n, in: 1...1_000_000)
         }
         if let n = fields["challenge_burst"] { limits.challengeBurst = try self.integer(n, in: 1...1_000_000) }
+        if let n = fields["store_command_timeout"] {
+            limits.storeCommandTimeout = try self.duration(n, in: .milliseconds(10) ... .seconds(10))
+        }
         return limits
     }
 

@@ -54,6 +54,7 @@ public enum PolicySummary {
                 "max_connections_per_address=\(limits.maxConnectionsPerAddress == 0 ? "off" : String(limits.maxConnectionsPerAddress))",
                 "challenge_rate_per_second=\(limits.challengeRatePerSecond)",
                 "challenge_burst=\(limits.challengeBurst)",
+                "store_command_timeout=\(PolicyValues.format(limits.storeCommandTimeout))",
             ].joined(separator: " ")
         )
         lines.append("upstreams (\(policy.upstreams.count)):")

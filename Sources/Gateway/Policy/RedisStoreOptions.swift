@@ -8,6 +8,8 @@ public struct RedisStoreOptions: Sendable, Hashable {
     /// `counter_durability: replica`: every counter advance waits (`WAIT 1`) for a replica's
     /// acknowledgement, at most `replicaWait`, and fails closed without one. nil: `primary`.
     public var replicaWait: Duration?
+    /// `limits.store_command_timeout`, copied here so that a change rebuilds the store.
+    public var commandTimeout: Duration = .milliseconds(250)
 
     /// How long `counter_durability: replica` waits for a replica: 100 ms (below the store's
     /// 250 ms command timeout).

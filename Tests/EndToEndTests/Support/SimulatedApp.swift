@@ -132,6 +132,10 @@ final class SimulatedApp: @unchecked Sendable {
 /// trust root), Redis, the echo upstream, and the gateways the test starts. `shutDown()`
 /// SIGKILLs every process and removes the directory.
 final class E2EWorld: @unchecked Sendable {
+    /// For the 1,000-copy races: they prove that exactly one copy passes (atomicity), not that
+    /// Redis answers within the production 250 ms under a 2-core machine's full load.
+    static let raceLimits = "limits: { store_command_timeout: 3s }"
+
     let directory: TemporaryDirectory
     let authority: SimulatorAuthority
     let trustRootPath: String
