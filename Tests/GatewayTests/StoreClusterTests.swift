@@ -199,6 +199,37 @@ import Testing
         withExtendedLifetime(group) {}
     }
 
+    /// Regression: the gateway crashed at start (dispatchPrecondition) when its first command,
+    /// made off the loops before the first slot map (the challenge key's `sharedSecret`), was
+    /// resumed on a node connection's queue instead of the cluster client's. Redirects took the
+    /// same path. Many commands from many threads before and while the map arrives.
+    @Test func commandsOffTheLoopsBeforeTheFirstSlotMapComplete() async throws {
+        let cluster = try RedisClusterFixture.start()
+        defer { cluster.shutDown() }
+        for _ in 0..<3 {
+            let store = RedisStore(
+                url: try RedisURL(parsing: cluster.urlString),
+                configuration: RedisConfiguration(logsConnectionEvents: false))
+            let results = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<40 {
+                    group.addTask {
+                        let secret = await withCheckedContinuation { continuation in
+                            store.sharedSecret(name: "test-\(index % 7)", proposed: [UInt8](repeating: 1, count: 32)) {
+                                continuation.resume(returning: $0)
+                            }
+                        }
+                        return (try? secret.get())?.count == 32
+                    }
+                }
+                var all: [Bool] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            #expect(results.count == 40 && results.allSatisfy { $0 })
+            store.close()
+        }
+    }
+
     @Test func replicaDurabilityFailsClosedWithoutAReplica() async throws {
         let primary = try RedisServer.start(extraArguments: [
             "--shutdown-timeout", "0", "--repl-diskless-sync-delay", "0",

@@ -212,16 +212,20 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
             connection.send([Array("ASKING".utf8)]) { _ in }
         }
         let handler: @Sendable (Result<RedisReply, StoreError>) -> Void = { [self] result in
-            switch result {
-            case .failure(let error):
-                // The command may have run: never resent. The node may be gone: look again.
-                if error.kind == .unavailable || error.kind == .timeout { self.requestRefresh() }
-                completion(.failure(error))
-            case .success(let reply):
-                var errorText: String?
-                if case .error(let text) = reply { errorText = text }
-                let action = self.policy.action(errorText: errorText, from: target, attempt: attempt)
-                self.perform(action, reply: reply, command: command, slot: slot, attempt: attempt, completion)
+            // On this client's queue (inline when the node connection shares it, as on a loop):
+            // redirects update the map and route again.
+            self.onQueue { [self] in
+                switch result {
+                case .failure(let error):
+                    // The command may have run: never resent. The node may be gone: look again.
+                    if error.kind == .unavailable || error.kind == .timeout { self.requestRefresh() }
+                    completion(.failure(error))
+                case .success(let reply):
+                    var errorText: String?
+                    if case .error(let text) = reply { errorText = text }
+                    let action = self.policy.action(errorText: errorText, from: target, attempt: attempt)
+                    self.perform(action, reply: reply, command: command, slot: slot, attempt: attempt, completion)
+                }
             }
         }
         switch command {
@@ -320,13 +324,17 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         }
         let node = candidates[index]
         self.fetchMap(from: node) { [self] result in
-            switch result {
-            case .success(let map) where map.primaries.isEmpty:
-                self.query(candidates, index: index + 1, failures: failures + ["\(node): no slots assigned"])
-            case .success(let map):
-                self.refreshDidFinish(.success(map))
-            case .failure(let error):
-                self.query(candidates, index: index + 1, failures: failures + ["\(node): \(error)"])
+            // A node connection completes on its own queue, which is not this client's when the
+            // client serves callers off the loops: the map and the waiting commands are ours.
+            self.onQueue { [self] in
+                switch result {
+                case .success(let map) where map.primaries.isEmpty:
+                    self.query(candidates, index: index + 1, failures: failures + ["\(node): no slots assigned"])
+                case .success(let map):
+                    self.refreshDidFinish(.success(map))
+                case .failure(let error):
+                    self.query(candidates, index: index + 1, failures: failures + ["\(node): \(error)"])
+                }
             }
         }
     }
