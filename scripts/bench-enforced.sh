@@ -164,6 +164,10 @@ environment: development
 trust_roots: [sim/root_ca.pem]
 limits:
   max_connections: 4096
+  # The benchmark attests thousands of keys from one address: lift the per-address endpoint
+  # limit (its default, 20/s, is meant for real clients).
+  challenge_rate_per_second: 1000000
+  challenge_burst: 1000000
 upstreams:
   bench: { url: "http://127.0.0.1:18080", max_connections: 64 }
 routes:
