@@ -70,7 +70,7 @@ package struct HTTPRequestHead: Sendable {
     /// Every `X-Forwarded-For` value, in order (for `trusted_proxies`).
     package var forwardedFor: [Substring] {
         var values: [Substring] = []
-        for field in self.headers where field.name.utf8.count == 15 && field.name.lowercased() == "x-forwarded-for" {
+        for field in self.headers where field.name.caseInsensitiveEquals("X-Forwarded-For") {
             values.append(field.value[...])
         }
         return values

@@ -55,14 +55,6 @@ enum RoutePath {
         case readingsDisagree = "a spelling that decoding and dot-segment resolution route elsewhere"
     }
 
-    /// Length of the path part: up to the first `?` (or `#`, which `form` refuses anyway).
-    static func pathLength(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
-        for i in 0..<bytes.count where bytes[i] == Self.question || bytes[i] == Self.hash {
-            return i
-        }
-        return bytes.count
-    }
-
     /// The form of a whole request target (path and optional query) and the length of its
     /// path part. One pass: the path up to `?`, then the query for a `#`.
     static func form(target: UnsafeBufferPointer<UInt8>) -> (form: Form, pathLength: Int) {
