@@ -1,0 +1,46 @@
+private import Glibc
+
+/// Plain TCP: `read(2)` and `write(2)` on the socket.
+package final class PlainTransport: ByteTransport {
+    package let fd: Int32
+    private var isClosed = false
+
+    package init(fd: Int32) {
+        self.fd = fd
+    }
+
+    @inline(__always)
+    package func read(into pointer: UnsafeMutableRawPointer, count: Int) throws(TransportError) -> IOResult {
+        do {
+            return try SystemCalls.read(self.fd, into: pointer, count: count)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    @inline(__always)
+    package func write(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
+        do {
+            return try SystemCalls.write(self.fd, pointer, count: count)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    package var shortReadDrains: Bool { true }
+    package var waitsForWritable: Bool { false }
+    package var isHandshaking: Bool { false }
+
+    package func shutdownOutput() {
+        shutdown(self.fd, Int32(SHUT_WR))
+    }
+
+    package func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        SystemCalls.close(self.fd)
+    }
+}
+
+@available(*, unavailable)
+extension PlainTransport: Sendable {}
