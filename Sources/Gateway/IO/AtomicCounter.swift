@@ -12,8 +12,10 @@ package final class AtomicCounter: Sendable {
         self.value.wrappingAdd(amount, ordering: .relaxed).oldValue
     }
 
-    package func decrement(by amount: UInt64 = 1) {
-        self.value.wrappingSubtract(amount, ordering: .relaxed)
+    /// Subtracts one; returns the value after.
+    @discardableResult
+    package func decrement(by amount: UInt64 = 1) -> UInt64 {
+        self.value.wrappingSubtract(amount, ordering: .relaxed).newValue
     }
 
     package func load() -> UInt64 {

@@ -29,7 +29,10 @@ package final class GatewayServer: Sendable {
 
     enum ShutdownState {
         case running
+        /// Connections are finishing; `waiters` hear the outcome.
         case draining(waiters: [@Sendable (Bool) -> Void])
+        /// The last connection closed or the deadline passed: loops and pools are closing.
+        case closing(waiters: [@Sendable (Bool) -> Void])
         case finished(drained: Bool)
     }
 
@@ -148,9 +151,10 @@ package final class GatewayServer: Sendable {
         let limits = context.limitsSnapshot
         let open = self.activeConnections.increment()
         if open >= UInt64(limits.maxConnections) || self.isDraining {
-            self.activeConnections.decrement()
             self.metrics.rejectedConnections.increment()
             SystemCalls.close(fd)
+            // The count this accept held for a moment may have been the drain's last one.
+            if self.activeConnections.decrement() == 0 && self.isDraining { self.endDrain() }
             return
         }
         // Every connection is counted per address, so a cap set by a reload applies at once.
@@ -186,9 +190,10 @@ package final class GatewayServer: Sendable {
     }
 
     func connectionClosed(peerLimitKey: String) {
-        self.activeConnections.decrement()
+        let remaining = self.activeConnections.decrement()
         self.metrics.activeConnections.add(-1)
         self.addressConnections.remove(peerLimitKey, 1)
+        if remaining == 0 && self.isDraining { self.endDrain() }
     }
 
     private let connectionCapLog = LogThrottle(interval: .seconds(1))
@@ -218,6 +223,10 @@ package final class GatewayServer: Sendable {
                 waiters.append(completion)
                 state = .draining(waiters: waiters)
                 return false
+            case .closing(var waiters):
+                waiters.append(completion)
+                state = .closing(waiters: waiters)
+                return false
             case .finished(let drained):
                 DispatchQueue.global().async { completion(drained) }
                 return false
@@ -236,24 +245,30 @@ package final class GatewayServer: Sendable {
         for context in self.loopContexts {
             context.loop.execute { context.drainConnections() }
         }
+        // Drained when the last connection closes (`connectionClosed`), or at the deadline.
         let deadline = DispatchTime.now() + .nanoseconds(Int(min(drainTimeout.nanoseconds, UInt64(Int.max))))
-        let pollQueue = DispatchQueue(label: "attest-gateway.shutdown")
-        @Sendable func poll() {
-            if self.activeConnections.load() == 0 || DispatchTime.now() >= deadline {
-                let drained = self.activeConnections.load() == 0
-                self.finishShutdown(drained: drained) { drained in
-                    let waiters = self.shutdownState.withLock { state -> [@Sendable (Bool) -> Void] in
-                        defer { state = .finished(drained: drained) }
-                        if case .draining(let waiters) = state { return waiters }
-                        return []
-                    }
-                    for waiter in waiters { waiter(drained) }
-                }
-                return
-            }
-            pollQueue.asyncAfter(deadline: .now() + .milliseconds(20), execute: poll)
+        DispatchQueue.global().asyncAfter(deadline: deadline) { self.endDrain() }
+        if self.activeConnections.load() == 0 { self.endDrain() }
+    }
+
+    /// The drain ended (the last connection closed, or the deadline passed): once only, close
+    /// what remains and tell the waiters whether every connection finished in time.
+    private func endDrain() {
+        let startsClosing = self.shutdownState.withLock { state -> Bool in
+            guard case .draining(let waiters) = state else { return false }
+            state = .closing(waiters: waiters)
+            return true
         }
-        pollQueue.async(execute: poll)
+        guard startsClosing else { return }
+        let drained = self.activeConnections.load() == 0
+        self.finishShutdown(drained: drained) { drained in
+            let waiters = self.shutdownState.withLock { state -> [@Sendable (Bool) -> Void] in
+                defer { state = .finished(drained: drained) }
+                if case .closing(let waiters) = state { return waiters }
+                preconditionFailure("shutdown finished in state \(state)")
+            }
+            for waiter in waiters { waiter(drained) }
+        }
     }
 
     private func finishShutdown(drained: Bool, completion: @escaping @Sendable (Bool) -> Void) {
@@ -279,200 +294,6 @@ package final class GatewayServer: Sendable {
             group.notify(queue: .global()) {
                 self.accessLog?.flush()
                 self.group.close { completion(drained) }
-            }
-        }
-    }
-}
-
-/// What a listener's connections use: its gate, the upstreams and limits, swapped as one
-/// snapshot. Connections re-read it only when `generation` changed.
-final class ListenerContext: Sendable {
-    struct Snapshot: Sendable {
-        var gate: any RequestGate
-        var upstreams: UpstreamTable
-        var limits: GatewayLimits
-        var trustedProxies: TrustedProxies
-    }
-
-    let name: String
-    private let snapshotBox: Mutex<Snapshot>
-    private let generationCounter = AtomicCounter()
-
-    init(
-        name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
-        trustedProxies: TrustedProxies = TrustedProxies([])
-    ) {
-        self.name = name
-        self.snapshotBox = Mutex(
-            Snapshot(gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies))
-    }
-
-    func replace(trustedProxies: TrustedProxies) {
-        self.snapshotBox.withLock { $0.trustedProxies = trustedProxies }
-        self.generationCounter.increment()
-    }
-
-    var generation: UInt64 { self.generationCounter.load() }
-
-    var snapshot: Snapshot { self.snapshotBox.withLock { $0 } }
-
-    var limitsSnapshot: GatewayLimits { self.snapshotBox.withLock { $0.limits } }
-
-    func replace(gate: any RequestGate) {
-        self.snapshotBox.withLock { $0.gate = gate }
-        self.generationCounter.increment()
-    }
-
-    func replace(upstreams: UpstreamTable, limits: GatewayLimits) {
-        self.snapshotBox.withLock {
-            $0.upstreams = upstreams
-            $0.limits = limits
-        }
-        self.generationCounter.increment()
-    }
-}
-
-/// Per-loop state of the server: its connections, metric handles, access-log lines and a
-/// few spare buffers. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
-final class LoopContext: @unchecked Sendable {
-    let loop: EventLoop
-    let metricsCache: ProxyMetricsCache
-    let accessLog: AccessLog?
-    @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
-    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
-    @exclusivity(unchecked) private var spareBuffers: [IOBuffer] = []
-    /// Serialization scratch (heads, chunk framing); used and emptied within one call.
-    @exclusivity(unchecked) var scratchBytes: [UInt8] = []
-    @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
-        byteCount: 16 * 1024, alignment: 16)
-
-    init(loop: EventLoop, metrics: ProxyMetrics, accessLog: AccessLog?) {
-        self.loop = loop
-        self.metricsCache = ProxyMetricsCache(metrics: metrics)
-        self.accessLog = accessLog
-        self.scratchBytes.reserveCapacity(16 * 1024)
-    }
-
-    deinit {
-        self.headScratchMemory.deallocate()
-    }
-
-    func installBatchHook() {
-        self.loop.onBatchEnd = { [unowned self] isTick in
-            // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
-            // one log-queue wake-up and one write(2) per many requests, not per batch.
-            if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
-        }
-    }
-
-    static let accessLogFlushBytes = 16 * 1024
-
-    func flushAccessLog() {
-        guard !self.logBuffer.isEmpty, let accessLog = self.accessLog else { return }
-        let (bytes, lines) = self.logBuffer.take()
-        accessLog.submit(bytes, lineCount: lines)
-    }
-
-    func add(_ connection: ProxyConnection) {
-        self.connections[ObjectIdentifier(connection)] = connection
-    }
-
-    func remove(_ connection: ProxyConnection) {
-        self.connections.removeValue(forKey: ObjectIdentifier(connection))
-    }
-
-    /// Memory to write a message head in before copying it out (`UpstreamRequestPlan.writeHead`);
-    /// used and done with within one call. Grows to the largest head seen.
-    func headScratch(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
-        if self.headScratchMemory.count < count {
-            self.headScratchMemory.deallocate()
-            self.headScratchMemory = .allocate(byteCount: max(count, 16 * 1024), alignment: 16)
-        }
-        return self.headScratchMemory
-    }
-
-    func takeBuffer() -> IOBuffer {
-        self.spareBuffers.popLast() ?? IOBuffer(capacity: 16 * 1024)
-    }
-
-    func returnBuffer(_ buffer: IOBuffer) {
-        buffer.clear()
-        if self.spareBuffers.count < 64 && buffer.capacity <= 256 * 1024 {
-            self.spareBuffers.append(buffer)
-        }
-    }
-
-    func drainConnections() {
-        for connection in Array(self.connections.values) {
-            connection.beginDrain()
-        }
-        self.flushAccessLog()
-    }
-
-    func closeEverything() {
-        for connection in Array(self.connections.values) {
-            connection.forceClose()
-        }
-        self.flushAccessLog()
-    }
-}
-
-/// A listening socket, registered (edge-triggered) on one loop; accepted connections are
-/// spread round-robin over all loops. Confined to `loop.queue`.
-final class Listener: EventHandler, @unchecked Sendable {
-    let fd: Int32
-    let address: SocketAddress
-    unowned let server: GatewayServer
-    let context: ListenerContext
-    let loop: EventLoop
-    private var token: UInt64 = 0
-    private var isOpen = false
-
-    init(fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop) {
-        self.fd = fd
-        self.address = address
-        self.server = server
-        self.context = context
-        self.loop = loop
-    }
-
-    func start() {
-        do {
-            self.token = try self.loop.register(fd: self.fd, handler: self)
-            self.isOpen = true
-            self.acceptAll()
-        } catch {
-            Log.error("listener_failed", [("address", self.address.description), ("error", error.description)])
-            SystemCalls.close(self.fd)
-        }
-    }
-
-    func stop() {
-        guard self.isOpen else { return }
-        self.isOpen = false
-        self.loop.deregister(fd: self.fd, token: self.token)
-        SystemCalls.close(self.fd)
-    }
-
-    func handleEvents(_ events: UInt32) {
-        self.acceptAll()
-    }
-
-    func handleDeadline() {
-        // Retry after EMFILE/ENFILE.
-        self.acceptAll()
-    }
-
-    private func acceptAll() {
-        while self.isOpen {
-            do {
-                guard let (client, peer) = try SystemCalls.accept(self.fd) else { return }
-                self.server.adopt(fd: client, peer: peer, context: self.context, acceptedOn: self.loop)
-            } catch {
-                // EMFILE/ENFILE/ENOMEM: the pending connection stays queued; try again in a tick.
-                Log.warning("accept_failed", [("address", self.address.description), ("error", error.description)])
-                self.loop.setDeadline(token: self.token, after: 100_000_000)
-                return
             }
         }
     }

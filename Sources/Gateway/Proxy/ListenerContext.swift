@@ -1,0 +1,49 @@
+import Synchronization
+
+/// What a listener's connections use: its gate, the upstreams and limits, swapped as one
+/// snapshot. Connections re-read it only when `generation` changed.
+final class ListenerContext: Sendable {
+    struct Snapshot: Sendable {
+        var gate: any RequestGate
+        var upstreams: UpstreamTable
+        var limits: GatewayLimits
+        var trustedProxies: TrustedProxies
+    }
+
+    let name: String
+    private let snapshotBox: Mutex<Snapshot>
+    private let generationCounter = AtomicCounter()
+
+    init(
+        name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
+        trustedProxies: TrustedProxies = TrustedProxies([])
+    ) {
+        self.name = name
+        self.snapshotBox = Mutex(
+            Snapshot(gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies))
+    }
+
+    func replace(trustedProxies: TrustedProxies) {
+        self.snapshotBox.withLock { $0.trustedProxies = trustedProxies }
+        self.generationCounter.increment()
+    }
+
+    var generation: UInt64 { self.generationCounter.load() }
+
+    var snapshot: Snapshot { self.snapshotBox.withLock { $0 } }
+
+    var limitsSnapshot: GatewayLimits { self.snapshotBox.withLock { $0.limits } }
+
+    func replace(gate: any RequestGate) {
+        self.snapshotBox.withLock { $0.gate = gate }
+        self.generationCounter.increment()
+    }
+
+    func replace(upstreams: UpstreamTable, limits: GatewayLimits) {
+        self.snapshotBox.withLock {
+            $0.upstreams = upstreams
+            $0.limits = limits
+        }
+        self.generationCounter.increment()
+    }
+}

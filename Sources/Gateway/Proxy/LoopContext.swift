@@ -1,0 +1,84 @@
+/// Per-loop state of the server: its connections, metric handles, access-log lines and a
+/// few spare buffers. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
+final class LoopContext: @unchecked Sendable {
+    let loop: EventLoop
+    let metricsCache: ProxyMetricsCache
+    let accessLog: AccessLog?
+    @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    @exclusivity(unchecked) private var spareBuffers: [IOBuffer] = []
+    /// Serialization scratch (heads, chunk framing); used and emptied within one call.
+    @exclusivity(unchecked) var scratchBytes: [UInt8] = []
+    @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
+        byteCount: 16 * 1024, alignment: 16)
+
+    init(loop: EventLoop, metrics: ProxyMetrics, accessLog: AccessLog?) {
+        self.loop = loop
+        self.metricsCache = ProxyMetricsCache(metrics: metrics)
+        self.accessLog = accessLog
+        self.scratchBytes.reserveCapacity(16 * 1024)
+    }
+
+    deinit {
+        self.headScratchMemory.deallocate()
+    }
+
+    func installBatchHook() {
+        self.loop.onBatchEnd = { [unowned self] isTick in
+            // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
+            // one log-queue wake-up and one write(2) per many requests, not per batch.
+            if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
+        }
+    }
+
+    static let accessLogFlushBytes = 16 * 1024
+
+    func flushAccessLog() {
+        guard !self.logBuffer.isEmpty, let accessLog = self.accessLog else { return }
+        let (bytes, lines) = self.logBuffer.take()
+        accessLog.submit(bytes, lineCount: lines)
+    }
+
+    func add(_ connection: ProxyConnection) {
+        self.connections[ObjectIdentifier(connection)] = connection
+    }
+
+    func remove(_ connection: ProxyConnection) {
+        self.connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    /// Memory to write a message head in before copying it out (`UpstreamRequestPlan.writeHead`);
+    /// used and done with within one call. Grows to the largest head seen.
+    func headScratch(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
+        if self.headScratchMemory.count < count {
+            self.headScratchMemory.deallocate()
+            self.headScratchMemory = .allocate(byteCount: max(count, 16 * 1024), alignment: 16)
+        }
+        return self.headScratchMemory
+    }
+
+    func takeBuffer() -> IOBuffer {
+        self.spareBuffers.popLast() ?? IOBuffer(capacity: 16 * 1024)
+    }
+
+    func returnBuffer(_ buffer: IOBuffer) {
+        buffer.clear()
+        if self.spareBuffers.count < 64 && buffer.capacity <= 256 * 1024 {
+            self.spareBuffers.append(buffer)
+        }
+    }
+
+    func drainConnections() {
+        for connection in Array(self.connections.values) {
+            connection.beginDrain()
+        }
+        self.flushAccessLog()
+    }
+
+    func closeEverything() {
+        for connection in Array(self.connections.values) {
+            connection.forceClose()
+        }
+        self.flushAccessLog()
+    }
+}
