@@ -111,10 +111,12 @@ import Testing
             method: "POST", framing: .contentLength(100), keepAlive: true, expectsContinue: true, bufferBodyUpTo: 1000)
         #expect(action == .bufferBody(sendContinue: true))
         let answer = machine.bodyBudgetExhausted()
-        guard case .reject(let status, let code, _) = answer else {
+        guard case .reject(let error) = answer else {
             Issue.record("expected a rejection, got \(answer)")
             return
         }
+        let status = error.status
+        let code = error.code.rawValue
         #expect(status == 503)
         #expect(code == "body_budget_exhausted")
         #expect(machine.phase == .respondingLocally)
@@ -132,7 +134,9 @@ import Testing
                 method: "POST", framing: .chunked, keepAlive: true, expectsContinue: false, bufferBodyUpTo: 1000)
                 == .bufferBody(sendContinue: false))
         #expect(machine.bufferedBodyReceived(total: 400) == .keepReading)
-        guard case .reject(503, "body_budget_exhausted", _) = machine.bodyBudgetExhausted() else {
+        guard case .reject(let error) = machine.bodyBudgetExhausted(), error.status == 503,
+            error.code == .bodyBudgetExhausted
+        else {
             Issue.record("expected 503 body_budget_exhausted")
             return
         }

@@ -46,10 +46,13 @@ import Testing
         var machine = self.bufferingPOST()
         let now = Self.headAt + 30 * Self.second
         #expect(machine.expiredTimer(at: now) == .bodyReadIdle)
-        guard case .respond(408, "request_timeout", let message) = machine.timerExpired(at: now) else {
+        guard case .respond(let error) = machine.timerExpired(at: now), error.status == 408,
+            error.code == .requestTimeout
+        else {
             Issue.record("expected 408")
             return
         }
+        let message = error.message
         #expect(message == "the request body did not arrive in time")
         #expect(machine.phase == .closing)
     }
@@ -61,10 +64,13 @@ import Testing
             #expect(machine.expiredTimer(at: Self.deadline - 1) == .bodyReadIdle)
             #expect(machine.expiredTimer(at: Self.deadline) == .bufferedBody)
             #expect(machine.expiredTimer(at: Self.deadline + Self.second) == .bufferedBody)
-            guard case .respond(408, "request_timeout", let message) = machine.timerExpired(at: Self.deadline) else {
+            guard case .respond(let error) = machine.timerExpired(at: Self.deadline), error.status == 408,
+                error.code == .requestTimeout
+            else {
                 Issue.record("expected 408 for \(framing)")
                 continue
             }
+            let message = error.message
             #expect(message.contains("time allowed"))
             #expect(machine.phase == .closing)
             #expect(machine.keepAliveAfterResponse == false)
@@ -83,7 +89,9 @@ import Testing
         #expect(machine.expiredTimer(at: Self.deadline + Self.second) == .upstreamResponse)
         #expect(machine.decided(forward: true) == .connectUpstream(sendContinue: false))
         #expect(machine.expiredTimer(at: Self.deadline + Self.second) == .upstreamConnect)
-        guard case .respond(504, "upstream_timeout", _) = machine.timerExpired(at: Self.deadline + Self.second) else {
+        guard case .respond(let error) = machine.timerExpired(at: Self.deadline + Self.second), error.status == 504,
+            error.code == .upstreamTimeout
+        else {
             Issue.record("expected the upstream timeout, not the body's")
             return
         }
@@ -103,10 +111,13 @@ import Testing
         let late = Self.deadline + 100 * Self.second
         #expect(machine.timerDelay(configured: Self.idle, now: late) == Self.idle)
         #expect(machine.expiredTimer(at: late) == .bodyReadIdle)
-        guard case .respond(408, "request_timeout", let message) = machine.timerExpired(at: late) else {
+        guard case .respond(let error) = machine.timerExpired(at: late), error.status == 408,
+            error.code == .requestTimeout
+        else {
             Issue.record("expected the idle 408")
             return
         }
+        let message = error.message
         #expect(message == "the request body did not arrive in time")
     }
 
@@ -122,9 +133,10 @@ import Testing
 
         var tooLarge = Machine()
         guard
-            case .reject(413, "body_too_large", _) = tooLarge.requestHeadReceived(
+            case .reject(let error) = tooLarge.requestHeadReceived(
                 method: "POST", framing: .contentLength(2_000), keepAlive: true, expectsContinue: false,
-                bufferBodyUpTo: 1_000, bufferedBodyDeadline: Self.deadline)
+                bufferBodyUpTo: 1_000, bufferedBodyDeadline: Self.deadline), error.status == 413,
+            error.code == .bodyTooLarge
         else {
             Issue.record("expected 413")
             return

@@ -82,10 +82,12 @@ import Testing
         var machine = Machine()
         let action = machine.requestHeadReceived(
             method: "POST", framing: .contentLength(5000), keepAlive: true, expectsContinue: true, bufferBodyUpTo: 1000)
-        guard case .reject(let status, let code, _) = action else {
+        guard case .reject(let error) = action else {
             Issue.record("expected a rejection, got \(action)")
             return
         }
+        let status = error.status
+        let code = error.code.rawValue
         #expect(status == 413)
         #expect(code == "body_too_large")
         #expect(machine.keepAliveAfterResponse == false)
@@ -99,7 +101,7 @@ import Testing
                 method: "POST", framing: .chunked, keepAlive: true, expectsContinue: false, bufferBodyUpTo: 1000)
                 == .bufferBody(sendContinue: false))
         #expect(machine.bufferedBodyReceived(total: 600) == .keepReading)
-        guard case .reject(413, _, _) = machine.bufferedBodyReceived(total: 1200) else {
+        guard case .reject(let error) = machine.bufferedBodyReceived(total: 1200), error.status == 413 else {
             Issue.record("expected 413")
             return
         }
@@ -142,9 +144,7 @@ import Testing
             .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
         #expect(
             second
-                == .respond(
-                    status: 502, code: "upstream_unavailable", message: "the upstream service is not reachable",
-                    keepAlive: true))
+                == .respond(ProxyError(.upstreamUnavailable, "the upstream service is not reachable"), keepAlive: true))
     }
 
     @Test func noRetryForPostFreshConnectionsOrAfterAResponseByte() {
@@ -154,8 +154,9 @@ import Testing
         _ = post.decided(forward: true)
         post.upstreamConnected()
         guard
-            case .respond(502, _, _, _) = post.upstreamFailed(
-                .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
+            case .respond(let error, _) = post.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true),
+            error.status == 502
         else {
             Issue.record("POST must not be retried")
             return
@@ -166,8 +167,9 @@ import Testing
         _ = fresh.decided(forward: true)
         fresh.upstreamConnected()
         guard
-            case .respond(502, _, _, _) = fresh.upstreamFailed(
-                .unavailable, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
+            case .respond(let error, _) = fresh.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true),
+            error.status == 502
         else {
             Issue.record("a fresh connection's failure is not retried")
             return
@@ -178,8 +180,9 @@ import Testing
         _ = partial.decided(forward: true)
         partial.upstreamConnected()
         guard
-            case .respond(502, _, _, _) = partial.upstreamFailed(
-                .unavailable, anyResponseByte: true, wasIdlePooledConnection: true, requestReplayable: true)
+            case .respond(let error, _) = partial.upstreamFailed(
+                .unavailable, anyResponseByte: true, wasIdlePooledConnection: true, requestReplayable: true),
+            error.status == 502
         else {
             Issue.record("a failure after response bytes is not retried")
             return
@@ -211,14 +214,14 @@ import Testing
             _ = self.headGET(&machine)
             _ = machine.decided(forward: true)
             guard
-                case .respond(let gotStatus, let gotCode, _, let keepAlive) = machine.upstreamFailed(
+                case .respond(let error, let keepAlive) = machine.upstreamFailed(
                     failure, anyResponseByte: false, wasIdlePooledConnection: false, requestReplayable: true)
             else {
                 Issue.record("\(failure): expected a response")
                 continue
             }
-            #expect(gotStatus == status)
-            #expect(gotCode == code)
+            #expect(error.status == status)
+            #expect(error.code.rawValue == code)
             #expect(keepAlive)
             let continues = machine.localResponseWritten()
             #expect(continues)
@@ -234,7 +237,9 @@ import Testing
         var slowloris = Machine()
         slowloris.headBytesReceived()
         #expect(slowloris.timer == .headerRead)
-        guard case .respond(408, "request_timeout", _) = slowloris.timerExpired(at: 0) else {
+        guard case .respond(let error) = slowloris.timerExpired(at: 0), error.status == 408,
+            error.code == .requestTimeout
+        else {
             Issue.record("a started head that stalls is a 408")
             return
         }
@@ -243,7 +248,9 @@ import Testing
         _ = self.headGET(&waiting)
         _ = waiting.decided(forward: true)
         waiting.upstreamConnected()
-        guard case .respond(504, "upstream_timeout", _) = waiting.timerExpired(at: 0) else {
+        guard case .respond(let error) = waiting.timerExpired(at: 0), error.status == 504,
+            error.code == .upstreamTimeout
+        else {
             Issue.record("an upstream that does not answer is a 504")
             return
         }

@@ -35,6 +35,9 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case debug
     /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
     case debugTokenInvalid = "debug_token_invalid"
+    /// Refused by the proxy before the gate decided: a body over the route's cap (413), the
+    /// body budget (503).
+    case rejected
 }
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps

@@ -66,6 +66,8 @@ package final class EventLoop: @unchecked Sendable {
     /// Shared read buffer: connections read into it when they hold no partial data of
     /// their own, so an idle keep-alive connection owns no buffer memory.
     package let scratch: UnsafeMutableRawBufferPointer
+    /// Spare buffers for the partial input and unsent output of this loop's connections.
+    package let buffers = IOBufferPool()
     /// Monotonic time at the start of the current batch of events.
     @exclusivity(unchecked) package private(set) var now: UInt64 = SystemCalls.monotonicNanoseconds()
     /// Runs after each batch of events with `isTick == false`, and on every timer tick

@@ -181,10 +181,14 @@ package final class GatewayServer: Sendable {
         let target = self.group.next()
         let loopContext = self.loopContexts[target.index]
         if target === loop {
-            ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self)
+            ProxyConnection.start(
+                transport: PlainTransport(fd: fd), peer: peer, context: context, loopContext: loopContext,
+                server: self)
         } else {
             target.execute {
-                ProxyConnection.start(fd: fd, peer: peer, context: context, loopContext: loopContext, server: self)
+                ProxyConnection.start(
+                    transport: PlainTransport(fd: fd), peer: peer, context: context, loopContext: loopContext,
+                    server: self)
             }
         }
     }

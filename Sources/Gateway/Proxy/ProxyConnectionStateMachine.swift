@@ -24,6 +24,9 @@ package struct ProxyConnectionStateMachine: Sendable {
         case respondingLocally
         /// Nothing more is read; output is flushed, then the connection closes.
         case closing
+        /// Output is flushed and our side half-closed: what the client still sends is read and
+        /// discarded until it closes or `Timer.linger` fires (a lingering close, as nginx does).
+        case lingering
         case closed
     }
 
@@ -43,6 +46,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         case upstreamConnect
         /// Waiting for the gate or the upstream's response: 504 (abort once it started).
         case upstreamResponse
+        /// Lingering after the response: close.
+        case linger
     }
 
     /// Why the upstream exchange failed.
@@ -55,6 +60,16 @@ package struct ProxyConnectionStateMachine: Sendable {
         case invalidResponse
         /// Too many requests waiting for a pooled connection.
         case poolExhausted
+
+        /// The answer when the failure ends the exchange.
+        var error: ProxyError {
+            switch self {
+            case .unavailable: .upstreamUnavailable
+            case .timeout: .upstreamTimeout
+            case .invalidResponse: .upstreamInvalidResponse
+            case .poolExhausted: .upstreamBusy
+            }
+        }
     }
 
     package enum HeadAction: Sendable, Hashable {
@@ -65,12 +80,12 @@ package struct ProxyConnectionStateMachine: Sendable {
         /// Call `decide` with an empty body: the request has none.
         case decideWithEmptyBody
         /// Answer locally without reading the body, then close.
-        case reject(status: Int, code: String, message: String)
+        case reject(ProxyError)
     }
 
     package enum BodyAction: Sendable, Hashable {
         case keepReading
-        case reject(status: Int, code: String, message: String)
+        case reject(ProxyError)
     }
 
     package enum RequestEndAction: Sendable, Hashable {
@@ -102,14 +117,14 @@ package struct ProxyConnectionStateMachine: Sendable {
         /// Try once more on a fresh connection (idempotent request, idle pooled connection, no response byte).
         case retry
         /// Answer with this error, then continue (keepAlive) or close.
-        case respond(status: Int, code: String, message: String, keepAlive: Bool)
+        case respond(ProxyError, keepAlive: Bool)
         /// A response already started: the client connection can only be closed.
         case abort
     }
 
     package enum TimeoutAction: Sendable, Hashable {
         case closeQuietly
-        case respond(status: Int, code: String, message: String)
+        case respond(ProxyError)
         case abort
     }
 
@@ -145,6 +160,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         case .connecting: return .upstreamConnect
         case .exchanging: return self.requestComplete ? .upstreamResponse : .bodyReadIdle
         case .respondingLocally, .closing: return .bodyReadIdle
+        case .lingering: return .linger
         case .closed: return nil
         }
     }
@@ -154,7 +170,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         switch self.phase {
         case .idle, .bufferingBody: return true
         case .exchanging: return !self.requestComplete
-        case .deciding, .connecting, .respondingLocally, .closing, .closed: return false
+        case .deciding, .connecting, .respondingLocally, .closing, .lingering, .closed: return false
         }
     }
 
@@ -199,9 +215,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             // The body is not read: the connection cannot be reused.
             self.clientKeepAlive = false
             self.phase = .respondingLocally
-            return .reject(
-                status: 413, code: "body_too_large",
-                message: "request body of \(length) bytes exceeds the route's limit of \(cap) bytes")
+            return .reject(.bodyTooLarge(declared: length, cap: cap))
         case .none, .contentLength, .chunked:
             self.phase = .bufferingBody
             let sendContinue = self.expectsContinue
@@ -216,9 +230,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         if let cap = self.bufferCap, total > cap {
             self.clientKeepAlive = false
             self.phase = .respondingLocally
-            return .reject(
-                status: 413, code: "body_too_large",
-                message: "request body exceeds the route's limit of \(cap) bytes")
+            return .reject(.bodyTooLarge(cap: cap))
         }
         return .keepReading
     }
@@ -231,9 +243,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         self.clientKeepAlive = false
         self.continueSent = false
         self.phase = .respondingLocally
-        return .reject(
-            status: 503, code: "body_budget_exhausted",
-            message: "the gateway is holding too many request bodies; retry later")
+        return .reject(.bodyBudgetExhausted)
     }
 
     /// The parser reported the end of the request (body complete).
@@ -317,25 +327,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         // Part of the request body may still be unread: the connection cannot continue then.
         if !self.requestComplete { self.clientKeepAlive = false }
         self.phase = .respondingLocally
-        switch failure {
-        case .unavailable:
-            return .respond(
-                status: 502, code: "upstream_unavailable", message: "the upstream service is not reachable",
-                keepAlive: self.keepAliveAfterResponse)
-        case .timeout:
-            return .respond(
-                status: 504, code: "upstream_timeout", message: "the upstream service did not answer in time",
-                keepAlive: self.keepAliveAfterResponse)
-        case .invalidResponse:
-            return .respond(
-                status: 502, code: "upstream_invalid_response",
-                message: "the upstream service sent an invalid response",
-                keepAlive: self.keepAliveAfterResponse)
-        case .poolExhausted:
-            return .respond(
-                status: 503, code: "upstream_busy", message: "too many requests are waiting for the upstream service",
-                keepAlive: self.keepAliveAfterResponse)
-        }
+        return .respond(failure.error, keepAlive: self.keepAliveAfterResponse)
     }
 
     /// The request could not be parsed: answer with the parser's status and close.
@@ -382,7 +374,7 @@ package struct ProxyConnectionStateMachine: Sendable {
     /// The timer fired at `now` (monotonic ns, the clock of `bufferedBodyDeadline`).
     package mutating func timerExpired(at now: UInt64) -> TimeoutAction {
         switch self.expiredTimer(at: now) {
-        case .keepAliveIdle, nil:
+        case .keepAliveIdle, .linger, nil:
             self.phase = .closing
             return .closeQuietly
         case .headerRead:
@@ -390,7 +382,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             self.clientKeepAlive = false
             // Not a byte yet: nothing to answer (nginx closes silently too).
             if !self.headStarted { return .closeQuietly }
-            return .respond(status: 408, code: "request_timeout", message: "the request head did not arrive in time")
+            return .respond(.headTimeout)
         case .bodyReadIdle:
             self.clientKeepAlive = false
             if self.responseStarted || self.phase == .respondingLocally || self.phase == .closing {
@@ -398,14 +390,12 @@ package struct ProxyConnectionStateMachine: Sendable {
                 return .abort
             }
             self.phase = .closing
-            return .respond(status: 408, code: "request_timeout", message: "the request body did not arrive in time")
+            return .respond(.bodyIdleTimeout)
         case .bufferedBody:
             // Only in `.bufferingBody`: nothing was answered yet.
             self.clientKeepAlive = false
             self.phase = .closing
-            return .respond(
-                status: 408, code: "request_timeout",
-                message: "the request body did not arrive within the time allowed for it")
+            return .respond(.bufferedBodyTimeout)
         case .upstreamConnect, .upstreamResponse:
             if self.responseStarted {
                 self.phase = .closing
@@ -414,8 +404,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             }
             if !self.requestComplete { self.clientKeepAlive = false }
             self.phase = .closing
-            return .respond(
-                status: 504, code: "upstream_timeout", message: "the upstream service did not answer in time")
+            return .respond(.upstreamTimeout)
         }
     }
 
@@ -426,9 +415,17 @@ package struct ProxyConnectionStateMachine: Sendable {
         return self.phase == .idle && !self.headStarted
     }
 
+    /// Output is flushed in `.closing` and the client has not closed its side: linger.
+    package mutating func startLingering() {
+        precondition(self.phase == .closing, "lingering in phase \(self.phase)")
+        self.phase = .lingering
+    }
+
     package mutating func closed() {
         self.phase = .closed
     }
+
+    package var isClosed: Bool { self.phase == .closed }
 
     /// GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2). A switch: no hashing per request.
     static func isIdempotent(_ method: String) -> Bool {

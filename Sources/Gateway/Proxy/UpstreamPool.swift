@@ -71,16 +71,6 @@ package final class UpstreamTable: Sendable {
     }
 }
 
-/// Who waits for an upstream connection from a pool.
-protocol UpstreamLessee: AnyObject, Sendable {
-    /// A connection is connected and leased to the lessee (it sends its request now).
-    func upstreamReady(_ connection: UpstreamConnection)
-    /// Connecting failed, or the pool could not serve the lessee.
-    func upstreamFailed(_ failure: ProxyConnectionStateMachine.UpstreamFailure, connection: UpstreamConnection?)
-    /// Events on the leased connection's socket.
-    func upstreamEvents(_ connection: UpstreamConnection, _ events: UInt32)
-}
-
 /// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`
 /// (hence `@unchecked Sendable`: it only crosses queues to be run on its own loop).
 /// `@exclusivity(unchecked)` properties: see `ProxyConnection`.
@@ -209,8 +199,8 @@ final class UpstreamPool: @unchecked Sendable {
                 switch self.open(for: waiter) {
                 case .ready(let ready): waiter.upstreamReady(ready)
                 case .connecting, .queued: break
-                case .failed: waiter.upstreamFailed(.unavailable, connection: nil)
-                case .exhausted: waiter.upstreamFailed(.poolExhausted, connection: nil)
+                case .failed: waiter.upstreamFailed(.unavailable)
+                case .exhausted: waiter.upstreamFailed(.poolExhausted)
                 }
             }
         }
@@ -235,165 +225,5 @@ final class UpstreamPool: @unchecked Sendable {
         let idle = self.idle
         self.idle.removeAll()
         for connection in idle { self.close(connection) }
-    }
-}
-
-/// One TCP connection to an upstream. Confined to its pool's loop (`@unchecked Sendable` as the pool).
-final class UpstreamConnection: EventHandler, @unchecked Sendable {
-    enum State { case connecting, idle, leased, closed }
-
-    let fd: Int32
-    unowned let pool: UpstreamPool
-    @exclusivity(unchecked) private(set) var token: UInt64 = 0
-    @exclusivity(unchecked) private(set) var state: State = .connecting
-    @exclusivity(unchecked) private(set) var lessee: (any UpstreamLessee)?
-    /// Unsent request bytes.
-    let output = IOBuffer(capacity: 4096)
-    /// Response bytes not consumed by the parser yet.
-    @exclusivity(unchecked) var input: IOBuffer?
-    /// Edge-triggered: data may be waiting.
-    @exclusivity(unchecked) var mayRead = true
-    /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
-    @exclusivity(unchecked) var sentFIN = false
-    @exclusivity(unchecked) private var writeInterest = false
-    @exclusivity(unchecked) var parser = HTTPResponseParser.forProxy()
-    /// The lease came from the idle pool (it served a request before).
-    @exclusivity(unchecked) private(set) var isReused = false
-    /// A response byte arrived during the current lease.
-    @exclusivity(unchecked) var receivedResponseByte = false
-    /// The current response ended cleanly and the upstream allows reuse.
-    @exclusivity(unchecked) var responseCompleteAndReusable = false
-
-    private init(fd: Int32, pool: UpstreamPool) {
-        self.fd = fd
-        self.pool = pool
-    }
-
-    static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError)
-        -> UpstreamConnection
-    {
-        let fd = try SystemCalls.makeSocket(family: address.family)
-        SystemCalls.setNoDelay(fd)
-        let connection = UpstreamConnection(fd: fd, pool: pool)
-        // Connect first, register after: an unconnected socket polls as EPOLLOUT|EPOLLHUP.
-        let connected: Bool
-        do {
-            connected = try SystemCalls.connect(fd, to: address)
-            connection.token = try pool.loop.register(fd: fd, handler: connection, writable: !connected)
-            connection.writeInterest = !connected
-        } catch {
-            SystemCalls.close(fd)
-            connection.state = .closed
-            throw error
-        }
-        connection.lessee = lessee
-        if connected {
-            connection.state = .leased
-        } else {
-            pool.loop.setDeadline(token: connection.token, after: pool.connectTimeout)
-        }
-        return connection
-    }
-
-    var isCleanForReuse: Bool {
-        self.state == .leased && self.responseCompleteAndReusable && (self.input?.isEmpty ?? true)
-            && self.output.isEmpty
-    }
-
-    func lease(to lessee: any UpstreamLessee, reused: Bool) {
-        self.lessee = lessee
-        self.state = .leased
-        self.isReused = reused
-        self.receivedResponseByte = false
-        self.responseCompleteAndReusable = false
-    }
-
-    func becomeIdle() {
-        self.lessee = nil
-        self.state = .idle
-        // A buffered request body was copied into `output`: keep a head's worth, not the body's.
-        self.output.shrink(toCapacity: 64 * 1024)
-        self.pool.loop.setDeadline(token: self.token, after: nil)
-    }
-
-    func closeSocket() {
-        guard self.state != .closed else { return }
-        self.state = .closed
-        self.lessee = nil
-        self.pool.loop.deregister(fd: self.fd, token: self.token)
-        SystemCalls.close(self.fd)
-        self.input = nil
-    }
-
-    /// Writes queued output until EAGAIN. Returns false on a write error (connection dead).
-    func flush() -> Bool {
-        while !self.output.isEmpty {
-            let readable = self.output.readableBytes
-            do {
-                switch try SystemCalls.write(self.fd, readable.baseAddress!, count: readable.count) {
-                case .processed(let n): self.output.consume(n)
-                case .wouldBlock, .endOfFile:
-                    self.setWriteInterest(true)
-                    return true
-                }
-            } catch {
-                return false
-            }
-        }
-        self.setWriteInterest(false)
-        return true
-    }
-
-    private func setWriteInterest(_ writable: Bool) {
-        guard writable != self.writeInterest, self.state != .closed else { return }
-        self.writeInterest = writable
-        self.pool.loop.setWritableInterest(fd: self.fd, token: self.token, writable)
-    }
-
-    func handleEvents(_ events: UInt32) {
-        if events & EventLoop.readHangup != 0 { self.sentFIN = true }
-        switch self.state {
-        case .connecting:
-            let err = SystemCalls.socketError(self.fd)
-            if err == 0 {
-                if events & (EventLoop.writable | EventLoop.readable) == 0 { return }
-                self.pool.loop.setDeadline(token: self.token, after: nil)
-                self.setWriteInterest(false)
-                self.state = .leased
-                self.isReused = false
-                self.lessee?.upstreamReady(self)
-            } else {
-                let lessee = self.lessee
-                self.pool.close(self)
-                lessee?.upstreamFailed(.unavailable, connection: nil)
-            }
-        case .idle:
-            if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
-                self.pool.idleConnectionDied(self)
-            }
-        case .leased:
-            if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 { self.mayRead = true }
-            self.lessee?.upstreamEvents(self, events)
-        case .closed:
-            break
-        }
-    }
-
-    func handleDeadline() {
-        if self.state == .connecting {
-            let lessee = self.lessee
-            self.pool.close(self)
-            lessee?.upstreamFailed(.timeout, connection: nil)
-        }
-    }
-}
-
-extension HTTPResponseParser {
-    /// The upstream side's parser: final heads as `.rawHead` (the client's head is written from
-    /// the upstream's bytes, see `ClientResponsePlan.writeHead`).
-    static func forProxy() -> HTTPResponseParser {
-        var parser = HTTPResponseParser()
-        parser.deliversRawHeads = true
-        return parser
     }
 }

@@ -1,0 +1,214 @@
+/// One socket of a proxied exchange, seen through its transport: edge-triggered readiness,
+/// reads into the loop's scratch memory (or the channel's own input once it holds partial
+/// data), queued output flushed with back-pressure, write interest, half-close and close.
+///
+/// Both sides use it: `ProxyConnection` for the client, `UpstreamConnection` for the
+/// upstream. Whether the bytes are plain TCP or TLS is the transport's business alone.
+///
+/// Confined to its loop's queue; `@exclusivity(unchecked)`: see `ProxyConnection`.
+final class SocketChannel {
+    /// What one read brought.
+    enum ReadOutcome {
+        /// New bytes in the loop's scratch memory (valid until the next read on this loop):
+        /// parse them, then `keep` what was not consumed.
+        case scratch(UnsafeRawBufferPointer)
+        /// New bytes were appended to `input`.
+        case appended
+        /// Nothing now: the next readiness edge brings more.
+        case wouldBlock
+        /// The peer closed its sending side.
+        case endOfFile
+    }
+
+    let transport: any ByteTransport
+    let loop: EventLoop
+    @exclusivity(unchecked) var token: UInt64 = 0
+    /// Bytes read but not consumed yet (nil: none, no buffer held).
+    @exclusivity(unchecked) var input: IOBuffer?
+    /// Bytes queued but not written yet (nil: none, no buffer held).
+    @exclusivity(unchecked) private(set) var output: IOBuffer?
+    /// Edge-triggered: data may be waiting.
+    @exclusivity(unchecked) var mayRead = true
+    /// EPOLLRDHUP was seen: read until EOF instead of stopping at a short read.
+    @exclusivity(unchecked) private(set) var peerSentFIN = false
+    /// A read returned end of file (or failed): nothing more comes from the peer.
+    @exclusivity(unchecked) var readClosed = false
+    @exclusivity(unchecked) private var writeInterest = false
+    @exclusivity(unchecked) private(set) var isClosed = false
+
+    init(transport: any ByteTransport, loop: EventLoop) {
+        self.transport = transport
+        self.loop = loop
+    }
+
+    var fd: Int32 { self.transport.fd }
+
+    /// Registers the socket with the loop for `handler` (`writable`: wait for a connect).
+    func register(handler: any EventHandler, writable: Bool = false) throws(IOError) {
+        self.token = try self.loop.register(fd: self.transport.fd, handler: handler, writable: writable)
+        self.writeInterest = writable
+    }
+
+    /// Records what epoll reported: data may be readable, the peer half-closed.
+    @inline(__always)
+    func noteEvents(_ events: UInt32) {
+        if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
+            self.mayRead = true
+        } else if events & EventLoop.writable != 0 && self.transport.waitsForWritable {
+            // A TLS read waited to write a handshake message: the read can go on.
+            self.mayRead = true
+        }
+        if events & EventLoop.readHangup != 0 { self.peerSentFIN = true }
+    }
+
+    // MARK: - Reading
+
+    /// One read through the transport: into the loop's scratch memory when `input` holds no
+    /// partial data (so an idle connection owns no buffer), else appended to `input`.
+    func readOnce() throws(TransportError) -> ReadOutcome {
+        if let input = self.input, !input.isEmpty {
+            input.reserveWritable(16 * 1024)
+            let requested = input.writableCount
+            switch try self.transport.read(into: input.writablePointer, count: requested) {
+            case .processed(let n):
+                input.didWrite(n)
+                self.noteRead(n, requested: requested)
+                return .appended
+            case .wouldBlock:
+                self.readBlocked()
+                return .wouldBlock
+            case .endOfFile:
+                self.readClosed = true
+                return .endOfFile
+            }
+        }
+        let scratch = self.loop.scratch
+        guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
+        switch try self.transport.read(into: base, count: scratch.count) {
+        case .processed(let n):
+            self.noteRead(n, requested: scratch.count)
+            return .scratch(UnsafeRawBufferPointer(start: base, count: n))
+        case .wouldBlock:
+            self.readBlocked()
+            return .wouldBlock
+        case .endOfFile:
+            self.readClosed = true
+            return .endOfFile
+        }
+    }
+
+    /// A short read drained a plain socket: the next data makes a new edge (saves the EAGAIN read).
+    @inline(__always)
+    private func noteRead(_ count: Int, requested: Int) {
+        if count < requested && !self.peerSentFIN && self.transport.shortReadDrains { self.mayRead = false }
+    }
+
+    private func readBlocked() {
+        self.mayRead = false
+        if self.transport.waitsForWritable { self.setWriteInterest(true) }
+    }
+
+    /// Keeps the unconsumed rest of a scratch read as `input`.
+    func keep(_ rest: UnsafeRawBufferPointer) {
+        let input = self.input ?? self.loop.buffers.take()
+        input.append(rest)
+        self.input = input
+    }
+
+    /// Reads and discards until the socket would block. Returns false at end of file or on an
+    /// error (lingering close: the client's late bytes must not turn our response into a reset).
+    func discardInput() -> Bool {
+        let scratch = self.loop.scratch
+        guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
+        while self.mayRead {
+            do {
+                switch try self.transport.read(into: base, count: scratch.count) {
+                case .processed: continue
+                case .wouldBlock: self.readBlocked()
+                case .endOfFile: return false
+                }
+            } catch {
+                return false
+            }
+        }
+        return true
+    }
+
+    // MARK: - Writing
+
+    /// Bytes queued and not yet written.
+    var unsentCount: Int { self.output?.readableCount ?? 0 }
+
+    var hasUnsentOutput: Bool { !(self.output?.isEmpty ?? true) }
+
+    func queue(_ bytes: UnsafeRawBufferPointer) {
+        let output = self.output ?? self.loop.buffers.take()
+        output.append(bytes)
+        self.output = output
+    }
+
+    func queue(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { self.queue($0) }
+    }
+
+    /// The output buffer, for writers that fill it in place (`ClientResponsePlan.writeHead`).
+    func outputBuffer() -> IOBuffer {
+        let output = self.output ?? self.loop.buffers.take()
+        self.output = output
+        return output
+    }
+
+    /// Writes queued output until the socket would block; write interest follows what is left.
+    /// `onProgress` runs after each partial write with the bytes still unsent.
+    func flush(onProgress: (Int) -> Void = { _ in }) throws(TransportError) {
+        guard let output = self.output else { return }
+        while !output.isEmpty {
+            let readable = output.readableBytes
+            guard let base = readable.baseAddress else { preconditionFailure("non-empty output without storage") }
+            switch try self.transport.write(base, count: readable.count) {
+            case .processed(let n):
+                output.consume(n)
+                onProgress(output.readableCount)
+            case .wouldBlock, .endOfFile:
+                self.setWriteInterest(true)
+                return
+            }
+        }
+        self.output = nil
+        self.loop.buffers.give(output)
+        if !self.transport.waitsForWritable { self.setWriteInterest(false) }
+    }
+
+    func setWriteInterest(_ writable: Bool) {
+        guard writable != self.writeInterest, !self.isClosed else { return }
+        self.writeInterest = writable
+        self.loop.setWritableInterest(fd: self.transport.fd, token: self.token, writable)
+    }
+
+    // MARK: - Ending
+
+    /// Drops unsent output and unparsed input (the connection is being reused or closed).
+    func releaseBuffers() {
+        if let input = self.input { self.loop.buffers.give(input) }
+        if let output = self.output { self.loop.buffers.give(output) }
+        self.input = nil
+        self.output = nil
+    }
+
+    /// Ends our sending side after what was written (the read side stays open).
+    func shutdownOutput() {
+        self.transport.shutdownOutput()
+    }
+
+    /// Deregisters, closes the transport and gives the buffers back. Idempotent.
+    func close() {
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        self.loop.deregister(fd: self.transport.fd, token: self.token)
+        self.transport.close()
+        self.releaseBuffers()
+    }
+}
+
+@available(*, unavailable)
+extension SocketChannel: Sendable {}
