@@ -306,4 +306,62 @@ import Testing
             #expect(!ProxyConnectionStateMachine.isIdempotent(method), "\(method)")
         }
     }
+
+    @Test func closingLingersThenCloses() {
+        var machine = Machine()
+        _ = self.headGET(&machine, keepAlive: false)
+        _ = machine.decided(forward: false)
+        #expect(machine.localResponseWritten() == false)
+        #expect(machine.phase == .closing)
+        machine.startLingering()
+        #expect(machine.phase == .lingering)
+        #expect(machine.timer == .linger)
+        #expect(machine.wantsRequestBytes == false)
+        #expect(machine.timerExpired(at: 0) == .closeQuietly)
+        machine.closed()
+        #expect(machine.isClosed)
+        #expect(machine.timer == nil)
+    }
+
+    @Test func eachRequestStartsFromItsOwnData() {
+        var machine = Machine()
+        _ = machine.requestHeadReceived(
+            method: "POST", framing: .contentLength(10), keepAlive: true, expectsContinue: true, bufferBodyUpTo: 100)
+        #expect(machine.request?.continueSent == true)
+        #expect(machine.bufferedBodyReceived(total: 10) == .keepReading)
+        #expect(machine.requestEnded() == .decide)
+        _ = machine.decided(forward: false)
+        let continues = machine.localResponseWritten()
+        #expect(continues)
+        // Between requests there is no request data at all: nothing of the last one leaks.
+        #expect(machine.phase == .idle)
+        #expect(machine.request == nil)
+        #expect(machine.continueSent == false)
+        #expect(machine.bufferCap == nil)
+        #expect(self.headGET(&machine) == .decide)
+        #expect(machine.request?.continueSent == false)
+        #expect(machine.request?.retried == false)
+        #expect(machine.requestCount == 2)
+    }
+
+    @Test func aRetriedRequestIsNotRetriedTwice() {
+        var machine = Machine()
+        _ = self.headGET(&machine)
+        _ = machine.decided(forward: true)
+        machine.upstreamConnected()
+        let first = machine.upstreamFailed(
+            .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
+        #expect(first == .retry)
+        #expect(machine.request?.retried == true)
+        machine.upstreamConnected()
+        guard
+            case .respond(let error, let keepAlive) = machine.upstreamFailed(
+                .unavailable, anyResponseByte: false, wasIdlePooledConnection: true, requestReplayable: true)
+        else {
+            Issue.record("the second failure is answered")
+            return
+        }
+        #expect(error.code == .upstreamUnavailable)
+        #expect(keepAlive)
+    }
 }

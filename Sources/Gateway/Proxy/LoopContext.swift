@@ -1,12 +1,11 @@
 /// Per-loop state of the server: its connections, metric handles, access-log lines and a
-/// few spare buffers. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
+/// scratch memory for message heads. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
     @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
-    @exclusivity(unchecked) private var spareBuffers: [IOBuffer] = []
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
     @exclusivity(unchecked) var scratchBytes: [UInt8] = []
     @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
@@ -55,17 +54,6 @@ final class LoopContext: @unchecked Sendable {
             self.headScratchMemory = .allocate(byteCount: max(count, 16 * 1024), alignment: 16)
         }
         return self.headScratchMemory
-    }
-
-    func takeBuffer() -> IOBuffer {
-        self.spareBuffers.popLast() ?? IOBuffer(capacity: 16 * 1024)
-    }
-
-    func returnBuffer(_ buffer: IOBuffer) {
-        buffer.clear()
-        if self.spareBuffers.count < 64 && buffer.capacity <= 256 * 1024 {
-            self.spareBuffers.append(buffer)
-        }
     }
 
     func drainConnections() {

@@ -128,37 +128,120 @@ package struct ProxyConnectionStateMachine: Sendable {
         case abort
     }
 
-    package private(set) var phase: Phase = .idle
-    /// Bytes of the next request head have arrived (header timer instead of keep-alive timer).
-    package private(set) var headStarted = false
-    package private(set) var clientKeepAlive = true
-    package private(set) var requestComplete = false
-    package private(set) var responseStarted = false
-    package private(set) var responseComplete = false
-    package private(set) var expectsContinue = false
-    package private(set) var continueSent = false
-    package private(set) var bufferCap: Int?
-    /// Monotonic time (ns) by which the buffered body must be complete; it counts only in
-    /// `.bufferingBody` (nil: no total deadline, e.g. the body is streamed).
-    package private(set) var bufferedBodyDeadline: UInt64?
-    package private(set) var bufferedBytes = 0
-    package private(set) var isIdempotent = false
-    package private(set) var retried = false
+    /// What holds for the current request from its head until its exchange ends; carried by
+    /// the phases that have a request.
+    package struct Request: Sendable, Hashable {
+        /// The client allows keep-alive, and nothing (an unread body) forbids it.
+        package var clientKeepAlive: Bool
+        /// The parser reported the request's end (a request without body: at its head).
+        package var complete: Bool
+        package var responseStarted = false
+        package var responseComplete = false
+        package var expectsContinue: Bool
+        package var continueSent = false
+        /// The body is buffered for the gate, up to this many bytes (nil: streamed).
+        package var bufferCap: Int?
+        package var isIdempotent: Bool
+        /// Already sent again once on a fresh upstream connection.
+        package var retried = false
+    }
+
+    /// The phase and the data only it has. `phase` is its name.
+    private enum State: Sendable, Hashable {
+        /// `headStarted`: bytes of the next head have arrived (the header timer instead of keep-alive).
+        case idle(headStarted: Bool)
+        /// `deadline`: monotonic ns by which the body must be complete (nil: none).
+        case bufferingBody(Request, bufferedBytes: Int, deadline: UInt64?)
+        case deciding(Request)
+        case connecting(Request)
+        case exchanging(Request)
+        case respondingLocally(Request)
+        /// `request` is nil when the connection closes between requests (a timer, end of file).
+        case closing(Request?)
+        case lingering
+        case closed
+    }
+
+    private var state: State = .idle(headStarted: false)
     /// Shutdown: finish the current exchange, then close instead of keeping alive.
     package private(set) var isDraining = false
     package private(set) var requestCount = 0
 
     package init() {}
 
+    package var phase: Phase {
+        switch self.state {
+        case .idle: .idle
+        case .bufferingBody: .bufferingBody
+        case .deciding: .deciding
+        case .connecting: .connecting
+        case .exchanging: .exchanging
+        case .respondingLocally: .respondingLocally
+        case .closing: .closing
+        case .lingering: .lingering
+        case .closed: .closed
+        }
+    }
+
+    /// The current request, in the phases that have one.
+    package var request: Request? {
+        switch self.state {
+        case .bufferingBody(let request, _, _), .deciding(let request), .connecting(let request),
+            .exchanging(let request), .respondingLocally(let request):
+            request
+        case .closing(let request): request
+        case .idle, .lingering, .closed: nil
+        }
+    }
+
+    /// Replaces the current request's data (in whichever phase carries it).
+    private mutating func update(_ change: (inout Request) -> Void) {
+        switch self.state {
+        case .bufferingBody(var request, let bytes, let deadline):
+            change(&request)
+            self.state = .bufferingBody(request, bufferedBytes: bytes, deadline: deadline)
+        case .deciding(var request):
+            change(&request)
+            self.state = .deciding(request)
+        case .connecting(var request):
+            change(&request)
+            self.state = .connecting(request)
+        case .exchanging(var request):
+            change(&request)
+            self.state = .exchanging(request)
+        case .respondingLocally(var request):
+            change(&request)
+            self.state = .respondingLocally(request)
+        case .closing(.some(var request)):
+            change(&request)
+            self.state = .closing(request)
+        case .idle, .closing(.none), .lingering, .closed:
+            preconditionFailure("no request in phase \(self.phase)")
+        }
+    }
+
+    package var requestComplete: Bool { self.request?.complete ?? false }
+    package var responseStarted: Bool { self.request?.responseStarted ?? false }
+    package var expectsContinue: Bool { self.request?.expectsContinue ?? false }
+    package var continueSent: Bool { self.request?.continueSent ?? false }
+    package var bufferCap: Int? { self.request?.bufferCap }
+
+    /// Monotonic time (ns) by which the buffered body must be complete; it counts only in
+    /// `.bufferingBody` (nil: no total deadline, e.g. the body is streamed).
+    package var bufferedBodyDeadline: UInt64? {
+        if case .bufferingBody(_, _, let deadline) = self.state { return deadline }
+        return nil
+    }
+
     /// The timer the connection should run now (nil: none).
     package var timer: Timer? {
-        switch self.phase {
-        case .idle: return self.headStarted || self.requestCount == 0 ? .headerRead : .keepAliveIdle
+        switch self.state {
+        case .idle(let headStarted): return headStarted || self.requestCount == 0 ? .headerRead : .keepAliveIdle
         // The total deadline of a buffered body shortens this timer (`timerDelay`).
         case .bufferingBody: return .bodyReadIdle
         case .deciding: return .upstreamResponse
         case .connecting: return .upstreamConnect
-        case .exchanging: return self.requestComplete ? .upstreamResponse : .bodyReadIdle
+        case .exchanging(let request): return request.complete ? .upstreamResponse : .bodyReadIdle
         case .respondingLocally, .closing: return .bodyReadIdle
         case .lingering: return .linger
         case .closed: return nil
@@ -167,16 +250,20 @@ package struct ProxyConnectionStateMachine: Sendable {
 
     /// Whether the connection should parse request bytes now (upstream back-pressure aside).
     package var wantsRequestBytes: Bool {
-        switch self.phase {
+        switch self.state {
         case .idle, .bufferingBody: return true
-        case .exchanging: return !self.requestComplete
+        case .exchanging(let request): return !request.complete
         case .deciding, .connecting, .respondingLocally, .closing, .lingering, .closed: return false
         }
     }
 
     /// The first bytes of a head arrived (switches from the keep-alive to the header timer).
     package mutating func headBytesReceived() {
-        if self.phase == .idle { self.headStarted = true }
+        switch self.state {
+        case .idle: self.state = .idle(headStarted: true)
+        case .bufferingBody, .deciding, .connecting, .exchanging, .respondingLocally, .closing, .lingering, .closed:
+            break
+        }
     }
 
     package mutating func requestHeadReceived(
@@ -187,51 +274,45 @@ package struct ProxyConnectionStateMachine: Sendable {
         bufferBodyUpTo cap: Int?,
         bufferedBodyDeadline: UInt64? = nil
     ) -> HeadAction {
-        precondition(self.phase == .idle, "head in phase \(self.phase)")
+        guard case .idle = self.state else { preconditionFailure("request head in phase \(self.phase)") }
         self.requestCount += 1
-        self.headStarted = false
-        self.clientKeepAlive = keepAlive
         let hasNoBody = framing == .none || framing == .contentLength(0)
-        self.requestComplete = hasNoBody
-        self.responseStarted = false
-        self.responseComplete = false
-        self.expectsContinue = expectsContinue && !hasNoBody
-        self.continueSent = false
-        self.bufferCap = cap
-        self.bufferedBodyDeadline = cap == nil || hasNoBody ? nil : bufferedBodyDeadline
-        self.bufferedBytes = 0
-        self.retried = false
-        self.isIdempotent = Self.isIdempotent(method)
+        var request = Request(
+            clientKeepAlive: keepAlive, complete: hasNoBody, expectsContinue: expectsContinue && !hasNoBody,
+            bufferCap: cap, isIdempotent: Self.isIdempotent(method))
         guard let cap else {
-            self.phase = .deciding
+            self.state = .deciding(request)
             return .decide
         }
         if hasNoBody {
-            self.phase = .deciding
+            self.state = .deciding(request)
             return .decideWithEmptyBody
         }
         switch framing {
         case .contentLength(let length) where length > UInt64(cap):
             // The body is not read: the connection cannot be reused.
-            self.clientKeepAlive = false
-            self.phase = .respondingLocally
+            request.clientKeepAlive = false
+            self.state = .respondingLocally(request)
             return .reject(.bodyTooLarge(declared: length, cap: cap))
         case .none, .contentLength, .chunked:
-            self.phase = .bufferingBody
-            let sendContinue = self.expectsContinue
-            self.continueSent = sendContinue
+            let sendContinue = request.expectsContinue
+            request.continueSent = sendContinue
+            self.state = .bufferingBody(request, bufferedBytes: 0, deadline: bufferedBodyDeadline)
             return .bufferBody(sendContinue: sendContinue)
         }
     }
 
     /// Body bytes were added to the buffer; `total` is the buffered size so far.
     package mutating func bufferedBodyReceived(total: Int) -> BodyAction {
-        self.bufferedBytes = total
-        if let cap = self.bufferCap, total > cap {
-            self.clientKeepAlive = false
-            self.phase = .respondingLocally
+        guard case .bufferingBody(var request, _, let deadline) = self.state else {
+            preconditionFailure("buffered body in phase \(self.phase)")
+        }
+        if let cap = request.bufferCap, total > cap {
+            request.clientKeepAlive = false
+            self.state = .respondingLocally(request)
             return .reject(.bodyTooLarge(cap: cap))
         }
+        self.state = .bufferingBody(request, bufferedBytes: total, deadline: deadline)
         return .keepReading
     }
 
@@ -239,68 +320,81 @@ package struct ProxyConnectionStateMachine: Sendable {
     /// hold this body (reserved whole for a Content-Length, as it arrives when chunked): 503
     /// without reading the rest, then close, as for 413. No `100 Continue` goes out first.
     package mutating func bodyBudgetExhausted() -> BodyAction {
-        precondition(self.phase == .bufferingBody, "body budget in phase \(self.phase)")
-        self.clientKeepAlive = false
-        self.continueSent = false
-        self.phase = .respondingLocally
+        guard case .bufferingBody(var request, _, _) = self.state else {
+            preconditionFailure("body budget in phase \(self.phase)")
+        }
+        request.clientKeepAlive = false
+        request.continueSent = false
+        self.state = .respondingLocally(request)
         return .reject(.bodyBudgetExhausted)
     }
 
     /// The parser reported the end of the request (body complete).
     package mutating func requestEnded() -> RequestEndAction {
-        self.requestComplete = true
-        switch self.phase {
-        case .bufferingBody:
-            self.phase = .deciding
+        switch self.state {
+        case .bufferingBody(var request, _, _):
+            request.complete = true
+            self.state = .deciding(request)
             return .decide
-        case .exchanging where self.responseComplete:
-            return .complete(keepAlive: self.keepAliveAfterResponse)
-        default:
+        case .exchanging(var request):
+            request.complete = true
+            self.state = .exchanging(request)
+            return request.responseComplete ? .complete(keepAlive: self.keepAliveAfterResponse) : .none
+        case .deciding, .connecting, .respondingLocally, .closing(.some):
+            // Not parsing in these phases; recorded all the same.
+            self.update { $0.complete = true }
             return .none
+        case .idle, .closing(.none), .lingering, .closed:
+            preconditionFailure("request end in phase \(self.phase)")
         }
     }
 
     package mutating func decided(forward: Bool) -> DecisionAction {
-        precondition(self.phase == .deciding, "decision in phase \(self.phase)")
+        guard case .deciding(var request) = self.state else { preconditionFailure("decision in phase \(self.phase)") }
         if forward {
-            self.phase = .connecting
-            let sendContinue = self.expectsContinue && !self.continueSent && !self.requestComplete
-            if sendContinue { self.continueSent = true }
+            let sendContinue = request.expectsContinue && !request.continueSent && !request.complete
+            if sendContinue { request.continueSent = true }
+            self.state = .connecting(request)
             return .connectUpstream(sendContinue: sendContinue)
         }
         // The unread body (a streamed route answered locally) would be taken for the next request.
-        if !self.requestComplete { self.clientKeepAlive = false }
-        self.phase = .respondingLocally
+        if !request.complete { request.clientKeepAlive = false }
+        self.state = .respondingLocally(request)
         return .respondLocally(keepAlive: self.keepAliveAfterResponse)
     }
 
     /// An upstream connection is ready and the request head is being sent.
     package mutating func upstreamConnected() {
-        precondition(self.phase == .connecting, "connected in phase \(self.phase)")
-        self.phase = .exchanging
+        guard case .connecting(let request) = self.state else {
+            preconditionFailure("connected in phase \(self.phase)")
+        }
+        self.state = .exchanging(request)
     }
 
     /// The first byte of the response goes to the client (head or informational).
     package mutating func responseStartedSending() {
-        self.responseStarted = true
+        self.update { $0.responseStarted = true }
     }
 
     /// The upstream finished its response. `upstreamKeepAlive`: its framing and headers allow reuse.
     package mutating func responseEnded(upstreamKeepAlive: Bool) -> ResponseEndAction {
-        self.responseComplete = true
+        guard case .exchanging(var request) = self.state else {
+            preconditionFailure("response end in phase \(self.phase)")
+        }
+        request.responseComplete = true
         // A connection whose request body was not fully sent is in an unknown state.
-        let reusable = upstreamKeepAlive && self.requestComplete
-        if !self.requestComplete {
-            self.clientKeepAlive = false
-            self.phase = .closing
+        if !request.complete {
+            request.clientKeepAlive = false
+            self.state = .closing(request)
             return .finishAndClose(reusable: false)
         }
-        return .finish(reusable: reusable, keepAlive: self.keepAliveAfterResponse)
+        self.state = .exchanging(request)
+        return .finish(reusable: upstreamKeepAlive, keepAlive: self.keepAliveAfterResponse)
     }
 
     /// Whether the client response must say `Connection: close`.
     package var keepAliveAfterResponse: Bool {
-        self.clientKeepAlive && !self.isDraining
+        (self.request?.clientKeepAlive ?? false) && !self.isDraining
     }
 
     /// The upstream exchange failed. `wasIdlePooledConnection`: the failed connection had
@@ -312,98 +406,101 @@ package struct ProxyConnectionStateMachine: Sendable {
         wasIdlePooledConnection: Bool,
         requestReplayable: Bool
     ) -> FailureAction {
-        if self.responseStarted {
-            self.phase = .closing
-            self.clientKeepAlive = false
+        var request: Request
+        switch self.state {
+        case .deciding(let current), .connecting(let current), .exchanging(let current): request = current
+        case .idle, .bufferingBody, .respondingLocally, .closing, .lingering, .closed:
+            preconditionFailure("upstream failure in phase \(self.phase)")
+        }
+        if request.responseStarted {
+            request.clientKeepAlive = false
+            self.state = .closing(request)
             return .abort
         }
-        if failure == .unavailable && !anyResponseByte && wasIdlePooledConnection && self.isIdempotent
-            && requestReplayable && !self.retried
+        if failure == .unavailable && !anyResponseByte && wasIdlePooledConnection && request.isIdempotent
+            && requestReplayable && !request.retried
         {
-            self.retried = true
-            self.phase = .connecting
+            request.retried = true
+            self.state = .connecting(request)
             return .retry
         }
         // Part of the request body may still be unread: the connection cannot continue then.
-        if !self.requestComplete { self.clientKeepAlive = false }
-        self.phase = .respondingLocally
+        if !request.complete { request.clientKeepAlive = false }
+        self.state = .respondingLocally(request)
         return .respond(failure.error, keepAlive: self.keepAliveAfterResponse)
     }
 
     /// The request could not be parsed: answer with the parser's status and close.
     package mutating func requestInvalid() {
-        self.clientKeepAlive = false
-        self.responseComplete = false
-        self.phase = .respondingLocally
+        var request =
+            self.request
+            ?? Request(
+                clientKeepAlive: false, complete: false, expectsContinue: false, bufferCap: nil, isIdempotent: false)
+        request.clientKeepAlive = false
+        request.responseComplete = false
+        self.state = .respondingLocally(request)
     }
 
     /// A local response (gate, error) is fully written to the output.
     /// Returns whether the connection continues with the next request.
     package mutating func localResponseWritten() -> Bool {
-        self.responseComplete = true
-        if self.keepAliveAfterResponse && self.requestComplete {
-            self.phase = .idle
+        guard case .respondingLocally(var request) = self.state else {
+            preconditionFailure("local response in phase \(self.phase)")
+        }
+        request.responseComplete = true
+        if request.clientKeepAlive && !self.isDraining && request.complete {
+            self.state = .idle(headStarted: false)
             return true
         }
-        self.phase = .closing
+        self.state = .closing(request)
         return false
     }
 
     /// The exchange is over and the client connection continues: back to idle.
     package mutating func exchangeFinished(keepAlive: Bool) {
-        self.phase = keepAlive ? .idle : .closing
+        self.state = keepAlive ? .idle(headStarted: false) : .closing(self.request)
     }
 
     /// How long from `now` the connection's timer runs, given `configured`, the duration set
     /// for `timer`. While a body is buffered: the earlier of the idle timeout and what is left
     /// of its total deadline (0 once that has passed).
     package func timerDelay(configured: UInt64, now: UInt64) -> UInt64 {
-        guard self.phase == .bufferingBody, let deadline = self.bufferedBodyDeadline else { return configured }
+        guard case .bufferingBody(_, _, .some(let deadline)) = self.state else { return configured }
         return deadline > now ? min(configured, deadline - now) : 0
     }
 
     /// The timeout that fired at `now`: `timer`, or `.bufferedBody` when a buffered body's
     /// total deadline has passed.
     package func expiredTimer(at now: UInt64) -> Timer? {
-        if self.phase == .bufferingBody, let deadline = self.bufferedBodyDeadline, deadline <= now {
-            return .bufferedBody
-        }
+        if case .bufferingBody(_, _, .some(let deadline)) = self.state, deadline <= now { return .bufferedBody }
         return self.timer
     }
 
     /// The timer fired at `now` (monotonic ns, the clock of `bufferedBodyDeadline`).
     package mutating func timerExpired(at now: UInt64) -> TimeoutAction {
-        switch self.expiredTimer(at: now) {
+        let expired = self.expiredTimer(at: now)
+        var request = self.request
+        request?.clientKeepAlive = false
+        defer { self.state = .closing(request) }
+        switch expired {
         case .keepAliveIdle, .linger, nil:
-            self.phase = .closing
             return .closeQuietly
         case .headerRead:
-            self.phase = .closing
-            self.clientKeepAlive = false
             // Not a byte yet: nothing to answer (nginx closes silently too).
-            if !self.headStarted { return .closeQuietly }
+            guard case .idle(headStarted: true) = self.state else { return .closeQuietly }
             return .respond(.headTimeout)
         case .bodyReadIdle:
-            self.clientKeepAlive = false
-            if self.responseStarted || self.phase == .respondingLocally || self.phase == .closing {
-                self.phase = .closing
-                return .abort
+            switch self.state {
+            case .respondingLocally, .closing: return .abort
+            case .exchanging(let current) where current.responseStarted: return .abort
+            case .idle, .bufferingBody, .deciding, .connecting, .exchanging, .lingering, .closed:
+                return .respond(.bodyIdleTimeout)
             }
-            self.phase = .closing
-            return .respond(.bodyIdleTimeout)
         case .bufferedBody:
             // Only in `.bufferingBody`: nothing was answered yet.
-            self.clientKeepAlive = false
-            self.phase = .closing
             return .respond(.bufferedBodyTimeout)
         case .upstreamConnect, .upstreamResponse:
-            if self.responseStarted {
-                self.phase = .closing
-                self.clientKeepAlive = false
-                return .abort
-            }
-            if !self.requestComplete { self.clientKeepAlive = false }
-            self.phase = .closing
+            if request?.responseStarted == true { return .abort }
             return .respond(.upstreamTimeout)
         }
     }
@@ -412,20 +509,20 @@ package struct ProxyConnectionStateMachine: Sendable {
     /// Returns true when the connection is idle between requests and can close now.
     package mutating func drain() -> Bool {
         self.isDraining = true
-        return self.phase == .idle && !self.headStarted
+        return self.state == .idle(headStarted: false)
     }
 
     /// Output is flushed in `.closing` and the client has not closed its side: linger.
     package mutating func startLingering() {
-        precondition(self.phase == .closing, "lingering in phase \(self.phase)")
-        self.phase = .lingering
+        guard case .closing = self.state else { preconditionFailure("lingering in phase \(self.phase)") }
+        self.state = .lingering
     }
 
     package mutating func closed() {
-        self.phase = .closed
+        self.state = .closed
     }
 
-    package var isClosed: Bool { self.phase == .closed }
+    package var isClosed: Bool { self.state == .closed }
 
     /// GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2). A switch: no hashing per request.
     static func isIdempotent(_ method: String) -> Bool {
