@@ -68,6 +68,7 @@ struct PolicyDecoder {
 
     /// Default `listen:` when the key is absent.
     static let defaultListen = ListenAddress(host: "0.0.0.0", port: 8080)
+    /// Largest `routes[i].max_body_bytes` (1 GiB).
     static let maximumBodyBytes = 1 << 30
     /// Largest `limits.max_buffered_body_bytes` (64 GiB: beyond any sensible host).
     static let maximumBufferedBodyBytes = 1 << 36
@@ -75,7 +76,9 @@ struct PolicyDecoder {
     /// link fails; beyond an hour the deadline no longer frees the body budget from slow senders.
     static let bufferedBodyTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
 
-    /// Where tests and earlier callers find it; the rule lives with the warning it feeds.
+    /// The upload rate a route's body cap asks for within `limits.buffered_body_timeout`, beside
+    /// the bounds above for callers that check limits; the rule belongs to the `body_deadline_tight`
+    /// warning in `PolicyLint`.
     static func tightBodyRate(_ bytes: Int, within timeout: Duration) -> String? {
         PolicyLint.tightBodyRate(bytes, within: timeout)
     }

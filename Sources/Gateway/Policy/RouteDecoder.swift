@@ -6,8 +6,9 @@ struct RouteDecoder {
     let reader: PolicyScalarReader
     let upstreams: [String: UpstreamConfiguration]
     let appIDs: [String]
-    /// The top-level `app_validation` / `counter_window` routes inherit.
+    /// Reads each route's `app_validation`, `counter_window`, `enforce_percent`, `allow_debug_tokens`.
     let attestation: AttestationKeysDecoder
+    /// The top-level `app_validation` / `counter_window`, for routes without their own.
     let defaults: AttestationDefaults
 
     /// The routes in order, with the mapping each was read from (for `PolicySourceMap`).
