@@ -141,18 +141,53 @@ import Verification
         #expect(self.code([0x30], limits) == .malformedCertificate)
     }
 
-    @Test func randomInputNeverCrashes() {
+    /// Random bytes either throw the chosen code, or parse to one element covering the whole
+    /// input whose descendants each lie inside their parent's content, one level deeper, and
+    /// tile it without gaps or overlap.
+    @Test func randomInputThrowsOrParsesWithinBounds() {
         var generator = SplitMix64(seed: 0x5eed)
+        var parsed = 0
+        var thrown = 0
         for _ in 0..<3000 {
             let count = Int(generator.next() % 64)
             var bytes = (0..<count).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             // Bias towards structure: start with a constructed tag most of the time.
             if !bytes.isEmpty && generator.next() % 2 == 0 { bytes[0] = 0x30 }
+            // And towards a length that spans the rest, so that the children get read.
+            if count >= 2 && generator.next() % 2 == 0 { bytes[1] = UInt8(count - 2) }
             for limits in [self.der, self.ber] {
-                if let element = try? ASN1Reader.parseSingle(bytes, limits: limits) {
-                    _ = try? element.children(limits: limits)
+                do {
+                    let element = try ASN1Reader.parseSingle(bytes, limits: limits)
+                    parsed += 1
+                    #expect(element.encoded.startIndex == 0 && element.encoded.endIndex == bytes.count)
+                    #expect(element.depth == 0)
+                    self.expectWithinBounds(element, limits: limits)
+                } catch {
+                    thrown += 1
+                    #expect(error.code == .malformedReceipt)
                 }
             }
         }
+        // Both outcomes happen, so neither half of the property holds vacuously.
+        #expect(parsed > 100)
+        #expect(thrown > 100)
+    }
+
+    /// `element`'s content lies inside its encoding, ending where it ends (or 2 bytes before,
+    /// at the end-of-contents marker); children, when they parse, tile the content.
+    private func expectWithinBounds(_ element: ASN1Element, limits: ASN1Limits) {
+        let encoded = element.encoded.indices
+        let content = element.content.indices
+        #expect(content.lowerBound >= encoded.lowerBound)
+        #expect(content.upperBound == encoded.upperBound - (element.isIndefiniteLength ? 2 : 0))
+        guard element.identifier.isConstructed, let children = try? element.children(limits: limits) else { return }
+        var position = content.lowerBound
+        for child in children {
+            #expect(child.depth == element.depth + 1)
+            #expect(child.encoded.startIndex == position)
+            position = child.encoded.endIndex
+            self.expectWithinBounds(child, limits: limits)
+        }
+        #expect(position == content.upperBound)
     }
 }

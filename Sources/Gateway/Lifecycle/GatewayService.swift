@@ -88,20 +88,11 @@ package final class GatewayService: Sendable {
     /// SIGHUP: reload the file; keep the running policy when it is bad.
     package func reload() {
         let policy: GatewayPolicy
-        let gates: GatewayGates
         do {
+            // Load, build and install in one step: a failure at any of them keeps the
+            // running policy and is logged the same way.
             policy = try self.load(self.configPath)
-            gates = try self.makeGates(policy, self.server)
-        } catch {
-            Log.error(
-                "policy_reload_failed",
-                [
-                    ("path", self.configPath), ("error", String(describing: error)),
-                    ("action", "kept the running policy"),
-                ])
-            return
-        }
-        do {
+            let gates = try self.makeGates(policy, self.server)
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
             try self.server.update(policy: policy, gates: newGates)

@@ -9,7 +9,7 @@
 ///   bundle_versions: ["5.2.1", "5.3"]     # and/or an allowlist
 /// ```
 public struct AppValidationPolicy: Sendable, Hashable {
-    public enum WhenAbsent: String, Sendable, Hashable { case allow, deny }
+    public enum WhenAbsent: String, Sendable, Hashable, CaseIterable { case allow, deny }
 
     /// Allowed category values; nil = any category.
     public var categories: [UInt32]?

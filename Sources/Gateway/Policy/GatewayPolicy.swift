@@ -80,7 +80,7 @@ public enum StoreConfiguration: Sendable, Hashable {
     case memory
 }
 
-public enum EnvironmentPolicy: String, Sendable, Hashable {
+public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
     case production, development, any
 }
 
@@ -129,10 +129,10 @@ public struct UpstreamConfiguration: Sendable, Hashable {
 }
 
 public struct RoutePolicy: Sendable, Hashable {
-    public enum Mode: String, Sendable, Hashable { case enforce, monitor, off }
-    public enum Challenge: String, Sendable, Hashable { case required, none }
-    public enum Binding: String, Sendable, Hashable { case request, body }
-    public enum StoreErrorAction: String, Sendable, Hashable { case deny, allow }
+    public enum Mode: String, Sendable, Hashable, CaseIterable { case enforce, monitor, off }
+    public enum Challenge: String, Sendable, Hashable, CaseIterable { case required, none }
+    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body }
+    public enum StoreErrorAction: String, Sendable, Hashable, CaseIterable { case deny, allow }
 
     public struct Match: Sendable, Hashable {
         public var pathPrefix: String?

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Loads and validates `policies.yaml` (schema and defaults: see `PolicyDecoder`).
+/// Loads and validates `policies.yaml` (schema and defaults: see `PolicyDecoder`; warnings:
+/// `PolicyLint`).
 ///
 /// Blocking file I/O: call it at start-up, from `check-config`, or on a reload queue, never
 /// on a connection queue. A failed load throws and leaves nothing half-applied, so a SIGHUP
@@ -67,9 +68,9 @@ public enum PolicyLoader {
             throw Self.tooLarge(sourcePath, bytes.count)
         }
         let root = try YAMLReader.read(bytes, sourcePath: sourcePath)
-        var decoder = PolicyDecoder(file: sourcePath, baseDirectory: Self.directory(of: sourcePath))
-        let policy = try decoder.decode(root)
-        warnings = decoder.warnings
+        let decoder = PolicyDecoder(file: sourcePath, baseDirectory: Self.directory(of: sourcePath))
+        let (policy, source) = try decoder.decode(root)
+        warnings = PolicyLint(file: sourcePath).warnings(policy, source: source)
         return policy
     }
 

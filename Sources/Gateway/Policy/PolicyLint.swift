@@ -1,0 +1,199 @@
+/// Where the settings of a decoded policy were written: the lint pass points each warning
+/// at the line and field it is about, and some warnings depend on a key being written at all
+/// (`challenge: none` on a route whose mode is off has no effect, even though it is the default).
+struct PolicySourceMap {
+    /// The top-level mapping.
+    let top: Fields
+    /// Each `routes[i]` mapping, in the order of `GatewayPolicy.routes`.
+    let routes: [Fields]
+}
+
+/// Legal but suspicious settings of a decoded policy, as `PolicyWarning`s that `check-config`
+/// prints and `serve` logs: the in-memory store, development trust roots, no routes, routes
+/// that can never match, settings without effect, fail-open store errors, debug tokens in
+/// production, and body caps that the body budget or deadline make unreachable.
+///
+/// A separate pass over the finished `GatewayPolicy`: the decoder only refuses what is
+/// invalid, and every warning can look at the whole policy (later routes, limits, endpoints).
+struct PolicyLint {
+    /// The name given to the loader, used in every warning.
+    let file: String
+
+    /// Fastest upload a protected route may ask of a client before check-config warns:
+    /// 1 MiB/s (~8 Mbit/s, a good mobile uplink).
+    static let tightBodyBytesPerSecond = 1 << 20
+
+    /// Every warning, in file order: the top-level ones, then each route's.
+    func warnings(_ policy: GatewayPolicy, source: PolicySourceMap) -> [PolicyWarning] {
+        var warnings: [PolicyWarning] = []
+        let top = source.top
+        if case .memory = policy.store {
+            warnings.append(
+                self.warning(
+                    "memory_store",
+                    top.keyMark("store"),
+                    top.path("store"),
+                    "the in-memory store keeps challenges and keys in this process only: one development node, lost on restart"
+                ))
+        }
+        if !policy.trustRoots.isEmpty, let node = top["trust_roots"] {
+            let production = policy.environment == .production ? " (environment is production!)" : ""
+            warnings.append(
+                self.warning(
+                    "development_trust_roots",
+                    node.mark,
+                    node.path,
+                    "\(policy.trustRoots.count) extra trust root(s) accepted as App Attest roots\(production): development only, never in production"
+                ))
+        }
+        if policy.routes.isEmpty {
+            let message = "no routes: every request except the endpoints gets 404"
+            if let node = top["routes"] {
+                warnings.append(self.warning("no_routes", node.mark, node.path, message))
+            } else {
+                warnings.append(self.warning("no_routes", top.node.mark, "routes", message))
+            }
+        }
+        precondition(policy.routes.count == source.routes.count, "one source mapping per decoded route")
+        for index in policy.routes.indices {
+            warnings += self.settingWarnings(policy.routes[index], source.routes[index], policy: policy)
+            warnings += self.reachWarnings(at: index, source.routes[index], policy: policy)
+        }
+        return warnings
+    }
+
+    /// A route's keys that do nothing or open it up.
+    private func settingWarnings(_ route: RoutePolicy, _ fields: Fields, policy: GatewayPolicy) -> [PolicyWarning] {
+        var warnings: [PolicyWarning] = []
+        func warn(_ code: String, _ key: String, _ message: String) {
+            warnings.append(self.warning(code, fields.keyMark(key), fields.path(key), message))
+        }
+        if fields["enforce_percent"] != nil && route.mode != .enforce {
+            warn(
+                "setting_without_effect",
+                "enforce_percent",
+                "has no effect: enforce_percent applies to mode enforce only (this route is \(route.mode.rawValue))"
+            )
+        }
+        if route.allowDebugTokens && policy.environment == .production && route.mode != .off {
+            warn(
+                "debug_tokens_in_production",
+                "allow_debug_tokens",
+                "route \(Self.quote(route.name)) admits debug tokens under environment: production: anyone holding a token passes without App Attest"
+            )
+        }
+        if route.mode == .off {
+            for key in ["challenge", "binding", "challenge_field", "on_store_error"] where fields[key] != nil {
+                warn(
+                    "setting_without_effect",
+                    key,
+                    "has no effect: the route's mode is off (requests pass without attestation)"
+                )
+            }
+        } else if fields["challenge_field"] != nil && !(route.binding == .body && route.challenge == .required) {
+            warn(
+                "setting_without_effect",
+                "challenge_field",
+                "has no effect: challenge_field is only read with binding: body and challenge: required"
+            )
+        }
+        if route.mode == .enforce && route.onStoreError == .allow {
+            warn(
+                "store_error_allows",
+                "on_store_error",
+                "allow lets requests through unverified while the store is unreachable"
+            )
+        }
+        return warnings
+    }
+
+    /// Whether `routes[index]` can match at all, and whether its body cap can be reached.
+    private func reachWarnings(at index: Int, _ fields: Fields, policy: GatewayPolicy) -> [PolicyWarning] {
+        var warnings: [PolicyWarning] = []
+        let route = policy.routes[index]
+        let item = fields.node
+        let endpoints = policy.endpoints
+        if let earlier = policy.routes[..<index].indices.first(where: { Self.covers(policy.routes[$0], route) }) {
+            warnings.append(
+                self.warning(
+                    "unreachable_route",
+                    item.mark,
+                    item.path,
+                    "route \(Self.quote(route.name)) can never match: routes[\(earlier)] (\(Self.quote(policy.routes[earlier].name))) matches every request it would, and the first match wins"
+                ))
+        } else if let exact = route.match.path,
+            exact == endpoints.challenge || exact == endpoints.attest || exact == endpoints.policy
+        {
+            // The gateway answers its endpoint paths itself, before looking at routes.
+            warnings.append(
+                self.warning(
+                    "unreachable_route",
+                    item.mark,
+                    item.path,
+                    "route \(Self.quote(route.name)) can never match: the gateway answers \(exact) itself (endpoints)"
+                ))
+        }
+        let bodyBudget = policy.limits.maxBufferedBodyBytes
+        if route.mode != .off && route.maxBodyBytes > bodyBudget {
+            warnings.append(
+                self.warning(
+                    "body_exceeds_budget",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)) but limits.max_buffered_body_bytes is \(PolicyValues.formatSize(bodyBudget)): larger bodies always get 503 body_budget_exhausted"
+                ))
+        }
+        let bodyTimeout = policy.limits.bufferedBodyTimeout
+        if route.mode != .off, let rate = Self.tightBodyRate(route.maxBodyBytes, within: bodyTimeout) {
+            warnings.append(
+                self.warning(
+                    "body_deadline_tight",
+                    item.mark,
+                    item.path + ".max_body_bytes",
+                    "route \(Self.quote(route.name)) accepts bodies of up to \(PolicyValues.formatSize(route.maxBodyBytes)), which must arrive within limits.buffered_body_timeout (\(PolicyValues.format(bodyTimeout))): clients slower than \(rate) get 408 request_timeout"
+                ))
+        }
+        return warnings
+    }
+
+    /// True when every request `later` matches is matched by `earlier` first.
+    static func covers(_ earlier: RoutePolicy, _ later: RoutePolicy) -> Bool {
+        if let methods = earlier.match.methods {
+            guard let laterMethods = later.match.methods, laterMethods.allSatisfy(methods.contains) else {
+                return false
+            }
+        }
+        if let exact = earlier.match.path {
+            guard let laterExact = later.match.path else { return false }
+            return earlier.caseSensitive ? laterExact == exact : laterExact.lowercased() == exact.lowercased()
+        }
+        guard let prefix = earlier.match.pathPrefix else { return true }
+        // A later prefix or exact path is covered when it lies under the earlier prefix
+        // (same segment-boundary rule as `RouteTable`).
+        guard var laterPath = later.match.path ?? later.match.pathPrefix else { return false }
+        var earlierPrefix = prefix
+        if !earlier.caseSensitive {
+            laterPath = laterPath.lowercased()
+            earlierPrefix = earlierPrefix.lowercased()
+        }
+        if laterPath == earlierPrefix { return true }
+        return laterPath.hasPrefix(earlierPrefix.hasSuffix("/") ? earlierPrefix : earlierPrefix + "/")
+    }
+
+    /// The rate (`"35.8 Mbit/s"`) a body of `bytes` needs to arrive within `timeout`, when it
+    /// exceeds `tightBodyBytesPerSecond`; nil otherwise.
+    static func tightBodyRate(_ bytes: Int, within timeout: Duration) -> String? {
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard seconds > 0 else { return nil }
+        let bytesPerSecond = Double(bytes) / seconds
+        guard bytesPerSecond > Double(Self.tightBodyBytesPerSecond) else { return nil }
+        let megabits = (bytesPerSecond * 8 / 1e6 * 10).rounded() / 10
+        return "\(megabits) Mbit/s"
+    }
+
+    private static func quote(_ text: String) -> String { PolicyScalarReader.quote(text) }
+
+    private func warning(_ code: String, _ mark: YAMLMark, _ field: String, _ message: String) -> PolicyWarning {
+        PolicyWarning(code: code, file: self.file, line: mark.line, column: mark.column, field: field, message: message)
+    }
+}

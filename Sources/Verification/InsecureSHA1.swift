@@ -1,0 +1,23 @@
+private import COpenSSL
+
+/// Digests that are broken for security and kept only where a protocol names something by
+/// them (as swift-crypto's `Insecure`): never use these to verify anything.
+public enum Insecure {
+    /// SHA-1 through libcrypto's one-shot `EVP_Digest`. Its one user is the gateway's Redis
+    /// store, which names a Lua script by the SHA-1 of its text (`EVALSHA`).
+    public enum SHA1 {
+        public static let byteCount = 20
+
+        public static func hash(_ bytes: [UInt8]) -> [UInt8] {
+            var length: UInt32 = 0
+            return [UInt8](unsafeUninitializedCapacity: Self.byteCount) { output, count in
+                let ok = bytes.withUnsafeBytes { input in
+                    EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
+                }
+                // Fails only on allocation failure inside OpenSSL: not recoverable.
+                precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_Digest(SHA-1) failed")
+                count = Self.byteCount
+            }
+        }
+    }
+}
