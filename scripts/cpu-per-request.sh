@@ -10,6 +10,7 @@
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
 #      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
+#      GATEWAY_LOOPS=1 (the gateway's event loops; the defaults row uses one per core),
 #      BIN (default .build/release/attest-gateway; build it first: swift build -c release),
 #      SHARED_DIR (default <repo>/../shared). Ports: upstream 28080, nginx proxy 28081, gateway 28085.
 set -euo pipefail
@@ -83,7 +84,7 @@ EOF
 ACCESS_FLAG=""
 [ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
 start_gateway() { # [prefix command...]
-    "$@" "$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/run/gateway.log" &
+    "$@" "$BIN" serve --config "$WORK/policy.yaml" --loops "${GATEWAY_LOOPS:-1}" $ACCESS_FLAG > /dev/null 2> "$WORK/run/gateway.log" &
     PIDS+=($!)
     GATEWAY_PID=$!
 }
