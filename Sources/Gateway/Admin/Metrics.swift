@@ -26,6 +26,14 @@ package final class MetricsRegistry: Sendable {
         self.register(name) { HistogramFamily(name: name, help: help, labelNames: labelNames, buckets: buckets) }
     }
 
+    /// A family read from `samples` at each render (see `ScrapedFamily`).
+    package func scraped(
+        _ name: String, help: String, kind: ScrapedFamily.Kind,
+        samples: @escaping @Sendable () -> [ScrapedFamily.Sample]
+    ) -> ScrapedFamily {
+        self.register(name) { ScrapedFamily(name: name, help: help, kind: kind, samples: samples) }
+    }
+
     /// Registering the same name twice returns the first family (same type required).
     private func register<F: MetricFamily>(_ name: String, make: () -> F) -> F {
         self.families.withLock { families in
@@ -83,6 +91,11 @@ package final class LabeledChildren<Child: Sendable>: Sendable {
     func labelText(_ values: [String], extra: (String, String)? = nil) -> String {
         var pairs = zip(self.labelNames, values).map { ($0, $1) }
         if let extra { pairs.append(extra) }
+        return Self.labelText(pairs)
+    }
+
+    /// `{name="value",...}`, or nothing without labels.
+    static func labelText(_ pairs: [(String, String)]) -> String {
         if pairs.isEmpty { return "" }
         return "{" + pairs.map { "\($0)=\"\(Self.escape($1))\"" }.joined(separator: ",") + "}"
     }

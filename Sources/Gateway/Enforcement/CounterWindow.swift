@@ -41,6 +41,15 @@ package struct CounterWindow: Sendable, Hashable {
         case refused
     }
 
+    /// The counter an assertion must exceed before the store is asked: the highest one
+    /// (strict), or the highest minus the window (`c > h - N`); the store then checks the
+    /// seen-map. The gate pre-checks with this so that a replay costs no round trip.
+    package static func lowestRefused(highest: UInt32, window: Int) -> UInt32 {
+        guard window > 0 else { return highest }
+        let size = UInt32(clamping: window)
+        return highest > size ? highest - size : 0
+    }
+
     /// Applies one counter (the same steps as `RedisStore.advanceCounterScript`).
     package mutating func admit(_ counter: UInt32) -> Outcome {
         let size = self.seen.count

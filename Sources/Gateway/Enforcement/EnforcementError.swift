@@ -1,45 +1,5 @@
 package import Verification
 
-/// The verdict label of one request, for metrics (`attest_gateway_requests_total{verdict}`)
-/// and the access log. Stable: dashboards and alerts are built on these strings.
-package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
-    /// Assertion valid, counter advanced, challenge consumed when required.
-    case verified
-    /// `mode: off` route, or an endpoint / unrouted request (nothing to verify).
-    case skipped
-    /// `X-App-Attest-Key-Id` / `X-App-Assertion` (or a required challenge) absent.
-    case missing
-    /// Present but undecodable: bad base64, bad CBOR, bad authenticator data, oversized body.
-    case malformed
-    case invalidSignature = "invalid_signature"
-    /// The assertion's counter is not above the stored one: a replay (or reordering).
-    case counterReplay = "counter_replay"
-    case unknownKey = "unknown_key"
-    case revokedKey = "revoked_key"
-    /// The challenge is unknown, already used or expired.
-    case challengeInvalid = "challenge_invalid"
-    /// The store failed (timeout, disconnected, overloaded).
-    case storeError = "store_error"
-    /// The key's App ID is not (or no longer) one the policy accepts.
-    case appIDMismatch = "app_id_mismatch"
-    /// A development key under `environment: production` (or the reverse).
-    case environmentMismatch = "environment_mismatch"
-    /// A fault on the gateway's side (OpenSSL allocation failure, corrupt key record).
-    case internalError = "internal_error"
-    /// Refused by a per-address limit (challenge rate, buffered bytes, connections).
-    case rateLimited = "rate_limited"
-    /// The launch validation category or bundle version is not admitted by `app_validation`,
-    /// or the category differs from the attestation's.
-    case launchValidationRefused = "launch_validation_refused"
-    /// Admitted by a debug token (`allow_debug_tokens: true`), not by App Attest.
-    case debug
-    /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
-    case debugTokenInvalid = "debug_token_invalid"
-    /// Refused by the proxy before the gate decided: a body over the route's cap (413), the
-    /// body budget (503).
-    case rejected
-}
-
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
 /// every enforcement failure to an HTTP status, a stable `error` code and a verdict label
 /// (hummingbird `HTTPResponseError` style).
@@ -188,4 +148,46 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
     package func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
 
     package var description: String { "EnforcementError.\(self.code.rawValue) (\(self.status)): \(self.reason)" }
+}
+
+// MARK: - Denials given in more than one place
+
+/// Each denial that the protected routes and the endpoints share, with its message written
+/// once: the client reads the same words for the same refusal, whichever path refused.
+extension EnforcementError {
+    /// 503: a store call failed and the route says `on_store_error: deny` (or the attest
+    /// endpoint could not record the key).
+    package static func stateUnavailable() -> EnforcementError {
+        EnforcementError(.storeError, "attestation state is unavailable; retry later")
+    }
+
+    /// 503: the fleet's challenge key is not loaded from the store yet.
+    package static func challengesUnavailable() -> EnforcementError {
+        EnforcementError(.storeError, "challenges are unavailable; retry later")
+    }
+
+    /// 401: the store holds no key under this key ID.
+    package static func unknownKey() -> EnforcementError {
+        EnforcementError(.unknownKey, "no attested key with this key ID")
+    }
+
+    /// 401: the key was revoked (`attest-gateway keys revoke`).
+    package static func revokedKey() -> EnforcementError {
+        EnforcementError(.revokedKey, "the key was revoked")
+    }
+
+    /// 401: the challenge verified but the store had already redeemed it.
+    package static func challengeAlreadyUsed() -> EnforcementError {
+        EnforcementError(.challengeInvalid, "the challenge was already used")
+    }
+
+    /// 403: a debug token on a route without `allow_debug_tokens: true`.
+    package static func debugTokenNotAllowed(route: String) -> EnforcementError {
+        EnforcementError(.debugTokenNotAllowed, "route \(route) does not accept \(IdentityHeaders.debugToken)")
+    }
+
+    /// 405: an endpoint (challenge, attest) called with another method than POST.
+    package static func methodNotAllowed(endpoint: String) -> EnforcementError {
+        EnforcementError(.methodNotAllowed, "\(endpoint) accepts POST only")
+    }
 }

@@ -27,7 +27,7 @@ package final class GatewayGateMetrics: GateMetrics {
     private let latency: Histogram
     private let storeErrors: CounterFamily
     private let limitRefusals: CounterFamily
-    /// route name → one counter per `AttestVerdict.allCases` index.
+    /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// Category value → counter for every named category, resolved once (no lock per request).
     private let categoryHandles: [UInt32: Counter]
@@ -107,13 +107,13 @@ package final class GatewayGateMetrics: GateMetrics {
         let labels =
             routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
         for route in labels where handles[route] == nil {
-            handles[route] = AttestVerdict.allCases.map { verdicts.labels(route, $0.rawValue) }
+            handles[route] = AttestVerdict.gateVerdicts.map { verdicts.labels(route, $0.rawValue) }
         }
         self.routeHandles = handles
     }
 
     package func requestDecided(route: String, verdict: AttestVerdict) {
-        if let counters = self.routeHandles[route], let index = AttestVerdict.allCases.firstIndex(of: verdict) {
+        if let counters = self.routeHandles[route], let index = AttestVerdict.gateVerdicts.firstIndex(of: verdict) {
             counters[index].increment()
         } else {
             self.verdicts.labels(route, verdict.rawValue).increment()

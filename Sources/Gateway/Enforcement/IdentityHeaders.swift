@@ -45,6 +45,14 @@ package enum IdentityHeaders {
         return true
     }
 
+    /// How many fields named `name` (ASCII case-insensitive) the app sent: a credential sent
+    /// twice is refused, since which copy the gateway checked would be ambiguous.
+    package static func occurrences(of name: String, in headers: HTTPHeaders) -> Int {
+        var count = 0
+        for field in headers where field.name.caseInsensitiveEquals(name) { count += 1 }
+        return count
+    }
+
     /// Removes every reserved header the client sent.
     package static func strip(_ headers: inout HTTPHeaders) {
         headers.removeAll { Self.isReserved($0.name) }

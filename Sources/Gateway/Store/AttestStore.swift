@@ -8,7 +8,7 @@ package import Foundation
 /// completes on the calling event loop's queue when called from one (else on its own queue);
 /// `MemoryStore` completes at once, inside the call. Implementations: `RedisStore` (shared,
 /// production) and `MemoryStore` (tests, `store: memory` single node); one conformance suite.
-package protocol AttestStore: AnyObject, Sendable {
+package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
     /// Marks a challenge redeemed for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
     /// Completes `true` the first time, `false` when it was already marked (a second use).
     /// Challenges are stateless tokens (`ChallengeTokens`): only redemptions are stored.

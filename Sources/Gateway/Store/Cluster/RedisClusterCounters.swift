@@ -30,23 +30,15 @@ package final class RedisClusterCounters: Sendable {
 }
 
 extension RedisClusterCounters {
-    /// Prometheus text: `attest_gateway_redis_topology_refreshes_total{result="ok|failed"}`,
-    /// `attest_gateway_redis_redirects_total{kind="moved|ask|retry"}` and
-    /// `attest_gateway_redis_primary_changes_total` (cluster primaries set changed, or Sentinel
-    /// named a new primary: a failover).
-    package var metricsText: String {
-        var out = "# HELP attest_gateway_redis_topology_refreshes_total Cluster slot map / Sentinel primary queries.\n"
-        out += "# TYPE attest_gateway_redis_topology_refreshes_total counter\n"
-        out += "attest_gateway_redis_topology_refreshes_total{result=\"ok\"} \(self.topologyRefreshes)\n"
-        out += "attest_gateway_redis_topology_refreshes_total{result=\"failed\"} \(self.topologyRefreshFailures)\n"
-        out += "# HELP attest_gateway_redis_redirects_total Cluster redirects and retries followed.\n"
-        out += "# TYPE attest_gateway_redis_redirects_total counter\n"
-        out += "attest_gateway_redis_redirects_total{kind=\"moved\"} \(self.movedRedirects)\n"
-        out += "attest_gateway_redis_redirects_total{kind=\"ask\"} \(self.askRedirects)\n"
-        out += "attest_gateway_redis_redirects_total{kind=\"retry\"} \(self.retriesLater)\n"
-        out += "# HELP attest_gateway_redis_primary_changes_total Primaries changed (failovers, resharding).\n"
-        out += "# TYPE attest_gateway_redis_primary_changes_total counter\n"
-        out += "attest_gateway_redis_primary_changes_total \(self.failovers)\n"
-        return out
+    /// The events so far, for `StoreHealth` (`/metrics`).
+    package var events: StoreHealth.TopologyEvents {
+        StoreHealth.TopologyEvents(
+            refreshes: self.topologyRefreshes,
+            refreshFailures: self.topologyRefreshFailures,
+            movedRedirects: self.movedRedirects,
+            askRedirects: self.askRedirects,
+            retriesLater: self.retriesLater,
+            primaryChanges: self.failovers
+        )
     }
 }

@@ -21,6 +21,8 @@ package final class EnforcementGateFactory: Sendable {
         nil)
     /// The challenge keyring of the current store (or key file), kept across reloads.
     private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
+    /// The serving store's health on `/metrics`, read at each scrape.
+    private let storeHealth = StoreHealthMetrics()
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
@@ -73,9 +75,11 @@ package final class EnforcementGateFactory: Sendable {
         } catch {
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
+        // Registered after the gate's families, so the store's come last in the exposition.
+        self.storeHealth.export(store, through: self.registry)
         let registry = self.registry
         let admin = AdminGate(
-            metricsText: { registry.render() + Self.storeMetricsText(store) },
+            metricsText: { registry.render() },
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
             isPolicyLoaded: { true }
@@ -175,29 +179,9 @@ package final class EnforcementGateFactory: Sendable {
         return store
     }
 
-    /// Store state read at scrape time (no round trip):
-    /// `attest_gateway_store_ready` (1 when every connection is connected, authenticated and
-    /// scripts loaded; always 1 for the memory store), `attest_gateway_store_connections_ready`, `attest_gateway_store_command_timeouts_total` and
-    /// `attest_gateway_store_connect_attempts_total` (Redis only).
+    /// The store's families as `/metrics` shows them (`StoreHealthMetrics`).
     static func storeMetricsText(_ store: any AttestStore) -> String {
-        var out = "# HELP attest_gateway_store_ready 1 when the store is connected and ready.\n"
-        out += "# TYPE attest_gateway_store_ready gauge\n"
-        guard let redis = store as? RedisStore else {
-            return out + "attest_gateway_store_ready 1\n"
-        }
-        let counters = redis.connections.map(\.counters)
-        out += "attest_gateway_store_ready \(redis.isReady ? 1 : 0)\n"
-        out += "# HELP attest_gateway_store_connections_ready Redis connections ready (one per event loop, plus one).\n"
-        out += "# TYPE attest_gateway_store_connections_ready gauge\n"
-        out += "attest_gateway_store_connections_ready \(counters.count { $0.isReady })\n"
-        out += "# HELP attest_gateway_store_command_timeouts_total Store commands that timed out.\n"
-        out += "# TYPE attest_gateway_store_command_timeouts_total counter\n"
-        out += "attest_gateway_store_command_timeouts_total \(counters.reduce(0) { $0 + $1.commandTimeouts })\n"
-        out += "# HELP attest_gateway_store_connect_attempts_total Connection attempts to Redis.\n"
-        out += "# TYPE attest_gateway_store_connect_attempts_total counter\n"
-        out += "attest_gateway_store_connect_attempts_total \(counters.reduce(0) { $0 + $1.connectAttempts })\n"
-        out += redis.clusterCounters.metricsText
-        return out
+        StoreHealthMetrics.text(of: store)
     }
 
     /// The PEM text of each file (already checked to exist and hold certificates by the loader).

@@ -1,0 +1,55 @@
+/// How verification of one protected request ended, before the route's mode applies.
+enum ProtectedRequestOutcome: Sendable {
+    case verified(IdentityHeaders.Identity)
+    /// Admitted by the named debug token.
+    case debug(name: String)
+    case failed(EnforcementError, keyIDPrefix: String?)
+    /// The store could not answer `operation`: the route's `on_store_error` decides.
+    case storeFailed(StoreError, operation: String, keyIDPrefix: String?)
+
+    /// The verdict label of the outcome (metrics and the access log).
+    var verdict: AttestVerdict {
+        switch self {
+        case .verified: return .verified
+        case .debug: return .debug
+        case .failed(let error, _): return error.verdict
+        case .storeFailed: return .storeError
+        }
+    }
+
+    /// The route's mode and `on_store_error` applied: forward (with the identity headers, or
+    /// with why it failed in monitor mode) or answer the denial. `route` is the route as
+    /// judged: a gradual rollout's monitor arm has `mode: monitor`.
+    func decision(for head: HTTPRequestHead, route: RoutePolicy, arm: RolloutArm?) -> GateDecision {
+        switch self {
+        case .verified(let identity):
+            return .forward(
+                IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
+                GateLogInfo(
+                    verdict: self.verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)), arm: arm?.rawValue)
+            )
+        case .debug(let name):
+            var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+        case .failed(let error, let prefix):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
+            // A body over the cap is refused in every mode: the cap bounds memory.
+            if route.mode == .monitor && error.code != .bodyTooLarge {
+                return .forward(
+                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue), arm: arm), info)
+            }
+            return .respond(error.response, info)
+        case .storeFailed(_, _, let prefix):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
+            if route.onStoreError == .allow || route.mode == .monitor {
+                return .forward(
+                    IdentityHeaders.forwarded(
+                        head, status: .unverified(reason: AttestVerdict.storeError.rawValue), arm: arm),
+                    info
+                )
+            }
+            return .respond(EnforcementError.stateUnavailable().response, info)
+        }
+    }
+}
