@@ -23,7 +23,7 @@ struct ExchangeRecorder {
     }
 
     /// The exchange is over (answered by the upstream or the gateway, or abandoned).
-    mutating func exchangeFinished(_ exchange: RequestExchange, at now: UInt64) {
+    mutating func exchangeFinished(_ exchange: borrowing RequestExchange, at now: UInt64) {
         let total = exchange.requestStart == 0 ? 0 : now &- exchange.requestStart
         let upstreamTime: UInt64? = exchange.upstreamStart == 0 ? nil : now &- exchange.upstreamStart
         let route = exchange.classification?.routeName ?? "-"

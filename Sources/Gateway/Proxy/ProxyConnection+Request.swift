@@ -120,7 +120,8 @@ extension ProxyConnection {
             ? self.peerLimitKey
             : IPAddressBytes.limitKey(proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor))
         let classification = self.snapshot.gate.classify(head, client: clientLimitKey)
-        self.exchange = RequestExchange(clientLimitKey: clientLimitKey)
+        // The last exchange was reset when it finished: only this request's fields are set.
+        self.exchange.clientLimitKey = clientLimitKey
         self.exchange.requestStart = requestStart
         self.exchange.head = head
         self.exchange.info = info
@@ -237,7 +238,7 @@ extension ProxyConnection {
             Log.warning(
                 "body_budget_exhausted",
                 [
-                    ("route", self.exchange.routeName), ("body_bytes", String(total)),
+                    ("route", self.exchange.classification?.routeName ?? "-"), ("body_bytes", String(total)),
                     ("buffered_bytes", String(budget.inUse)), ("max_buffered_body_bytes", String(budget.limit)),
                     ("suppressed", String(suppressed)),
                 ])
@@ -265,7 +266,7 @@ extension ProxyConnection {
             Log.warning(
                 "rate_limited",
                 [
-                    ("limit", "body_bytes_per_address"), ("route", self.exchange.routeName),
+                    ("limit", "body_bytes_per_address"), ("route", self.exchange.classification?.routeName ?? "-"),
                     ("body_bytes", String(total)),
                     ("held_by_address", String(self.server.addressBodyBytes.held(clientKey))),
                     ("max_buffered_body_bytes_per_address", String(limit)), ("suppressed", String(suppressed)),
@@ -293,7 +294,7 @@ extension ProxyConnection {
     /// A buffered body missed `limits.buffered_body_timeout`: counted and logged (at most one
     /// line a second) with the route and how much of the body had arrived; the 408 follows.
     func bufferedBodyTimedOut() {
-        let route = self.exchange.routeName
+        let route = self.exchange.classification?.routeName ?? "-"
         self.server.metrics.bufferedBodyTimeouts.labels(route).increment()
         guard let suppressed = self.server.bodyBudget.timeoutLogThrottle.admit() else { return }
         var declared = "-"

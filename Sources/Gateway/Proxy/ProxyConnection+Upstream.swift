@@ -42,7 +42,7 @@ extension ProxyConnection {
         self.upstream = connection
         self.machine.upstreamConnected()
         self.exchange.upstreamStart = SystemCalls.monotonicNanoseconds()
-        connection.send(request: self.requestBytes, method: self.exchange.method)
+        connection.send(request: self.requestBytes, method: self.exchange.head?.method ?? "GET")
         self.repump = true
     }
 
@@ -118,7 +118,7 @@ extension ProxyConnection {
             self.exchange.responseStatus = head.status
             self.exchange.upstreamKeepAlive = info.isKeepAlive
             (self.exchange.responseEncoding, self.exchange.responseCloseAfter) = ClientResponsePlan.writeHead(
-                head, in: slice, framing: info.framing, requestMethod: self.exchange.method,
+                head, in: slice, framing: info.framing, requestMethod: self.exchange.head?.method ?? "GET",
                 clientVersionMinor: self.exchange.head?.versionMinor ?? 1,
                 keepAlive: self.machine.keepAliveAfterResponse, into: self.client.outputBuffer())
             self.machine.responseStartedSending()

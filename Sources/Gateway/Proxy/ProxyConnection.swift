@@ -304,12 +304,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
 
     /// Access log, metrics, and the next request (or closing).
     func finishRequest(keepAlive: Bool) {
-        self.recorder.exchangeFinished(self.exchange, at: SystemCalls.monotonicNanoseconds())
         self.releaseBodyReservation()
+        // Moved out, not copied: the next exchange starts empty, the finished one is recorded.
+        var finished = RequestExchange(clientLimitKey: self.peerLimitKey)
+        swap(&finished, &self.exchange)
+        self.recorder.exchangeFinished(finished, at: SystemCalls.monotonicNanoseconds())
         // A buffered body went out through these bytes: do not keep its capacity for the
         // connection's lifetime (it is outside the budget once released).
         if self.requestBytes.capacity > Self.retainedRequestBytesCapacity { self.requestBytes = [] }
-        self.exchange = RequestExchange(clientLimitKey: self.peerLimitKey)
         self.machine.exchangeFinished(keepAlive: keepAlive)
         self.timerKind = nil
         if keepAlive { self.repump = true }

@@ -32,7 +32,4 @@ struct RequestExchange {
     init(clientLimitKey: String) {
         self.clientLimitKey = clientLimitKey
     }
-
-    var method: String { self.head?.method ?? "GET" }
-    var routeName: String { self.classification?.routeName ?? "-" }
 }
