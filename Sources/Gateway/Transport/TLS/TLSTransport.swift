@@ -33,6 +33,8 @@ package final class TLSTransport: ByteTransport {
         self.serverContext = server
         self.clientContext = nil
         self.sessionCacheKey = nil
+        // OpenSSL's socket BIO writes with write(2): a reset peer must be EPIPE, not a signal.
+        _ = SystemCalls.ignoreSIGPIPE
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(server.defaultContext) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
@@ -48,6 +50,7 @@ package final class TLSTransport: ByteTransport {
         self.serverContext = nil
         self.clientContext = client
         self.sessionCacheKey = "\(serverName):\(port)"
+        _ = SystemCalls.ignoreSIGPIPE
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
@@ -195,8 +198,14 @@ package final class TLSTransport: ByteTransport {
             self.wantsWrite = true
             return .wouldBlock
         case SSL_ERROR_ZERO_RETURN:
-            // close_notify, or a TCP EOF after the handshake (SSL_OP_IGNORE_UNEXPECTED_EOF).
+            // close_notify, or a TCP EOF (SSL_OP_IGNORE_UNEXPECTED_EOF). Before the handshake
+            // is done that is a failed handshake (truncated ClientHello, port probe), not the
+            // end of an HTTP stream.
             TLSErrorQueue.clear()
+            if self.isHandshaking {
+                self.hasFailed = true
+                throw .tls(reason: "\(operation): unexpected eof: peer closed the connection during the handshake")
+            }
             return .endOfFile
         case SSL_ERROR_SYSCALL:
             let detail = TLSErrorQueue.drain()
