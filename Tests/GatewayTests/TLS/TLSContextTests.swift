@@ -15,7 +15,8 @@ import Testing
     }
 
     func expectError(
-        _ code: TLSConfigurationError.Code, path: String, _ settings: TLSServerSettings, sourceLocation: SourceLocation = #_sourceLocation
+        _ code: TLSConfigurationError.Code, path: String, _ settings: TLSServerSettings,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) {
         do {
             _ = try TLSServerContext(settings: settings)
@@ -33,7 +34,8 @@ import Testing
     }
 
     @Test func reloadWithAKeyOfAnotherCertificateIsKeyMismatch() {
-        self.expectError(.keyMismatch, path: self.pki.rsa.privateKeyPath, self.settings(key: self.pki.rsa.privateKeyPath))
+        self.expectError(
+            .keyMismatch, path: self.pki.rsa.privateKeyPath, self.settings(key: self.pki.rsa.privateKeyPath))
     }
 
     @Test func unreadableFilesAreNamed() {
@@ -48,8 +50,10 @@ import Testing
         self.expectError(.notPEM, path: text, self.settings(chain: text))
         self.expectError(.notPEM, path: text, self.settings(key: text))
         // A key where the chain belongs (and the other way round) is "no such block".
-        self.expectError(.notPEM, path: self.pki.ecdsa.privateKeyPath, self.settings(chain: self.pki.ecdsa.privateKeyPath))
-        self.expectError(.notPEM, path: self.pki.ecdsa.certificateChainPath, self.settings(key: self.pki.ecdsa.certificateChainPath))
+        self.expectError(
+            .notPEM, path: self.pki.ecdsa.privateKeyPath, self.settings(chain: self.pki.ecdsa.privateKeyPath))
+        self.expectError(
+            .notPEM, path: self.pki.ecdsa.certificateChainPath, self.settings(key: self.pki.ecdsa.certificateChainPath))
     }
 
     @Test func corruptBlocksAreInvalid() throws {
@@ -98,7 +102,8 @@ import Testing
 
     @Test func clientCAFileIsChecked() throws {
         var settings = self.settings()
-        settings.clientAuthentication = TLSClientAuthentication(caFilePath: self.pki.ecdsa.privateKeyPath, mode: .required)
+        settings.clientAuthentication = TLSClientAuthentication(
+            caFilePath: self.pki.ecdsa.privateKeyPath, mode: .required)
         self.expectError(.notPEM, path: self.pki.ecdsa.privateKeyPath, settings)
         #expect(throws: TLSConfigurationError.self) {
             try TLSClientContext(settings: TLSClientSettings(caFilePath: self.pki.path("missing-ca.pem")))

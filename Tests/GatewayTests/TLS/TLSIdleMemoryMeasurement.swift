@@ -30,9 +30,11 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/tls-idle-clients.py")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "scripts/tls-idle-clients.py")
         process.arguments = [
-            "python3", script.path, "--port", String(port), "--count", String(Self.count), "--cafile", pki.caCertificate,
+            "python3", script.path, "--port", String(port), "--count", String(Self.count), "--cafile",
+            pki.caCertificate,
         ]
         let input = Pipe()
         let output = Pipe()
@@ -55,7 +57,9 @@ import Testing
                 progressed = true
             }
             handshaking.removeAll { transport in
-                let result = try? buffer.withUnsafeMutableBytes { try transport.read(into: $0.baseAddress!, count: $0.count) }
+                let result = try? buffer.withUnsafeMutableBytes {
+                    try transport.read(into: $0.baseAddress!, count: $0.count)
+                }
                 guard result != nil, !transport.isHandshaking else { return result == nil }
                 established.append(transport)
                 progressed = true

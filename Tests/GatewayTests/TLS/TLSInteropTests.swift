@@ -18,7 +18,9 @@ import Testing
                 var request: [UInt8] = []
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while !request.ends(with: Array("\r\n\r\n".utf8)) {
-                    let result = try buffer.withUnsafeMutableBytes { try transport.read(into: $0.baseAddress!, count: $0.count) }
+                    let result = try buffer.withUnsafeMutableBytes {
+                        try transport.read(into: $0.baseAddress!, count: $0.count)
+                    }
                     switch result {
                     case .processed(let n): request.append(contentsOf: buffer[0..<n])
                     case .wouldBlock: continue
@@ -28,7 +30,9 @@ import Testing
                 let response = Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello".utf8)
                 var written = 0
                 while written < response.count {
-                    let result = try response[written...].withUnsafeBytes { try transport.write($0.baseAddress!, count: $0.count) }
+                    let result = try response[written...].withUnsafeBytes {
+                        try transport.write($0.baseAddress!, count: $0.count)
+                    }
                     if case .processed(let n) = result { written += n }
                 }
                 let summary = "ok \(transport.negotiatedProtocol ?? "-") \(transport.negotiatedALPN ?? "-")"
@@ -45,7 +49,10 @@ import Testing
         let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
         let curl = try TLSTestPKI.run(
             "/usr/bin/curl",
-            ["-sS", "--http1.1", "--cacert", self.pki.caCertificate, "--max-time", "10", "https://localhost:\(server.port)/"])
+            [
+                "-sS", "--http1.1", "--cacert", self.pki.caCertificate, "--max-time", "10",
+                "https://localhost:\(server.port)/",
+            ])
         let outcome = server.wait()
         #expect(curl.status == 0, "\(curl.output)")
         #expect(curl.output == "hello")
@@ -86,7 +93,10 @@ import Testing
         let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
         let client = try TLSTestPKI.run(
             "/usr/bin/openssl",
-            ["s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA:@SECLEVEL=0"],
+            [
+                "s_client", "-connect", "127.0.0.1:\(server.port)", "-tls1_2", "-cipher",
+                "ECDHE-ECDSA-AES128-SHA:@SECLEVEL=0",
+            ],
             input: "", environment: ["OPENSSL_CONF": "/dev/null"])
         let outcome = server.wait()
         #expect(client.status != 0)

@@ -18,7 +18,9 @@ final class TLSOneShotServer: Sendable {
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound, listen(fd, 4) == 0 else { throw TestFailure("listen: errno \(errno)") }
         self.listener = fd
@@ -40,7 +42,6 @@ final class TLSOneShotServer: Sendable {
         return self.outcome.value.withLock { $0 }
     }
 }
-
 
 /// What the server thread reports back.
 final class TLSOneShotOutcome: Sendable {

@@ -22,13 +22,17 @@ final class TLSPeer {
         guard !self.isDone else { return }
         do {
             while !self.outbox.isEmpty {
-                let result = try self.outbox.withUnsafeBytes { try self.transport.write($0.baseAddress!, count: $0.count) }
+                let result = try self.outbox.withUnsafeBytes {
+                    try self.transport.write($0.baseAddress!, count: $0.count)
+                }
                 guard case .processed(let n) = result else { break }
                 self.outbox.removeFirst(n)
             }
             var buffer = [UInt8](repeating: 0, count: 16_384)
             reading: while true {
-                let result = try buffer.withUnsafeMutableBytes { try self.transport.read(into: $0.baseAddress!, count: $0.count) }
+                let result = try buffer.withUnsafeMutableBytes {
+                    try self.transport.read(into: $0.baseAddress!, count: $0.count)
+                }
                 switch result {
                 case .processed(let n): self.inbox.append(contentsOf: buffer[0..<n])
                 case .wouldBlock: break reading

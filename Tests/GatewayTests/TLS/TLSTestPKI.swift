@@ -101,7 +101,9 @@ final class TLSTestPKI: Sendable {
     ) throws {
         let d = self.directory
         if rsa {
-            try Self.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "\(d)/\(name).key"])
+            try Self.openssl([
+                "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "\(d)/\(name).key",
+            ])
         } else {
             try Self.openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "\(d)/\(name).key"])
         }

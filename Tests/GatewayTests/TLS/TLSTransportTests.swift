@@ -261,7 +261,8 @@ import Testing
     @Test func truncatedClientHelloIsATLSError() throws {
         // A real ClientHello, captured from a client transport.
         let (clientFD, capture) = try TLSPump.socketPair()
-        let client = TLSPeer(try TLSTransport(fd: clientFD, client: self.clientContext(), serverName: "localhost", port: 443))
+        let client = TLSPeer(
+            try TLSTransport(fd: clientFD, client: self.clientContext(), serverName: "localhost", port: 443))
         client.step()
         var hello = [UInt8](repeating: 0, count: 4096)
         let n = hello.withUnsafeMutableBytes { read(capture, $0.baseAddress, $0.count) }

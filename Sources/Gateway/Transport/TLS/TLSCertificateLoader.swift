@@ -48,7 +48,8 @@ enum TLSCertificateLoader {
         let queue = TLSErrorQueue.drain()
         if certificates.isEmpty {
             if Self.containsPEMBlock(bytes, label: "CERTIFICATE") {
-                throw TLSConfigurationError(.invalidCertificate, path: path, "CERTIFICATE block does not parse: \(queue)")
+                throw TLSConfigurationError(
+                    .invalidCertificate, path: path, "CERTIFICATE block does not parse: \(queue)")
             }
             throw TLSConfigurationError(.notPEM, path: path, "holds no PEM CERTIFICATE block")
         }
@@ -67,12 +68,15 @@ enum TLSCertificateLoader {
         }
         let queue = TLSErrorQueue.drain()
         guard let key else {
-            if Self.containsPEMBlock(bytes, label: "ENCRYPTED PRIVATE KEY") || Self.contains(bytes, "Proc-Type: 4,ENCRYPTED")
+            if Self.containsPEMBlock(bytes, label: "ENCRYPTED PRIVATE KEY")
+                || Self.contains(bytes, "Proc-Type: 4,ENCRYPTED")
             {
-                throw TLSConfigurationError(.invalidPrivateKey, path: path, "the private key is encrypted (not supported)")
+                throw TLSConfigurationError(
+                    .invalidPrivateKey, path: path, "the private key is encrypted (not supported)")
             }
             if Self.containsPEMBlock(bytes, label: "PRIVATE KEY") {
-                throw TLSConfigurationError(.invalidPrivateKey, path: path, "PRIVATE KEY block does not parse: \(queue)")
+                throw TLSConfigurationError(
+                    .invalidPrivateKey, path: path, "PRIVATE KEY block does not parse: \(queue)")
             }
             throw TLSConfigurationError(.notPEM, path: path, "holds no PEM PRIVATE KEY block")
         }
@@ -100,7 +104,8 @@ enum TLSCertificateLoader {
             warnings.append(warning)
         }
         guard SSL_CTX_use_certificate(context, leaf) == 1 else {
-            throw TLSErrorQueue.configurationError(.invalidCertificate, path: files.certificateChainPath, "SSL_CTX_use_certificate")
+            throw TLSErrorQueue.configurationError(
+                .invalidCertificate, path: files.certificateChainPath, "SSL_CTX_use_certificate")
         }
         for intermediate in chain.dropFirst() {
             guard COpenSSL_SSL_CTX_add1_chain_cert(context, intermediate) == 1 else {
@@ -109,7 +114,8 @@ enum TLSCertificateLoader {
             }
         }
         guard SSL_CTX_use_PrivateKey(context, key) == 1 else {
-            throw TLSErrorQueue.configurationError(.invalidPrivateKey, path: files.privateKeyPath, "SSL_CTX_use_PrivateKey")
+            throw TLSErrorQueue.configurationError(
+                .invalidPrivateKey, path: files.privateKeyPath, "SSL_CTX_use_PrivateKey")
         }
     }
 
@@ -118,7 +124,8 @@ enum TLSCertificateLoader {
         defer { TLSErrorQueue.clear() }
         if let notAfter = X509_get0_notAfter(certificate), X509_cmp_current_time(notAfter) < 0 {
             return TLSConfigurationWarning(
-                path: path, message: "certificate expired (notAfter \(Self.timeText(notAfter))): clients will refuse it")
+                path: path, message: "certificate expired (notAfter \(Self.timeText(notAfter))): clients will refuse it"
+            )
         }
         if let notBefore = X509_get0_notBefore(certificate), X509_cmp_current_time(notBefore) > 0 {
             return TLSConfigurationWarning(
@@ -151,7 +158,8 @@ enum TLSCertificateLoader {
     }
 
     private static func containsPEMBlock(_ bytes: [UInt8], label: String) -> Bool {
-        Self.contains(bytes, "-----BEGIN \(label)-----") || (label == "PRIVATE KEY" && Self.contains(bytes, " PRIVATE KEY-----"))
+        Self.contains(bytes, "-----BEGIN \(label)-----")
+            || (label == "PRIVATE KEY" && Self.contains(bytes, " PRIVATE KEY-----"))
     }
 
     private static func contains(_ bytes: [UInt8], _ text: String) -> Bool {

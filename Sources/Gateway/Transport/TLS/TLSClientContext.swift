@@ -25,7 +25,8 @@ package final class TLSClientContext: @unchecked Sendable {
                 authorities.forEach { X509_free($0) }
                 TLSErrorQueue.clear()
                 guard SSL_CTX_load_verify_file(context, path) == 1 else {
-                    throw TLSErrorQueue.configurationError(.invalidCertificateAuthority, path: path, "SSL_CTX_load_verify_file")
+                    throw TLSErrorQueue.configurationError(
+                        .invalidCertificateAuthority, path: path, "SSL_CTX_load_verify_file")
                 }
             } else {
                 guard SSL_CTX_set_default_verify_paths(context) == 1 else {
@@ -39,7 +40,9 @@ package final class TLSClientContext: @unchecked Sendable {
                 try TLSCertificateLoader.install(files, on: context, warnings: &warnings)
             }
             // SSL_CTX_set_alpn_protos returns 0 on success (unlike the rest of the API).
-            guard SSL_CTX_set_alpn_protos(context, TLSCipherPolicy.alpnHTTP11, UInt32(TLSCipherPolicy.alpnHTTP11.count)) == 0
+            guard
+                SSL_CTX_set_alpn_protos(context, TLSCipherPolicy.alpnHTTP11, UInt32(TLSCipherPolicy.alpnHTTP11.count))
+                    == 0
             else {
                 throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set_alpn_protos")
             }

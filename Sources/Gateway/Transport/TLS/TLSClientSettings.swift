@@ -9,8 +9,9 @@ package struct TLSClientSettings: Hashable, Sendable {
     /// Hosts whose last session is kept for resumption. Default 256.
     package var sessionCacheCapacity: Int
 
-    package init(caFilePath: String? = nil, clientCertificate: TLSCertificateFiles? = nil, sessionCacheCapacity: Int = 256)
-    {
+    package init(
+        caFilePath: String? = nil, clientCertificate: TLSCertificateFiles? = nil, sessionCacheCapacity: Int = 256
+    ) {
         self.caFilePath = caFilePath
         self.clientCertificate = clientCertificate
         self.sessionCacheCapacity = sessionCacheCapacity

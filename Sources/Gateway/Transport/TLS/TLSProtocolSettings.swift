@@ -30,6 +30,7 @@ enum TLSProtocolSettings {
         // caller's output buffer compacts between calls; the bytes are the same).
         _ = COpenSSL_SSL_CTX_set_mode(
             context,
-            Int(SSL_MODE_RELEASE_BUFFERS) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE) | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+            Int(SSL_MODE_RELEASE_BUFFERS) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE)
+                | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
     }
 }

@@ -36,7 +36,8 @@ package final class TLSTicketKeyRing: @unchecked Sendable {
     /// A ring of one random key that `rotate()`s every `period` (on a private queue, not a loop).
     package static func rotating(every period: Duration) throws(TLSConfigurationError) -> TLSTicketKeyRing {
         guard period > .zero else {
-            throw TLSConfigurationError(.invalidTicketRotation, path: "", "ticket_rotation must be positive, found \(period)")
+            throw TLSConfigurationError(
+                .invalidTicketRotation, path: "", "ticket_rotation must be positive, found \(period)")
         }
         guard let first = TLSTicketKey.random() else {
             throw TLSConfigurationError(.openSSL, path: "", "RAND_bytes failed making a ticket key")
@@ -70,7 +71,9 @@ package final class TLSTicketKeyRing: @unchecked Sendable {
 
     private static func install(_ keys: [TLSTicketKey], in pointer: OpaquePointer) {
         let material = keys.flatMap(\.bytes)
-        let accepted = material.withUnsafeBytes { CGatewayShims_ticket_keys_set(pointer, $0.baseAddress, Int32(keys.count)) }
+        let accepted = material.withUnsafeBytes {
+            CGatewayShims_ticket_keys_set(pointer, $0.baseAddress, Int32(keys.count))
+        }
         precondition(accepted == 1, "ticket key count \(keys.count) checked against capacity")
     }
 }

@@ -55,10 +55,12 @@ package final class TLSTransport: ByteTransport {
         guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
         guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
-        let isIPAddress = serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
+        let isIPAddress =
+            serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
         if isIPAddress {
             // RFC 6066: no SNI for an address; check the certificate's IP SAN instead.
-            guard let parameters = SSL_get0_param(ssl), X509_VERIFY_PARAM_set1_ip_asc(parameters, serverName) == 1 else {
+            guard let parameters = SSL_get0_param(ssl), X509_VERIFY_PARAM_set1_ip_asc(parameters, serverName) == 1
+            else {
                 throw Self.setupError("X509_VERIFY_PARAM_set1_ip_asc \(serverName)")
             }
         } else {
