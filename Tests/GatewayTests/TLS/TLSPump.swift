@@ -16,6 +16,11 @@ final class TLSPeer {
         self.transport = transport
     }
 
+    /// The transport no longer closes its socket in deinit: the test peer does.
+    deinit {
+        self.transport.close()
+    }
+
     var isDone: Bool { self.sawEndOfFile || self.error != nil }
 
     func step() {

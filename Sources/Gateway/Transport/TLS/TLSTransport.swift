@@ -74,8 +74,14 @@ package final class TLSTransport: ByteTransport {
         SSL_set_connect_state(ssl)
     }
 
+    /// Frees the session if the owner never called `close()`, but leaves the descriptor
+    /// alone: closing a number that may already belong to another socket is worse than a leak.
     deinit {
-        self.close()
+        if let ssl = self.ssl {
+            _ = COpenSSL_SSL_set_app_data(ssl, nil)
+            SSL_free(ssl)
+            TLSErrorQueue.clear()
+        }
     }
 
     // MARK: - ByteTransport
