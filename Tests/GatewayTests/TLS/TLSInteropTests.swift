@@ -73,6 +73,27 @@ import Testing
         #expect(client.output.contains("hello"), "\(client.output)")
     }
 
+    @Test func tls12SessionIDResumesFromTheServerCache() throws {
+        // No tickets (-no_ticket): the second connection can only resume from the server-side
+        // session cache, by session ID.
+        let context = try TLSServerContext(settings: TLSServerSettings(certificate: self.pki.ecdsa))
+        let session = self.pki.path("s_client-session-\(UUID().uuidString).pem")
+        var outputs: [String] = []
+        for flag in ["-sess_out", "-sess_in"] {
+            let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
+            let client = try TLSTestPKI.run(
+                "/usr/bin/openssl",
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-tls1_2",
+                    "-no_ticket", "-CAfile", self.pki.caCertificate, flag, session,
+                ], input: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(server.wait().hasPrefix("ok TLSv1.2"))
+            outputs.append(client.output)
+        }
+        #expect(outputs[0].contains("New, TLSv1.2"), "\(outputs[0])")
+        #expect(outputs[1].contains("Reused, TLSv1.2"), "\(outputs[1])")
+    }
+
     @Test func tls11IsRefused() throws {
         let context = try TLSServerContext(settings: TLSServerSettings(certificate: self.pki.ecdsa))
         let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
