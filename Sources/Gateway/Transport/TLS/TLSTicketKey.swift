@@ -2,11 +2,21 @@ private import COpenSSL
 
 /// One session ticket key in nginx's 80-byte layout: key name (16 bytes, sent in the clear
 /// in the ticket so the right key is found), HMAC-SHA256 key (32), AES-256-CBC key (32).
-package struct TLSTicketKey: Hashable, Sendable {
+/// Secret: not Equatable (no variable-time comparisons), and its description shows the name only.
+package struct TLSTicketKey: Sendable, CustomStringConvertible {
     package static let byteCount = 80
 
     /// The 80 bytes, in file order.
     package let bytes: [UInt8]
+
+    /// "TLSTicketKey(name: 1f2e…)": the public part, for logs.
+    package var description: String {
+        let hex = self.bytes.prefix(16).map { byte in
+            let digits = Array("0123456789abcdef")
+            return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
+        }
+        return "TLSTicketKey(name: \(hex.joined()))"
+    }
 
     package init?(bytes: [UInt8]) {
         guard bytes.count == Self.byteCount else { return nil }
