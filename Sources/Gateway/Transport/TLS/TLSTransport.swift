@@ -97,6 +97,8 @@ package final class TLSTransport: ByteTransport {
 
     package func write(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
         guard let ssl = self.ssl else { throw .tls(reason: "write after close") }
+        // SSL_write_ex of nothing is an error in OpenSSL; write(2) of nothing is not.
+        guard count > 0 else { return .processed(0) }
         TLSErrorQueue.clear()
         var transferred = 0
         let rc = SSL_write_ex(ssl, pointer, count, &transferred)
