@@ -159,6 +159,20 @@ import Testing
         }
     }
 
+    @Test func serverNamesDefaultToTheCertificatesSubjectAltNames() throws {
+        let server = try self.serverContext {
+            $0.serverNameCertificates = [
+                TLSServerNameCertificate(serverNames: [], files: self.pki.rsa),
+                TLSServerNameCertificate(serverNames: [], files: self.pki.wildcard),
+            ]
+        }
+        for (name, subject) in [("rsa.test", "CN=rsa.test"), ("x.wild.test", "CN=*.wild.test")] {
+            let (client, peer) = try TLSPump.exchange(server: server, client: self.clientContext(), serverName: name)
+            #expect(peer.inbox == Array("ping".utf8))
+            #expect(client.transport.verifiedPeerSubject == subject)
+        }
+    }
+
     @Test func rsaCertificateNegotiatesOverTLS13() throws {
         let server = try TLSServerContext(settings: TLSServerSettings(certificate: self.pki.rsa))
         let (client, peer) = try TLSPump.exchange(server: server, client: self.clientContext(), serverName: "rsa.test")

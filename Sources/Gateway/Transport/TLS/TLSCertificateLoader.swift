@@ -84,10 +84,12 @@ enum TLSCertificateLoader {
     }
 
     /// Installs a chain and key on `context`: leaf + chain, key, and the check that the key
-    /// belongs to the leaf. An expired or not-yet-valid leaf is a warning.
+    /// belongs to the leaf. An expired or not-yet-valid leaf is a warning. Returns the leaf's
+    /// DNS subjectAltNames (the SNI names it serves when none are configured).
+    @discardableResult
     static func install(
         _ files: TLSCertificateFiles, on context: OpaquePointer, warnings: inout [TLSConfigurationWarning]
-    ) throws(TLSConfigurationError) {
+    ) throws(TLSConfigurationError) -> [String] {
         let chain = try Self.loadCertificates(files.certificateChainPath)
         defer { chain.forEach { X509_free($0) } }
         let key = try Self.loadPrivateKey(files.privateKeyPath)
@@ -117,6 +119,26 @@ enum TLSCertificateLoader {
             throw TLSErrorQueue.configurationError(
                 .invalidPrivateKey, path: files.privateKeyPath, "SSL_CTX_use_PrivateKey")
         }
+        return Self.dnsNames(leaf)
+    }
+
+    /// The DNS entries of a certificate's subjectAltName extension, in order.
+    static func dnsNames(_ certificate: OpaquePointer) -> [String] {
+        defer { TLSErrorQueue.clear() }
+        guard let raw = X509_get_ext_d2i(certificate, NID_subject_alt_name, nil, nil) else { return [] }
+        let names = OpaquePointer(raw)
+        defer { GENERAL_NAMES_free(names) }
+        var result: [String] = []
+        for index in 0..<max(0, OPENSSL_sk_num(names)) {
+            guard let entry = OPENSSL_sk_value(names, index)?.assumingMemoryBound(to: GENERAL_NAME.self),
+                entry.pointee.type == GEN_DNS, let text = entry.pointee.d.dNSName,
+                let bytes = ASN1_STRING_get0_data(text)
+            else { continue }
+            result.append(
+                String(decoding: UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(text))), as: UTF8.self)
+            )
+        }
+        return result
     }
 
     /// A warning when `certificate` is outside its validity period now.

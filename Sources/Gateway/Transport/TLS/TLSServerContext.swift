@@ -47,8 +47,14 @@ package final class TLSServerContext: @unchecked Sendable {
             for entry in settings.serverNameCertificates {
                 let context = try Self.makeContext(settings: settings, ticketKeys: ticketKeys)
                 contexts.append(context)
-                try TLSCertificateLoader.install(entry.files, on: context, warnings: &warnings)
-                for name in entry.serverNames {
+                let subjectAltNames = try TLSCertificateLoader.install(entry.files, on: context, warnings: &warnings)
+                let names = entry.serverNames.isEmpty ? subjectAltNames : entry.serverNames
+                guard !names.isEmpty else {
+                    throw TLSConfigurationError(
+                        .invalidServerName, path: entry.files.certificateChainPath,
+                        "no server names configured and the certificate has no DNS subjectAltName")
+                }
+                for name in names {
                     try table.add(name, context: context, path: entry.files.certificateChainPath)
                 }
             }
