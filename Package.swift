@@ -50,7 +50,7 @@ let package = Package(
         ),
         .target(
             name: "Gateway",
-            dependencies: ["Verification", "CHiredis", "CYAML", "CGatewayShims"],
+            dependencies: ["Verification", "COpenSSL", "CHiredis", "CYAML", "CGatewayShims"],
             swiftSettings: swiftSettings
         ),
 

@@ -22,6 +22,7 @@
 #include <openssl/pkcs7.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
+#include <openssl/ssl.h>
 
 // Function-like and compound macros are not imported by Swift and variadic C
 // functions cannot be called from it: each one we need gets a `static inline`
@@ -59,6 +60,65 @@ static inline EVP_PKEY *COpenSSL_EC_public_key_from_point(const char *group,
     }
     EVP_PKEY_CTX_free(ctx);
     return key;
+}
+
+// MARK: - TLS (Gateway/Transport/TLS): the SSL_CTX_* / SSL_* control macros over
+// SSL_CTX_ctrl / SSL_ctrl / SSL_CTX_callback_ctrl, and the SSL_OP_* bits (SSL_OP_BIT(n)
+// is a function-like macro, so none of them is imported).
+
+static const uint64_t COpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF = SSL_OP_IGNORE_UNEXPECTED_EOF;
+static const uint64_t COpenSSL_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
+static const uint64_t COpenSSL_SSL_OP_NO_COMPRESSION = SSL_OP_NO_COMPRESSION;
+static const unsigned long COpenSSL_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
+
+static inline long COpenSSL_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+static inline long COpenSSL_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_max_proto_version(ctx, version);
+}
+
+static inline long COpenSSL_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+
+static inline long COpenSSL_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+
+static inline long COpenSSL_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) {
+    return SSL_CTX_sess_set_cache_size(ctx, size);
+}
+
+static inline long COpenSSL_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) {
+    return SSL_CTX_set1_groups_list(ctx, list);
+}
+
+/// Adds `cert` to the chain sent after the leaf (takes its own reference).
+static inline long COpenSSL_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+/// SNI callback and its argument (two macros over SSL_CTX_callback_ctrl / SSL_CTX_ctrl).
+static inline void COpenSSL_SSL_CTX_set_servername_callback(SSL_CTX *ctx, int (*callback)(SSL *, int *, void *),
+                                                            void *arg) {
+    SSL_CTX_set_tlsext_servername_callback(ctx, callback);
+    SSL_CTX_set_tlsext_servername_arg(ctx, arg);
+}
+
+/// The SNI a client sends.
+static inline long COpenSSL_SSL_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+
+/// `SSL_set_app_data` is a macro over SSL_set_ex_data(ssl, 0, ...).
+static inline int COpenSSL_SSL_set_app_data(SSL *ssl, void *data) {
+    return SSL_set_app_data(ssl, data);
+}
+
+static inline void *COpenSSL_SSL_get_app_data(const SSL *ssl) {
+    return SSL_get_app_data(ssl);
 }
 
 #endif

@@ -30,4 +30,33 @@ int CGatewayShims_epoll_wait(int epfd, CGatewayShims_event *out, int capacity, i
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int CGatewayShims_accept_nonblocking(int fd, struct sockaddr *addr, socklen_t *len);
 
+// MARK: - TLS session ticket keys
+//
+// The ticket key callback is real C: OpenSSL calls it from inside the handshake on any
+// loop's thread, it must build OSSL_PARAMs (which keep pointers, see COpenSSL/shim.h), and
+// the key ring it reads is replaced by a rotation timer on another thread, under a mutex.
+// OpenSSL types are forward-declared so this header does not include OpenSSL's (Swift sees
+// the same opaque pointers as through COpenSSL).
+
+struct ssl_ctx_st;
+
+/// Size of one ticket key, nginx's `ssl_session_ticket_key` layout: name (16), HMAC-SHA256
+/// key (32), AES-256-CBC key (32).
+#define CGatewayShims_TICKET_KEY_BYTES 80
+/// At most this many keys are kept (the first encrypts, all decrypt).
+#define CGatewayShims_TICKET_KEY_CAPACITY 8
+
+typedef struct CGatewayShims_ticket_keys CGatewayShims_ticket_keys;
+
+/// An empty key ring (no keys: no tickets are issued), or NULL when out of memory.
+CGatewayShims_ticket_keys *CGatewayShims_ticket_keys_create(void);
+/// Frees the ring (after every SSL_CTX using it is freed) and wipes its keys.
+void CGatewayShims_ticket_keys_destroy(CGatewayShims_ticket_keys *keys);
+/// Replaces the keys with `count` keys of CGatewayShims_TICKET_KEY_BYTES at `material`
+/// (count <= CGatewayShims_TICKET_KEY_CAPACITY). Returns 1, or 0 when count is out of range.
+int CGatewayShims_ticket_keys_set(CGatewayShims_ticket_keys *keys, const void *material, int count);
+/// Makes `ctx` encrypt and decrypt session tickets with `keys` (SSL_CTX ex_data + the
+/// ticket key callback). Returns 1 on success.
+int CGatewayShims_SSL_CTX_use_ticket_keys(struct ssl_ctx_st *ctx, CGatewayShims_ticket_keys *keys);
+
 #endif

@@ -1,0 +1,36 @@
+private import COpenSSL
+
+/// The settings every gateway SSL_CTX gets, server or client (why each: docs/tls.md).
+enum TLSProtocolSettings {
+    static func apply(to context: OpaquePointer) throws(TLSConfigurationError) {
+        // TLS 1.2 and 1.3 only, whatever /etc/ssl/openssl.cnf says.
+        guard COpenSSL_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1,
+            COpenSSL_SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION) == 1
+        else {
+            throw TLSErrorQueue.configurationError(.openSSL, path: "", "setting TLS 1.2 to 1.3")
+        }
+        // No renegotiation (a CPU DoS lever and a source of confusion), no compression
+        // (CRIME), and a TCP EOF without close_notify is end of stream, not an error: the
+        // HTTP parser checks framing, so truncation is detected there (as nginx and curl do).
+        _ = SSL_CTX_set_options(
+            context,
+            COpenSSL_SSL_OP_NO_RENEGOTIATION | COpenSSL_SSL_OP_NO_COMPRESSION | COpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF)
+        guard SSL_CTX_set_cipher_list(context, TLSCipherPolicy.tls12Ciphers) == 1 else {
+            throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set_cipher_list")
+        }
+        guard SSL_CTX_set_ciphersuites(context, TLSCipherPolicy.tls13CipherSuites) == 1 else {
+            throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set_ciphersuites")
+        }
+        guard COpenSSL_SSL_CTX_set1_groups_list(context, TLSCipherPolicy.groups) == 1 else {
+            throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set1_groups_list")
+        }
+        // RELEASE_BUFFERS: an idle connection holds no 16 KiB+ record buffers (bounded idle
+        // memory). PARTIAL_WRITE: SSL_write returns after each record, like write(2).
+        // ACCEPT_MOVING_WRITE_BUFFER: a retried write may come from a moved buffer (the
+        // caller's output buffer compacts between calls; the bytes are the same).
+        _ = COpenSSL_SSL_CTX_set_mode(
+            context,
+            Int(SSL_MODE_RELEASE_BUFFERS) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE)
+                | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+    }
+}

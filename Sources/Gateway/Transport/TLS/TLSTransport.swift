@@ -1,0 +1,251 @@
+private import COpenSSL
+import Glibc
+
+/// A TLS session over a connected, non-blocking TCP socket: the `ByteTransport` for HTTPS
+/// on either side (`init(fd:server:)` for an accepted client, `init(fd:client:serverName:port:)`
+/// for an upstream). The handshake runs inside the first `read`/`write` calls; until it is
+/// done they return `.wouldBlock` with `waitsForWritable` saying which edge to wait for.
+///
+/// Confined to its owner's loop, like the socket. Retains its context, so a reload that
+/// replaces the listener's context never frees one under a live connection.
+///
+/// - Important: after `write` returned `.wouldBlock`, the next `write` must offer the same
+///   bytes again (more may follow them; the buffer may have moved). OpenSSL has already
+///   encrypted part of them into a record it must finish sending.
+package final class TLSTransport: ByteTransport {
+    package let fd: Int32
+    private var ssl: OpaquePointer?
+    /// Kept alive for `ssl`'s `SSL_CTX` and the callbacks' arguments.
+    private let serverContext: TLSServerContext?
+    let clientContext: TLSClientContext?
+    /// "host:port" of an upstream, for the session cache; nil on the server side.
+    let sessionCacheKey: String?
+    private var wantsWrite = false
+    private var hasFailed = false
+    private var cachedPeerSubject: String??
+
+    /// Set when the handshake failed because the peer's certificate did not verify.
+    package private(set) var verificationFailure: TLSVerificationFailure?
+
+    /// Server side of an accepted connection.
+    package init(fd: Int32, server: TLSServerContext) throws(TransportError) {
+        self.fd = fd
+        self.serverContext = server
+        self.clientContext = nil
+        self.sessionCacheKey = nil
+        // OpenSSL's socket BIO writes with write(2): a reset peer must be EPIPE, not a signal.
+        _ = SystemCalls.ignoreSIGPIPE
+        TLSErrorQueue.clear()
+        guard let ssl = SSL_new(server.defaultContext) else { throw Self.setupError("SSL_new") }
+        self.ssl = ssl
+        guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
+        SSL_set_accept_state(ssl)
+    }
+
+    /// Client side towards `serverName` (a DNS name or an IP literal) on `port`: SNI for a
+    /// DNS name, certificate checked against the name (or IP), resumption from the context's
+    /// cache for "serverName:port".
+    package init(fd: Int32, client: TLSClientContext, serverName: String, port: Int) throws(TransportError) {
+        self.fd = fd
+        self.serverContext = nil
+        self.clientContext = client
+        self.sessionCacheKey = "\(serverName):\(port)"
+        _ = SystemCalls.ignoreSIGPIPE
+        TLSErrorQueue.clear()
+        guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
+        self.ssl = ssl
+        guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
+        let isIPAddress =
+            serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
+        if isIPAddress {
+            // RFC 6066: no SNI for an address; check the certificate's IP SAN instead.
+            guard let parameters = SSL_get0_param(ssl), X509_VERIFY_PARAM_set1_ip_asc(parameters, serverName) == 1
+            else {
+                throw Self.setupError("X509_VERIFY_PARAM_set1_ip_asc \(serverName)")
+            }
+        } else {
+            guard COpenSSL_SSL_set_tlsext_host_name(ssl, serverName) == 1 else {
+                throw Self.setupError("SSL_set_tlsext_host_name \(serverName)")
+            }
+            guard SSL_set1_host(ssl, serverName) == 1 else { throw Self.setupError("SSL_set1_host \(serverName)") }
+        }
+        _ = COpenSSL_SSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
+        _ = client.sessionCache.offer(for: self.sessionCacheKey!, to: ssl)
+        SSL_set_connect_state(ssl)
+    }
+
+    /// Frees the session if the owner never called `close()`, but leaves the descriptor
+    /// alone: closing a number that may already belong to another socket is worse than a leak.
+    deinit {
+        if let ssl = self.ssl {
+            _ = COpenSSL_SSL_set_app_data(ssl, nil)
+            SSL_free(ssl)
+            TLSErrorQueue.clear()
+        }
+    }
+
+    // MARK: - ByteTransport
+
+    package func read(into pointer: UnsafeMutableRawPointer, count: Int) throws(TransportError) -> IOResult {
+        guard let ssl = self.ssl else { throw .tls(reason: "read after close") }
+        TLSErrorQueue.clear()
+        var transferred = 0
+        let rc = SSL_read_ex(ssl, pointer, count, &transferred)
+        if rc == 1 { return .processed(transferred) }
+        return try self.failure(rc, errno, operation: "SSL_read")
+    }
+
+    package func write(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
+        guard let ssl = self.ssl else { throw .tls(reason: "write after close") }
+        // SSL_write_ex of nothing is an error in OpenSSL; write(2) of nothing is not.
+        guard count > 0 else { return .processed(0) }
+        TLSErrorQueue.clear()
+        var transferred = 0
+        let rc = SSL_write_ex(ssl, pointer, count, &transferred)
+        if rc == 1 { return .processed(transferred) }
+        return try self.failure(rc, errno, operation: "SSL_write")
+    }
+
+    /// A decrypted record may leave more records in OpenSSL's buffer or the kernel: read
+    /// until `.wouldBlock`.
+    package var shortReadDrains: Bool { false }
+
+    package var waitsForWritable: Bool { self.wantsWrite }
+
+    package var isHandshaking: Bool {
+        guard let ssl = self.ssl else { return false }
+        return SSL_is_init_finished(ssl) == 0
+    }
+
+    /// close_notify (one non-blocking attempt: if the socket is full the alert is dropped,
+    /// and the peer sees a TCP EOF, which HTTP/1.1 framing tolerates), then SHUT_WR.
+    package func shutdownOutput() {
+        if let ssl = self.ssl, !self.hasFailed, SSL_is_init_finished(ssl) == 1 {
+            TLSErrorQueue.clear()
+            _ = SSL_shutdown(ssl)
+            TLSErrorQueue.clear()
+        }
+        shutdown(self.fd, Int32(SHUT_WR))
+    }
+
+    package func close() {
+        guard let ssl = self.ssl else { return }
+        self.ssl = nil
+        if !self.hasFailed {
+            // An orderly close keeps a TLS 1.2 session in the server cache (OpenSSL would
+            // otherwise treat the session as bad and drop it).
+            SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN)
+        }
+        _ = COpenSSL_SSL_set_app_data(ssl, nil)
+        SSL_free(ssl)
+        TLSErrorQueue.clear()
+        SystemCalls.close(self.fd)
+    }
+
+    // MARK: - Session facts (logs, headers)
+
+    /// "TLSv1.3", "TLSv1.2" once the handshake is done.
+    package var negotiatedProtocol: String? {
+        guard let ssl = self.ssl, !self.isHandshaking else { return nil }
+        return String(cString: SSL_get_version(ssl))
+    }
+
+    /// OpenSSL's name of the cipher in use ("TLS_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256").
+    package var negotiatedCipher: String? {
+        guard let ssl = self.ssl, !self.isHandshaking, let cipher = SSL_get_current_cipher(ssl) else { return nil }
+        return String(cString: SSL_CIPHER_get_name(cipher))
+    }
+
+    /// The ALPN protocol agreed ("http/1.1"), nil when none was.
+    package var negotiatedALPN: String? {
+        guard let ssl = self.ssl else { return nil }
+        var data: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(ssl, &data, &length)
+        guard let data, length > 0 else { return nil }
+        return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// Whether the handshake resumed an earlier session (ticket or session ID).
+    package var isResumed: Bool {
+        guard let ssl = self.ssl else { return false }
+        return SSL_session_reused(ssl) == 1
+    }
+
+    /// The SNI the client sent (server side) or we sent (client side).
+    package var serverName: String? {
+        guard let ssl = self.ssl, let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else { return nil }
+        return String(cString: name)
+    }
+
+    /// The peer certificate's subject (RFC 2253, "CN=client,O=Example") when it presented one
+    /// and it verified: on a listener with client certificates, the value for the upstream
+    /// header. nil without a verified certificate.
+    package var verifiedPeerSubject: String? {
+        if let cached = self.cachedPeerSubject { return cached }
+        guard let ssl = self.ssl, !self.isHandshaking else { return nil }
+        var subject: String?
+        if let certificate = SSL_get0_peer_certificate(ssl), SSL_get_verify_result(ssl) == X509_V_OK,
+            let name = X509_get_subject_name(certificate)
+        {
+            subject = TLSCertificateLoader.nameText(name)
+        }
+        self.cachedPeerSubject = .some(subject)
+        return subject
+    }
+
+    // MARK: - Errors
+
+    /// Maps a failed SSL_read/SSL_write (rc != 1) to a result or a typed error.
+    private func failure(_ rc: Int32, _ savedErrno: Int32, operation: String) throws(TransportError) -> IOResult {
+        guard let ssl = self.ssl else { throw .tls(reason: "\(operation) after close") }
+        let error = SSL_get_error(ssl, rc)
+        switch error {
+        case SSL_ERROR_WANT_READ:
+            self.wantsWrite = false
+            return .wouldBlock
+        case SSL_ERROR_WANT_WRITE:
+            self.wantsWrite = true
+            return .wouldBlock
+        case SSL_ERROR_ZERO_RETURN:
+            // close_notify, or a TCP EOF (SSL_OP_IGNORE_UNEXPECTED_EOF). Before the handshake
+            // is done that is a failed handshake (truncated ClientHello, port probe), not the
+            // end of an HTTP stream.
+            TLSErrorQueue.clear()
+            if self.isHandshaking {
+                self.hasFailed = true
+                throw .tls(reason: "\(operation): unexpected eof: peer closed the connection during the handshake")
+            }
+            return .endOfFile
+        case SSL_ERROR_SYSCALL:
+            let detail = TLSErrorQueue.drain()
+            self.hasFailed = true
+            if savedErrno != 0, detail.isEmpty {
+                throw .system(IOError(operation, errno: savedErrno))
+            }
+            throw .tls(reason: "\(operation): \(detail.isEmpty ? "connection closed by peer" : detail)")
+        case SSL_ERROR_SSL:
+            let detail = TLSErrorQueue.drain()
+            self.hasFailed = true
+            let verifyResult = SSL_get_verify_result(ssl)
+            if verifyResult != X509_V_OK, self.isHandshaking {
+                let failure = TLSVerificationFailure(verifyResult: verifyResult)
+                self.verificationFailure = failure
+                throw .tls(reason: "\(failure) (\(detail))")
+            }
+            throw .tls(reason: detail.isEmpty ? "\(operation) failed" : detail)
+        default:
+            TLSErrorQueue.clear()
+            self.hasFailed = true
+            throw .tls(reason: "\(operation): SSL_get_error \(error)")
+        }
+    }
+
+    private static func setupError(_ operation: String) -> TransportError {
+        let detail = TLSErrorQueue.drain()
+        return .tls(reason: detail.isEmpty ? "\(operation) failed" : "\(operation) failed: \(detail)")
+    }
+}
+
+@available(*, unavailable)
+extension TLSTransport: Sendable {}
