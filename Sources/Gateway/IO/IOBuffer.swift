@@ -90,3 +90,6 @@ package final class IOBuffer {
         bytes.withUnsafeBytes { self.append($0) }
     }
 }
+
+@available(*, unavailable)
+extension IOBuffer: Sendable {}

@@ -46,3 +46,6 @@ struct ExchangeRecorder {
         return handles
     }
 }
+
+@available(*, unavailable)
+extension ExchangeRecorder: Sendable {}

@@ -173,7 +173,7 @@ package final class GatewayServer: Sendable {
                     ])
             }
             // Best effort, on a fresh socket whose send buffer is empty: the client learns why.
-            _ = Self.connectionCapResponse.withUnsafeBytes { SystemCalls.writeOnce(fd, $0) }
+            Self.connectionCapResponse.withUnsafeBytes { SystemCalls.writeOnce(fd, $0) }
             SystemCalls.close(fd)
             return
         }

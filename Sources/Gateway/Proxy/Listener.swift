@@ -18,6 +18,7 @@ final class Listener: EventHandler, @unchecked Sendable {
     }
 
     func start() {
+        self.loop.assertInLoop()
         do {
             self.token = try self.loop.register(fd: self.fd, handler: self)
             self.isOpen = true
@@ -29,6 +30,7 @@ final class Listener: EventHandler, @unchecked Sendable {
     }
 
     func stop() {
+        self.loop.assertInLoop()
         guard self.isOpen else { return }
         self.isOpen = false
         self.loop.deregister(fd: self.fd, token: self.token)
@@ -36,10 +38,12 @@ final class Listener: EventHandler, @unchecked Sendable {
     }
 
     func handleEvents(_ events: UInt32) {
+        self.loop.assertInLoop()
         self.acceptAll()
     }
 
     func handleDeadline() {
+        self.loop.assertInLoop()
         // Retry after EMFILE/ENFILE.
         self.acceptAll()
     }

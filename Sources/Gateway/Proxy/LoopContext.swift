@@ -23,6 +23,7 @@ final class LoopContext: @unchecked Sendable {
     }
 
     func installBatchHook() {
+        self.loop.assertInLoop()
         self.loop.onBatchEnd = { [unowned self] isTick in
             // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
             // one log-queue wake-up and one write(2) per many requests, not per batch.
@@ -57,6 +58,7 @@ final class LoopContext: @unchecked Sendable {
     }
 
     func drainConnections() {
+        self.loop.assertInLoop()
         for connection in Array(self.connections.values) {
             connection.beginDrain()
         }
@@ -64,6 +66,7 @@ final class LoopContext: @unchecked Sendable {
     }
 
     func closeEverything() {
+        self.loop.assertInLoop()
         for connection in Array(self.connections.values) {
             connection.forceClose()
         }

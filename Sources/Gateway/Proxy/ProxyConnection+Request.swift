@@ -345,6 +345,7 @@ extension ProxyConnection {
     }
 
     private func decisionArrived(_ decision: GateDecision, serial: Int) {
+        self.loop.assertInLoop()
         guard !self.machine.isClosed, serial == self.gateCall.serial, self.machine.phase == .deciding else { return }
         switch decision {
         case .forward(let head, let info):

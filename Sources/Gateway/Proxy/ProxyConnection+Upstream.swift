@@ -71,6 +71,7 @@ extension ProxyConnection {
     // MARK: - UpstreamLessee
 
     func upstreamReady(_ connection: UpstreamConnection) {
+        self.loop.assertInLoop()
         guard !self.machine.isClosed, self.machine.phase == .connecting else {
             // The lease arrived after the client went away: give it back.
             // No request was written on this lease: the connection is clean.
@@ -83,6 +84,7 @@ extension ProxyConnection {
     }
 
     func upstreamFailed(_ failure: ProxyConnectionStateMachine.UpstreamFailure) {
+        self.loop.assertInLoop()
         guard !self.machine.isClosed, self.machine.phase == .connecting else { return }
         self.waitingPool = nil
         self.handleUpstreamFailure(failure, wasIdle: false, anyByte: false)
@@ -90,6 +92,7 @@ extension ProxyConnection {
     }
 
     func upstreamEvents(_ connection: UpstreamConnection) {
+        self.loop.assertInLoop()
         guard connection === self.upstream else { return }
         self.pump()
     }

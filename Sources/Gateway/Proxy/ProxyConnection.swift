@@ -144,6 +144,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     // MARK: - Events
 
     func handleEvents(_ events: UInt32) {
+        self.loop.assertInLoop()
         self.client.noteEvents(events)
         if events & (EventLoop.error | EventLoop.peerClosed) != 0 && self.machine.phase != .lingering {
             // Reset, or both directions closed: no response can reach the client any more.
@@ -154,6 +155,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     func handleDeadline() {
+        self.loop.assertInLoop()
         switch self.machine.phase {
         case .closed:
             return
@@ -319,6 +321,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
 
     /// Shutdown began: idle connections close now, busy ones after their response.
     func beginDrain() {
+        self.loop.assertInLoop()
         guard !self.machine.isClosed else { return }
         if self.machine.drain() && (self.client.input?.isEmpty ?? true) && !self.client.hasUnsentOutput {
             self.close("close after a half-closed client")

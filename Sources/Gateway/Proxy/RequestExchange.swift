@@ -33,3 +33,6 @@ struct RequestExchange {
         self.clientLimitKey = clientLimitKey
     }
 }
+
+@available(*, unavailable)
+extension RequestExchange: Sendable {}

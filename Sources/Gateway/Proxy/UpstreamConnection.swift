@@ -185,6 +185,7 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     // MARK: - Events
 
     func handleEvents(_ events: UInt32) {
+        self.pool.loop.assertInLoop()
         self.channel.noteEvents(events)
         switch self.state {
         case .connecting:
@@ -213,6 +214,7 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     }
 
     func handleDeadline() {
+        self.pool.loop.assertInLoop()
         if self.state == .connecting {
             let lessee = self.lessee
             self.pool.close(self)

@@ -150,6 +150,7 @@ final class UpstreamPool: @unchecked Sendable {
 
     /// The lessee no longer waits (its client went away).
     func cancelWait(_ lessee: any UpstreamLessee) {
+        self.loop.assertInLoop()
         guard let index = self.waiters[self.waiterHead...].firstIndex(where: { $0 === lessee }) else { return }
         self.waiters.remove(at: index)
     }
@@ -214,6 +215,7 @@ final class UpstreamPool: @unchecked Sendable {
 
     /// Reload removed or changed this upstream: idle connections close now, leased ones on release.
     func retire() {
+        self.loop.assertInLoop()
         self.isRetired = true
         let idle = self.idle
         self.idle.removeAll()
@@ -222,6 +224,7 @@ final class UpstreamPool: @unchecked Sendable {
 
     /// Shutdown: close every idle connection.
     func closeIdle() {
+        self.loop.assertInLoop()
         let idle = self.idle
         self.idle.removeAll()
         for connection in idle { self.close(connection) }
