@@ -24,6 +24,10 @@ package final class ProxyMetrics: Sendable {
     /// `attest_gateway_buffered_body_timeouts_total{route}`: buffered bodies answered 408
     /// because they missed `limits.buffered_body_timeout`.
     package let bufferedBodyTimeouts: CounterFamily
+    /// `attest_gateway_tls_handshake_failures_total{reason}`: client connections closed before
+    /// their TLS handshake finished; reason `timeout` or `error` (bad ClientHello, protocol,
+    /// cipher or certificate).
+    package let tlsHandshakeFailures: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -63,6 +67,10 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_buffered_body_timeouts_total",
             help: "Buffered request bodies answered 408 because they missed limits.buffered_body_timeout, by route.",
             labelNames: ["route"])
+        self.tlsHandshakeFailures = registry.counter(
+            "attest_gateway_tls_handshake_failures_total",
+            help: "Client connections closed before their TLS handshake finished, by reason (timeout, error).",
+            labelNames: ["reason"])
     }
 
     static func statusClass(_ status: Int) -> Int {

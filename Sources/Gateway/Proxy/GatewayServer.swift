@@ -122,8 +122,9 @@ package final class GatewayServer: Sendable {
     /// Starts listening on `address` with `gate`. Several addresses may share a name (and so a
     /// gate). Returns the bound address (the real port when `address.port` is 0).
     @discardableResult
-    package func listen(on address: ListenAddress, name: String, gate: any RequestGate) throws(IOError) -> SocketAddress
-    {
+    package func listen(
+        on address: ListenAddress, name: String, gate: any RequestGate, tls: ListenerTLS? = nil
+    ) throws(IOError) -> SocketAddress {
         let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
         let fd = try SystemCalls.listen(on: socketAddress)
         let bound = SystemCalls.localAddress(fd) ?? socketAddress
@@ -140,14 +141,15 @@ package final class GatewayServer: Sendable {
             return (context, state.listeners.count % self.group.loops.count)
         }
         let listener = Listener(
-            fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex])
+            fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex], tls: tls)
         self.state.withLock { $0.listeners.append(listener) }
         listener.loop.execute { listener.start() }
         return bound
     }
 
     /// Where a new connection accepted on `loop` goes: round-robin over the loops.
-    func adopt(fd: Int32, peer: SocketAddress, context: ListenerContext, acceptedOn loop: EventLoop) {
+    func adopt(fd: Int32, peer: SocketAddress, context: ListenerContext, tls: ListenerTLS?, acceptedOn loop: EventLoop)
+    {
         let limits = context.limitsSnapshot
         let open = self.activeConnections.increment()
         if open >= UInt64(limits.maxConnections) || self.isDraining {
@@ -180,17 +182,26 @@ package final class GatewayServer: Sendable {
         self.metrics.activeConnections.add(1)
         let target = self.group.next()
         let loopContext = self.loopContexts[target.index]
-        if target === loop {
-            ProxyConnection.start(
-                transport: PlainTransport(fd: fd), peer: peer, context: context, loopContext: loopContext,
-                server: self)
-        } else {
-            target.execute {
-                ProxyConnection.start(
-                    transport: PlainTransport(fd: fd), peer: peer, context: context, loopContext: loopContext,
-                    server: self)
+        let start: @Sendable () -> Void = {
+            // A TLS session is set up on the connection's own loop (its handshake runs there).
+            let transport: any ByteTransport
+            if let tls {
+                do {
+                    transport = try tls.transport(for: fd)
+                } catch {
+                    SystemCalls.close(fd)
+                    self.metrics.tlsHandshakeFailures.labels("error").increment()
+                    self.connectionClosed(peerLimitKey: peerKey)
+                    return
+                }
+            } else {
+                transport = PlainTransport(fd: fd)
             }
+            ProxyConnection.start(
+                transport: transport, peer: peer, context: context, loopContext: loopContext,
+                handshakeTimeout: tls?.handshakeTimeout, server: self)
         }
+        if target === loop { start() } else { target.execute(start) }
     }
 
     func connectionClosed(peerLimitKey: String) {
@@ -201,6 +212,8 @@ package final class GatewayServer: Sendable {
     }
 
     private let connectionCapLog = LogThrottle(interval: .seconds(1))
+    /// TLS handshake failures are logged at most once a second (scanners make many).
+    let handshakeFailureLog = LogThrottle(interval: .seconds(1))
 
     /// The 429 a connection over `limits.max_connections_per_address` gets before it is closed.
     static let connectionCapResponse: [UInt8] = {

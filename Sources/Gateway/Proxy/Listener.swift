@@ -6,10 +6,16 @@ final class Listener: EventHandler, @unchecked Sendable {
     unowned let server: GatewayServer
     let context: ListenerContext
     let loop: EventLoop
+    /// TLS ends here when set; plain HTTP otherwise.
+    let tls: ListenerTLS?
     private var token: UInt64 = 0
     private var isOpen = false
 
-    init(fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop) {
+    init(
+        fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop,
+        tls: ListenerTLS?
+    ) {
+        self.tls = tls
         self.fd = fd
         self.address = address
         self.server = server
@@ -52,7 +58,7 @@ final class Listener: EventHandler, @unchecked Sendable {
         while self.isOpen {
             do {
                 guard let (client, peer) = try SystemCalls.accept(self.fd) else { return }
-                self.server.adopt(fd: client, peer: peer, context: self.context, acceptedOn: self.loop)
+                self.server.adopt(fd: client, peer: peer, context: self.context, tls: self.tls, acceptedOn: self.loop)
             } catch {
                 // EMFILE/ENFILE/ENOMEM: the pending connection stays queued; try again in a tick.
                 Log.warning("accept_failed", [("address", self.address.description), ("error", error.description)])

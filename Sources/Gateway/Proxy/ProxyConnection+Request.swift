@@ -33,6 +33,7 @@ extension ProxyConnection {
         do {
             outcome = try self.client.readOnce()
         } catch {
+            if self.client.transport.isHandshaking { self.handshakeFailed(error) }
             self.clientGone("client read error")
             return false
         }
@@ -82,6 +83,16 @@ extension ProxyConnection {
             }
         }
         return offset
+    }
+
+    /// A TLS handshake failed (no shared protocol or cipher, a bad ClientHello, a refused client
+    /// certificate): counted, and logged at most once a second with OpenSSL's reason.
+    private func handshakeFailed(_ error: TransportError) {
+        self.server.metrics.tlsHandshakeFailures.labels("error").increment()
+        guard let suppressed = self.server.handshakeFailureLog.admit() else { return }
+        Log.info(
+            "tls_handshake_failed",
+            [("client", self.peerAddress), ("reason", error.description), ("suppressed", String(suppressed))])
     }
 
     private func clientEndOfFile() {

@@ -46,6 +46,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let peerLimitKey: String
     /// The peer as X-Forwarded-For and Forwarded name it.
     let forwardedClient: UpstreamRequestPlan.Client
+    /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
+    let handshakeTimeout: UInt64?
+    @exclusivity(unchecked) private var handshakeTimerArmed = false
 
     @exclusivity(unchecked) var machine = ProxyConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
@@ -97,8 +100,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
 
     private init(
         transport: any ByteTransport, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext,
-        server: GatewayServer
+        handshakeTimeout: Duration?, server: GatewayServer
     ) {
+        self.handshakeTimeout = handshakeTimeout?.nanoseconds
         self.client = SocketChannel(transport: transport, loop: loopContext.loop)
         self.loop = loopContext.loop
         self.loopContext = loopContext
@@ -108,7 +112,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.peerLimitKey = IPAddressBytes.limitKey(peer.ipText)
         self.exchange = RequestExchange(clientLimitKey: self.peerLimitKey)
         self.recorder = ExchangeRecorder(loopContext: loopContext)
-        self.forwardedClient = UpstreamRequestPlan.Client(address: self.peerAddress)
+        self.forwardedClient = UpstreamRequestPlan.Client(
+            address: self.peerAddress, tlsEndedHere: transport is TLSTransport)
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
         self.timeouts = Timeouts(self.snapshot.limits)
@@ -120,11 +125,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
 
     static func start(
         transport: any ByteTransport, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext,
-        server: GatewayServer
+        handshakeTimeout: Duration? = nil, server: GatewayServer
     ) {
         loopContext.loop.assertInLoop()
         let connection = ProxyConnection(
-            transport: transport, peer: peer, context: context, loopContext: loopContext, server: server)
+            transport: transport, peer: peer, context: context, loopContext: loopContext,
+            handshakeTimeout: handshakeTimeout, server: server)
         SystemCalls.setNoDelay(transport.fd)
         do {
             try connection.client.register(handler: connection)
@@ -161,6 +167,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             return
         case .lingering:
             self.close("linger deadline")
+            return
+        case .idle where self.client.transport.isHandshaking:
+            self.server.metrics.tlsHandshakeFailures.labels("timeout").increment()
+            self.close("TLS handshake timeout")
             return
         case .connecting, .exchanging:
             let timer = self.machine.timer
@@ -221,6 +231,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     private func updateTimer() {
+        if let handshakeTimeout = self.handshakeTimeout, self.client.transport.isHandshaking {
+            // One deadline from accept for the whole handshake: trickling records do not extend it.
+            if !self.handshakeTimerArmed {
+                self.handshakeTimerArmed = true
+                self.loop.setDeadline(token: self.client.token, after: handshakeTimeout)
+            }
+            return
+        }
         let kind = self.machine.timer
         // The header timer is not refreshed by trickling bytes (slowloris).
         if kind == .headerRead && self.timerKind == .headerRead { return }

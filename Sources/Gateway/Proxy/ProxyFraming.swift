@@ -65,10 +65,13 @@ package struct UpstreamRequestPlan: Sendable {
     struct Client {
         let address: String
         let forwardedNode: String
+        /// `https` when TLS ended at this gateway (X-Forwarded-Proto, `Forwarded: proto=`).
+        let scheme: StaticString
 
-        init(address: String) {
+        init(address: String, tlsEndedHere: Bool = false) {
             self.address = address
             self.forwardedNode = HeaderRewriting.forwardedNode(address)
+            self.scheme = tlsEndedHere ? "https" : "http"
         }
     }
 
@@ -134,7 +137,9 @@ package struct UpstreamRequestPlan: Sendable {
         writer.write("X-Forwarded-For: ")
         if forwardedForCount > 0 { Self.writeValues(of: .forwardedFor, in: head.headers, into: &writer) }
         writer.writeSanitized(client.address)
-        writer.write("\r\nX-Forwarded-Proto: http\r\n")
+        writer.write("\r\nX-Forwarded-Proto: ")
+        writer.write(client.scheme)
+        writer.write("\r\n")
         if let host {
             writer.write("X-Forwarded-Host: ")
             writer.writeSanitized(host)
@@ -144,7 +149,8 @@ package struct UpstreamRequestPlan: Sendable {
         if forwardedCount > 0 { Self.writeValues(of: .forwarded, in: head.headers, into: &writer) }
         writer.write("for=")
         writer.writeSanitized(client.forwardedNode)
-        writer.write(";proto=http")
+        writer.write(";proto=")
+        writer.write(client.scheme)
         if let host {
             writer.write(";host=")
             Self.writeForwardedValue(host, into: &writer)

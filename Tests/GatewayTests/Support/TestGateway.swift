@@ -20,7 +20,8 @@ final class TestGateway: @unchecked Sendable {
         gate: (any RequestGate)? = nil,
         limits: GatewayLimits = GatewayLimits(),
         loops: Int = 2,
-        accessLog: Bool = false
+        accessLog: Bool = false,
+        tls: ListenerTLS? = nil
     ) throws {
         var pipeFDs: (Int32, Int32)?
         if accessLog {
@@ -38,7 +39,8 @@ final class TestGateway: @unchecked Sendable {
         let routes =
             routes ?? [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: upstreams.keys.first ?? "api")]
         let gate = gate ?? PassthroughGate(routes: RouteTable(routes: routes))
-        let bound = try self.server.listen(on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate)
+        let bound = try self.server.listen(
+            on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate, tls: tls)
         self.port = bound.port
     }
 
