@@ -37,12 +37,6 @@ package struct HTTPHeaders: Sendable, Sequence {
         self.fields.append((name, value))
     }
 
-    /// Replaces every field named `name` with one field.
-    package mutating func replaceOrAdd(name: String, value: String) {
-        self.remove(name: name)
-        self.fields.append((name, value))
-    }
-
     package mutating func remove(name: String) {
         self.fields.removeAll { $0.name.caseInsensitiveEquals(name) }
     }

@@ -37,15 +37,10 @@ package struct PassthroughGate: RequestGate {
             return
         }
         var forwarded = head
-        if forwarded.headers.fields.contains(where: { Self.isIdentityHeader($0.name) }) {
-            forwarded.headers.removeAll { Self.isIdentityHeader($0.name) }
+        if forwarded.headers.fields.contains(where: { IdentityHeaders.isReserved($0.name) }) {
+            IdentityHeaders.strip(&forwarded.headers)
         }
         forwarded.headers.add(name: "X-App-Attest-Status", value: "skipped")
         completion(.forward(forwarded, GateLogInfo(verdict: "skipped")))
-    }
-
-    static func isIdentityHeader(_ name: String) -> Bool {
-        if name.utf8.count > 13 && name.prefix(13).caseInsensitiveEquals("X-App-Attest-") { return true }
-        return name.caseInsensitiveEquals("X-App-Assertion")
     }
 }
