@@ -3,6 +3,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// docs/protocol.md is what app developers implement against: its worked clientData examples
 /// must be byte-exact, and every error code the gateway can answer must be explained there.
@@ -93,7 +94,7 @@ import Verification
         let rows = doc.split(separator: "\n").filter { $0.hasPrefix("| ") }
         var found: [String: Set<Int>] = [:]
         for source in [
-            "Sources/Gateway/Proxy/ProxyConnectionStateMachine.swift", "Sources/Gateway/Proxy/PassthroughGate.swift",
+            "Sources/Gateway/Proxy/ProxyConnectionStateMachine.swift", "Sources/GatewayTesting/PassthroughGate.swift",
         ] {
             let text = try Self.read(source)
             for code in Self.quotedCodes(in: text, after: "code: \"") {

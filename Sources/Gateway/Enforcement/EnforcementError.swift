@@ -1,3 +1,4 @@
+import HTTP1
 package import Verification
 
 /// The verdict label of one request, for metrics (`attest_gateway_requests_total{verdict}`)

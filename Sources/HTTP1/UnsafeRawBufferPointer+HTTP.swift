@@ -17,8 +17,8 @@ extension UnsafeRawBufferPointer {
     }
 
     /// ASCII case-insensitive comparison of `self[range]` with a lowercase literal.
-    @inline(__always)
-    func equalsLowercase(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+    @inlinable @inline(__always)
+    package func equalsLowercase(_ range: Range<Int>, _ literal: StaticString) -> Bool {
         guard range.count == literal.utf8CodeUnitCount else { return false }
         let lit = literal.utf8Start
         var i = 0
@@ -34,8 +34,8 @@ extension UnsafeRawBufferPointer {
     /// folding such a byte with `| 0x20` gives one of those only from its capital or from itself
     /// (CR, which would fold onto '-', and the controls that would fold onto digits are in
     /// neither; HTAB folds onto ')', DEL and bytes from 0x80 onto no ASCII letter).
-    @inline(__always)
-    func equalsLowercaseToken(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+    @inlinable @inline(__always)
+    package func equalsLowercaseToken(_ range: Range<Int>, _ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard range.count == count else { return false }
         guard count > 0, let base = self.baseAddress else { return true }

@@ -1,9 +1,9 @@
 /// Comma-separated lists in a field value (RFC 9110 §5.6.1).
-enum HTTPList {
+@usableFromInline package enum HTTPList {
     /// Calls `body` with each non-empty element of a comma-separated list, trimmed of OWS.
     /// Stops early when `body` returns false.
-    @inline(__always)
-    static func forEachElement(
+    @inlinable @inline(__always)
+    package static func forEachElement(
         _ buffer: UnsafeRawBufferPointer,
         _ value: Range<Int>,
         _ body: (Range<Int>) -> Bool

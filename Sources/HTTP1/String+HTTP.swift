@@ -3,8 +3,8 @@
 extension String {
     /// ASCII case-insensitive equality with a lowercase literal, on the UTF-8 bytes. Concrete (no
     /// generic StringProtocol path): the proxy calls it for every field of every message.
-    @inline(__always)
-    func equalsLowercaseASCII(_ literal: StaticString) -> Bool {
+    @inlinable @inline(__always)
+    package func equalsLowercaseASCII(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard self.utf8.count == count else { return false }
         let lit = literal.utf8Start
@@ -23,7 +23,8 @@ extension String {
     }
 
     /// ASCII case-insensitive equality of two strings, on the UTF-8 bytes.
-    func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
+    @inlinable
+    package func equalsCaseInsensitiveASCII(_ other: String) -> Bool {
         let count = self.utf8.count
         guard count == other.utf8.count else { return false }
         let fast = self.utf8.withContiguousStorageIfAvailable { a in
@@ -39,6 +40,7 @@ extension String {
     /// Concrete overload of `StringProtocol.caseInsensitiveEquals` (HTTPHead.swift) for two
     /// Strings: `HTTPHeaders` lookups and every other String–String call pick it instead of the
     /// generic version, which costs generic dispatch and a zip iterator per call.
+    @inlinable
     package func caseInsensitiveEquals(_ other: String) -> Bool {
         self.equalsCaseInsensitiveASCII(other)
     }

@@ -1,8 +1,12 @@
+package import Gateway
+package import HTTP1
+
 /// A gate for plain proxying: routes by the policy's `RouteTable`, ignores `mode`
 /// (no attestation), never buffers, and forwards every routed request unchanged
 /// (except that client-sent `X-App-Attest-*` headers are removed and
 /// `X-App-Attest-Status: skipped` is added, as the upstream contract requires).
 /// Requests no route matches are answered locally with 404 `no_route`.
+/// The gateway itself always runs `AttestGate`; the tests proxy through this one.
 package struct PassthroughGate: RequestGate {
     package let routes: RouteTable
 
