@@ -2,7 +2,6 @@ import Foundation
 import Testing
 
 @testable import Gateway
-@testable import HTTP1
 
 @Suite struct Base64TextTests {
     private func decode(_ text: String) -> Base64Text.Decoded {

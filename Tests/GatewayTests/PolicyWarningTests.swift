@@ -1,7 +1,6 @@
 import Testing
 
 @testable import Gateway
-@testable import HTTP1
 
 /// Legal but suspicious settings load, with a warning naming line and field.
 @Suite struct PolicyWarningTests {

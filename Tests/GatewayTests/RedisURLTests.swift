@@ -1,7 +1,6 @@
 import Testing
 
 @testable import Gateway
-@testable import HTTP1
 
 @Suite struct RedisURLTests {
     @Test func parsesHostPortDatabaseAndPassword() throws {

@@ -2,7 +2,6 @@ import Testing
 import Verification
 
 @testable import Gateway
-@testable import HTTP1
 
 /// The policy keys of issue 12: values, inheritance from the top level, and errors that name
 /// line and field.
