@@ -1,4 +1,6 @@
-# attest-gateway: make deps | build | test | run | bench | bench-verify | fuzz
+# attest-gateway: make deps | build | test | run | bench | bench-verify | bench-http | fuzz
+# The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
+# `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
@@ -6,7 +8,7 @@ SWIFT ?= swift
 APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml
 BENCH_PACKAGES := nginx haproxy wrk
 
-.PHONY: deps bench-deps build release test run bench bench-verify fuzz clean
+.PHONY: deps bench-deps build release test run bench bench-verify bench-http fuzz clean
 
 # Installs the system packages only when one is missing (idempotent, no prompt).
 deps:
@@ -43,12 +45,15 @@ run: release
 bench: bench-deps release
 	bash scripts/bench.sh
 
-bench-verify: release
+bench-verify: deps
 	bash scripts/bench-verify.sh
+
+bench-http: deps
+	bash scripts/bench-http.sh
 
 # Every Fuzz/<target>/run.sh, each bounded in time; FUZZ_RUNS overrides the run count.
 fuzz: deps
 	bash scripts/fuzz.sh
 
 clean:
-	rm -rf .build .fuzz
+	rm -rf .build .fuzz Benchmarks/.build

@@ -11,7 +11,11 @@ let package = Package(
     name: "attest-gateway",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "attest-gateway", targets: ["attest-gateway"])
+        .executable(name: "attest-gateway", targets: ["attest-gateway"]),
+        // For Benchmarks/ (its own package, which depends on this one by path).
+        .library(name: "HTTP1", targets: ["HTTP1"]),
+        .library(name: "Verification", targets: ["Verification"]),
+        .library(name: "Simulator", targets: ["Simulator"]),
     ],
     targets: [
         // MARK: - System libraries: module.modulemap + shim.h only
@@ -38,6 +42,12 @@ let package = Package(
 
         // MARK: - Libraries
         .target(
+            // HTTP/1.1 parsers and head writers: the standard library and Glibc only, so the
+            // compiler keeps gateway code out (the fuzz harness compiles these files alone).
+            name: "HTTP1",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "Verification",
             dependencies: ["COpenSSL"],
             swiftSettings: swiftSettings
@@ -50,7 +60,16 @@ let package = Package(
         ),
         .target(
             name: "Gateway",
-            dependencies: ["Verification", "COpenSSL", "CHiredis", "CYAML", "CGatewayShims"],
+            dependencies: ["HTTP1", "Verification", "COpenSSL", "CHiredis", "CYAML", "CGatewayShims"],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            // Test support shared by the tests and the fuzz harnesses (as HummingbirdTesting):
+            // the reference request-head writer, PassthroughGate, parser probes, array forms.
+            // Not linked into the gateway.
+            name: "GatewayTesting",
+            dependencies: ["Gateway", "HTTP1"],
             swiftSettings: swiftSettings
         ),
 
@@ -58,21 +77,6 @@ let package = Package(
         .executableTarget(
             name: "attest-gateway",
             dependencies: ["Gateway", "Verification", "Simulator"],
-            swiftSettings: swiftSettings
-        ),
-
-        .executableTarget(
-            // Measuring loop for `make bench-verify` (scripts/bench-verify.sh); not shipped.
-            name: "verify-bench",
-            dependencies: ["Verification"],
-            swiftSettings: swiftSettings
-        ),
-
-        .executableTarget(
-            // Pre-mints simulator keys and assertions for `make bench`'s enforced route
-            // (scripts/bench-enforced.sh); development only, not shipped.
-            name: "bench-mint",
-            dependencies: ["Simulator", "Verification"],
             swiftSettings: swiftSettings
         ),
 
@@ -85,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "Verification", "Simulator"],
+            dependencies: ["Gateway", "GatewayTesting", "HTTP1", "Verification", "Simulator"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

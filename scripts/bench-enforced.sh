@@ -100,8 +100,9 @@ done
 
 cd "$ROOT"
 swift build -c release >&2 || die "release build failed"
+swift build -c release --package-path Benchmarks --product bench-mint >&2 || die "bench-mint build failed"
 BIN="$ROOT/.build/release/attest-gateway"
-MINT="$ROOT/.build/release/bench-mint"
+MINT="$ROOT/Benchmarks/.build/release/bench-mint"
 [ -x "$MINT" ] || die "$MINT missing"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-bench-enforced.XXXXXX")"

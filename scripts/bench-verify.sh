@@ -16,8 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${BENCH_SECONDS:-3}"
 ROUNDS="${BENCH_ROUNDS:-5}"
-BIN=.build/release/verify-bench
-swift build -c release --product verify-bench >/dev/null
+# verify-bench lives in the Benchmarks package (Benchmarks/Package.swift), outside `swift build`.
+BIN=Benchmarks/.build/release/verify-bench
+swift build -c release --package-path Benchmarks --product verify-bench >/dev/null
 [ -x "$BIN" ] || { echo "bench-verify: $BIN missing" >&2; exit 1; }
 
 PIN=()

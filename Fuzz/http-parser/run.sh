@@ -15,7 +15,8 @@ if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -package-name attest_gateway -module-name HTTPParserFuzz \
   -D HTTP_FUZZ_HARNESS \
-  Sources/Gateway/HTTP1/*.swift \
+  Sources/HTTP1/*.swift \
+  Sources/GatewayTesting/HTTP1/*.swift \
   Tests/GatewayTests/HTTPParserTestDriver.swift \
   Fuzz/http-parser/harness.swift \
   -o "$work/fuzz-http-parser"

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct AddressRateLimiterTests {
     @Test func oneAddressExhaustsOnlyItsOwnBucket() {

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct AdminGateTests {
     final class State: Sendable {

@@ -3,6 +3,7 @@ import Glibc
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The process-wide buffered-body budget and HEAD answers, on loopback: a real upstream
 /// (`scripts/upstream.py`), the server in-process, blocking clients. Budgets are tiny so that

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The process-wide budget for buffered bodies, without sockets: the shared counter, one
 /// request's reservation, the state machine's answer, the policy key and the HEAD framing.

@@ -4,6 +4,7 @@ import Glibc
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `limits.buffered_body_timeout` without sockets: the machine arms the body timer for the
 /// earlier of the idle timeout and the buffered body's total deadline, and tells which fired.

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct ChallengeTokensTests {
     let key = [UInt8](repeating: 0x42, count: 32)

@@ -2,6 +2,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct ClientDataTests {
     /// SHA-256 of the empty string (FIPS 180-2 test value).

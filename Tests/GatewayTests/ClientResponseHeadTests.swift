@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `ClientResponsePlan.writeHead` (the proxy's path: bytes copied from the upstream's head) must
 /// write exactly what `ClientResponsePlan.make` + `HTTPSerializer.writeResponseHead` write.

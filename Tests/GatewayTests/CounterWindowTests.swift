@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `counter_window: N`: out-of-order counters within the window pass exactly once, in
 /// `CounterWindow` (the model) and in both stores (the Lua script in Redis).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct EnforcementEndpointRequestsTests {
     static let keyID = [UInt8](0..<32)

@@ -3,6 +3,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct EnforcementErrorTests {
     @Test func protectedRouteCodesHaveTheirStatusAndVerdict() {

@@ -4,6 +4,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The whole App Attest flow through `AttestGate`, without sockets: MemoryStore, the
 /// simulator's CA and devices, and the real verifiers.

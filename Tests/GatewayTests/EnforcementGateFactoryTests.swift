@@ -4,6 +4,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct EnforcementGateFactoryTests {
     static func policy(store: StoreConfiguration = .memory, trustRoots: [String] = []) -> GatewayPolicy {

@@ -4,6 +4,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The gate over `RedisStore` on a real redis-server (loopback, one process per test):
 /// the store is the authority shared by several gateway instances.

@@ -6,6 +6,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The gates as `serve` wires them (`EnforcementGateFactory` + `GatewayService`), over real
 /// loopback sockets, with scripts/upstream.py as the upstream: what the upstream receives.

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// Wraps a real store and makes chosen operations fail (or never answer), to drive the
 /// gate's store-error paths. Every call is forwarded unless a fault is set for it.

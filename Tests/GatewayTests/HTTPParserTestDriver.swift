@@ -1,7 +1,8 @@
 // Shared by the parser tests and by the libFuzzer harness (Fuzz/http-parser), which compiles this
-// file into one module with Sources/Gateway/HTTP1 and defines HTTP_FUZZ_HARNESS.
+// file into one module with Sources/HTTP1 (and Sources/GatewayTesting/HTTP1) and defines HTTP_FUZZ_HARNESS.
 #if !HTTP_FUZZ_HARNESS
     @testable import Gateway
+    @testable import HTTP1
 #endif
 
 /// Feeds a parser the way a connection does: keeps the unconsumed bytes, appends each new piece,

@@ -1,6 +1,8 @@
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct HTTPRequestParserTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// Malformed and ambiguous requests, each refused with the right status, whatever the feed split.
 /// Where a front proxy and a back end could disagree on where a request ends (CL.TE, TE.CL,

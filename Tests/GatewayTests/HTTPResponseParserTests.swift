@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct HTTPResponseParserTests {
     /// Parses whole, byte by byte and in random splits; all must agree.

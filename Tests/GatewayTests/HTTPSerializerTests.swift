@@ -1,6 +1,8 @@
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct HTTPSerializerTests {
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }

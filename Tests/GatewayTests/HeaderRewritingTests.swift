@@ -1,6 +1,8 @@
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct HeaderRewritingTests {
     static func names(_ headers: HTTPHeaders) -> [String] { headers.map(\.name) }

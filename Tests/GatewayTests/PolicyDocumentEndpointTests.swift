@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `GET /app-attest/policy`: the route discovery document (schema version 1), its caching
 /// headers and conditional answers, and the `endpoints.policy` setting.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// Each kind of bad policy names the right code, line, column and field.
 @Suite struct PolicyErrorTests {

@@ -3,6 +3,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The example of DESIGN.md, verbatim: it must load unchanged.
 let designExamplePolicy = """

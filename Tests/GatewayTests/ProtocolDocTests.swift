@@ -3,6 +3,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// docs/protocol.md is what app developers implement against: its worked clientData examples
 /// must be byte-exact, and every error code the gateway can answer must be explained there.
@@ -96,7 +97,7 @@ import Verification
         for code in ProxyError.Code.allCases {
             found[code.rawValue, default: []].insert(code.status)
         }
-        let passthrough = try Self.read("Sources/Gateway/Proxy/PassthroughGate.swift")
+        let passthrough = try Self.read("Sources/GatewayTesting/PassthroughGate.swift")
         for code in Self.quotedCodes(in: passthrough, after: "code: \"") {
             // The status is the `status: NNN` closest before the code.
             guard let at = passthrough.range(of: "code: \"\(code)\""),

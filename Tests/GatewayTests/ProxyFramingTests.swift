@@ -1,6 +1,8 @@
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct ProxyFramingTests {
     private func request(_ method: String, _ headers: [(String, String)]) -> HTTPRequestHead {

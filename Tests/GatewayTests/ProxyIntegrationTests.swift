@@ -1,11 +1,13 @@
 import Dispatch
 import Foundation
+import GatewayTesting
 import Glibc
 import Synchronization
 import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The proxy end to end on loopback: a real upstream (`scripts/upstream.py`), the server
 /// in-process, blocking test clients. Each test is bounded to a few seconds.

@@ -1,7 +1,9 @@
 import Foundation
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 @Suite struct ProxyMetricsTests {
     @Test func countersGaugesAndHistogramsRenderInPrometheusTextFormat() {

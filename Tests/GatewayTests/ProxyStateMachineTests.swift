@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `ProxyConnectionStateMachine` without sockets: events in, actions out.
 @Suite struct ProxyStateMachineTests {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The pure parts of the Cluster / Sentinel layer: no sockets.
 @Suite struct RedisHashSlotTests {

@@ -5,6 +5,7 @@ import Testing
 import Verification
 
 @testable import Gateway
+@testable import HTTP1
 
 /// A gate built from policy YAML (so the decoder is exercised too), over one store, with the
 /// simulator's CA trusted.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// N gateways racing on one key: the compare-and-set and the one-use challenge hold across
 /// connections, because each is one atomic step on the server.

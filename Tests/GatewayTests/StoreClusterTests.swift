@@ -4,6 +4,7 @@ import Glibc
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `RedisStore` on a real Redis Cluster and real Sentinels: redirects during a resharding,
 /// a primary killed during traffic. Every server is started by the test and stopped after.

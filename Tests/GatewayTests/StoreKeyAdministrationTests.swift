@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// What `keys show` / `keys revoke` rely on.
 @Suite struct StoreKeyAdministrationTests {

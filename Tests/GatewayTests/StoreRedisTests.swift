@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// RedisStore specifics on a real redis-server: the key layout, AUTH/SELECT, Unix sockets,
 /// script reloading, queue confinement and reference balance.

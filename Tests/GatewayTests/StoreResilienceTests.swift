@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// Outages, hangs and overload against a real redis-server: every command completes, with
 /// an error when Redis cannot answer, within its timeout; the same store recovers.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// Async bridges over the completion-handler store API (tests only).
 extension AttestStore {

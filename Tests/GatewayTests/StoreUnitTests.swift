@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The store's pure parts, without sockets or a server.
 @Suite struct StoreUnitTests {

@@ -1,6 +1,8 @@
+import GatewayTesting
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// `UpstreamRequestPlan.writeHead` (the proxy's path) must write exactly what
 /// `UpstreamRequestPlan.make` + `HTTPSerializer.writeRequestHead` write.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Swift sources follow the committed .swift-format (NIO's rules, 120 columns).
-# Fix with: swift format format -i -r Sources Tests Clients/AppAttestClient/Sources Clients/AppAttestClient/Tests
+# Fix with: swift format format -i -r Sources Tests Benchmarks/Sources Clients/AppAttestClient/Sources Clients/AppAttestClient/Tests
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if ! swift format --version >/dev/null 2>&1; then
   echo "format-lint: swift-format is not in this toolchain; skipped" >&2
   exit 0
 fi
-swift format lint --strict -r Sources Tests Clients/AppAttestClient/Sources Clients/AppAttestClient/Tests
+swift format lint --strict -r Sources Tests Benchmarks/Sources Clients/AppAttestClient/Sources Clients/AppAttestClient/Tests
 echo "format-lint: ok"

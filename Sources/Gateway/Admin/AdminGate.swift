@@ -1,4 +1,5 @@
 import Dispatch
+package import HTTP1
 import Synchronization
 
 /// The gate of the admin listener (`admin_listen`): answers everything locally, never

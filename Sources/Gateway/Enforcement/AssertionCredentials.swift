@@ -1,3 +1,5 @@
+import HTTP1
+
 /// The credential headers of a protected request (`X-App-Attest-Key-Id`, `X-App-Assertion`),
 /// decoded. Read from the head alone, so `AttestGate.classify` refuses a request that cannot
 /// verify before any of its body is buffered, and `ProtectedRequestVerifier` reads them again

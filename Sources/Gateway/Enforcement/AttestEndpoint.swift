@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTP1
 import Verification
 
 /// `POST <endpoints.attest>` (default `/app-attest/attest`): registers a key from an App Attest

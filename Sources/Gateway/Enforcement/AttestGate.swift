@@ -1,5 +1,6 @@
 import Dispatch
 package import Foundation
+package import HTTP1
 package import Verification
 
 /// App Attest enforcement at the gateway: the `RequestGate` of the main listeners. It

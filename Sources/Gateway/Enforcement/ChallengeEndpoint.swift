@@ -1,3 +1,5 @@
+import HTTP1
+
 /// `POST <endpoints.challenge>` (default `/app-attest/challenge`): a fresh challenge for the
 /// attest endpoint or a route with `challenge: required`,
 /// `{"challenge": "<base64url>", "expires_in": <ttl seconds>}`, never cached.

@@ -1,3 +1,4 @@
+import HTTP1
 package import Verification
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps

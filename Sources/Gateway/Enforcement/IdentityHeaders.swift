@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// The headers the protocol reads from the app and the identity headers the gateway adds
 /// for the upstream (DESIGN.md "What the upstream receives").
 package enum IdentityHeaders {

@@ -1,3 +1,4 @@
+package import HTTP1
 import Verification
 
 /// `GET <endpoints.policy>` (default `/app-attest/policy`): the route discovery document,

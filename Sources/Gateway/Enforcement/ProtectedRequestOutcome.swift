@@ -1,3 +1,5 @@
+import HTTP1
+
 /// How verification of one protected request ended, before the route's mode applies.
 enum ProtectedRequestOutcome: Sendable {
     case verified(IdentityHeaders.Identity)

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTP1
 import Verification
 
 /// Verification of one request on an `enforce` or `monitor` route: an assertion over its

@@ -112,10 +112,10 @@ package final class EventLoop: @unchecked Sendable {
         self.queue.async(execute: work)
     }
 
+    /// `assertOnQueue(self.queue)`: debug builds stop when called off the loop's queue.
+    @inline(__always)
     package func assertInLoop() {
-        #if DEBUG
-            dispatchPrecondition(condition: .onQueue(self.queue))
-        #endif
+        assertOnQueue(self.queue)
     }
 
     /// Registers `fd` for its lifetime (edge-triggered read+write+hangup) and returns its token.
@@ -192,13 +192,6 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    /// Refreshes `now` (e.g. before measuring a latency in the middle of a batch).
-    @discardableResult
-    package func updateNow() -> UInt64 {
-        self.now = SystemCalls.monotonicNanoseconds()
-        return self.now
-    }
-
     private func runReadyHandlers() {
         guard !self.isClosed else { return }
         self.now = SystemCalls.monotonicNanoseconds()
@@ -252,6 +245,16 @@ package final class EventLoop: @unchecked Sendable {
         self.source = nil
         self.slots.removeAll()
     }
+}
+
+/// Debug builds check queue confinement at entry points (release builds skip the check): the
+/// one confinement check, for event loops (`EventLoop.assertInLoop`) and for the Redis clients'
+/// own queues.
+@inline(__always)
+package func assertOnQueue(_ queue: DispatchQueue) {
+    #if DEBUG
+        dispatchPrecondition(condition: .onQueue(queue))
+    #endif
 }
 
 /// The fixed set of loops (about one per core) that connections are spread over.

@@ -14,8 +14,6 @@ package struct IOError: Error, Hashable, CustomStringConvertible {
     package var description: String {
         "\(self.function) failed: \(String(cString: strerror(self.errno))) (errno \(self.errno))"
     }
-
-    package var isConnectionRefused: Bool { self.errno == ECONNREFUSED }
 }
 
 /// Result of a non-blocking read or write.

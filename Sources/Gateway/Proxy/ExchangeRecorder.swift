@@ -1,3 +1,5 @@
+import HTTP1
+
 /// What a finished exchange leaves behind: its route's request counter and latency, the
 /// upstream's latency, and its access-log line. Keeps the last route's and upstream's metric
 /// handles, since a keep-alive connection usually stays on one route (no dictionary lookup

@@ -1,89 +1,16 @@
+package import HTTP1
+
 /// Header changes at the proxy boundary (RFC 9110 §7.6.1 hop-by-hop fields, RFC 7239 Forwarded).
 /// The proxy re-frames every body itself, so Content-Length and Transfer-Encoding are removed
 /// here and written again by the connection (Content-Length when known, chunked otherwise).
 package enum HeaderRewriting {
-    /// Removes hop-by-hop headers (Connection and every header it names, Keep-Alive, TE, Trailer,
-    /// Upgrade, Proxy-Connection, Proxy-Authenticate, Proxy-Authorization), Transfer-Encoding and
-    /// Content-Length (the proxy re-frames), and Expect (the gateway answers `100-continue` itself);
-    /// appends the client to X-Forwarded-For and `Forwarded` (RFC 7239: `for`, `proto`, `host`),
-    /// and sets X-Forwarded-Proto and X-Forwarded-Host (from Host) for the upstream request.
-    ///
-    /// `X-App-Attest-*` fields are never removed for being named in Connection: by the time a
-    /// head gets here the gate has replaced every client-sent one with the gateway's own
-    /// (`IdentityHeaders.forwarded`), and a client must not be able to strip those.
-    ///
-    /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
-    /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
-    ///
-    /// The request goes out as HTTP/1.1, which requires Host (RFC 9112 §3.2): an HTTP/1.0 request
-    /// without one gets `Host: upstreamHost`. With `upstreamHost == nil` no Host is added and the
-    /// caller must add one (ProxyFraming does).
-    package static func upstreamRequest(
-        _ head: HTTPRequestHead,
-        clientAddress: String,
-        scheme: String,
-        upstreamHost: String? = nil
-    ) -> HTTPRequestHead {
-        var rewritten = head
-        rewritten.versionMinor = 1
-        let named = Self.connectionOptions(head.headers)
-        var forwardedFor: String?
-        var forwarded: String?
-        var host: String?
-        var kept: [HTTPHeaders.Element] = []
-        kept.reserveCapacity(head.headers.count + 5)
-        for field in head.headers {
-            switch Self.role(of: field.name) {
-            case .hopByHop, .expect, .forwardedProtoOrHost:
-                continue  // X-Forwarded-Proto/-Host are replaced below: never trust the client's
-            case .forwardedFor:
-                forwardedFor = forwardedFor.map { $0 + ", " + field.value } ?? field.value
-                continue
-            case .forwarded:
-                forwarded = forwarded.map { $0 + ", " + field.value } ?? field.value
-                continue
-            case .host:
-                // Never hop-by-hop: `Connection: Host` must not leave the upstream without one.
-                if host == nil { host = field.value }
-                kept.append(field)
-                continue
-            case .other:
-                break
-            }
-            // The identity headers in `head` are the gateway's own (the gate removed every
-            // client-sent one): the client's Connection option must not remove them.
-            if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
-                !IdentityHeaders.isReserved(field.name)
-            {
-                continue
-            }
-            kept.append(field)
-        }
-        if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
-        kept.append((name: "X-Forwarded-For", value: forwardedFor.map { $0 + ", " + clientAddress } ?? clientAddress))
-        kept.append((name: "X-Forwarded-Proto", value: scheme))
-        if let host { kept.append((name: "X-Forwarded-Host", value: host)) }
-        var element = "for="
-        element.reserveCapacity(48)
-        element += Self.forwardedNode(clientAddress)
-        element += ";proto="
-        element += Self.forwardedValue(scheme)
-        if let host {
-            element += ";host="
-            element += Self.forwardedValue(host)
-        }
-        kept.append((name: "Forwarded", value: forwarded.map { $0 + ", " + element } ?? element))
-        rewritten.headers = HTTPHeaders(kept)
-        return rewritten
-    }
-
-    enum FieldRole {
+    package enum FieldRole {
         case hopByHop, expect, forwardedFor, forwarded, forwardedProtoOrHost, host, other
     }
 
     /// One switch on the length, then at most two comparisons.
     @inline(__always)
-    static func role(of name: String) -> FieldRole {
+    package static func role(of name: String) -> FieldRole {
         switch name.utf8.count {
         case 4: name.equalsLowercaseASCII("host") ? .host : .other
         case 6: name.equalsLowercaseASCII("expect") ? .expect : .other
@@ -130,7 +57,7 @@ package enum HeaderRewriting {
 
     /// Header names listed in Connection (RFC 9110 §7.6.1), as sent. `close` and `keep-alive` are
     /// left out: they name no field that is not removed anyway.
-    static func connectionOptions(_ headers: HTTPHeaders) -> [String] {
+    package static func connectionOptions(_ headers: HTTPHeaders) -> [String] {
         var options: [String] = []
         for field in headers where field.name.equalsLowercaseASCII("connection") {
             if field.value.equalsLowercaseASCII("keep-alive") || field.value.equalsLowercaseASCII("close") { continue }
@@ -217,7 +144,7 @@ package enum HeaderRewriting {
     }
 
     /// RFC 7239 node: IPv6 in brackets and quotes, IPv4 and names as a token when possible.
-    static func forwardedNode(_ address: String) -> String {
+    package static func forwardedNode(_ address: String) -> String {
         if address.utf8.contains(HTTPByte.colon) && address.utf8.first != UInt8(ascii: "[") {
             return Self.quoted("[" + address + "]")
         }
@@ -225,7 +152,7 @@ package enum HeaderRewriting {
     }
 
     /// A token as is, anything else as a quoted-string.
-    static func forwardedValue(_ value: String) -> String {
+    package static func forwardedValue(_ value: String) -> String {
         let isToken = !value.isEmpty && value.utf8.allSatisfy { HTTPByte.isToken($0) }
         return isToken ? value : Self.quoted(value)
     }

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// The client side of an exchange: reading and parsing the request, the body budget, and the
 /// gate's decision.
 extension ProxyConnection {

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// The upstream side of an exchange: the upstream request, leasing a connection, relaying the
 /// response to the client re-framed, and upstream failures.
 extension ProxyConnection {

@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 
 /// One client connection: the thin I/O class that executes `ProxyConnectionStateMachine`.
 ///

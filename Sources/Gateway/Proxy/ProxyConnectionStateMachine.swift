@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// The life of one client connection, as a value: events in, actions out.
 ///
 /// `ProxyConnection` (the I/O class) feeds it what happened on the sockets and the gate,

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// Why the proxy itself answered, not the gate: a body it would not hold, a client or an
 /// upstream too slow, an upstream that failed. The one table from code to HTTP status (as
 /// `EnforcementError` is for the gate's refusals); codes are part of the client protocol

@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// How a body is written on the wire after the proxy re-framed it.
 package enum BodyEncoding: Sendable, Hashable {
     /// No body bytes at all.
@@ -9,54 +11,20 @@ package enum BodyEncoding: Sendable, Hashable {
 }
 
 /// The head the upstream receives and how its body is framed (pure; tested without sockets).
+/// The proxy writes it with `writeHead`; the reference that builds it as a value (`make`, for the
+/// tests) is in GatewayTesting.
 package struct UpstreamRequestPlan: Sendable {
     package var head: HTTPRequestHead
     package var encoding: BodyEncoding
 
-    /// - Parameters:
-    ///   - gateHead: the head `decide` forwarded (identity headers already handled by the gate).
-    ///   - framing: the client's body framing.
-    ///   - bufferedBodyCount: the body's size when it was buffered (the upstream then gets a Content-Length).
-    ///   - upstreamHost: `host:port` of the upstream, used as Host when the client sent none (HTTP/1.0).
-    package static func make(
-        gateHead: HTTPRequestHead,
-        framing: RequestBodyFraming,
-        bufferedBodyCount: Int?,
-        clientAddress: String,
-        upstreamHost: String
-    ) -> UpstreamRequestPlan {
-        // Also removes Expect (100-continue is answered by the gateway itself, see
-        // ProxyConnectionStateMachine) and adds Host for HTTP/1.0 requests that had none.
-        var head = HeaderRewriting.upstreamRequest(
-            gateHead, clientAddress: clientAddress, scheme: "http", upstreamHost: upstreamHost)
-        head.versionMinor = 1
-        let encoding: BodyEncoding
-        if let bufferedBodyCount {
-            if bufferedBodyCount > 0 || framing != .none || Self.isMethodWithBody(head.method) {
-                head.headers.add(name: "Content-Length", value: String(bufferedBodyCount))
-            }
-            encoding = bufferedBodyCount > 0 ? .identity : .none
-        } else {
-            switch framing {
-            case .none:
-                if Self.isMethodWithBody(head.method) {
-                    head.headers.add(name: "Content-Length", value: "0")
-                }
-                encoding = .none
-            case .contentLength(let length):
-                head.headers.add(name: "Content-Length", value: String(length))
-                encoding = length > 0 ? .identity : .none
-            case .chunked:
-                head.headers.add(name: "Transfer-Encoding", value: "chunked")
-                encoding = .chunked
-            }
-        }
-        return UpstreamRequestPlan(head: head, encoding: encoding)
+    package init(head: HTTPRequestHead, encoding: BodyEncoding) {
+        self.head = head
+        self.encoding = encoding
     }
 
     /// POST, PUT and PATCH: without a body they still get `Content-Length: 0`.
     @inline(__always)
-    static func isMethodWithBody(_ method: String) -> Bool {
+    package static func isMethodWithBody(_ method: String) -> Bool {
         method == "POST" || method == "PUT" || method == "PATCH"
     }
 

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// One request's state on a client connection, from its head to its last response byte.
 /// The connection starts each exchange with one assignment (`RequestExchange()`), so nothing
 /// of a request can leak into the next. Reservations it holds (`bodyReservation`,

@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// The one point where enforcement plugs into the proxy.
 ///
 /// The connection calls `classify` on its queue as soon as a request head is parsed,

@@ -1,3 +1,5 @@
+import HTTP1
+
 /// Who holds an upstream connection (or waits for one) and takes its response.
 protocol UpstreamLessee: AnyObject, Sendable {
     /// A connection is connected and leased to the lessee (it sends its request now).

@@ -1,4 +1,5 @@
 import Glibc
+import HTTP1
 
 /// One configured upstream: its resolved address and one keep-alive pool per event loop.
 ///

@@ -80,7 +80,8 @@ package final class RedisConnection: @unchecked Sendable {
         loop: EventLoop? = nil,
         resolver: RedisSentinelResolver? = nil
     ) {
-        ignoreSIGPIPEOnce()
+        // hiredis writes with `write(2)`: a peer that closed must give EPIPE, not kill the process.
+        _ = SystemCalls.ignoreSIGPIPE
         self.resolver = resolver
         self.url = url
         var configuration = configuration
@@ -530,23 +531,4 @@ extension RedisReply {
         guard case .array(let items) = self, let first = items.first?.text else { return self.summary }
         return first
     }
-}
-
-/// Debug builds check queue confinement at entry points (release builds skip the check).
-@inline(__always)
-func assertOnQueue(_ queue: DispatchQueue) {
-    #if DEBUG
-        dispatchPrecondition(condition: .onQueue(queue))
-    #endif
-}
-
-/// hiredis writes with `write(2)`: a peer that closed would kill the process with SIGPIPE.
-/// Ignored once, process-wide (as SwiftNIO does).
-private let sigpipeIgnored: Bool = {
-    signal(SIGPIPE, SIG_IGN)
-    return true
-}()
-
-private func ignoreSIGPIPEOnce() {
-    _ = sigpipeIgnored
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+package import HTTP1
 
 /// One JSON line per request, on standard output (or any fd):
 ///
@@ -164,7 +165,7 @@ package struct AccessLogBuffer {
 
     /// A JSON string literal; control characters, quotes and backslashes escaped;
     /// other bytes (already valid UTF-8: they come from Swift strings) copied.
-    static func writeQuoted<Text: StringProtocol>(_ text: Text, into out: inout HeadWriter) {
+    package static func writeQuoted<Text: StringProtocol>(_ text: Text, into out: inout HeadWriter) {
         out.write(UInt8(ascii: "\""))
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
             if !bytes.contains(where: { Self.needsEscape($0) }) {
@@ -202,7 +203,7 @@ package struct AccessLogBuffer {
     }
 
     /// Milliseconds with three decimals (microsecond resolution), e.g. `0.412`.
-    static func writeMilliseconds(_ nanoseconds: UInt64, into out: inout HeadWriter) {
+    package static func writeMilliseconds(_ nanoseconds: UInt64, into out: inout HeadWriter) {
         let micros = nanoseconds / 1000
         out.writeDecimal(micros / 1000)
         out.write(UInt8(ascii: "."))
@@ -210,28 +211,6 @@ package struct AccessLogBuffer {
         out.write(UInt8(ascii: "0") + UInt8(frac / 100))
         out.write(UInt8(ascii: "0") + UInt8(frac / 10 % 10))
         out.write(UInt8(ascii: "0") + UInt8(frac % 10))
-    }
-
-    // Array forms of the pieces (tests).
-
-    static func appendQuoted(_ text: some StringProtocol, into out: inout [UInt8]) {
-        Self.appending(to: &out, bound: 2 + 6 * text.utf8.count) { Self.writeQuoted(text, into: &$0) }
-    }
-
-    static func appendDecimal(_ value: UInt64, into out: inout [UInt8]) {
-        Self.appending(to: &out, bound: 20) { $0.writeDecimal(value) }
-    }
-
-    static func appendMilliseconds(_ nanoseconds: UInt64, into out: inout [UInt8]) {
-        Self.appending(to: &out, bound: 24) { Self.writeMilliseconds(nanoseconds, into: &$0) }
-    }
-
-    private static func appending(to out: inout [UInt8], bound: Int, _ body: (inout HeadWriter) -> Void) {
-        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
-        defer { memory.deallocate() }
-        var writer = HeadWriter(memory)
-        body(&writer)
-        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
     }
 }
 
@@ -253,7 +232,7 @@ private final class LineScratch {
 }
 
 /// RFC 3339 UTC time with milliseconds; the date-time part is recomputed once per second.
-struct WallClockFormatter {
+package struct WallClockFormatter {
     private var cachedSecond: Int = -1
     private var cachedPrefix: [UInt8] = []  // "2026-11-22T01:02:03."
 
@@ -262,17 +241,10 @@ struct WallClockFormatter {
         self.append(seconds: now.seconds, milliseconds: now.nanoseconds / 1_000_000, into: &out)
     }
 
-    /// The time as `[UInt8]` (tests).
-    mutating func append(seconds: Int, milliseconds: Int, into out: inout [UInt8]) {
-        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: 32, alignment: 1)
-        defer { memory.deallocate() }
-        var writer = HeadWriter(memory)
-        self.append(seconds: seconds, milliseconds: milliseconds, into: &writer)
-        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
-    }
+    package init() {}
 
     /// At most 24 bytes.
-    mutating func append(seconds: Int, milliseconds: Int, into out: inout HeadWriter) {
+    package mutating func append(seconds: Int, milliseconds: Int, into out: inout HeadWriter) {
         if seconds != self.cachedSecond {
             self.cachedSecond = seconds
             var t = time_t(seconds)

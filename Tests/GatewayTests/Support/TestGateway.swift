@@ -1,9 +1,11 @@
 import Dispatch
 import Foundation
+import GatewayTesting
 import Glibc
 import Synchronization
 
 @testable import Gateway
+@testable import HTTP1
 
 /// An in-process `GatewayServer` on a free loopback port, for one test.
 final class TestGateway: @unchecked Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 
 @testable import Gateway
+@testable import HTTP1
 
 struct TestResponse {
     var status: Int

@@ -4,7 +4,7 @@
 /// `status` is the response the gateway sends to the client for a malformed *request*. A malformed
 /// upstream *response* is answered with 502 whatever the case; `status` is then only informative.
 /// The decisions behind each case are in docs/http-parsing.md.
-package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+public enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// Method is empty or holds a byte other than `A-Z`, `_`, `-` (nginx's rule: `get` is refused).
     case invalidMethod
     /// Request line does not have the shape `method SP request-target SP HTTP-version`.
@@ -74,7 +74,7 @@ package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStr
     case truncatedMessage
 
     /// The status to answer a client with when its request failed to parse.
-    package var status: Int {
+    public var status: Int {
         switch self {
         case .requestLineTooLong: 414
         case .headersTooLarge, .tooManyHeaders, .trailersTooLarge: 431
@@ -88,7 +88,7 @@ package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStr
     }
 
     /// Stable snake_case code for logs, metrics and JSON error bodies.
-    package var code: String {
+    public var code: String {
         switch self {
         case .invalidMethod: "invalid_method"
         case .invalidRequestLine: "invalid_request_line"
@@ -126,5 +126,5 @@ package enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStr
         }
     }
 
-    package var description: String { "HTTPParserError.\(self.code) (\(self.status))" }
+    public var description: String { "HTTPParserError.\(self.code) (\(self.status))" }
 }

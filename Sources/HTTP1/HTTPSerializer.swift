@@ -3,19 +3,9 @@
 ///
 /// Field names and values are written as given, except that CR, LF and NUL (which no parsed field
 /// can hold, but a value built elsewhere might) are replaced by a space: no header injection.
-package enum HTTPSerializer {
-    /// Request head for the upstream (origin-form target, HTTP/1.1), appended to `out`.
-    package static func writeRequestHead(_ head: HTTPRequestHead, into out: inout [UInt8]) {
-        Self.appendSanitized(head.method, to: &out)
-        out.append(HTTPByte.sp)
-        Self.appendSanitized(head.target, to: &out)
-        Self.append(" HTTP/1.1\r\n", to: &out)
-        Self.writeFields(head.headers, into: &out)
-        Self.append("\r\n", to: &out)
-    }
-
+public enum HTTPSerializer {
     /// Status line (HTTP/1.1; the head's reason, or the standard phrase when it is empty), fields, CRLF.
-    package static func writeResponseHead(_ head: HTTPResponseHead, into out: inout [UInt8]) {
+    public static func writeResponseHead(_ head: HTTPResponseHead, into out: inout [UInt8]) {
         Self.writeStatusLine(head.status, reason: head.reason, into: &out)
         Self.writeFields(head.headers, into: &out)
         Self.append("\r\n", to: &out)
@@ -23,7 +13,7 @@ package enum HTTPSerializer {
 
     /// One chunk: hex size line, the bytes, CRLF. Writes nothing for empty `bytes` (an empty chunk
     /// would be the last chunk).
-    package static func writeChunk(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+    public static func writeChunk(_ bytes: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         guard !bytes.isEmpty else { return }
         Self.appendHex(bytes.count, to: &out)
         Self.append("\r\n", to: &out)
@@ -32,7 +22,7 @@ package enum HTTPSerializer {
     }
 
     /// The last chunk, the trailer fields if any, and the empty line that ends the body.
-    package static func writeLastChunk(trailers: HTTPHeaders?, into out: inout [UInt8]) {
+    public static func writeLastChunk(trailers: HTTPHeaders?, into out: inout [UInt8]) {
         Self.append("0\r\n", to: &out)
         if let trailers { Self.writeFields(trailers, into: &out) }
         Self.append("\r\n", to: &out)
@@ -43,7 +33,7 @@ package enum HTTPSerializer {
     /// `Content-Length: body.count` and, without `keepAlive`, `Connection: close`.
     /// `omitBody` (the answer to a HEAD): the same head, Content-Length included, without the body.
     /// A 304 never has content (RFC 9110 15.4.5): its `body` is the 200's, for Content-Length only.
-    package static func writeLocalResponse(
+    public static func writeLocalResponse(
         status: Int,
         headers: HTTPHeaders,
         body: [UInt8],
@@ -69,12 +59,7 @@ package enum HTTPSerializer {
         if !omitBody && status != 304 { out.append(contentsOf: body) }
     }
 
-    /// `HTTP/1.1 100 Continue` and the empty line, for `Expect: 100-continue`.
-    package static func writeContinue(into out: inout [UInt8]) {
-        Self.append("HTTP/1.1 100 Continue\r\n\r\n", to: &out)
-    }
-
-    package static func reasonPhrase(_ status: Int) -> String {
+    public static func reasonPhrase(_ status: Int) -> String {
         switch status {
         case 100: "Continue"
         case 101: "Switching Protocols"
@@ -150,7 +135,7 @@ package enum HTTPSerializer {
         Self.append("\r\n", to: &out)
     }
 
-    private static func writeFields(_ headers: HTTPHeaders, into out: inout [UInt8]) {
+    package static func writeFields(_ headers: HTTPHeaders, into out: inout [UInt8]) {
         for field in headers {
             Self.writeField(field.name, field.value, into: &out)
         }
@@ -166,13 +151,13 @@ package enum HTTPSerializer {
     }
 
     @inline(__always)
-    static func append(_ literal: StaticString, to out: inout [UInt8]) {
+    package static func append(_ literal: StaticString, to out: inout [UInt8]) {
         out.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
 
     /// Appends the UTF-8 of `string`, with any CR, LF or NUL replaced by a space.
     @inline(__always)
-    private static func appendSanitized(_ string: String, to out: inout [UInt8]) {
+    package static func appendSanitized(_ string: String, to out: inout [UInt8]) {
         var string = string
         string.withUTF8 { bytes in
             if Self.isFreeOfLineBreaks(bytes) {
@@ -187,8 +172,8 @@ package enum HTTPSerializer {
 
     /// No CR, LF or NUL in `bytes`: eight bytes at a time (any byte below 0x0E flags the word,
     /// which is then checked byte by byte).
-    @inline(__always)
-    static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    @inlinable @inline(__always)
+    package static func isFreeOfLineBreaks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         let count = bytes.count
         if let base = bytes.baseAddress {
@@ -229,131 +214,5 @@ package enum HTTPSerializer {
             out.append(hex.utf8Start[(value >> shift) & 0xF])
             shift -= 4
         }
-    }
-}
-
-/// Writes a message head into memory reserved for it in advance (an upper bound of its size),
-/// without the capacity and uniqueness checks an `Array` makes on every append. Writing past the
-/// reservation stops the process (a bug in the bound), never memory.
-struct HeadWriter {
-    private let base: UnsafeMutableRawPointer
-    private let capacity: Int
-    private(set) var count = 0
-
-    init(_ memory: UnsafeMutableRawBufferPointer) {
-        guard let base = memory.baseAddress else { preconditionFailure("HeadWriter needs memory") }
-        self.base = base
-        self.capacity = memory.count
-    }
-
-    @inline(__always)
-    private mutating func room(_ n: Int) -> UnsafeMutableRawPointer {
-        precondition(n <= self.capacity - self.count, "HeadWriter: size bound too small")
-        defer { self.count += n }
-        return self.base + self.count
-    }
-
-    @inline(__always)
-    mutating func write(_ bytes: UnsafeRawBufferPointer) {
-        guard let source = bytes.baseAddress else { return }
-        self.room(bytes.count).copyMemory(from: source, byteCount: bytes.count)
-    }
-
-    @inline(__always)
-    mutating func write(_ byte: UInt8) {
-        self.room(1).storeBytes(of: byte, as: UInt8.self)
-    }
-
-    @inline(__always)
-    mutating func write(_ literal: StaticString) {
-        self.room(literal.utf8CodeUnitCount).copyMemory(from: literal.utf8Start, byteCount: literal.utf8CodeUnitCount)
-    }
-
-    /// `name: value` CRLF.
-    @inline(__always)
-    mutating func writeField(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        self.write(name)
-        self.write(HTTPByte.colon)
-        self.write(HTTPByte.sp)
-        self.write(value)
-        self.write(HTTPByte.cr)
-        self.write(HTTPByte.lf)
-    }
-
-    /// The UTF-8 of `string` with any CR, LF or NUL replaced by a space (as `HTTPSerializer` does
-    /// for every name and value it writes).
-    @inline(__always)
-    mutating func writeSanitized(_ string: String) {
-        let copied: Void? = string.utf8.withContiguousStorageIfAvailable { bytes in
-            if HTTPSerializer.isFreeOfLineBreaks(bytes) {
-                self.write(UnsafeRawBufferPointer(bytes))
-            } else {
-                for byte in bytes { self.writeSanitized(byte) }
-            }
-        }
-        if copied == nil {
-            for byte in string.utf8 { self.writeSanitized(byte) }
-        }
-    }
-
-    @inline(__always)
-    private mutating func writeSanitized(_ byte: UInt8) {
-        self.write(byte == HTTPByte.cr || byte == HTTPByte.lf || byte == 0 ? HTTPByte.sp : byte)
-    }
-
-    /// `name: value` CRLF, sanitized.
-    @inline(__always)
-    mutating func writeField(_ name: String, _ value: String) {
-        self.writeSanitized(name)
-        self.write(HTTPByte.colon)
-        self.write(HTTPByte.sp)
-        self.writeSanitized(value)
-        self.write(HTTPByte.cr)
-        self.write(HTTPByte.lf)
-    }
-
-    /// A non-negative decimal (at most 20 digits).
-    mutating func writeDecimal(_ value: UInt64) {
-        var digits = 1
-        var rest = value / 10
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        let start = self.room(digits)
-        var v = value
-        for index in stride(from: digits - 1, through: 0, by: -1) {
-            start.storeBytes(of: UInt8(truncatingIfNeeded: 0x30 &+ v % 10), toByteOffset: index, as: UInt8.self)
-            v /= 10
-        }
-    }
-
-    /// `HTTP/1.1 NNN reason` CRLF, as `HTTPSerializer.writeStatusLine` writes it (the standard
-    /// phrase when `reason` is empty; a reason with non-ASCII bytes goes through a `String`, as
-    /// it would from a parsed head, so invalid UTF-8 is repaired the same way). At most
-    /// `statusLineBound(reasonCount:)` bytes.
-    mutating func writeStatusLine(_ status: Int, reason: UnsafeRawBufferPointer) {
-        self.write("HTTP/1.1 ")
-        let code = status >= 100 && status <= 999 ? status : 500
-        self.write(UInt8(truncatingIfNeeded: 0x30 + code / 100))
-        self.write(UInt8(truncatingIfNeeded: 0x30 + code / 10 % 10))
-        self.write(UInt8(truncatingIfNeeded: 0x30 + code % 10))
-        self.write(HTTPByte.sp)
-        if reason.isEmpty {
-            var phrase = HTTPSerializer.reasonPhrase(code)
-            phrase.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
-        } else if reason.contains(where: { $0 >= 0x80 }) {
-            var text = String(decoding: reason, as: UTF8.self)
-            text.withUTF8 { self.write(UnsafeRawBufferPointer($0)) }
-        } else {
-            self.write(reason)
-        }
-        self.write(HTTPByte.cr)
-        self.write(HTTPByte.lf)
-    }
-
-    /// Room for `writeStatusLine`: a repaired byte grows to three (U+FFFD), phrases are short.
-    static func statusLineBound(reasonCount: Int) -> Int {
-        15 + max(reasonCount * 3, 40)
     }
 }

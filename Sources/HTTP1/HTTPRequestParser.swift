@@ -1,5 +1,5 @@
 /// How the body of a request is delimited on the wire.
-package enum RequestBodyFraming: Sendable, Hashable {
+public enum RequestBodyFraming: Sendable, Hashable {
     /// No body (neither Content-Length nor Transfer-Encoding).
     case none
     /// Exactly this many bytes (possibly 0: `Content-Length: 0` is kept so the upstream sees it).
@@ -9,21 +9,21 @@ package enum RequestBodyFraming: Sendable, Hashable {
 }
 
 /// What the parser decided about a request from its head.
-package struct HTTPRequestInfo: Sendable, Hashable {
-    package var framing: RequestBodyFraming
+public struct HTTPRequestInfo: Sendable, Hashable {
+    public var framing: RequestBodyFraming
     /// HTTP/1.1 without `Connection: close`, or HTTP/1.0 with `Connection: keep-alive` (and no close).
-    package var isKeepAlive: Bool
+    public var isKeepAlive: Bool
     /// HTTP/1.1 with `Expect: 100-continue`: the client waits for `100 Continue` before the body.
-    package var expectsContinue: Bool
+    public var expectsContinue: Bool
 
-    package init(framing: RequestBodyFraming, isKeepAlive: Bool, expectsContinue: Bool) {
+    public init(framing: RequestBodyFraming, isKeepAlive: Bool, expectsContinue: Bool) {
         self.framing = framing
         self.isKeepAlive = isKeepAlive
         self.expectsContinue = expectsContinue
     }
 }
 
-package enum HTTPRequestEvent: Sendable {
+public enum HTTPRequestEvent: Sendable {
     /// A complete request head. For absolute-form targets, `head.target` is already rewritten to
     /// origin-form and Host holds the target's authority (RFC 9112 §3.2.2).
     case head(HTTPRequestHead, HTTPRequestInfo)
@@ -46,8 +46,8 @@ package enum HTTPRequestEvent: Sendable {
 /// After `.error` the parser stays failed: every later call returns the same error, consuming
 /// nothing; the connection answers `error.status` with `Connection: close` and closes. After
 /// `.end` the next call starts the next request (pipelining).
-package struct HTTPRequestParser: Sendable {
-    private enum State: Sendable {
+public struct HTTPRequestParser: Sendable {
+    package enum State: Sendable {
         case head
         case body(HTTPBodyDecoder)
         case endPending
@@ -56,34 +56,23 @@ package struct HTTPRequestParser: Sendable {
 
     /// May be changed between calls, e.g. `maxBodyBytes` once the route of a head is known
     /// (it then applies to chunked data still to come; a Content-Length is the caller's to check).
-    package var limits: HTTPParserLimits
-    private var state: State = .head
+    public var limits: HTTPParserLimits
+    /// Where the parser stands (read by the tests, in GatewayTesting).
+    package private(set) var state: State = .head
     private var scanner = HTTPBlockScanner()
     /// What is known about the head being received, so that a slow feed (a byte at a time) does
     /// not make the parser redo it on every call. Reset whenever bytes are consumed.
     private var memo = HeadMemo()
 
-    package init(limits: HTTPParserLimits = .init()) {
+    public init(limits: HTTPParserLimits = .init()) {
         self.limits = limits
-    }
-
-    /// True when the parser waits for the start of a request (no part of one consumed).
-    package var isAtMessageBoundary: Bool {
-        if case .head = self.state { return true }
-        return false
-    }
-
-    /// True once the parser returned `.error`.
-    package var hasFailed: Bool {
-        if case .failed = self.state { return true }
-        return false
     }
 
     /// Parses from the start of `buffer` and returns at most one event plus the number of bytes
     /// consumed from `buffer`. `event == nil` with `consumed == 0` means "need more bytes": the
     /// caller keeps the unconsumed bytes and calls again with them plus new data (this is the only
     /// case with a nil event). `.body(range)` ranges index `buffer`.
-    package mutating func next(_ buffer: UnsafeRawBufferPointer) -> (event: HTTPRequestEvent?, consumed: Int) {
+    public mutating func next(_ buffer: UnsafeRawBufferPointer) -> (event: HTTPRequestEvent?, consumed: Int) {
         let result: (event: HTTPRequestEvent?, consumed: Int)
         switch self.state {
         case .failed(let error):

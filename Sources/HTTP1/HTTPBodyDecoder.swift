@@ -1,6 +1,6 @@
 /// The body half of a message: Content-Length, chunked (with extensions and trailers) or
 /// close-delimited. Shared by the request and response parsers; a value type with no I/O.
-struct HTTPBodyDecoder: Sendable {
+package struct HTTPBodyDecoder: Sendable {
     enum State: Sendable, Hashable {
         /// Exactly this many body bytes remain.
         case fixed(remaining: UInt64)

@@ -1,14 +1,21 @@
-// Throughput of the HTTP/1.1 layer on one core, for the per-request CPU budget (nginx spends
-// 10–13 µs per proxied request on this machine kind). Built and run by bench.sh (swiftc -O).
-// Not a test: it asserts nothing about time. Measures thread CPU time, so that a busy machine
-// (other builds sharing the cores) inflates the numbers less than wall time would.
+// Throughput of the HTTP/1.1 parsers and head writers (the HTTP1 module) on one core, for the
+// per-request CPU budget (nginx spends 10–13 µs per proxied request on this machine kind).
+// Built and run by scripts/bench-http.sh (release). Not a test: it asserts nothing about time.
+// Measures thread CPU time, so that a busy machine (other builds sharing the cores) inflates the
+// numbers less than wall time would. The gateway's own head rewriting and writing
+// (`UpstreamRequestPlan.writeHead`, `ClientResponsePlan`) is measured end to end, per proxied
+// request, by scripts/cpu-per-request.sh.
+//
+//   http-bench [ITERATIONS]   (default 1000000)
+
+import HTTP1
 
 #if canImport(Glibc)
-    private import Glibc
+    import Glibc
 #endif
 
 @main
-struct HTTPParserBench {
+struct HTTPBench {
     static func main() {
         let assertion = String(repeating: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", count: 6)
         let request = Array(
@@ -27,7 +34,7 @@ struct HTTPParserBench {
                 + "{\"id\":42,\"name\":\"example\"}")
                 .utf8
         )
-        let iterations = 1_000_000
+        let iterations = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 1_000_000
         var sink = 0
 
         var elapsed = Self.cpuTime {
@@ -59,48 +66,6 @@ struct HTTPParserBench {
         Self.report("parse chunked POST (\(post.count) B)", elapsed, iterations)
 
         elapsed = Self.cpuTime {
-            var parser = HTTPRequestParser()
-            var out: [UInt8] = []
-            out.reserveCapacity(2048)
-            request.withUnsafeBytes { buffer in
-                for _ in 0..<iterations {
-                    guard case .head(let head, _)? = parser.next(buffer).event else { continue }
-                    _ = parser.next(UnsafeRawBufferPointer(rebasing: buffer[buffer.count...]))
-                    let upstream = HeaderRewriting.upstreamRequest(head, clientAddress: "127.0.0.1", scheme: "http")
-                    out.removeAll(keepingCapacity: true)
-                    HTTPSerializer.writeRequestHead(upstream, into: &out)
-                    sink &+= out.count
-                }
-            }
-        }
-        Self.report("parse + rewrite + serialize request head", elapsed, iterations)
-
-        var parsedHead: HTTPRequestHead?
-        request.withUnsafeBytes { buffer in
-            var parser = HTTPRequestParser()
-            if case .head(let head, _)? = parser.next(buffer).event { parsedHead = head }
-        }
-        if let head = parsedHead {
-            elapsed = Self.cpuTime {
-                for _ in 0..<iterations {
-                    let upstream = HeaderRewriting.upstreamRequest(head, clientAddress: "127.0.0.1", scheme: "http")
-                    sink &+= upstream.headers.count
-                }
-            }
-            Self.report("rewrite request head only", elapsed, iterations)
-            elapsed = Self.cpuTime {
-                var out: [UInt8] = []
-                out.reserveCapacity(2048)
-                for _ in 0..<iterations {
-                    out.removeAll(keepingCapacity: true)
-                    HTTPSerializer.writeRequestHead(head, into: &out)
-                    sink &+= out.count
-                }
-            }
-            Self.report("serialize request head only", elapsed, iterations)
-        }
-
-        elapsed = Self.cpuTime {
             var parser = HTTPResponseParser()
             var out: [UInt8] = []
             out.reserveCapacity(2048)
@@ -114,7 +79,7 @@ struct HTTPParserBench {
                         guard let event else { break }
                         if case .head(let head, _) = event {
                             out.removeAll(keepingCapacity: true)
-                            HTTPSerializer.writeResponseHead(HeaderRewriting.clientResponse(head), into: &out)
+                            HTTPSerializer.writeResponseHead(head, into: &out)
                         }
                         if case .end = event { break }
                     }
@@ -122,7 +87,7 @@ struct HTTPParserBench {
                 }
             }
         }
-        Self.report("parse + rewrite + serialize response", elapsed, iterations)
+        Self.report("parse response + serialize its head", elapsed, iterations)
         print("(checksum \(sink))")
     }
 

@@ -1,5 +1,5 @@
 /// How the body of a response is delimited on the wire.
-package enum ResponseBodyFraming: Sendable, Hashable {
+public enum ResponseBodyFraming: Sendable, Hashable {
     /// No body: HEAD request, 204, 304 (1xx are reported as `.informational`).
     case none
     case contentLength(UInt64)
@@ -8,18 +8,18 @@ package enum ResponseBodyFraming: Sendable, Hashable {
     case untilClose
 }
 
-package struct HTTPResponseInfo: Sendable, Hashable {
-    package var framing: ResponseBodyFraming
+public struct HTTPResponseInfo: Sendable, Hashable {
+    public var framing: ResponseBodyFraming
     /// The upstream connection can carry another request after this response.
-    package var isKeepAlive: Bool
+    public var isKeepAlive: Bool
 
-    package init(framing: ResponseBodyFraming, isKeepAlive: Bool) {
+    public init(framing: ResponseBodyFraming, isKeepAlive: Bool) {
         self.framing = framing
         self.isKeepAlive = isKeepAlive
     }
 }
 
-package enum HTTPResponseEvent: Sendable {
+public enum HTTPResponseEvent: Sendable {
     /// The final response head.
     case head(HTTPResponseHead, HTTPResponseInfo)
     /// The final response head as ranges of the buffer passed to this `next` call, instead of
@@ -35,16 +35,16 @@ package enum HTTPResponseEvent: Sendable {
 
 /// A final response head that indexes the buffer it was parsed from (valid during the `next`
 /// call's event only). Fields are validated as for `HTTPResponseHead`.
-package struct HTTPRawResponseHead: Sendable {
-    package var status: Int
-    package var versionMinor: Int
+public struct HTTPRawResponseHead: Sendable {
+    public var status: Int
+    public var versionMinor: Int
     /// The reason phrase (possibly empty).
-    package var reason: Range<Int>
-    package var fields: [HTTPFieldRange]
+    public var reason: Range<Int>
+    public var fields: [HTTPFieldRange]
     /// A Connection field lists a token other than `close` and `keep-alive` (a field to drop).
-    package var connectionNamesFields: Bool
+    public var connectionNamesFields: Bool
 
-    package init(
+    public init(
         status: Int, versionMinor: Int, reason: Range<Int>, fields: [HTTPFieldRange], connectionNamesFields: Bool = true
     ) {
         self.status = status
@@ -55,7 +55,7 @@ package struct HTTPRawResponseHead: Sendable {
     }
 
     /// The same head with strings (what `.head` carries).
-    package func head(in buffer: UnsafeRawBufferPointer) -> HTTPResponseHead {
+    public func head(in buffer: UnsafeRawBufferPointer) -> HTTPResponseHead {
         HTTPResponseHead(
             status: self.status,
             reason: buffer.string(self.reason),
@@ -69,7 +69,7 @@ package struct HTTPRawResponseHead: Sendable {
 /// Strict, incremental HTTP/1.1 response parser for upstream responses; same calling contract as
 /// `HTTPRequestParser` (one event per call, `(nil, 0)` = need more bytes, failed for good after
 /// `.error`). A 101 is refused: the gateway strips Upgrade, so it never asked for one.
-package struct HTTPResponseParser: Sendable {
+public struct HTTPResponseParser: Sendable {
     private enum State: Sendable {
         case head
         case body(HTTPBodyDecoder)
@@ -79,9 +79,9 @@ package struct HTTPResponseParser: Sendable {
         case failed(HTTPParserError)
     }
 
-    package var limits: HTTPParserLimits
+    public var limits: HTTPParserLimits
     /// Final heads come as `.rawHead` (no strings made) instead of `.head`.
-    package var deliversRawHeads = false
+    public var deliversRawHeads = false
     private var state: State = .head
     /// Field ranges of the head being parsed, reused from one response to the next.
     private var rawFields: [HTTPFieldRange] = []
@@ -93,26 +93,26 @@ package struct HTTPResponseParser: Sendable {
     /// The last `next` in the head state returned "need more" with bytes in the buffer.
     private var hasPartialHead = false
 
-    package init(limits: HTTPParserLimits = .init()) {
+    public init(limits: HTTPParserLimits = .init()) {
         self.limits = limits
     }
 
     /// Must be called before each response with the method of the request it answers (HEAD → no
     /// body). Calls for pipelined requests queue up in order. Without a call, a response is read
     /// as the answer to a request that was not HEAD.
-    package mutating func expectResponse(toMethod method: String) {
+    public mutating func expectResponse(toMethod method: String) {
         guard self.pendingCount < 64 else { return }
         if method == "HEAD" { self.pendingHeadBits |= UInt64(1) << UInt64(self.pendingCount) }
         self.pendingCount += 1
     }
 
     /// True when no response is in progress and none is awaited.
-    package var isIdle: Bool {
+    public var isIdle: Bool {
         if case .head = self.state { return self.pendingCount == 0 && !self.hasPartialHead }
         return false
     }
 
-    package mutating func next(_ buffer: UnsafeRawBufferPointer) -> (event: HTTPResponseEvent?, consumed: Int) {
+    public mutating func next(_ buffer: UnsafeRawBufferPointer) -> (event: HTTPResponseEvent?, consumed: Int) {
         let result: (event: HTTPResponseEvent?, consumed: Int)
         switch self.state {
         case .failed(let error):
@@ -148,7 +148,7 @@ package struct HTTPResponseParser: Sendable {
     /// The peer closed: completes an untilClose body (returns .end) or reports truncation (.error).
     /// Returns nil when the connection was idle (no response awaited, none started). Call it after
     /// `next` has returned `(nil, 0)` for the bytes still buffered.
-    package mutating func peerClosed() -> HTTPResponseEvent? {
+    public mutating func peerClosed() -> HTTPResponseEvent? {
         switch self.state {
         case .failed, .closed:
             return nil

@@ -1,8 +1,12 @@
+package import Gateway
+package import HTTP1
+
 /// A gate for plain proxying: routes by the policy's `RouteTable`, ignores `mode`
 /// (no attestation), never buffers, and forwards every routed request unchanged
 /// (except that client-sent `X-App-Attest-*` headers are removed and
 /// `X-App-Attest-Status: skipped` is added, as the upstream contract requires).
 /// Requests no route matches are answered locally with 404 `no_route`.
+/// The gateway itself always runs `AttestGate`; the tests proxy through this one.
 package struct PassthroughGate: RequestGate {
     package let routes: RouteTable
 
@@ -37,15 +41,10 @@ package struct PassthroughGate: RequestGate {
             return
         }
         var forwarded = head
-        if forwarded.headers.fields.contains(where: { Self.isIdentityHeader($0.name) }) {
-            forwarded.headers.removeAll { Self.isIdentityHeader($0.name) }
+        if forwarded.headers.fields.contains(where: { IdentityHeaders.isReserved($0.name) }) {
+            IdentityHeaders.strip(&forwarded.headers)
         }
         forwarded.headers.add(name: "X-App-Attest-Status", value: "skipped")
         completion(.forward(forwarded, GateLogInfo(verdict: "skipped")))
-    }
-
-    static func isIdentityHeader(_ name: String) -> Bool {
-        if name.utf8.count > 13 && name.prefix(13).caseInsensitiveEquals("X-App-Attest-") { return true }
-        return name.caseInsensitiveEquals("X-App-Assertion")
     }
 }
