@@ -139,6 +139,10 @@ import Testing
         truncated.expectResponse()
         #expect(try truncated.feed(Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n1234")) == nil)
         #expect(throws: AppleError(.malformedAnswer, "")) { try truncated.peerClosed() }
+        var silent = AppleResponseReader()
+        silent.expectResponse()
+        #expect(try silent.feed([]) == nil)
+        #expect(try silent.peerClosed() == nil, "closed before any answer byte: no answer, not a malformed one")
         var garbage = AppleResponseReader()
         garbage.expectResponse()
         #expect(throws: AppleError(.malformedAnswer, "")) { try garbage.feed(Self.bytes("SMTP ready\r\n\r\n")) }

@@ -17,6 +17,8 @@ package struct AppleResponseReader: Sendable {
     private var head: HTTPResponseHead?
     private var isKeepAlive = true
     private var body: [UInt8] = []
+    /// Bytes of the awaited answer seen yet: a close before the first one is "no answer".
+    private var hasAnswerBytes = false
 
     package init(maximumBodyBytes: Int = Self.defaultMaximumBodyBytes) {
         self.maximumBodyBytes = maximumBodyBytes
@@ -25,6 +27,7 @@ package struct AppleResponseReader: Sendable {
     /// Must precede each request (every request to Apple is POST: the answer has a body).
     package mutating func expectResponse() {
         self.parser.expectResponse(toMethod: "POST")
+        self.hasAnswerBytes = !self.buffered.isEmpty
     }
 
     /// Consumes `bytes`; returns the response once it is complete, nil while more is needed.
@@ -32,6 +35,7 @@ package struct AppleResponseReader: Sendable {
     /// unasked, so a caller may treat leftovers as a reason to close).
     package mutating func feed(_ bytes: [UInt8]) throws(AppleError) -> AppleHTTPResponse? {
         self.buffered.append(contentsOf: bytes)
+        if !bytes.isEmpty { self.hasAnswerBytes = true }
         while true {
             let (event, consumed) = self.buffered.withUnsafeBytes { self.parser.next($0) }
             var bodyRange: Range<Int>?
@@ -53,9 +57,11 @@ package struct AppleResponseReader: Sendable {
         }
     }
 
-    /// The peer closed the connection: completes a body framed by the close, else nil when
-    /// nothing was pending, else a truncation error.
+    /// The peer closed the connection: completes a body framed by the close; nil when it closed
+    /// before the first byte of an answer (or none was awaited): no answer, which the client
+    /// reports as `apple_unreachable`; a truncation error when it closed mid-answer.
     package mutating func peerClosed() throws(AppleError) -> AppleHTTPResponse? {
+        if !self.hasAnswerBytes && self.head == nil { return nil }
         guard let event = self.parser.peerClosed() else { return nil }
         return try self.handle(event)
     }
