@@ -87,7 +87,9 @@ import Testing
             keys.directory + "/ca.pem",
         ])
         let head = "apple:\n  team_id: ABCDE12345\n  key_id: TESTKEY123\n"
-        let line = 5  // "apple:" follows environment and the 3 lines of the base; a missing key points at the block (its first key)
+        // "apple:" follows environment and the 3 lines of the base; a missing key points at the
+        // block (its first key).
+        let line = 5
         let cases: [(String, PolicyError.Code, Int, String, String)] = [
             (
                 "apple:\n  key_id: TESTKEY123\n  private_key_file: AuthKey_TESTKEY123.p8\n", .missingKey, line + 1,
