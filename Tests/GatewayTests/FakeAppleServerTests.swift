@@ -1,4 +1,5 @@
 import Foundation
+import Simulator
 import Testing
 import Verification
 
@@ -143,6 +144,50 @@ import Verification
         garbage.body = Array("@@@".utf8)
         #expect(try fake.send(garbage)?.status == 400)
         #expect(try fake.send(request, jwt: "x.y.z")?.status == 401)
+    }
+
+    /// A refreshed receipt minted by the simulator (chosen risk metric and not-before) comes
+    /// back from the fake, verifies under the simulator's root with the device's key, and the
+    /// refresh policy stores it and waits for its not-before.
+    @Test func aSimulatorMintedRefreshedReceiptCompletesARefresh() throws {
+        let authority = try SimulatorAuthority.generate()
+        let device = try SimulatedDevice.generate()
+        let appID = "ABCDE12345.com.example.app"
+        let attestation = try authority.attestation(
+            for: device, appID: appID, clientDataHash: [1], environment: .production)
+        let verifier = try ReceiptVerifier(additionalTrustRootsPEM: [authority.rootCertificatePEM])
+        let attested = try verifier.verify(
+            receipt: try AttestationObject(attestation).receipt, appID: appID, publicKey: device.publicKey, at: nil)
+        let now = Date()
+        var options = ReceiptOptions()
+        options.type = .receipt
+        options.riskMetric = 42
+        options.creationTime = now
+        options.notBefore = now.addingTimeInterval(3 * 86_400)
+        options.chunkSize = nil
+        let minted = try authority.receipt(
+            attestedCertificate: attested.attestedCertificate, appID: appID, clientHash: [1],
+            environment: .production, options: options)
+
+        let fake = try FakeAppleServer()
+        defer { fake.stop() }
+        let file = fake.keys.directory + "/refreshed.der"
+        try Data(minted).write(to: URL(fileURLWithPath: file))
+        try fake.control("/_fake/script", #"[{"status":200,"receipt_file":"\#(file)"}]"#)
+        let request = try FraudRiskRequest.make(
+            receipt: try AttestationObject(attestation).receipt, environment: .production, override: fake.override)
+        let response = try #require(try fake.send(request))
+        guard case .receipt(let receipt) = try FraudRiskAnswer.decode(status: response.status, body: response.body)
+        else {
+            Issue.record("expected a receipt")
+            return
+        }
+        let payload = try verifier.verify(receipt: receipt, appID: appID, publicKey: device.publicKey, at: nil)
+        #expect(payload.riskMetric == 42 && payload.type == .receipt)
+        var state = FraudRiskRefresh(attestedAt: now, receipt: attested)
+        let action = state.handle(.refreshed(receipt: receipt, payload: payload), at: now, jitter: 0)
+        #expect(action == .storeReceipt(receipt, nextAttempt: payload.notBefore!))
+        #expect(state.riskMetric == 42)
     }
 
     @Test func itCanBeSlowThrottlingOrDown() throws {
