@@ -250,7 +250,8 @@ public final class SimulatorAuthority: @unchecked Sendable {
         ]
         if let risk = options.riskMetric { fields.append((17, Array(String(risk).utf8))) }
         if options.type == .receipt {
-            fields.append((19, Array(RFC3339.format(created.addingTimeInterval(86_400)).utf8)))
+            let notBefore = options.notBefore ?? created.addingTimeInterval(86_400)
+            fields.append((19, Array(RFC3339.format(notBefore).utf8)))
         }
         fields.append((21, Array(RFC3339.format(created.addingTimeInterval(90 * 86_400)).utf8)))
         let payload = DERBuilder.set(

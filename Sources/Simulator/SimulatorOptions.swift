@@ -83,6 +83,9 @@ public struct ReceiptOptions: Sendable {
     public var type: ReceiptType = .attest
     /// Field 17 (refreshed receipts).
     public var riskMetric: Int?
+    /// Field 19 of a `RECEIPT`: the earliest time to ask for the next one. Default: creation
+    /// time + 1 day. The fake Apple server's tests mint refreshed receipts with a chosen one.
+    public var notBefore: Date?
     /// Leave these field numbers out.
     public var omittedFields: Set<Int> = []
     /// Split the signed content into chunks of this size (Apple: 1000), BER indefinite lengths.

@@ -16,6 +16,10 @@ public struct VerificationError: Error, Hashable, CustomStringConvertible, Senda
         public static let malformedAssertion = Code("malformed_assertion")
         public static let malformedCertificate = Code("malformed_certificate")
         public static let invalidPublicKey = Code("invalid_public_key")
+        /// A private key that is not an unencrypted PKCS#8 `PrivateKeyInfo` (`ECPrivateKey`).
+        public static let privateKeyNotPKCS8 = Code("private_key_not_pkcs8")
+        /// A PKCS#8 private key of another algorithm or curve than EC P-256 (`ECPrivateKey`).
+        public static let privateKeyNotP256 = Code("private_key_not_p256")
         public static let invalidInput = Code("invalid_input")
         /// An `apple_validation_category_01` / `apple_bundle_version_01` extension entry of the
         /// wrong CBOR type or size (`LaunchValidation`).

@@ -304,6 +304,9 @@ struct ClientDataExample: Equatable {
             ("`endpoints`", PolicyDecoder.endpointKeys, ""),
             ("`routes[i]`", PolicyDecoder.routeKeys.filter { $0 != "match" }, ""),
             ("`routes[i]`", PolicyDecoder.matchKeys, "match."),
+            ("`apple`", PolicyDecoder.appleKeys, ""),
+            ("`apple.device_check`", PolicyDecoder.appleDeviceCheckKeys, ""),
+            ("`apple.fraud_risk`", PolicyDecoder.appleFraudRiskKeys, ""),
         ]
         for (section, accepted, prefix) in sections {
             let documented = Self.tableKeys(doc, section: section)

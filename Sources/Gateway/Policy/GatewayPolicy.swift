@@ -24,6 +24,8 @@ public struct GatewayPolicy: Sendable {
     public var challengeKeyFile: String?
     /// Redis secrets and key lifecycle (`redis_password_file`/`_env`, `key_idle_ttl`).
     public var redisOptions: RedisStoreOptions
+    /// Apple's servers (`apple:`); nil = no DeviceCheck, no fraud-risk refresh.
+    public var apple: AppleConfiguration? = nil
 
     public init(
         listen: [ListenAddress],

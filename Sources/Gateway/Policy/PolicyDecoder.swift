@@ -40,6 +40,7 @@ import Foundation
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
+/// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
 struct PolicyDecoder {
@@ -47,7 +48,7 @@ struct PolicyDecoder {
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
-        "redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability",
+        "redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability", "apple",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -140,8 +141,9 @@ struct PolicyDecoder {
             defaults: try attestation.decodeDefaults(top)
         )
         let (routes, routeSources) = try routeDecoder.decodeRoutes(top)
+        let apple = try self.decodeApple(top, environment: environment)
 
-        let policy = GatewayPolicy(
+        var policy = GatewayPolicy(
             listen: listen,
             adminListen: adminListen,
             store: store,
@@ -158,6 +160,7 @@ struct PolicyDecoder {
             challengeKeyFile: challengeKeyFile,
             redisOptions: redisOptions
         )
+        policy.apple = apple
         return (policy, PolicySourceMap(top: top, routes: routeSources))
     }
 
