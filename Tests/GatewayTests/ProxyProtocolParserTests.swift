@@ -218,6 +218,26 @@ import Testing
         #expect(ProxyProtocolParser.parse((Array(longest.dropLast(2)) + [0x35, 0x0D])[...]) == .invalid(.v1TooLong))
     }
 
+    /// Found by Fuzz/proxy-protocol: with a v2 bound below 91 bytes, `feed` kept too few bytes
+    /// for a long v1 line and answered `.needMore` forever.
+    @Test func aSmallV2BoundStillKeepsALongV1Line() {
+        let line = Array(
+            "PROXY TCP6 ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff 65535 65535\r\n"
+                .utf8)
+        var parser = ProxyProtocolParser(maximumV2Length: 0)
+        var result = ProxyProtocolParser.Result.needMore
+        for byte in line { result = parser.feed([byte]) }
+        guard case .header(_, let consumed) = result else {
+            Issue.record("expected a header; got \(result)")
+            return
+        }
+        #expect(consumed == line.count)
+        var refusing = ProxyProtocolParser(maximumV2Length: 0)
+        let unknown = Array("PROXY UNKNOWN".utf8) + [UInt8](repeating: 0x66, count: 70) + [0x0D, 0x0A]
+        for byte in unknown { result = refusing.feed([byte]) }
+        #expect(result == .invalid(.v1Malformed))
+    }
+
     static func v2(_ versionCommand: UInt8, _ family: UInt8, length: Int, block: [UInt8] = []) -> [UInt8] {
         ProxyProtocolParser.v2Signature + [versionCommand, family, UInt8(length >> 8), UInt8(length & 0xFF)] + block
     }

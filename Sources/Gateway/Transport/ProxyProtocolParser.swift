@@ -81,7 +81,8 @@ package struct ProxyProtocolParser: Sendable {
     /// kept: `consumed` says where the caller's own copy continues.
     package mutating func feed(_ bytes: some Sequence<UInt8>) -> Result {
         if let verdict { return verdict }
-        let room = 16 + self.maximumV2Length - self.buffer.count
+        // Keep what the longest header of either version could need, and no more.
+        let room = max(Self.maximumV1Length, 16 + self.maximumV2Length) - self.buffer.count
         self.buffer.append(contentsOf: bytes.prefix(max(room, 0)))
         let result = Self.parse(self.buffer[...], maximumV2Length: self.maximumV2Length)
         if result != .needMore {
