@@ -141,6 +141,25 @@ import Testing
         #expect(mtls.listeners.first?.tls?.clientCertificates?.mode == .required)
     }
 
+    @Test func subjectHeaderWithoutClientCertificatesIsWarnedAbout() throws {
+        let directory = try PolicyDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "policies.yaml",
+            Self.policy(
+                listen:
+                    "  - { address: \"0.0.0.0:8443\", tls: { certificate: certs/fullchain.pem, private_key: certs/key.pem, client_subject_header: X-Subject } }"
+            ))
+        var warnings: [PolicyWarning] = []
+        _ = try PolicyLoader.load(path: directory.path + "/policies.yaml", warnings: &warnings)
+        let warning = try #require(warnings.first { $0.code == "setting_without_effect" })
+        #expect(warning.field == "listen[0].tls.client_subject_header" && warning.line == 3)
+        var none: [PolicyWarning] = []
+        try directory.write("policies.yaml", Self.policy(listen: Self.fullListener))
+        _ = try PolicyLoader.load(path: directory.path + "/policies.yaml", warnings: &none)
+        #expect(!none.contains { $0.code == "setting_without_effect" })
+    }
+
     @Test func proxyProtocolWithoutTLS() throws {
         let directory = try PolicyDirectory()
         defer { directory.remove() }
