@@ -131,7 +131,10 @@ import Testing
 
     @Test func wrongTypesAreNamed() {
         let listen = self.expectError(minimalPolicy("listen: 8080"), .wrongType, line: 8, column: 9, field: "listen")
-        #expect(listen?.message == "expected host:port (e.g. 0.0.0.0:8080); found integer 8080")
+        #expect(
+            listen?.message
+                == "expected host:port (e.g. 0.0.0.0:8080) or a listener {address: host:port, tls: ...}; found integer 8080"
+        )
 
         let ttl = self.expectError(
             minimalPolicy("challenge_ttl_seconds: \"300\""),
@@ -210,19 +213,20 @@ import Testing
         self.expectError(port, .invalidRedisURL, line: 1, field: "redis")
 
         for url in [
-            "https://api:443", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80", "http://[::1",
+            "https://api:0", "https://api/v1", "ftp://api", "http://api:0", "http://api/v1", "http://bad host:80",
+            "http://[::1",
             "http://300.1.1.1:80", "http://-api:80", "http://a..b",
         ] {
             let text = minimalPolicy().replacingOccurrences(of: "http://127.0.0.1:9000", with: url)
             self.expectError(text, .invalidUpstreamURL, line: 4, field: "upstreams.api.url")
         }
-        let tls = self.expectError(
-            minimalPolicy().replacingOccurrences(of: "http://127.0.0.1:9000", with: "https://api"),
+        let scheme = self.expectError(
+            minimalPolicy().replacingOccurrences(of: "http://127.0.0.1:9000", with: "ftp://api"),
             .invalidUpstreamURL,
             line: 4,
             field: "upstreams.api.url"
         )
-        #expect(tls?.message.contains("TLS to upstreams is not supported") == true)
+        #expect(scheme?.message.contains("expected http://host[:port] or https://host[:port]") == true)
 
         self.expectError(
             "store: memory\nupstreams:\n  api: { max_connections: 3 }\n",

@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// One complete answer from Apple: what `DeviceCheckAnswer` / `FraudRiskAnswer` decode, plus
 /// what the HTTPS client needs to manage the connection and its backoff.
 package struct AppleHTTPResponse: Sendable {

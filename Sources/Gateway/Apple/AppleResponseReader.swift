@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// Reads one HTTP/1.1 response to a request sent to Apple from the bytes the transport
 /// delivers, in any split, through the project's `HTTPResponseParser`.
 ///

@@ -56,6 +56,7 @@ package final class GatewayService: Sendable {
     @discardableResult
     package func start() throws -> [(listener: String, address: SocketAddress)] {
         let policy = try self.load(self.configPath)
+        try PendingTransportFeatures.check(policy)
         let gates = try self.makeGates(policy, self.server)
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
@@ -92,6 +93,7 @@ package final class GatewayService: Sendable {
             // Load, build and install in one step: a failure at any of them keeps the
             // running policy and is logged the same way.
             policy = try self.load(self.configPath)
+            try PendingTransportFeatures.check(policy)
             let gates = try self.makeGates(policy, self.server)
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
@@ -110,7 +112,7 @@ package final class GatewayService: Sendable {
             current = policy
             return previous
         }
-        if let previous, previous.listen != policy.listen || previous.adminListen != policy.adminListen {
+        if let previous, previous.listeners != policy.listeners || previous.adminListen != policy.adminListen {
             Log.warning("listen_change_needs_restart", [("path", self.configPath)])
         }
         Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])

@@ -1,8 +1,10 @@
 /// Everything `policies.yaml` says, validated. Built by `PolicyLoader`; immutable and
 /// shared by every queue (a reload swaps the whole value).
 public struct GatewayPolicy: Sendable {
-    /// Where the proxy listens (`listen:`), e.g. `0.0.0.0:8080` or `[::]:8080`.
-    public var listen: [ListenAddress]
+    /// The proxy's listeners (`listen:`): address, TLS, PROXY protocol, in policy order.
+    public var listeners: [ListenerConfiguration]
+    /// Where the proxy listens, e.g. `0.0.0.0:8080` or `[::]:8080` (the listeners' addresses).
+    public var listen: [ListenAddress] { self.listeners.map(\.address) }
     /// Admin listener for /metrics, /healthz, /readyz (`admin_listen:`); nil = none.
     public var adminListen: ListenAddress?
     public var store: StoreConfiguration
@@ -45,7 +47,7 @@ public struct GatewayPolicy: Sendable {
         redisOptions: RedisStoreOptions = RedisStoreOptions()
     ) {
         self.redisOptions = redisOptions
-        self.listen = listen
+        self.listeners = listen.map { ListenerConfiguration(address: $0) }
         self.adminListen = adminListen
         self.store = store
         self.appIDs = appIDs
@@ -59,6 +61,19 @@ public struct GatewayPolicy: Sendable {
         self.sourcePath = sourcePath
         self.trustedProxies = trustedProxies
         self.challengeKeyFile = challengeKeyFile
+    }
+
+    /// Header names no client may send: each carries a verified client certificate subject on
+    /// some listener (`tls.client_subject_header`), plus the default name, so that an upstream
+    /// reading it is never fooled by a copy sent over a plain listener or without mTLS. Every
+    /// listener strips these from client requests, like the identity headers.
+    public var clientSubjectHeaderNames: [String] {
+        var names = [ListenerTLSConfiguration.defaultClientSubjectHeader]
+        for listener in self.listeners {
+            guard let name = listener.tls?.clientSubjectHeader else { continue }
+            if !names.contains(where: { $0.lowercased() == name.lowercased() }) { names.append(name) }
+        }
+        return names
     }
 }
 
@@ -104,9 +119,11 @@ public struct EndpointPaths: Sendable, Hashable {
 
 public struct UpstreamConfiguration: Sendable, Hashable {
     public var name: String
-    /// `http://host:port` (no TLS to upstreams yet).
+    /// From `url:`; also the default TLS server name.
     public var host: String
     public var port: UInt16
+    /// `https://` upstreams: SNI, verification, client certificate; nil = plain HTTP.
+    public var tls: UpstreamTLSConfiguration?
     /// Keep-alive pool size per gateway process.
     public var maxConnections: Int
     public var connectTimeout: Duration

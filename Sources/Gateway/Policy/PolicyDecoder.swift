@@ -11,6 +11,7 @@ import Foundation
 /// | key | type | default |
 /// |---|---|---|
 /// | `listen` | `host:port` or a list of them | `0.0.0.0:8080` |
+/// | `listen[i]` (object) | `{address, tls, proxy_protocol}`: see `ListenerDecoder` | plain HTTP, no PROXY header |
 /// | `admin_listen` | `host:port` | none (no admin listener) |
 /// | `redis` | `redis://[[user]:password@]host[:port][/db]`, `redis-cluster://h:p[,h:p…]/`, `redis-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
 /// | `store` | `memory` | (single development node only) |
@@ -23,7 +24,8 @@ import Foundation
 /// | `challenge_ttl_seconds` | integer 1-86400 | `300` |
 /// | `trust_roots` | list of PEM file paths (relative to the policy file) | `[]` |
 /// | `limits.*` | see `limitKeys` | `GatewayLimits()` |
-/// | `upstreams.NAME.url` | `http://host[:port]` | required |
+/// | `upstreams.NAME.url` | `http://host[:port]` or `https://host[:port]` (443) | required |
+/// | `upstreams.NAME.ca_file` / `.client_certificate` / `.client_private_key` / `.server_name` | https only: see `UpstreamTLSDecoder` | system trust store, no client certificate, the URL's host |
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
@@ -58,7 +60,8 @@ struct PolicyDecoder {
         "max_buffered_body_bytes_per_address", "max_connections_per_address", "challenge_rate_per_second",
         "challenge_burst", "store_command_timeout",
     ]
-    static let upstreamKeys = ["url", "max_connections", "connect_timeout", "response_timeout"]
+    static let upstreamKeys =
+        ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
     static let endpointKeys = ["challenge", "attest", "policy"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
@@ -69,6 +72,8 @@ struct PolicyDecoder {
 
     /// Default `listen:` when the key is absent.
     static let defaultListen = ListenAddress(host: "0.0.0.0", port: 8080)
+    /// Default `listen:` when the key is absent, as a listener.
+    static let defaultListener = ListenerConfiguration(address: defaultListen)
     /// Largest `routes[i].max_body_bytes` (1 GiB).
     static let maximumBodyBytes = 1 << 30
     /// Largest `limits.max_buffered_body_bytes` (64 GiB: beyond any sensible host).
@@ -88,10 +93,17 @@ struct PolicyDecoder {
     let reader: PolicyScalarReader
     /// Relative `trust_roots` resolve against this directory (the policy file's).
     let baseDirectory: String
+    /// Reads `listen:` entries and their `tls:` blocks.
+    let listeners: ListenerDecoder
+    /// Reads the TLS keys of `https://` upstreams.
+    let upstreamTLS: UpstreamTLSDecoder
 
     init(file: String, baseDirectory: String) {
         self.reader = PolicyScalarReader(file: file)
         self.baseDirectory = baseDirectory
+        let files = PolicyFilePath(reader: self.reader, baseDirectory: baseDirectory)
+        self.listeners = ListenerDecoder(reader: self.reader, files: files)
+        self.upstreamTLS = UpstreamTLSDecoder(reader: self.reader, files: files)
     }
 
     // MARK: - Top level
@@ -103,11 +115,11 @@ struct PolicyDecoder {
         }
         let top = try self.reader.mapping(root, keys: Self.topLevelKeys)
 
-        let listen = try self.decodeListen(top)
+        let listeners = try self.decodeListen(top)
         var adminListen: ListenAddress?
         if let node = top["admin_listen"] {
             let address = try self.listenAddress(node)
-            if let clash = listen.first(where: { Self.conflict($0, address) }) {
+            if let clash = listeners.map(\.address).first(where: { Self.conflict($0, address) }) {
                 throw self.reader.error(
                     .addressConflict,
                     node,
@@ -144,7 +156,7 @@ struct PolicyDecoder {
         let apple = try self.decodeApple(top, environment: environment)
 
         var policy = GatewayPolicy(
-            listen: listen,
+            listen: [],
             adminListen: adminListen,
             store: store,
             appIDs: appIDs,
@@ -161,6 +173,7 @@ struct PolicyDecoder {
             redisOptions: redisOptions
         )
         policy.apple = apple
+        policy.listeners = listeners
         return (policy, PolicySourceMap(top: top, routes: routeSources))
     }
 
@@ -191,34 +204,30 @@ struct PolicyDecoder {
         }
     }
 
-    private func decodeListen(_ top: Fields) throws(PolicyError) -> [ListenAddress] {
-        guard let node = top["listen"] else { return [Self.defaultListen] }
-        var addresses: [ListenAddress] = []
+    private func decodeListen(_ top: Fields) throws(PolicyError) -> [ListenerConfiguration] {
+        guard let node = top["listen"] else { return [Self.defaultListener] }
+        var listeners: [ListenerConfiguration] = []
         if case .sequence(let items) = node.content {
             guard !items.isEmpty else {
                 throw self.reader.error(
                     .invalidListenAddress, node, "expected at least one host:port; found an empty list")
             }
             for item in items {
-                let address = try self.listenAddress(item)
-                if let clash = addresses.first(where: { Self.conflict($0, address) }) {
-                    throw self.reader.error(.addressConflict, item, "\(address) collides with \(clash), listed before")
+                let listener = try self.listeners.decodeListener(item)
+                if let clash = listeners.first(where: { Self.conflict($0.address, listener.address) }) {
+                    throw self.reader.error(
+                        .addressConflict, item, "\(listener.address) collides with \(clash.address), listed before")
                 }
-                addresses.append(address)
+                listeners.append(listener)
             }
         } else {
-            addresses.append(try self.listenAddress(node))
+            listeners.append(try self.listeners.decodeListener(node))
         }
-        return addresses
+        return listeners
     }
 
     private func listenAddress(_ node: YAMLNode) throws(PolicyError) -> ListenAddress {
-        let text = try self.reader.string(node, expected: "host:port (e.g. 0.0.0.0:8080)")
-        switch PolicyValues.listenAddress(text) {
-        case .success(let address): return address
-        case .failure(let problem):
-            throw self.reader.error(.invalidListenAddress, node, "expected host:port; \(problem.text)")
-        }
+        try self.listeners.address(node)
     }
 
     /// Two listeners cannot bind both: same port and same host, or a wildcard covering the other
@@ -361,10 +370,11 @@ struct PolicyDecoder {
             let fields = try self.reader.mapping(entry.value, keys: Self.upstreamKeys)
             guard let urlNode = fields["url"] else {
                 throw self.reader.error(
-                    .missingKey, entry.value.mark, fields.path("url"), "required: url: http://host:port")
+                    .missingKey, entry.value.mark, fields.path("url"),
+                    "required: url: http://host:port or https://host[:port]")
             }
-            let url = try self.reader.string(urlNode, expected: "http://host:port")
-            let target: (host: String, port: UInt16)
+            let url = try self.reader.string(urlNode, expected: "http://host:port or https://host[:port]")
+            let target: (host: String, port: UInt16, isTLS: Bool)
             switch PolicyValues.upstreamURL(url) {
             case .success(let value): target = value
             case .failure(let problem):
@@ -378,6 +388,7 @@ struct PolicyDecoder {
                 connectTimeout: limits.upstreamConnectTimeout,
                 responseTimeout: limits.upstreamResponseTimeout
             )
+            upstream.tls = try self.upstreamTLS.decode(fields, host: target.host, isTLS: target.isTLS, url: url)
             if let n = fields["max_connections"] {
                 upstream.maxConnections = try self.reader.integer(n, in: 1...10_000)
             }

@@ -48,6 +48,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
             case trustRootUnreadable = "trust_root_unreadable"
             case trustRootNotCertificate = "trust_root_not_certificate"
             case secretUnavailable = "secret_unavailable"
+            case tlsFileUnreadable = "tls_file_unreadable"
+            case duplicateServerName = "duplicate_server_name"
         }
 
         fileprivate let base: Base
@@ -107,6 +109,11 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let trustRootNotCertificate = Code(.trustRootNotCertificate)
         /// `redis_password_file` cannot be read or is empty, or `redis_password_env` is unset.
         public static let secretUnavailable = Code(.secretUnavailable)
+        /// A file named by a `tls:` block or an upstream's TLS keys is missing, not a regular
+        /// file, unreadable, or (session ticket keys) of the wrong size.
+        public static let tlsFileUnreadable = Code(.tlsFileUnreadable)
+        /// A server name listed twice across a listener's `tls.sni` entries.
+        public static let duplicateServerName = Code(.duplicateServerName)
     }
 
     public var code: Code

@@ -23,6 +23,30 @@ struct PolicyLint {
     /// 1 MiB/s (~8 Mbit/s, a good mobile uplink).
     static let tightBodyBytesPerSecond = 1 << 20
 
+    /// `tls.client_subject_header` written on a listener without `client_certificates`: no
+    /// subject is ever verified there, so the header is never sent (it is still stripped).
+    private func listenerWarnings(_ policy: GatewayPolicy, top: Fields) -> [PolicyWarning] {
+        guard let listen = top["listen"], case .sequence(let items) = listen.content else { return [] }
+        var warnings: [PolicyWarning] = []
+        for (index, listener) in policy.listeners.enumerated() where index < items.count {
+            guard let tls = listener.tls, tls.clientCertificates == nil,
+                let node = Self.value(items[index], "tls").flatMap({ Self.value($0, "client_subject_header") })
+            else { continue }
+            warnings.append(
+                self.warning(
+                    "setting_without_effect", node.mark, node.path,
+                    "client_subject_header has no effect without client_certificates: no client certificate is asked for on this listener"
+                ))
+        }
+        return warnings
+    }
+
+    /// The value under `key` when `node` is a mapping that has it.
+    private static func value(_ node: YAMLNode, _ key: String) -> YAMLNode? {
+        guard case .mapping(let entries) = node.content else { return nil }
+        return entries.first { $0.key == key }?.value
+    }
+
     /// Every warning, in file order: the top-level ones, then each route's.
     func warnings(_ policy: GatewayPolicy, source: PolicySourceMap) -> [PolicyWarning] {
         var warnings: [PolicyWarning] = []
@@ -46,6 +70,7 @@ struct PolicyLint {
                     "\(policy.trustRoots.count) extra trust root(s) accepted as App Attest roots\(production): development only, never in production"
                 ))
         }
+        warnings += self.listenerWarnings(policy, top: top)
         if policy.routes.isEmpty {
             let message = "no routes: every request except the endpoints gets 404"
             if let node = top["routes"] {

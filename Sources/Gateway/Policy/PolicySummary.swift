@@ -9,7 +9,11 @@ public enum PolicySummary {
             lines.append(key.padding(toLength: 22, withPad: " ", startingAt: 0) + value)
         }
         lines.append("policy \(policy.sourcePath): OK")
-        add("listen", policy.listen.map(\.description).joined(separator: ", "))
+        add("listen", policy.listeners.map(\.description).joined(separator: ", "))
+        for (index, listener) in policy.listeners.enumerated() {
+            guard let tls = listener.tls else { continue }
+            add("", "listen[\(index)].tls " + Self.describe(tls))
+        }
         add("admin_listen", policy.adminListen?.description ?? "(none)")
         add("store", Self.describe(policy.store))
         add("app_ids", policy.appIDs.isEmpty ? "(none)" : policy.appIDs.joined(separator: ", "))
@@ -62,9 +66,11 @@ public enum PolicySummary {
             guard let upstream = policy.upstreams[name] else { continue }
             let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
             lines.append(
-                "  \(name) http://\(host):\(upstream.port) max_connections=\(upstream.maxConnections)"
+                "  \(name) \(upstream.tls == nil ? "http" : "https")://\(host):\(upstream.port)"
+                    + " max_connections=\(upstream.maxConnections)"
                     + " connect_timeout=\(PolicyValues.format(upstream.connectTimeout))"
                     + " response_timeout=\(PolicyValues.format(upstream.responseTimeout))"
+                    + (upstream.tls.map { " " + Self.describe($0) } ?? "")
             )
         }
         lines.append("routes (\(policy.routes.count), first match wins):")
@@ -89,6 +95,37 @@ public enum PolicySummary {
             guard let parsed = try? RedisURL(parsing: url) else { return "redis (unparsable URL)" }
             return "redis \(parsed.description)"
         }
+    }
+
+    /// A listener's TLS settings, defaults included: `certificate=/etc/gw/fullchain.pem
+    /// private_key=/etc/gw/key.pem sni=api.example.com,*.example.org client_certificates=off ...`.
+    public static func describe(_ tls: ListenerTLSConfiguration) -> String {
+        var parts = [
+            "certificate=\(tls.defaultCertificate.certificatePath)",
+            "private_key=\(tls.defaultCertificate.privateKeyPath)",
+        ]
+        for entry in tls.serverNameCertificates {
+            parts.append(
+                "sni=\(entry.serverNames.joined(separator: ","))->\(entry.certificate.certificatePath)")
+        }
+        if let client = tls.clientCertificates {
+            parts.append("client_certificates=\(client.mode.rawValue) ca_file=\(client.caFile)")
+        } else {
+            parts.append("client_certificates=off")
+        }
+        let tickets = tls.sessionTickets ?? ListenerTLSConfiguration.SessionTickets()
+        parts.append("session_tickets.key_file=\(tickets.keyFile ?? "(generated in memory)")")
+        parts.append("session_tickets.rotation=\(PolicyValues.format(tickets.rotation))")
+        parts.append("handshake_timeout=\(PolicyValues.format(tls.handshakeTimeout))")
+        parts.append("client_subject_header=\(tls.clientSubjectHeader)")
+        return parts.joined(separator: " ")
+    }
+
+    /// An upstream's TLS settings: `server_name=api.internal ca_file=(system trust store)
+    /// client_certificate=(none)`. Verification is always on, so it is not printed as a choice.
+    public static func describe(_ tls: UpstreamTLSConfiguration) -> String {
+        "server_name=\(tls.serverName) ca_file=\(tls.caFile ?? "(system trust store)")"
+            + " client_certificate=\(tls.clientCertificate?.certificatePath ?? "(none)")"
     }
 
     /// One route with every effective setting: `premium path_prefix=/v1/premium methods=GET,POST

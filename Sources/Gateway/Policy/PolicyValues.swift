@@ -134,24 +134,23 @@ enum PolicyValues {
         return .success(ListenAddress(host: String(host), port: port))
     }
 
-    /// `http://host[:port][/]`: host an IPv4 literal, `[IPv6]` or a DNS name; port defaults to 80.
-    static func upstreamURL(_ text: String) -> Result<(host: String, port: UInt16), ValueProblem> {
-        if text.hasPrefix("https://") {
-            return .failure(ValueProblem("TLS to upstreams is not supported; expected http://host:port"))
+    /// `http://host[:port][/]` or `https://host[:port][/]`: host an IPv4 literal, `[IPv6]` or a
+    /// DNS name; port defaults to 80 (http) or 443 (https).
+    static func upstreamURL(_ text: String) -> Result<(host: String, port: UInt16, isTLS: Bool), ValueProblem> {
+        let isTLS = text.hasPrefix("https://")
+        guard isTLS || text.hasPrefix("http://") else {
+            return .failure(ValueProblem("expected http://host[:port] or https://host[:port]"))
         }
-        guard text.hasPrefix("http://") else {
-            return .failure(ValueProblem("expected http://host:port"))
-        }
-        var rest = Substring(text.dropFirst("http://".count))
+        var rest = Substring(text.dropFirst(isTLS ? "https://".count : "http://".count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         if rest.contains("/") || rest.contains("?") || rest.contains("#") {
-            return .failure(ValueProblem("expected http://host:port without a path or query"))
+            return .failure(ValueProblem("expected \(isTLS ? "https" : "http")://host[:port] without a path or query"))
         }
         if rest.contains("@") {
             return .failure(ValueProblem("user information in upstream URLs is not supported"))
         }
         var host: Substring
-        var port: UInt16 = 80
+        var port: UInt16 = isTLS ? 443 : 80
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else {
                 return .failure(ValueProblem("unterminated [IPv6] host"))
@@ -181,7 +180,7 @@ enum PolicyValues {
                 return .failure(ValueProblem("\"\(host)\" is not an IP address or host name"))
             }
         }
-        return .success((String(host), port))
+        return .success((String(host), port, isTLS))
     }
 
     // MARK: Identifiers

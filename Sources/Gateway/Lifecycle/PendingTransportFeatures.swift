@@ -1,0 +1,26 @@
+/// Refuses a policy that asks for transport features the server does not run yet: TLS on a
+/// listener, the PROXY protocol, `https://` upstreams. The policy loads and `check-config`
+/// shows them, but serving such a policy would speak plain HTTP where the operator asked for
+/// TLS (or read a PROXY header as a request line), so `serve` and SIGHUP fail closed until the
+/// TLS engine is wired in (issue 11); then this check goes.
+package struct PendingTransportFeatures: Error, CustomStringConvertible {
+    /// `listen[0] 0.0.0.0:8443: tls`, `upstreams.api: https`.
+    package let features: [String]
+
+    package var description: String {
+        "not supported by this build yet: \(self.features.joined(separator: "; ")) (issue 11: TLS and PROXY protocol)"
+    }
+
+    /// Throws when `policy` uses any feature the server cannot honour.
+    package static func check(_ policy: GatewayPolicy) throws(PendingTransportFeatures) {
+        var features: [String] = []
+        for (index, listener) in policy.listeners.enumerated() {
+            if listener.tls != nil { features.append("listen[\(index)] \(listener.address): tls") }
+            if listener.proxyProtocol { features.append("listen[\(index)] \(listener.address): proxy_protocol") }
+        }
+        for name in policy.upstreams.keys.sorted() where policy.upstreams[name]?.tls != nil {
+            features.append("upstreams.\(name): https")
+        }
+        guard features.isEmpty else { throw PendingTransportFeatures(features: features) }
+    }
+}

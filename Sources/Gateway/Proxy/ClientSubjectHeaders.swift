@@ -1,0 +1,48 @@
+package import HTTP1
+
+/// The header names that carry a verified client certificate subject upstream
+/// (`GatewayPolicy.clientSubjectHeaderNames`: the default `X-Client-Cert-Subject` and every
+/// listener's `tls.client_subject_header`). No client may send them, on any listener: an
+/// upstream that trusts the header must only ever see the gateway's own value. The head writer
+/// strips every copy the client sent (and from trailers), then adds the verified subject when
+/// the connection has one.
+package struct ClientSubjectHeaders: Sendable, Hashable {
+    /// Lowercased, for ASCII case-insensitive comparison.
+    private let lowercasedNames: Set<String>
+
+    package init(_ names: [String]) {
+        self.lowercasedNames = Set(names.map { $0.lowercased() })
+    }
+
+    package init(policy: GatewayPolicy) {
+        self.init(policy.clientSubjectHeaderNames)
+    }
+
+    /// True for a field no client may send (ASCII case-insensitive).
+    package func isReserved(_ name: String) -> Bool {
+        self.lowercasedNames.contains(name.lowercased())
+    }
+
+    /// Removes every reserved field, then adds `subject` under `header` (the listener's
+    /// `tls.client_subject_header`) when the client presented a verified certificate.
+    package func rewrite(_ headers: inout HTTPHeaders, subject: String?, header: String) {
+        headers.removeAll { self.isReserved($0.name) }
+        if let subject { headers.add(name: header, value: Self.fieldValue(subject)) }
+    }
+
+    /// `subject` fit for a field value: control characters (a DN may carry any byte in an
+    /// escaped attribute) become `\xNN`, so they cannot end the field or the head.
+    package static func fieldValue(_ subject: String) -> String {
+        var value = ""
+        value.reserveCapacity(subject.utf8.count)
+        for scalar in subject.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                value += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            } else {
+                value.unicodeScalars.append(scalar)
+            }
+        }
+        return value
+    }
+}

@@ -1,0 +1,102 @@
+/// The forwarding headers a request carries upstream (`X-Forwarded-For`, `-Proto`, `-Host`,
+/// RFC 7239 `Forwarded`), by the `trusted_proxies` rule (issue 11):
+///
+/// - from a trusted peer (a load balancer in `trusted_proxies`), what it sent is kept:
+///   `X-Forwarded-For` and `Forwarded` get this hop appended; its `X-Forwarded-Proto` and
+///   `X-Forwarded-Host` describe the client's own connection, so they stand, and only fill in
+///   when it sent none;
+/// - from any other peer, all four are replaced by what this gateway saw: a client cannot
+///   plant an address, a scheme or a host for the upstream to believe.
+///
+/// The scheme is `https` when TLS ended at this gateway, else `http`. Pure: the head writer
+/// turns the plan into fields.
+package struct ForwardedHeaders: Sendable, Hashable {
+    /// `X-Forwarded-For`: comma-separated addresses, this hop's last.
+    package var forwardedFor: String
+    /// `X-Forwarded-Proto`.
+    package var forwardedProto: String
+    /// `X-Forwarded-Host`; nil when the request has no Host and none was forwarded.
+    package var forwardedHost: String?
+    /// `Forwarded` (RFC 7239): comma-separated elements, this hop's (`for=...;proto=...;host=...`) last.
+    package var forwarded: String
+
+    /// The forwarding fields as received, one entry per field line, in order.
+    package struct Incoming: Sendable, Hashable {
+        package var forwardedFor: [String]
+        package var forwardedProto: [String]
+        package var forwardedHost: [String]
+        package var forwarded: [String]
+
+        package init(
+            forwardedFor: [String] = [],
+            forwardedProto: [String] = [],
+            forwardedHost: [String] = [],
+            forwarded: [String] = []
+        ) {
+            self.forwardedFor = forwardedFor
+            self.forwardedProto = forwardedProto
+            self.forwardedHost = forwardedHost
+            self.forwarded = forwarded
+        }
+    }
+
+    package init(forwardedFor: String, forwardedProto: String, forwardedHost: String?, forwarded: String) {
+        self.forwardedFor = forwardedFor
+        self.forwardedProto = forwardedProto
+        self.forwardedHost = forwardedHost
+        self.forwarded = forwarded
+    }
+
+    /// The plan for one request.
+    ///
+    /// - Parameters:
+    ///   - peerIsTrusted: the connection's peer is in `trusted_proxies` (with the PROXY protocol,
+    ///     the socket peer is the balancer: decide on it, not on the header's source).
+    ///   - tlsEndedHere: this gateway terminated TLS for the request.
+    ///   - incoming: the forwarding fields the request arrived with.
+    ///   - clientAddress: the address this hop received the request from, without port or
+    ///     brackets: the socket peer, or the PROXY protocol header's source.
+    ///   - host: the request's Host field, if any.
+    package static func plan(
+        peerIsTrusted: Bool,
+        tlsEndedHere: Bool,
+        incoming: Incoming,
+        clientAddress: String,
+        host: String?
+    ) -> ForwardedHeaders {
+        let scheme = tlsEndedHere ? "https" : "http"
+        var element = "for=" + HeaderRewriting.forwardedNode(clientAddress)
+        element += ";proto=" + scheme
+        if let host { element += ";host=" + HeaderRewriting.forwardedValue(host) }
+        guard peerIsTrusted else {
+            return ForwardedHeaders(
+                forwardedFor: clientAddress, forwardedProto: scheme, forwardedHost: host, forwarded: element)
+        }
+        return ForwardedHeaders(
+            forwardedFor: Self.appending(clientAddress, to: incoming.forwardedFor),
+            forwardedProto: Self.joined(incoming.forwardedProto) ?? scheme,
+            forwardedHost: Self.joined(incoming.forwardedHost) ?? host,
+            forwarded: Self.appending(element, to: incoming.forwarded)
+        )
+    }
+
+    /// The field lines as one list value; nil when there are none (or only empty ones).
+    private static func joined(_ lines: [String]) -> String? {
+        let values = lines.map { $0.trimmingASCIIWhitespace() }.filter { !$0.isEmpty }
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+    }
+
+    private static func appending(_ element: String, to lines: [String]) -> String {
+        Self.joined(lines).map { $0 + ", " + element } ?? element
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (HTTP's OWS).
+    fileprivate func trimmingASCIIWhitespace() -> String {
+        var view = Substring(self)
+        while let first = view.first, first == " " || first == "\t" { view = view.dropFirst() }
+        while let last = view.last, last == " " || last == "\t" { view = view.dropLast() }
+        return String(view)
+    }
+}
