@@ -32,6 +32,8 @@ package final class GatewayService: Sendable {
     private let load: @Sendable (String) throws -> GatewayPolicy
     private let makeGates: @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates
     private let policy: Mutex<GatewayPolicy?>
+    /// The TLS of each `policy.listeners` entry, by index (nil: plain HTTP), for reloads.
+    private let listenerTLS: Mutex<[ListenerTLS?]>
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
     /// Written once by `installSignalHandlers` (keeps the sources alive).
     private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
@@ -50,6 +52,7 @@ package final class GatewayService: Sendable {
         self.load = load
         self.makeGates = makeGates
         self.policy = Mutex(nil)
+        self.listenerTLS = Mutex([])
     }
 
     /// Loads the policy and starts listening. Returns the bound addresses by listener name.
@@ -61,11 +64,25 @@ package final class GatewayService: Sendable {
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         var bound: [(String, SocketAddress)] = []
-        for address in policy.listen {
-            let socketAddress = try self.server.listen(on: address, name: Self.mainListener, gate: gates.main)
+        var secured: [ListenerTLS?] = []
+        for listener in policy.listeners {
+            var tls: ListenerTLS?
+            if let configuration = listener.tls {
+                let context = try Self.makeTLSContext(configuration, previous: nil)
+                tls = ListenerTLS(context: context, handshakeTimeout: configuration.handshakeTimeout)
+            }
+            secured.append(tls)
+            let socketAddress = try self.server.listen(
+                on: listener.address, name: Self.mainListener, gate: gates.main, tls: tls)
             bound.append((Self.mainListener, socketAddress))
-            Log.info("listening", [("listener", Self.mainListener), ("address", socketAddress.description)])
+            Log.info(
+                "listening",
+                [
+                    ("listener", Self.mainListener), ("address", socketAddress.description),
+                    ("tls", tls == nil ? "off" : "on"),
+                ])
         }
+        self.listenerTLS.withLock { $0 = secured }
         if let adminAddress = policy.adminListen {
             if let admin = gates.admin {
                 let socketAddress = try self.server.listen(on: adminAddress, name: Self.adminListener, gate: admin)
@@ -94,7 +111,10 @@ package final class GatewayService: Sendable {
             // running policy and is logged the same way.
             policy = try self.load(self.configPath)
             try PendingTransportFeatures.check(policy)
+            // New certificates are read before anything changes: a bad file keeps them all.
+            let contexts = try self.reloadTLSContexts(policy)
             let gates = try self.makeGates(policy, self.server)
+            for (tls, context) in contexts { tls.replace(context) }
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
             try self.server.update(policy: policy, gates: newGates)
@@ -116,6 +136,33 @@ package final class GatewayService: Sendable {
             Log.warning("listen_change_needs_restart", [("path", self.configPath)])
         }
         Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])
+    }
+
+    /// A listener's TLS context from its `tls:` block; warnings (an expired certificate) are logged.
+    private static func makeTLSContext(
+        _ configuration: ListenerTLSConfiguration, previous: TLSServerContext?
+    ) throws(TLSConfigurationError) -> TLSServerContext {
+        let context = try TLSServerContext(
+            settings: TLSServerSettings(listener: configuration), previous: previous)
+        for warning in context.warnings {
+            Log.warning("tls_certificate_warning", [("warning", String(describing: warning))])
+        }
+        return context
+    }
+
+    /// SIGHUP: the TLS contexts of the running TLS listeners, rebuilt from the files the new
+    /// policy names (certificates renewed on disk are picked up). A listener whose `tls:` block
+    /// appeared or went away needs a restart (`listen_change_needs_restart`) and keeps its own.
+    private func reloadTLSContexts(_ policy: GatewayPolicy) throws -> [(ListenerTLS, TLSServerContext)] {
+        let running = self.listenerTLS.withLock { $0 }
+        var contexts: [(ListenerTLS, TLSServerContext)] = []
+        for (index, tls) in running.enumerated() {
+            guard let tls, index < policy.listeners.count, let configuration = policy.listeners[index].tls else {
+                continue
+            }
+            contexts.append((tls, try Self.makeTLSContext(configuration, previous: tls.context)))
+        }
+        return contexts
     }
 
     /// Installs SIGTERM/SIGINT (drain and exit) and SIGHUP (reload) handlers.

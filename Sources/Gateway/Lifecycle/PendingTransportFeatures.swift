@@ -1,8 +1,9 @@
-/// Refuses a policy that asks for transport features the server does not run yet: TLS on a
-/// listener, the PROXY protocol, `https://` upstreams. The policy loads and `check-config`
-/// shows them, but serving such a policy would speak plain HTTP where the operator asked for
-/// TLS (or read a PROXY header as a request line), so `serve` and SIGHUP fail closed until the
-/// TLS engine is wired in (issue 11); then this check goes.
+/// Refuses a policy that asks for transport features the server does not run yet: client
+/// certificates on a listener (the verified subject is not yet passed upstream, nor a client's
+/// copy of its header stripped), the PROXY protocol, `https://` upstreams. The policy loads and
+/// `check-config` shows them, but serving such a policy would trust what it must not (or read a
+/// PROXY header as a request line), so `serve` and SIGHUP fail closed until they are wired in
+/// (issue 11). TLS termination itself is served.
 package struct PendingTransportFeatures: Error, CustomStringConvertible {
     /// `listen[0] 0.0.0.0:8443: tls`, `upstreams.api: https`.
     package let features: [String]
@@ -15,7 +16,9 @@ package struct PendingTransportFeatures: Error, CustomStringConvertible {
     package static func check(_ policy: GatewayPolicy) throws(PendingTransportFeatures) {
         var features: [String] = []
         for (index, listener) in policy.listeners.enumerated() {
-            if listener.tls != nil { features.append("listen[\(index)] \(listener.address): tls") }
+            if listener.tls?.clientCertificates != nil {
+                features.append("listen[\(index)] \(listener.address): tls.client_certificates")
+            }
             if listener.proxyProtocol { features.append("listen[\(index)] \(listener.address): proxy_protocol") }
         }
         for name in policy.upstreams.keys.sorted() where policy.upstreams[name]?.tls != nil {
