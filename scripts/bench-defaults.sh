@@ -64,14 +64,14 @@ routes:
     upstream: bench
     mode: off
 EOF
-"$BIN" serve --config "$WORK/policy.yaml" > "$WORK/gateway-access.log" 2> "$WORK/gateway.log" &
+"$BIN" serve --config "$WORK/policy.yaml" ${GATEWAY_FLAGS:-} > "$WORK/gateway-access.log" 2> "$WORK/gateway.log" &
 GW_PID=$!; PIDS+=("$GW_PID")
 
 for url in http://127.0.0.1:18090/ http://127.0.0.1:18091/ http://127.0.0.1:18092/; do
     for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 "$url" && break; sleep 0.1; done
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ] || { cat "$WORK/gateway.log" >&2; echo "bench-defaults: $url is not up" >&2; exit 1; }
 done
-echo "# defaults: gateway $("$BIN" --version 2>/dev/null || echo "") loops=$(nproc) (default) access log to a file; nginx worker_processes auto, access_log combined to a file; wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
+echo "# defaults: gateway loops=$(nproc) (default), access log to a file; nginx worker_processes auto, access_log combined to a file; wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
 
 CLK_TCK="$(getconf CLK_TCK)"
 tree_ticks() { # utime+stime of a pid and its children

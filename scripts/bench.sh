@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the gateway (release build, passthrough route) measured beside nginx and
 # haproxy by the shared proxy baseline, then its RSS with 10,000 idle keep-alive connections,
+# then scripts/bench-defaults.sh (gateway and nginx each at their defaults, access logs to files),
 # then scripts/bench-enforced.sh (enforced route; with SHUFFLED=1, the default, also the
 # "gateway-shuffled" row: counter_window 64 and each key's counters out of order, whose CPU
 # per request must stay within 5% of the strict row's).
@@ -8,7 +9,7 @@
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
-#      SKIP_BASELINE=1 / SKIP_IDLE=1 run only one part.
+#      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 leave a part out.
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
 # Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
@@ -131,4 +132,7 @@ for s in socks:
 PY
     echo "# gateway RSS before the idle connections: $(( before / 1024 )) MB"
 fi
-[ "${SKIP_ENFORCED:-0}" = 1 ] || { cleanup; trap - EXIT; SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced.sh"; }
+cleanup; trap - EXIT
+# Both sides at their defaults: loops per core / worker_processes auto, access logs to files.
+[ "${SKIP_DEFAULTS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-defaults.sh"
+[ "${SKIP_ENFORCED:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced.sh"
