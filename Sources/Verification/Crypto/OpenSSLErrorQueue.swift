@@ -2,9 +2,9 @@ private import COpenSSL
 
 /// The thread-local OpenSSL error queue. Dispatch reuses threads, so every failing
 /// path drains it: a stale entry must never be blamed on the next operation.
-enum OpenSSLErrorQueue {
+package enum OpenSSLErrorQueue {
     /// Empties the queue and returns its entries as text ("" when it was empty).
-    static func drain() -> String {
+    package static func drain() -> String {
         var messages: [String] = []
         while true {
             let code = ERR_get_error()
@@ -20,7 +20,7 @@ enum OpenSSLErrorQueue {
     }
 
     /// True when this thread's queue holds no error (what every public call leaves behind).
-    static var isEmpty: Bool {
+    package static var isEmpty: Bool {
         ERR_peek_error() == 0
     }
 

@@ -1,4 +1,5 @@
 private import COpenSSL
+private import Verification
 
 /// The thread-local OpenSSL error queue, for the TLS layer. Loops run on Dispatch queues
 /// whose threads are reused, so every TLS call starts with `clear()` (a stale entry must
@@ -6,18 +7,7 @@ private import COpenSSL
 enum TLSErrorQueue {
     /// Empties the queue and returns its entries as text ("" when it was empty).
     static func drain() -> String {
-        var messages: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            if messages.count < 4 {
-                var buffer = [CChar](repeating: 0, count: 256)
-                ERR_error_string_n(code, &buffer, buffer.count)
-                let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-                messages.append(String(decoding: bytes, as: UTF8.self))
-            }
-        }
-        return messages.joined(separator: "; ")
+        OpenSSLErrorQueue.drain()
     }
 
     static func clear() {
