@@ -16,7 +16,7 @@ fuzz_build() {
   if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
     echo "building $bin"
     swiftc -sanitize=fuzzer,address -parse-as-library -swift-version 6 -O \
-      -module-name "$module" -I Sources/COpenSSL -lcrypto \
+      -package-name attest_gateway -module-name "$module" -I Sources/COpenSSL -lcrypto \
       "$@" -o "$bin" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; return 1; }
   fi
 }
