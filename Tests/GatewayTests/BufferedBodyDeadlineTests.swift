@@ -266,8 +266,8 @@ import Testing
         // Routes that stream their bodies are not timed by it.
         #expect(try warnings("", "1GiB", mode: "off").isEmpty)
         #expect(try warnings("", "1GiB", mode: "monitor").count == 1)
-        #expect(PolicyDecoder.tightBodyRate(1 << 30, within: .seconds(60)) == "143.2 Mbit/s")
-        #expect(PolicyDecoder.tightBodyRate(1 << 20, within: .seconds(60)) == nil)
+        #expect(PolicyLint.tightBodyRate(1 << 30, within: .seconds(60)) == "143.2 Mbit/s")
+        #expect(PolicyLint.tightBodyRate(1 << 20, within: .seconds(60)) == nil)
     }
 
     @Test func documentedDefaultMatchesTheCode() throws {

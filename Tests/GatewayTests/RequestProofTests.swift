@@ -259,9 +259,9 @@ struct ProofHarness {
         // The strict route refuses what the windowed one would take.
         #expect(try await h.send(device, counter: 7, target: "/other").forwardedHead != nil)
         #expect(try await h.send(device, counter: 6, target: "/other").errorCode == "counter_replay")
-        #expect(AttestGate.lowestRefused(highest: 10, window: 0) == 10)
-        #expect(AttestGate.lowestRefused(highest: 10, window: 4) == 6)
-        #expect(AttestGate.lowestRefused(highest: 3, window: 4) == 0)
+        #expect(CounterWindow.lowestRefused(highest: 10, window: 0) == 10)
+        #expect(CounterWindow.lowestRefused(highest: 10, window: 4) == 6)
+        #expect(CounterWindow.lowestRefused(highest: 3, window: 4) == 0)
     }
 }
 

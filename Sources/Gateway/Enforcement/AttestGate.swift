@@ -129,12 +129,6 @@ package final class AttestGate: RequestGate {
         }
     }
 
-    /// The counter an assertion must exceed on a route with `window`. The rule lives in
-    /// `CounterWindow.lowestRefused`; this name stays for the tests written against the gate.
-    static func lowestRefused(highest: UInt32, window: Int) -> UInt32 {
-        CounterWindow.lowestRefused(highest: highest, window: window)
-    }
-
     // MARK: - RequestGate
 
     /// `path == endpoint` when `path` has `length` UTF-8 bytes, comparing lengths first: most

@@ -82,13 +82,6 @@ struct PolicyDecoder {
     /// link fails; beyond an hour the deadline no longer frees the body budget from slow senders.
     static let bufferedBodyTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
 
-    /// The upload rate a route's body cap asks for within `limits.buffered_body_timeout`, beside
-    /// the bounds above for callers that check limits; the rule belongs to the `body_deadline_tight`
-    /// warning in `PolicyLint`.
-    static func tightBodyRate(_ bytes: Int, within timeout: Duration) -> String? {
-        PolicyLint.tightBodyRate(bytes, within: timeout)
-    }
-
     /// Reads each value and names the file in every message.
     let reader: PolicyScalarReader
     /// Relative `trust_roots` resolve against this directory (the policy file's).
