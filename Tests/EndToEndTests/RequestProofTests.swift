@@ -82,13 +82,13 @@ extension EndToEnd {
             let gateway = try world.startGateway("gw", routes: Self.routes)
 
             // App Store build, version 5.3: admitted everywhere, identity forwarded.
-            let (store, attested) = try CLIDevice.attest(in: world, at: gateway, category: 1, version: "5.3")
+            let (store, attested) = try CLIDevice.attest(in: world, at: gateway, category: 4, version: "5.3")
             #expect(attested.status == 201, "\(attested)")
             #expect(try attested.json()["validation_category"] as? String == "app_store")
             #expect(try attested.json()["bundle_version"] as? String == "5.3")
             let shown = try world.runGateway(["keys", "show", store.keyID, "--redis", world.redis.url])
-            #expect(shown.stdout.contains(#""validation_category":1,"bundle_version":"5.3""#), "\(shown.stdout)")
-            let admitted = try store.send("/v1/store/a", to: gateway, category: 1, version: "5.3")
+            #expect(shown.stdout.contains(#""validation_category":4,"bundle_version":"5.3""#), "\(shown.stdout)")
+            let admitted = try store.send("/v1/store/a", to: gateway, category: 4, version: "5.3")
             #expect(admitted.status == 200, "\(admitted)")
             let echo = try UpstreamEcho(admitted)
             #expect(echo.values("X-App-Attest-Validation-Category") == ["app_store"])
@@ -99,8 +99,8 @@ extension EndToEnd {
                 "validation_category_mismatch")
             // Below the minimum version.
             expectDenied(
-                try store.send("/v1/min/a", to: gateway, category: 1, version: "5.1.9"), 403, "bundle_version_refused")
-            #expect(try store.send("/v1/min/a", to: gateway, category: 1, version: "5.10").status == 200)
+                try store.send("/v1/min/a", to: gateway, category: 4, version: "5.1.9"), 403, "bundle_version_refused")
+            #expect(try store.send("/v1/min/a", to: gateway, category: 4, version: "5.10").status == 200)
 
             // A TestFlight build: refused where only the App Store is allowed, admitted elsewhere.
             let (testflight, _) = try CLIDevice.attest(in: world, at: gateway, category: 2, version: "6.0")

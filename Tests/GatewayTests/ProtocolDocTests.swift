@@ -371,7 +371,7 @@ struct ClientDataExample: Equatable {
         gate.requestDecided(route: "r", verdict: .verified)
         gate.attestation(result: "verified")
         gate.storeError(operation: "ping", kind: .timeout)
-        gate.launchValidation(category: 1, bundleVersion: "5.2")
+        gate.launchValidation(category: 4, bundleVersion: "5.2")
         gate.rolloutDecided(route: "r", arm: .monitor, verdict: .verified)
         EnforcementGateFactory.warnAboutDebugTokens(
             GatewayPolicy(listen: [], upstreams: [:], routes: []), registry: registry)

@@ -18,7 +18,7 @@ import Verification
         let policy = try PolicyLoader.parse(
             Self.header + """
                 counter_window: 32
-                app_validation: { categories: [app_store, testflight, category_9], min_bundle_version: "5.2" }
+                app_validation: { categories: [app_store, testflight, category_19], min_bundle_version: "5.2" }
                 routes:
                   - name: inherits
                     match: { path_prefix: /a }
@@ -35,7 +35,7 @@ import Verification
         #expect(inherits.counterWindow == 32)
         #expect(inherits.enforcePercent == 10)
         #expect(inherits.allowDebugTokens == false)
-        #expect(inherits.appValidation?.categories == [1, 2, 9])
+        #expect(inherits.appValidation?.categories == [4, 2, 19])
         #expect(inherits.appValidation?.minBundleVersion == BundleVersion("5.2"))
         #expect(inherits.appValidation?.whenAbsent == .allow)
         let own = policy.routes[1]
@@ -47,7 +47,7 @@ import Verification
         #expect(own.appValidation?.whenAbsent == .deny)
         let summary = PolicySummary.describe(inherits)
         #expect(summary.contains("counter_window=32 enforce_percent=10"))
-        #expect(summary.contains("app_validation=categories=app_store,testflight,category_9;min_bundle_version=5.2"))
+        #expect(summary.contains("app_validation=categories=app_store,testflight,category_19;min_bundle_version=5.2"))
     }
 
     @Test func defaultsAreStrictFullAndOff() throws {
@@ -93,7 +93,7 @@ import Verification
             Self.header
                 + "routes: [ { match: { path_prefix: / }, upstream: api, app_validation: { categories: [appstore] } } ]"
         )
-        #expect(error?.message.contains("expected one of app_store, testflight") == true)
+        #expect(error?.message.contains("expected one of invalid, platform, testflight, development, app_store") == true)
         #expect(error?.message.contains("found \"appstore\"") == true)
     }
 

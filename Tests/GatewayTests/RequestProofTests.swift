@@ -98,21 +98,21 @@ struct ProofHarness {
     @Test func attestedCategoryAndVersionAreStoredReportedAndForwarded() async throws {
         let h = try ProofHarness(routes: Self.routes)
         let device = try SimulatedDevice.generate()
-        let attested = try await h.attest(device, launch: LaunchValidation(category: 1, bundleVersion: "5.12"))
+        let attested = try await h.attest(device, launch: LaunchValidation(category: 4, bundleVersion: "5.12"))
         #expect(attested.status == 201)
         #expect(attested.json?["validation_category"] as? String == "app_store")
         #expect(attested.json?["bundle_version"] as? String == "5.12")
         let record = try #require(await h.store.fetchKey(keyID: Data(device.keyID).base64EncodedString()).value ?? nil)
-        #expect(record.validationCategory == 1 && record.bundleVersion == "5.12")
+        #expect(record.validationCategory == 4 && record.bundleVersion == "5.12")
 
         let forwarded = try #require(
             try await h.send(
-                device, counter: 1, target: "/v1/store/x", launch: LaunchValidation(category: 1, bundleVersion: "5.13")
+                device, counter: 1, target: "/v1/store/x", launch: LaunchValidation(category: 4, bundleVersion: "5.13")
             )
             .forwardedHead)
         #expect(forwarded.headers["X-App-Attest-Validation-Category"] == "app_store")
         #expect(forwarded.headers["X-App-Attest-Bundle-Version"] == "5.13", "the running build's version")
-        #expect(h.metrics.snapshot.launchValidation["1|5.13"] == 1)
+        #expect(h.metrics.snapshot.launchValidation["4|5.13"] == 1)
     }
 
     @Test func categoryOutsideTheListIsRefusedAndInsideAllowed() async throws {
@@ -148,12 +148,12 @@ struct ProofHarness {
     @Test func bundleVersionsAreComparedNumericallyAndByList() async throws {
         let h = try ProofHarness(routes: Self.routes)
         let device = try SimulatedDevice.generate()
-        #expect(try await h.attest(device, launch: LaunchValidation(category: 1, bundleVersion: "5.2")).status == 201)
+        #expect(try await h.attest(device, launch: LaunchValidation(category: 4, bundleVersion: "5.2")).status == 201)
         var counter: UInt32 = 0
         func send(_ target: String, _ version: String) async throws -> GateDecision {
             counter += 1
             return try await h.send(
-                device, counter: counter, target: target, launch: LaunchValidation(category: 1, bundleVersion: version))
+                device, counter: counter, target: target, launch: LaunchValidation(category: 4, bundleVersion: version))
         }
         #expect(try await send("/v1/min/a", "5.9").errorCode == "bundle_version_refused", "5.9 < 5.10")
         #expect(try await send("/v1/min/a", "5.10").forwardedHead != nil)
@@ -166,14 +166,14 @@ struct ProofHarness {
     @Test func assertionCategoryDifferentFromTheAttestationIsARe_signedBinary() async throws {
         let h = try ProofHarness(routes: Self.routes)
         let device = try SimulatedDevice.generate()
-        #expect(try await h.attest(device, launch: LaunchValidation(category: 1, bundleVersion: "5.2")).status == 201)
-        let resigned = try await h.send(device, counter: 1, target: "/v1/other", launch: LaunchValidation(category: 4))
+        #expect(try await h.attest(device, launch: LaunchValidation(category: 4, bundleVersion: "5.2")).status == 201)
+        let resigned = try await h.send(device, counter: 1, target: "/v1/other", launch: LaunchValidation(category: 5))
         #expect(resigned.status == 403)
         #expect(resigned.errorCode == "validation_category_mismatch")
         let silent = try await h.send(device, counter: 2, target: "/v1/other")
         #expect(silent.errorCode == "validation_category_mismatch", "an iOS 27 key that stops writing it")
         #expect(
-            try await h.send(device, counter: 3, target: "/v1/other", launch: LaunchValidation(category: 1))
+            try await h.send(device, counter: 3, target: "/v1/other", launch: LaunchValidation(category: 4))
                 .forwardedHead != nil)
     }
 
@@ -185,6 +185,21 @@ struct ProofHarness {
             try await h.send(device, counter: 1, target: "/v1/watch/x", launch: LaunchValidation(category: 2))
                 .forwardedHead)
         #expect(forwarded.headers["X-App-Attest-Status"] == "failed; reason=validation_category_refused")
+    }
+
+    /// The values are XNU's `CS_VALIDATION_CATEGORY_*` (Apple's `es_cs_validation_category_t`); an
+    /// earlier table guessed 1 for the App Store, which would have refused every App Store build
+    /// under `categories: [app_store]` and admitted platform binaries instead.
+    @Test func categoryValuesAreTheKernelsCodeSigningCategories() {
+        let expected: [UInt32: String] = [
+            0: "invalid", 1: "platform", 2: "testflight", 3: "development", 4: "app_store", 5: "enterprise",
+            6: "developer_id", 7: "local_signing", 8: "rosetta", 9: "oopjit", 10: "unvalidated",
+        ]
+        for (value, name) in expected {
+            #expect(LaunchValidationCategory.name(of: value) == name, "value \(value)")
+        }
+        #expect(LaunchValidationCategory.names.count == expected.count)
+        #expect(LaunchValidationCategory.value(named: "ad_hoc") == nil, "ad hoc is not a kernel category")
     }
 
     @Test func categoryNamesRoundTrip() {
@@ -202,7 +217,7 @@ struct ProofHarness {
     @Test func metricLabelsAreBounded() {
         let registry = MetricsRegistry()
         let metrics = GatewayGateMetrics(registry: registry, routeNames: ["r"])
-        for minor in 0..<25 { metrics.launchValidation(category: 1, bundleVersion: "5.\(minor)") }
+        for minor in 0..<25 { metrics.launchValidation(category: 4, bundleVersion: "5.\(minor)") }
         metrics.launchValidation(category: 99, bundleVersion: "5.0")
         metrics.launchValidation(category: nil, bundleVersion: nil)
         let text = registry.render()

@@ -75,19 +75,29 @@ public struct BundleVersion: Sendable, Hashable, Comparable, CustomStringConvert
 /// The names of launch validation categories (policy `app_validation.categories`, the
 /// `X-App-Attest-Validation-Category` header and metrics).
 ///
-/// Provisional: no Apple reference page giving the numeric values could be found (see
-/// docs/protocol.md and docs/design-notes.md). A value without a name is called
-/// `category_<n>` and can be allowed by that name. (In the Policy folder, without Verification, so
-/// that the policy fuzz target builds from these sources alone.)
+/// The values are the kernel's code-signing validation categories (`CS_VALIDATION_CATEGORY_*` in
+/// XNU's `cs_blobs.h`, published by Apple as `es_cs_validation_category_t` in EndpointSecurity):
+/// the category App Attest writes is the one the kernel assigned when it validated the running
+/// binary. See docs/protocol.md for the sources. A value without a name is called `category_<n>`
+/// and can be allowed by that name, so a category a future OS adds needs no gateway release. (In
+/// the Policy folder, without Verification, so that the policy fuzz target builds from these
+/// sources alone.)
 package enum LaunchValidationCategory {
-    /// Value → name, as decided in docs/design-notes.md.
+    /// Value → name; the names are the constants' suffixes in lower case, except 10
+    /// (`CS_VALIDATION_CATEGORY_NONE`), called `unvalidated` because `none` already means "the
+    /// device wrote no category" in metrics.
     package static let names: [(value: UInt32, name: String)] = [
-        (1, "app_store"),
+        (0, "invalid"),
+        (1, "platform"),
         (2, "testflight"),
         (3, "development"),
-        (4, "enterprise"),
-        (5, "ad_hoc"),
+        (4, "app_store"),
+        (5, "enterprise"),
         (6, "developer_id"),
+        (7, "local_signing"),
+        (8, "rosetta"),
+        (9, "oopjit"),
+        (10, "unvalidated"),
     ]
 
     /// The name of a value: a known name, else `category_<n>`.
