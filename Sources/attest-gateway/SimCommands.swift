@@ -41,7 +41,7 @@ enum SimAttestCommand: Subcommand {
           --key-id B64             attest this existing simulated key again (as attestKey on a key that
                                    generateKey made earlier) instead of generating a new one
           --validation-category N  write apple_validation_category_01 = N (iOS 27 launch validation;
-                           4 App Store, 2 TestFlight, 3 development: docs/protocol.md)
+                                   4 App Store, 2 TestFlight, 3 development: docs/protocol.md)
           --bundle-version TEXT    write apple_bundle_version_01 = TEXT
         The device key is kept in DIR/keys. Prints {"key_id","attestation","public_key"} (base64).
         """
@@ -98,7 +98,7 @@ enum SimAssertCommand: Subcommand {
           --client-data-hash B64   the exact clientDataHash bytes
           --counter N              signCount to use (default: the key's last counter + 1, kept in DIR)
           --validation-category N  write apple_validation_category_01 = N (iOS 27 launch validation;
-                           4 App Store, 2 TestFlight, 3 development: docs/protocol.md)
+                                   4 App Store, 2 TestFlight, 3 development: docs/protocol.md)
           --bundle-version TEXT    write apple_bundle_version_01 = TEXT
         Prints {"assertion":"<base64>","counter":N}.
         """

@@ -93,7 +93,8 @@ import Verification
             Self.header
                 + "routes: [ { match: { path_prefix: / }, upstream: api, app_validation: { categories: [appstore] } } ]"
         )
-        #expect(error?.message.contains("expected one of invalid, platform, testflight, development, app_store") == true)
+        #expect(
+            error?.message.contains("expected one of invalid, platform, testflight, development, app_store") == true)
         #expect(error?.message.contains("found \"appstore\"") == true)
     }
 
