@@ -170,6 +170,10 @@ public final class SimulatorAuthority: @unchecked Sendable {
             extensions.append(
                 (NonceExtensionOID.value, DERBuilder.sequence([DERBuilder.tlv(0xa1, DERBuilder.octetString(nonce))])))
         }
+        if let blob = options.keyAccessPolicyBlob {
+            extensions.append(
+                (KeyAccessPolicyBlob.oid, DERBuilder.sequence([DERBuilder.tlv(0xa3, DERBuilder.octetString(blob))])))
+        }
         let leafTemplate = SimulatorCertificate.Template(
             commonName: device.keyID.hexString,
             notBefore: options.leafNotBefore ?? time.addingTimeInterval(-86_400),
@@ -352,6 +356,24 @@ public final class SimulatorAuthority: @unchecked Sendable {
 /// OID of the credential certificate's nonce extension.
 enum NonceExtensionOID {
     static let value = "1.2.840.113635.100.8.2"
+}
+
+/// The key access-control extension macOS 27 attestations carry (the verifier's
+/// `KeyAccessPolicy` judges it; the simulator writes it independently, so a wrong constant on
+/// either side shows in the tests).
+public enum KeyAccessPolicyBlob {
+    static let oid = "1.2.840.113635.100.8.6"
+    /// Apple's documented blob for a Mac in Full Security mode with SIP enabled, as base64 in
+    /// Apple's App Attest server guide and in verifiers that check it.
+    public static let macOSFullSecurity: [UInt8] = Array(
+        Data(base64Encoded: "MEAMAjExMDowCQwCb2uhAwEB/zAJDAJvYaEDAQH/MAsMBG9kZWyhAwEB/zAVDARvc2duoAYMBHJzZWMwBaYDAgEB")!
+    )
+    /// A blob of the same shape with signing not bound to secure boot (`osgn` without `rsec`): what
+    /// a Mac outside Full Security mode might write; any other blob is judged the same way.
+    public static let reducedSecurity: [UInt8] = [
+        0x30, 0x20, 0x0c, 0x02, 0x31, 0x31, 0x30, 0x1a, 0x30, 0x0b, 0x0c, 0x04, 0x6f, 0x73, 0x67, 0x6e, 0xa1,
+        0x03, 0x01, 0x01, 0xff, 0x30, 0x0b, 0x0c, 0x04, 0x6f, 0x64, 0x65, 0x6c, 0xa1, 0x03, 0x01, 0x01, 0xff,
+    ]
 }
 
 extension SimulatorCertificate {

@@ -41,6 +41,10 @@ public struct AttestationOptions: Sendable {
     /// iOS 27 launch validation entries written into the extensions map (flag ED clear, as
     /// Apple does in attestations; overrides `extensions` when not empty).
     public var launchValidation: LaunchValidation = LaunchValidation()
+    /// The key access-control extension (OID 1.2.840.113635.100.8.6) macOS 27 writes into the
+    /// credential certificate: `SEQUENCE { [3] EXPLICIT OCTET STRING blob }` with this blob
+    /// (`KeyAccessPolicyBlob.macOSFullSecurity` for a Mac in Full Security mode with SIP on).
+    public var keyAccessPolicyBlob: [UInt8]?
 
     public init() {}
 

@@ -34,7 +34,7 @@ enum SimAttestCommand: Subcommand {
     static let summary = "generate a simulated device key and mint its attestation object"
     static let usage = """
         attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production]
-            [--key-id B64] [--validation-category N] [--bundle-version TEXT]
+            [--key-id B64] [--validation-category N] [--bundle-version TEXT] [--key-access-policy POSTURE]
           --challenge TEXT         clientDataHash = SHA256(UTF-8 TEXT), what the app does with a gateway challenge
           --client-data-hash B64   the exact clientDataHash bytes
           --environment            AAGUID and receipt environment (default development)
@@ -43,6 +43,9 @@ enum SimAttestCommand: Subcommand {
           --validation-category N  write apple_validation_category_01 = N (iOS 27 launch validation;
                                    4 App Store, 2 TestFlight, 3 development: docs/protocol.md)
           --bundle-version TEXT    write apple_bundle_version_01 = TEXT
+          --key-access-policy POSTURE  write the macOS 27 key access-control extension (OID
+                                   1.2.840.113635.100.8.6): macos_full_security (Full Security, SIP on)
+                                   or reduced (another blob)
         The device key is kept in DIR/keys. Prints {"key_id","attestation","public_key"} (base64).
         """
 
@@ -51,7 +54,7 @@ enum SimAttestCommand: Subcommand {
             words,
             valued: [
                 "dir", "app-id", "challenge", "client-data-hash", "environment", "key-id", "validation-category",
-                "bundle-version",
+                "bundle-version", "key-access-policy",
             ])
         if args.wantsHelp {
             print(self.usage)
@@ -77,6 +80,12 @@ enum SimAttestCommand: Subcommand {
         let device = try existing.map { try directory.device(keyID: $0) } ?? directory.createDevice()
         var options = AttestationOptions()
         options.launchValidation = try launchValidationArguments(args)
+        switch try args.value("key-access-policy") {
+        case nil: break
+        case "macos_full_security": options.keyAccessPolicyBlob = KeyAccessPolicyBlob.macOSFullSecurity
+        case "reduced": options.keyAccessPolicyBlob = KeyAccessPolicyBlob.reducedSecurity
+        case let other?: throw UsageError("--key-access-policy must be macos_full_security or reduced, not \(other)")
+        }
         let attestation = try authority.attestation(
             for: device, appID: appID, clientDataHash: clientDataHash, environment: environment, options: options)
         printJSON([

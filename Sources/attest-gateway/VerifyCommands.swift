@@ -65,7 +65,8 @@ enum VerifyAttestationCommand: Subcommand {
                     ("public_key", jsonQuote(encodeBase64(key.publicKey))),
                     ("receipt", jsonQuote(encodeBase64(key.receipt))),
                     ("certificate_not_after", jsonQuote(formatISO8601(key.certificateNotAfter))),
-                ] + launchValidationFields(key.launchValidation))
+                ] + launchValidationFields(key.launchValidation)
+                    + (key.keyAccessPolicy.map { [("key_access_policy", jsonQuote($0.rawValue))] } ?? []))
             return 0
         } catch {
             printInvalid(error)

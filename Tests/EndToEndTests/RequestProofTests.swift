@@ -20,6 +20,10 @@ extension EndToEnd {
                 match: { path_prefix: /v1/parallel }
                 upstream: api
                 counter_window: 64
+              - name: mac_only
+                match: { path_prefix: /v1/mac }
+                upstream: api
+                app_validation: { macos_full_security: true }
               - name: ci
                 match: { path_prefix: /ci/ }
                 upstream: api
@@ -37,7 +41,8 @@ extension EndToEnd {
             let keyID: String
 
             static func attest(
-                in world: E2EWorld, at gateway: GatewayInstance, category: UInt32? = nil, version: String? = nil
+                in world: E2EWorld, at gateway: GatewayInstance, category: UInt32? = nil, version: String? = nil,
+                keyAccessPolicy: String? = nil
             ) throws -> (CLIDevice, HTTPResponse) {
                 let directory = world.directory.file("sim")
                 _ = try world.runGateway(["sim", "init", "--dir", directory])
@@ -49,6 +54,7 @@ extension EndToEnd {
                 ]
                 if let category { arguments += ["--validation-category", String(category)] }
                 if let version { arguments += ["--bundle-version", version] }
+                if let keyAccessPolicy { arguments += ["--key-access-policy", keyAccessPolicy] }
                 let minted = try SimulatorCLI.json(world.runGateway(arguments))
                 let keyID = try #require(minted["key_id"] as? String)
                 let attestation = try #require(minted["attestation"] as? String)
@@ -124,6 +130,27 @@ extension EndToEnd {
             #expect(metrics["attest_gateway_launch_validation_total{category=\"none\"}", default: 0] == 2)
             #expect(metrics["attest_gateway_bundle_versions_total{version=\"5.3\"}", default: 0] == 2)
             #expect(metrics["attest_gateway_bundle_versions_total{version=\"6.0\"}", default: 0] == 2)
+        }
+
+        /// macOS 27 posture: `sim attest --key-access-policy` writes the extension; only a Full
+        /// Security key passes the Mac-only route, and every key passes elsewhere.
+        @Test(.timeLimit(.minutes(2)))
+        func macOSPosturePolicyRefusesAndAllows() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway("gw", routes: Self.routes)
+
+            let (mac, attested) = try CLIDevice.attest(in: world, at: gateway, keyAccessPolicy: "macos_full_security")
+            #expect(try attested.json()["key_access_policy"] as? String == "macos_full_security")
+            let admitted = try mac.send("/v1/mac/a", to: gateway)
+            #expect(admitted.status == 200, "\(admitted)")
+            #expect(try UpstreamEcho(admitted).values("X-App-Attest-Key-Access-Policy") == ["macos_full_security"])
+
+            let (reduced, _) = try CLIDevice.attest(in: world, at: gateway, keyAccessPolicy: "reduced")
+            expectDenied(try reduced.send("/v1/mac/a", to: gateway), 403, "macos_posture_refused")
+            let (phone, _) = try CLIDevice.attest(in: world, at: gateway)
+            expectDenied(try phone.send("/v1/mac/a", to: gateway), 403, "macos_posture_refused")
+            #expect(try phone.send("/v1/other", to: gateway).status == 200)
         }
 
         @Test(.timeLimit(.minutes(1)))

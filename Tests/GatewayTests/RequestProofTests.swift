@@ -36,11 +36,14 @@ struct ProofHarness {
     }
 
     /// challenge → attest with these launch validation entries.
-    func attest(_ device: SimulatedDevice, launch: LaunchValidation = LaunchValidation()) async throws -> GateDecision {
+    func attest(
+        _ device: SimulatedDevice, launch: LaunchValidation = LaunchValidation(), keyAccessPolicyBlob: [UInt8]? = nil
+    ) async throws -> GateDecision {
         let (_, issued, _) = await runGate(self.gate, request("POST", "/app-attest/challenge"))
         let challenge = try #require(issued.json?["challenge"] as? String)
         var options = AttestationOptions()
         options.launchValidation = launch
+        options.keyAccessPolicyBlob = keyAccessPolicyBlob
         let attestation = try EnforcementHarness.authority.attestation(
             for: device, appID: Self.appID, clientDataHash: SHA256.hash(Array(challenge.utf8)),
             environment: .development, options: options)
@@ -471,5 +474,57 @@ struct ProofHarness {
         #expect(await runGate(h.gate, head, body: []).1.forwardedHead != nil)
         #expect(try DebugTokenAdministration.revoke(store, name: "ci-main", timeout: .seconds(1)))
         #expect(await runGate(h.gate, head, body: []).1.errorCode == "debug_token_invalid")
+    }
+}
+
+/// macOS 27's key access-control extension and `app_validation.macos_full_security`.
+@Suite struct MacOSPosturePolicyTests {
+    static let routes = """
+          - name: mac_only
+            match: { path_prefix: /v1/mac }
+            upstream: api
+            app_validation: { macos_full_security: true }
+          - name: any
+            match: { path_prefix: /v1/ }
+            upstream: api
+        """
+
+    @Test func fullSecurityKeyIsAdmittedStoredAndForwarded() async throws {
+        let h = try ProofHarness(routes: Self.routes)
+        let mac = try SimulatedDevice.generate()
+        let attested = try await h.attest(mac, keyAccessPolicyBlob: KeyAccessPolicyBlob.macOSFullSecurity)
+        #expect(attested.status == 201)
+        #expect(attested.json?["key_access_policy"] as? String == "macos_full_security")
+        let record = try #require(await h.store.fetchKey(keyID: Data(mac.keyID).base64EncodedString()).value ?? nil)
+        #expect(record.keyAccessPolicy == "macos_full_security")
+        let forwarded = try #require(try await h.send(mac, counter: 1, target: "/v1/mac/x").forwardedHead)
+        #expect(forwarded.headers["X-App-Attest-Key-Access-Policy"] == "macos_full_security")
+    }
+
+    @Test(arguments: [nil, KeyAccessPolicyBlob.reducedSecurity])
+    func otherKeysAreRefusedOnTheRouteOnly(blob: [UInt8]?) async throws {
+        let h = try ProofHarness(routes: Self.routes)
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device, keyAccessPolicyBlob: blob).status == 201)
+        let refused = try await h.send(device, counter: 1, target: "/v1/mac/x")
+        #expect(refused.status == 403)
+        #expect(refused.json?["error"] as? String == "macos_posture_refused")
+        let elsewhere = try #require(try await h.send(device, counter: 2, target: "/v1/other").forwardedHead)
+        #expect(
+            elsewhere.headers["X-App-Attest-Key-Access-Policy"] == (blob == nil ? nil : "other"),
+            "reported where the route does not judge it")
+    }
+
+    @Test func policyKeyIsReadAndSummarised() throws {
+        let policy = try PolicyLoader.parse(
+            """
+            store: memory
+            app_ids: ["\(ProofHarness.appID)"]
+            upstreams: { api: { url: "http://127.0.0.1:9000" } }
+            app_validation: { macos_full_security: true }
+            routes: [ { match: { path_prefix: / }, upstream: api } ]
+            """, sourcePath: "p.yaml")
+        #expect(policy.routes[0].appValidation?.requiresMacOSFullSecurity == true)
+        #expect(PolicySummary.describeAttestationKeys(policy.routes[0]).contains("macos_full_security=true"))
     }
 }

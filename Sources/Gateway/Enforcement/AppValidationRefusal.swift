@@ -1,8 +1,19 @@
 /// `app_validation` applied to one assertion (the policy type lives in Policy/, without the
 /// enforcement error type, so that the policy fuzz target builds from those sources alone).
 extension AppValidationPolicy {
-    /// Why a request with this launch validation is refused, or nil when admitted.
-    package func refusal(category: UInt32?, bundleVersion: String?) -> EnforcementError? {
+    /// Why a request with this launch validation (and, for `macos_full_security`, the key's
+    /// access policy at attestation) is refused, or nil when admitted.
+    package func refusal(category: UInt32?, bundleVersion: String?, keyAccessPolicy: String? = nil)
+        -> EnforcementError?
+    {
+        if self.requiresMacOSFullSecurity, keyAccessPolicy != Self.macOSFullSecurity {
+            return EnforcementError(
+                .macOSPostureRefused,
+                keyAccessPolicy == nil
+                    ? "the key's attestation carries no key access-control extension (not a macOS 27 key) and the route requires macos_full_security"
+                    : "the key's access policy is not Full Security with SIP (the Mac runs with reduced security) and the route requires macos_full_security"
+            )
+        }
         if let allowed = self.categories {
             let names = allowed.map(LaunchValidationCategory.name(of:)).joined(separator: ", ")
             if let category {
@@ -46,4 +57,7 @@ extension AppValidationPolicy {
         }
         return nil
     }
+
+    /// `KeyAccessPolicy.macOSFullSecurity`'s raw value, as the key record stores it.
+    private static let macOSFullSecurity = "macos_full_security"
 }

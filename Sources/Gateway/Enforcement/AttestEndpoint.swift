@@ -92,6 +92,9 @@ final class AttestEndpoint: Sendable {
             if let version = attested.launchValidation.bundleVersion {
                 fields.append(("bundle_version", JSONText.quote(version)))
             }
+            if let policy = attested.keyAccessPolicy {
+                fields.append(("key_access_policy", JSONText.quote(policy.rawValue)))
+            }
             let body = JSONText.object(fields)
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
@@ -141,7 +144,8 @@ final class AttestEndpoint: Sendable {
             receipt: attested.receipt,
             attestedAt: attestedAt,
             validationCategory: attested.launchValidation.category,
-            bundleVersion: attested.launchValidation.bundleVersion
+            bundleVersion: attested.launchValidation.bundleVersion,
+            keyAccessPolicy: attested.keyAccessPolicy?.rawValue
         )
         self.challenges.redeem(challenge) { [self] redeemed in
             switch redeemed {

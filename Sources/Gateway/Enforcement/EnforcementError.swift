@@ -58,6 +58,9 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         /// attested with: the binary was re-signed.
         package static let validationCategoryMismatch = Code(
             "validation_category_mismatch", 403, .launchValidationRefused)
+        /// 403: the route requires `app_validation.macos_full_security` and the key's attestation
+        /// did not carry Apple's Full Security + SIP access policy (macOS 27).
+        package static let macOSPostureRefused = Code("macos_posture_refused", 403, .launchValidationRefused)
         /// 401: `X-App-Attest-Debug-Token` is unknown, expired or revoked.
         package static let debugTokenInvalid = Code("debug_token_invalid", 401, .debugTokenInvalid)
         /// 403: a debug token was sent on a route without `allow_debug_tokens: true`.

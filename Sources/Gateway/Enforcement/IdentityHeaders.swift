@@ -26,6 +26,9 @@ package enum IdentityHeaders {
     package static let validationCategory = "X-App-Attest-Validation-Category"
     /// The running bundle version, when the device wrote one.
     package static let bundleVersion = "X-App-Attest-Bundle-Version"
+    /// `macos_full_security` | `other`: the key's access policy (macOS 27), when its attestation
+    /// carried one.
+    package static let keyAccessPolicy = "X-App-Attest-Key-Access-Policy"
     /// `enforce` | `monitor`: the rollout arm, on enforce routes with `enforce_percent` < 100.
     package static let rolloutArm = "X-App-Attest-Rollout-Arm"
     /// The debug token's name, with status `debug`.
@@ -91,10 +94,12 @@ package enum IdentityHeaders {
         /// Launch validation category name and bundle version (iOS 27+), when known.
         package var validationCategory: String?
         package var bundleVersion: String?
+        /// The key access-control extension's verdict at attestation (macOS 27+), when known.
+        package var keyAccessPolicy: String?
 
         package init(
             keyID: String, appID: String, environment: String, counter: UInt32,
-            validationCategory: String? = nil, bundleVersion: String? = nil
+            validationCategory: String? = nil, bundleVersion: String? = nil, keyAccessPolicy: String? = nil
         ) {
             self.keyID = keyID
             self.appID = appID
@@ -102,6 +107,7 @@ package enum IdentityHeaders {
             self.counter = counter
             self.validationCategory = validationCategory
             self.bundleVersion = bundleVersion
+            self.keyAccessPolicy = keyAccessPolicy
         }
     }
 
@@ -123,6 +129,9 @@ package enum IdentityHeaders {
             }
             if let version = identity.bundleVersion {
                 head.headers.add(name: Self.bundleVersion, value: version)
+            }
+            if let policy = identity.keyAccessPolicy {
+                head.headers.add(name: Self.keyAccessPolicy, value: policy)
             }
         }
         if let arm {

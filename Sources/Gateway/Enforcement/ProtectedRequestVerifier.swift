@@ -27,6 +27,8 @@ final class ProtectedRequestVerifier: Sendable {
         /// Launch validation at attestation (iOS 27+), nil when none was written.
         var validationCategory: UInt32?
         var bundleVersion: String?
+        /// The key access-control extension's verdict (macOS 27+), nil when none.
+        var keyAccessPolicy: String?
     }
 
     /// Everything `verify` derived from the request, carried across store hops.
@@ -267,7 +269,8 @@ final class ProtectedRequestVerifier: Sendable {
                             environment: record.environment,
                             counter: record.counter,
                             validationCategory: record.validationCategory,
-                            bundleVersion: record.bundleVersion
+                            bundleVersion: record.bundleVersion,
+                            keyAccessPolicy: record.keyAccessPolicy
                         )
                     } catch {
                         Log.error("key_record_invalid", [("key_id_prefix", prefix), ("reason", error.reason)])
@@ -337,7 +340,9 @@ final class ProtectedRequestVerifier: Sendable {
         }
         let category = launch.category ?? key.validationCategory
         let bundleVersion = launch.bundleVersion ?? key.bundleVersion
-        if let refusal = request.route.appValidation?.refusal(category: category, bundleVersion: bundleVersion) {
+        if let refusal = request.route.appValidation?.refusal(
+            category: category, bundleVersion: bundleVersion, keyAccessPolicy: key.keyAccessPolicy)
+        {
             conclude(.failed(refusal, keyIDPrefix: prefix))
             return
         }
@@ -347,7 +352,8 @@ final class ProtectedRequestVerifier: Sendable {
             environment: key.environment,
             counter: result.counter,
             validationCategory: category.map(LaunchValidationCategory.name(of:)),
-            bundleVersion: bundleVersion
+            bundleVersion: bundleVersion,
+            keyAccessPolicy: key.keyAccessPolicy
         )
         guard let challenge = request.challenge else {
             self.advanceCounter(request, identity: identity, conclude: conclude)

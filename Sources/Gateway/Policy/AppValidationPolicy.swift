@@ -7,6 +7,7 @@
 ///   when_absent: allow                    # devices on iOS 26 and earlier write none
 ///   min_bundle_version: "5.2"             # dotted numeric comparison
 ///   bundle_versions: ["5.2.1", "5.3"]     # and/or an allowlist
+///   macos_full_security: true             # macOS 27 keys from a Mac in Full Security mode, SIP on
 /// ```
 public struct AppValidationPolicy: Sendable, Hashable {
     public enum WhenAbsent: String, Sendable, Hashable, CaseIterable { case allow, deny }
@@ -19,17 +20,22 @@ public struct AppValidationPolicy: Sendable, Hashable {
     public var minBundleVersion: BundleVersion?
     /// Accepted bundle versions, compared as text; nil = any.
     public var bundleVersions: [String]?
+    /// Admit only keys whose attestation carries Apple's Full Security + SIP key access policy
+    /// (macOS 27): for routes only a Mac app calls, since other platforms' keys lack it.
+    public var requiresMacOSFullSecurity: Bool
 
     public init(
         categories: [UInt32]? = nil,
         whenAbsent: WhenAbsent = .allow,
         minBundleVersion: BundleVersion? = nil,
-        bundleVersions: [String]? = nil
+        bundleVersions: [String]? = nil,
+        requiresMacOSFullSecurity: Bool = false
     ) {
         self.categories = categories
         self.whenAbsent = whenAbsent
         self.minBundleVersion = minBundleVersion
         self.bundleVersions = bundleVersions
+        self.requiresMacOSFullSecurity = requiresMacOSFullSecurity
     }
 }
 

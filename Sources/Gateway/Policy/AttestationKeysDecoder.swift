@@ -12,7 +12,9 @@
 /// | `enforce_percent` | `routes[i]` (enforce) | integer 0-100 | `100` |
 /// | `allow_debug_tokens` | `routes[i]` | boolean | `false` |
 struct AttestationKeysDecoder {
-    static let appValidationKeys = ["categories", "when_absent", "min_bundle_version", "bundle_versions"]
+    static let appValidationKeys = [
+        "categories", "when_absent", "min_bundle_version", "bundle_versions", "macos_full_security",
+    ]
 
     let reader: PolicyScalarReader
 
@@ -95,6 +97,7 @@ struct AttestationKeysDecoder {
             }
             policy.bundleVersions = versions
         }
+        if let n = fields["macos_full_security"] { policy.requiresMacOSFullSecurity = try self.reader.bool(n) }
         return policy
     }
 

@@ -164,6 +164,7 @@ public enum PolicySummary {
                 parts.append("bundle_versions=" + versions.joined(separator: ","))
             }
             parts.append("when_absent=\(validation.whenAbsent.rawValue)")
+            if validation.requiresMacOSFullSecurity { parts.append("macos_full_security=true") }
             out += " app_validation=" + parts.joined(separator: ";")
         }
         return out

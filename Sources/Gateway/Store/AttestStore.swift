@@ -91,11 +91,14 @@ package struct KeyRecord: Sendable, Hashable {
     package var validationCategory: UInt32?
     /// `apple_bundle_version_01` of the attestation (iOS 27+), nil when none.
     package var bundleVersion: String?
+    /// The key access-control extension's verdict at attestation (macOS 27+:
+    /// `macos_full_security` or `other`), nil when the certificate had none.
+    package var keyAccessPolicy: String?
 
     package init(
         keyID: String, publicKey: [UInt8], counter: UInt32, appID: String, environment: String,
         receipt: [UInt8], attestedAt: Date, status: KeyStatus = .active,
-        validationCategory: UInt32? = nil, bundleVersion: String? = nil
+        validationCategory: UInt32? = nil, bundleVersion: String? = nil, keyAccessPolicy: String? = nil
     ) {
         self.keyID = keyID
         self.publicKey = publicKey
@@ -107,6 +110,7 @@ package struct KeyRecord: Sendable, Hashable {
         self.status = status
         self.validationCategory = validationCategory
         self.bundleVersion = bundleVersion
+        self.keyAccessPolicy = keyAccessPolicy
     }
 }
 

@@ -39,7 +39,8 @@ package enum KeyAdministration {
 
     /// One JSON object: key_id, app_id, environment, counter, status, attested_at (RFC 3339),
     /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size), and
-    /// validation_category (integer) / bundle_version when the attestation carried them.
+    /// validation_category (integer) / bundle_version when the attestation carried them, and
+    /// key_access_policy (macOS 27) when its certificate did.
     package static func json(_ record: KeyRecord) -> String {
         var fields = [
             ("key_id", JSONText.quote(record.keyID)),
@@ -57,6 +58,9 @@ package enum KeyAdministration {
         }
         if let version = record.bundleVersion {
             fields.append(("bundle_version", JSONText.quote(version)))
+        }
+        if let policy = record.keyAccessPolicy {
+            fields.append(("key_access_policy", JSONText.quote(policy)))
         }
         return JSONText.object(fields)
     }

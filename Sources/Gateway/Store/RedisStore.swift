@@ -9,7 +9,8 @@ import Synchronization
 /// - key: hash `appattest:key:{<keyID>}` with fields `public_key` (65 raw bytes), `counter`
 ///   (decimal), `app_id`, `environment`, `receipt` (raw bytes), `attested_at` (Unix seconds),
 ///   `status` (`active` | `revoked`), and when known `validation_category` (decimal) and
-///   `bundle_version` (iOS 27 launch validation at attestation), `seen` (the counter window's
+///   `bundle_version` (iOS 27 launch validation at attestation), `key_access_policy` (macOS 27:
+///   `macos_full_security` or `other`), `seen` (the counter window's
 ///   seen-map, see `CounterWindow`). Created, advanced and revoked by Lua scripts (EVALSHA),
 ///   so each is one atomic step on the server, whatever the number of gateways.
 ///
@@ -143,7 +144,7 @@ package final class RedisStore: AttestStore {
 
     /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
     /// validation_category, bundle_version (these two empty when absent: the field is not set),
-    /// idle TTL in ms (`0`: none, the record never expires).
+    /// idle TTL in ms (`0`: none, the record never expires), key_access_policy (empty when absent).
     /// Returns 1 when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
@@ -152,6 +153,7 @@ package final class RedisStore: AttestStore {
           'environment', ARGV[4], 'receipt', ARGV[5], 'attested_at', ARGV[6], 'status', ARGV[7])
         if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'validation_category', ARGV[8]) end
         if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'bundle_version', ARGV[9]) end
+        if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'key_access_policy', ARGV[11]) end
         local ttl = tonumber(ARGV[10])
         if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return 1
@@ -297,6 +299,7 @@ package final class RedisStore: AttestStore {
             Self.bytes(record.validationCategory.map { String($0) } ?? ""),
             Self.bytes(record.bundleVersion ?? ""),
             self.idleTTLArgument,
+            Self.bytes(record.keyAccessPolicy ?? ""),
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -524,7 +527,8 @@ package final class RedisStore: AttestStore {
                 }
                 return value
             },
-            bundleVersion: fields["bundle_version"].map { String(decoding: $0, as: UTF8.self) }
+            bundleVersion: fields["bundle_version"].map { String(decoding: $0, as: UTF8.self) },
+            keyAccessPolicy: fields["key_access_policy"].map { String(decoding: $0, as: UTF8.self) }
         )
     }
 }

@@ -12,6 +12,7 @@ public struct AttestationVerifier: Sendable {
     public let environment: EnvironmentRequirement
     let trustStore: CertificateTrustStore
     private let nonceOID: OpenSSLObjectIdentifier
+    private let keyAccessPolicyOID: OpenSSLObjectIdentifier
 
     /// - Parameters:
     ///   - appIDs: accepted App IDs (team ID + "." + bundle ID); at least one.
@@ -28,6 +29,7 @@ public struct AttestationVerifier: Sendable {
         self.environment = environment
         self.trustStore = try CertificateTrustStore(rootsPEM: [AppleAppAttestRoot.pem] + additionalTrustRootsPEM)
         self.nonceOID = try OpenSSLObjectIdentifier(NonceExtension.oid)
+        self.keyAccessPolicyOID = try OpenSSLObjectIdentifier(KeyAccessPolicy.oid)
     }
 
     /// Runs every check and returns the attested key.
@@ -119,6 +121,10 @@ public struct AttestationVerifier: Sendable {
             )
         }
 
+        // macOS 27: the key's access policy (the Mac's posture), reported, judged by the policy.
+        let keyAccessPolicy = try leaf.extensionValue(self.keyAccessPolicyOID, label: "x5c[0]")
+            .map(KeyAccessPolicy.init(extensionValue:))
+
         guard let notAfter = leaf.notAfter else {
             throw VerificationError(.malformedCertificate, "x5c[0] notAfter cannot be read")
         }
@@ -129,7 +135,8 @@ public struct AttestationVerifier: Sendable {
             environment: environment,
             receipt: object.receipt,
             certificateNotAfter: notAfter,
-            launchValidation: authData.launchValidation
+            launchValidation: authData.launchValidation,
+            keyAccessPolicy: keyAccessPolicy
         )
     }
 }

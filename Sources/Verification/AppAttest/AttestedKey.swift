@@ -14,6 +14,8 @@ public struct AttestedKey: Sendable, Hashable {
     public var certificateNotAfter: Date
     /// Launch validation category and bundle version at attestation (iOS 27+; empty before).
     public var launchValidation: LaunchValidation
+    /// The key access-control extension's verdict (macOS 27+); nil when the certificate has none.
+    public var keyAccessPolicy: KeyAccessPolicy?
 
     public init(
         keyID: [UInt8],
@@ -22,7 +24,8 @@ public struct AttestedKey: Sendable, Hashable {
         environment: AppAttestEnvironment,
         receipt: [UInt8],
         certificateNotAfter: Date,
-        launchValidation: LaunchValidation = LaunchValidation()
+        launchValidation: LaunchValidation = LaunchValidation(),
+        keyAccessPolicy: KeyAccessPolicy? = nil
     ) {
         self.keyID = keyID
         self.publicKey = publicKey
@@ -31,5 +34,6 @@ public struct AttestedKey: Sendable, Hashable {
         self.receipt = receipt
         self.certificateNotAfter = certificateNotAfter
         self.launchValidation = launchValidation
+        self.keyAccessPolicy = keyAccessPolicy
     }
 }
