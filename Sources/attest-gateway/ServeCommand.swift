@@ -29,6 +29,8 @@ enum ServeCommand: Subcommand {
             loops = value
         }
         let metrics = MetricsRegistry()
+        BuildInfoMetric.export(through: metrics)
+        ProcessMetrics.export(through: metrics)
         let server = try GatewayServer(
             loopCount: loops, metrics: metrics, accessLog: arguments.has("no-access-log") ? nil : AccessLog())
         // App Attest enforcement on the proxy listeners, /metrics /healthz /readyz on the admin one.
@@ -41,7 +43,8 @@ enum ServeCommand: Subcommand {
             makeGates: { policy, _ in
                 let built = try gates.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)
-            })
+            },
+            reloadMetrics: ConfigReloadMetrics(registry: metrics))
         do {
             try service.start()
         } catch let error as PolicyError {

@@ -1,4 +1,5 @@
 import Foundation
+import Gateway
 
 // Thin entry point: pick the subcommand, run it, exit with its status.
 // Every command prints exactly what its usage says; usage errors exit 2.
@@ -27,7 +28,8 @@ enum CommandTable {
 
 func topLevelUsage() -> String {
     var text =
-        "usage: attest-gateway <command> [options]   (attest-gateway <command> --help for details)\n\ncommands:\n"
+        "usage: attest-gateway <command> [options]   (attest-gateway <command> --help for details)\n"
+        + "       attest-gateway --version\n\ncommands:\n"
     for command in CommandTable.subcommands {
         text += "  " + command.name.padding(toLength: 20, withPad: " ", startingAt: 0) + command.summary + "\n"
     }
@@ -39,6 +41,10 @@ func runMain() -> Int32 {
     guard let first = words.first else {
         printError(topLevelUsage())
         return 2
+    }
+    if first == "--version" || first == "-V" || first == "version" {
+        print(GatewayVersion.line)
+        return 0
     }
     if first == "--help" || first == "-h" || first == "help" {
         print(topLevelUsage(), terminator: "")

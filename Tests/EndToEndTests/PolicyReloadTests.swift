@@ -97,6 +97,9 @@ extension EndToEnd {
                     == true
             )
             #expect(try persistent.send("GET", "/feature/x").status == 200)
+            let failedMetrics = try gateway.metrics()
+            #expect(failedMetrics["attest_gateway_config_last_reload_successful"] == 0)
+            #expect(failedMetrics["attest_gateway_config_reloads_total{result=\"failed\"}"] == 2)
 
             // SIGHUP with a good changed file: /feature switches from off to enforce.
             let reloadsBefore = gateway.logEvents("policy_reloaded").count
@@ -105,6 +108,17 @@ extension EndToEnd {
                 gateway.logEvents("policy_reloaded").count > reloadsBefore
             }
             #expect(applied, "no policy_reloaded event: \(gateway.child.stderr.suffix(800))")
+            let reloadedMetrics = try gateway.metrics()
+            #expect(reloadedMetrics["attest_gateway_config_last_reload_successful"] == 1)
+            #expect(reloadedMetrics["attest_gateway_config_reloads_total{result=\"ok\"}"] == 1)
+            #expect(
+                reloadedMetrics["attest_gateway_config_last_reload_success_timestamp_seconds", default: 0]
+                    >= Date().timeIntervalSince1970 - 60)
+            // /config shows the policy now in force.
+            let config = try gateway.admin("/config")
+            #expect(config.status == 200)
+            #expect(
+                config.bodyText.contains("feature") && config.bodyText.contains("mode=enforce"), "\(config.bodyText)")
             expectDenied(try gateway.request("GET", "/feature/x"), 401, "assertion_missing")
             // ... also on the connection opened before the reload.
             expectDenied(try persistent.send("GET", "/feature/x"), 401, "assertion_missing")

@@ -375,6 +375,10 @@ struct ClientDataExample: Equatable {
         gate.rolloutDecided(route: "r", arm: .monitor, verdict: .verified)
         EnforcementGateFactory.warnAboutDebugTokens(
             GatewayPolicy(listen: [], upstreams: [:], routes: []), registry: registry)
+        BuildInfoMetric.export(through: registry)
+        ProcessMetrics.export(through: registry)
+        _ = ConfigReloadMetrics(registry: registry)
+        AccessLog(fd: -1).exportDroppedLines(through: registry)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(
             url: try RedisURL(parsing: "redis://127.0.0.1:1"), loops: [try EventLoop(index: 0)])
@@ -397,7 +401,9 @@ struct ClientDataExample: Equatable {
             }
         }
         #expect(families.count >= 11, "found only \(families.keys.sorted())")
-        let rows = doc.split(separator: "\n").filter { $0.hasPrefix("| `attest_gateway_") }
+        let rows = doc.split(separator: "\n").filter {
+            $0.hasPrefix("| `attest_gateway_") || $0.hasPrefix("| `process_")
+        }
         for (name, labels) in families.sorted(by: { $0.key < $1.key }) {
             let row = rows.first { $0.hasPrefix("| `\(name)` |") }
             #expect(row != nil, "docs/operations.md has no row for \(name)")

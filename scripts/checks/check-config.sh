@@ -33,6 +33,8 @@ grep -Eq "^$scratch/bad.yaml:[0-9]+:11: routes\[0\]\.mode: expected one of enfor
   || fail "unexpected error text: $(cat "$scratch/err")"
 
 "$bin" check-config --help | grep -q '^usage: attest-gateway check-config' || fail "--help"
+"$bin" --version | grep -Eq '^attest-gateway [0-9]+\.[0-9]+\.[0-9]+ \(OpenSSL [0-9]' || fail "--version"
+"$bin" --help | grep -q 'attest-gateway --version' || fail "--help names --version"
 set +e
 "$bin" check-config >/dev/null 2>&1; [ $? -eq 2 ] || fail "no FILE should exit 2"
 "$bin" check-config a.yaml b.yaml >/dev/null 2>&1; [ $? -eq 2 ] || fail "two FILEs should exit 2"

@@ -9,6 +9,8 @@ import Synchronization
 /// - `GET /healthz`: 200 while the process runs.
 /// - `GET /readyz`: 200 only when a policy is loaded and the store answers `ping` within
 ///   `pingTimeout`; 503 with the reason otherwise (load balancers stop sending traffic).
+/// - `GET /config`: the effective policy in force (`check-config`'s summary: defaults applied,
+///   secrets masked), text.
 ///
 /// State is read through closures at request time, so a policy reload that swaps the
 /// store or the policy is seen without rebuilding this gate. Immutable; any queue.
@@ -16,6 +18,7 @@ package final class AdminGate: RequestGate {
     package static let routeName = "_admin"
 
     private let metricsText: @Sendable () -> String
+    private let configText: @Sendable () -> String
     private let store: @Sendable () -> (any AttestStore)?
     private let isPolicyLoaded: @Sendable () -> Bool
     private let pingTimeout: Duration
@@ -26,13 +29,16 @@ package final class AdminGate: RequestGate {
     ///   - store: the store requests are served with now (nil: none built yet).
     ///   - isPolicyLoaded: true once a valid policy is serving.
     ///   - pingTimeout: default 1 s (a readiness probe must answer before the prober gives up).
+    ///   - configText: the effective policy, secrets masked (called per request).
     package init(
         metricsText: @escaping @Sendable () -> String,
+        configText: @escaping @Sendable () -> String = { "" },
         store: @escaping @Sendable () -> (any AttestStore)?,
         isPolicyLoaded: @escaping @Sendable () -> Bool,
         pingTimeout: Duration = .seconds(1)
     ) {
         self.metricsText = metricsText
+        self.configText = configText
         self.store = store
         self.isPolicyLoaded = isPolicyLoaded
         self.pingTimeout = pingTimeout
@@ -50,7 +56,7 @@ package final class AdminGate: RequestGate {
     ) {
         let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
         let path = head.path
-        guard ["/metrics", "/healthz", "/readyz"].contains(path) else {
+        guard ["/metrics", "/healthz", "/readyz", "/config"].contains(path) else {
             completion(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
             return
         }
@@ -67,6 +73,12 @@ package final class AdminGate: RequestGate {
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
             let body = Array(self.metricsText().utf8)
             completion(.respond(LocalResponse(status: 200, headers: headers, body: body), info))
+        case "/config":
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+            headers.add(name: "Cache-Control", value: "no-store")
+            completion(
+                .respond(LocalResponse(status: 200, headers: headers, body: Array(self.configText().utf8)), info))
         case "/healthz":
             completion(.respond(Self.status(200, "ok", reason: nil), info))
         default:

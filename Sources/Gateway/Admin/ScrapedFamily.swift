@@ -13,9 +13,14 @@ package final class ScrapedFamily: MetricFamily {
     /// One line of the family: its label pairs (in order) and value.
     package struct Sample: Sendable {
         package var labels: [(name: String, value: String)]
-        package var value: Int
+        package var value: Double
 
         package init(_ labels: [(name: String, value: String)] = [], value: Int) {
+            self.labels = labels
+            self.value = Double(value)
+        }
+
+        package init(_ labels: [(name: String, value: String)] = [], value: Double) {
             self.labels = labels
             self.value = value
         }
@@ -39,7 +44,13 @@ package final class ScrapedFamily: MetricFamily {
         out += "# HELP \(self.name) \(self.help)\n# TYPE \(self.name) \(self.kind.rawValue)\n"
         for sample in samples {
             let labels = LabeledChildren<Counter>.labelText(sample.labels.map { ($0.name, $0.value) })
-            out += "\(self.name)\(labels) \(sample.value)\n"
+            out += "\(self.name)\(labels) \(Self.format(sample.value))\n"
         }
+    }
+
+    /// Whole numbers without a fraction (`3`, not `3.0`), as the integer-valued families always were.
+    static func format(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 9.0e15 { return String(Int64(value)) }
+        return String(value)
     }
 }

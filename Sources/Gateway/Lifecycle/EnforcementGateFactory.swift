@@ -80,6 +80,7 @@ package final class EnforcementGateFactory: Sendable {
         let registry = self.registry
         let admin = AdminGate(
             metricsText: { registry.render() },
+            configText: { PolicySummary.render(policy) },
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
             isPolicyLoaded: { true }

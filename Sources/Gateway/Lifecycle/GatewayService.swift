@@ -34,6 +34,7 @@ package final class GatewayService: Sendable {
     private let policy: Mutex<GatewayPolicy?>
     /// The TLS of each `policy.listeners` entry, by index (nil: plain HTTP), for reloads.
     private let listenerTLS: Mutex<[ListenerTLS?]>
+    private let reloadMetrics: ConfigReloadMetrics?
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
     /// Written once by `installSignalHandlers` (keeps the sources alive).
     private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
@@ -41,12 +42,15 @@ package final class GatewayService: Sendable {
     /// - Parameters:
     ///   - load: reads and validates the policy file (`PolicyLoader.load`).
     ///   - makeGates: builds the gates for a policy (called at start and on each reload).
+    ///   - reloadMetrics: where the outcome of each load is exported (nil: nowhere).
     package init(
         configPath: String,
         server: GatewayServer,
         load: @escaping @Sendable (String) throws -> GatewayPolicy,
-        makeGates: @escaping @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates
+        makeGates: @escaping @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates,
+        reloadMetrics: ConfigReloadMetrics? = nil
     ) {
+        self.reloadMetrics = reloadMetrics
         self.configPath = configPath
         self.server = server
         self.load = load
@@ -94,6 +98,7 @@ package final class GatewayService: Sendable {
             }
         }
         self.policy.withLock { $0 = policy }
+        self.reloadMetrics?.started()
         Log.info(
             "policy_loaded",
             [
@@ -119,6 +124,7 @@ package final class GatewayService: Sendable {
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
             try self.server.update(policy: policy, gates: newGates)
         } catch {
+            self.reloadMetrics?.reloadFailed()
             Log.error(
                 "policy_reload_failed",
                 [
@@ -135,6 +141,7 @@ package final class GatewayService: Sendable {
         if let previous, previous.listeners != policy.listeners || previous.adminListen != policy.adminListen {
             Log.warning("listen_change_needs_restart", [("path", self.configPath)])
         }
+        self.reloadMetrics?.reloaded()
         Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])
     }
 

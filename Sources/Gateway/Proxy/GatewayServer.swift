@@ -58,6 +58,7 @@ package final class GatewayServer: Sendable {
         self.metrics = ProxyMetrics(registry: metrics)
         self.bodyBudget = BufferedBodyBudget(limit: limits.maxBufferedBodyBytes, gauge: self.metrics.bufferedBodyBytes)
         self.accessLog = accessLog
+        if let accessLog { accessLog.exportDroppedLines(through: metrics) }
         self.state = Mutex(ServerState(upstreams: UpstreamTable(targets: [:]), limits: limits))
         var contexts: [LoopContext] = []
         for loop in self.group.loops {

@@ -278,3 +278,13 @@ package struct WallClockFormatter {
         out.write(UInt8(ascii: "Z"))
     }
 }
+
+extension AccessLog {
+    /// `attest_gateway_access_log_dropped_lines_total`, read at each scrape.
+    package func exportDroppedLines(through registry: MetricsRegistry) {
+        registry.scraped(
+            "attest_gateway_access_log_dropped_lines_total",
+            help: "Access-log lines dropped because standard output could not keep up.", kind: .counter
+        ) { [ScrapedFamily.Sample(value: Double(self.droppedLines.load()))] }
+    }
+}
