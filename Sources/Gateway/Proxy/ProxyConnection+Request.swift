@@ -180,11 +180,12 @@ extension ProxyConnection {
         let proxies = self.snapshot.trustedProxies
         self.forwardedClient.peerIsTrusted = !proxies.isEmpty && proxies.contains(self.peerAddress)
         self.forwardedClient.reservedSubjectHeaders = self.snapshot.clientSubjectHeaders
-        if self.forwardedClient.subject == nil, let tls = self.client.transport as? TLSTransport,
-            let subject = tls.verifiedPeerSubject
-        {
-            // Verified once per connection, at the handshake (TLS 1.3 allows no renegotiation).
-            self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)
+        if !self.subjectResolved {
+            // A head arrives only after the handshake: the subject is final by now.
+            self.subjectResolved = true
+            if let tls = self.client.transport as? TLSTransport, let subject = tls.verifiedPeerSubject {
+                self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)
+            }
         }
         guard self.forwardedClient.peerIsTrusted, let reason = ForwardedHeaders.refusal(in: head.headers) else {
             return nil

@@ -50,6 +50,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// The peer as X-Forwarded-For and Forwarded name it; its trust and certificate subject
     /// are set per request (`prepareForwarding`).
     @exclusivity(unchecked) var forwardedClient: UpstreamRequestPlan.Client
+    /// The transport was asked for a verified client certificate subject (once: it cannot change
+    /// on a connection, renegotiation is off).
+    @exclusivity(unchecked) var subjectResolved = false
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
