@@ -10,18 +10,31 @@ extension UpstreamRequestPlan {
     ///   - framing: the client's body framing.
     ///   - bufferedBodyCount: the body's size when it was buffered (the upstream then gets a Content-Length).
     ///   - upstreamHost: `host:port` of the upstream, used as Host when the client sent none (HTTP/1.0).
+    ///   - tlsEndedHere, peerIsTrusted: as `ForwardedHeaders.plan`.
+    ///   - subjectHeaders: names no client may send; `subject` (already a field value) goes in
+    ///     `subjectHeader` when set.
     package static func make(
         gateHead: HTTPRequestHead,
         framing: RequestBodyFraming,
         bufferedBodyCount: Int?,
         clientAddress: String,
-        upstreamHost: String
+        upstreamHost: String,
+        tlsEndedHere: Bool = false,
+        peerIsTrusted: Bool = false,
+        subjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
+            ListenerTLSConfiguration.defaultClientSubjectHeader
+        ]),
+        subjectHeader: String = ListenerTLSConfiguration.defaultClientSubjectHeader,
+        subject: String? = nil
     ) -> UpstreamRequestPlan {
         // Also removes Expect (100-continue is answered by the gateway itself, see
         // ProxyConnectionStateMachine) and adds Host for HTTP/1.0 requests that had none.
         var head = HeaderRewriting.upstreamRequest(
-            gateHead, clientAddress: clientAddress, scheme: "http", upstreamHost: upstreamHost)
+            gateHead, clientAddress: clientAddress, scheme: tlsEndedHere ? "https" : "http",
+            upstreamHost: upstreamHost, peerIsTrusted: peerIsTrusted)
         head.versionMinor = 1
+        head.headers.removeAll { subjectHeaders.isReserved($0.name) }
+        if let subject { head.headers.add(name: subjectHeader, value: subject) }
         let encoding: BodyEncoding
         if let bufferedBodyCount {
             if bufferedBodyCount > 0 || framing != .none || Self.isMethodWithBody(head.method) {
@@ -51,15 +64,15 @@ extension HeaderRewriting {
     /// Removes hop-by-hop headers (Connection and every header it names, Keep-Alive, TE, Trailer,
     /// Upgrade, Proxy-Connection, Proxy-Authenticate, Proxy-Authorization), Transfer-Encoding and
     /// Content-Length (the proxy re-frames), and Expect (the gateway answers `100-continue` itself);
-    /// appends the client to X-Forwarded-For and `Forwarded` (RFC 7239: `for`, `proto`, `host`),
-    /// and sets X-Forwarded-Proto and X-Forwarded-Host (from Host) for the upstream request.
+    /// sets X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host and `Forwarded` (RFC 7239:
+    /// `for`, `proto`, `host`) as `ForwardedHeaders.plan` says: from a trusted peer its lists are
+    /// appended to and its proto and host stand; from any other peer they are replaced.
     ///
     /// `X-App-Attest-*` fields are never removed for being named in Connection: by the time a
     /// head gets here the gate has replaced every client-sent one with the gateway's own
     /// (`IdentityHeaders.forwarded`), and a client must not be able to strip those.
     ///
-    /// `clientAddress` is the peer IP without port (IPv6 without brackets). The upstream should
-    /// trust only the last element of X-Forwarded-For / Forwarded: earlier ones come from the client.
+    /// `clientAddress` is the peer IP without port (IPv6 without brackets).
     ///
     /// The request goes out as HTTP/1.1, which requires Host (RFC 9112 §3.2): an HTTP/1.0 request
     /// without one gets `Host: upstreamHost`. With `upstreamHost == nil` no Host is added and the
@@ -68,25 +81,32 @@ extension HeaderRewriting {
         _ head: HTTPRequestHead,
         clientAddress: String,
         scheme: String,
-        upstreamHost: String? = nil
+        upstreamHost: String? = nil,
+        peerIsTrusted: Bool = false
     ) -> HTTPRequestHead {
         var rewritten = head
         rewritten.versionMinor = 1
         let named = Self.connectionOptions(head.headers)
-        var forwardedFor: String?
-        var forwarded: String?
+        var incoming = ForwardedHeaders.Incoming()
         var host: String?
         var kept: [HTTPHeaders.Element] = []
         kept.reserveCapacity(head.headers.count + 5)
         for field in head.headers {
             switch Self.role(of: field.name) {
-            case .hopByHop, .expect, .forwardedProtoOrHost:
-                continue  // X-Forwarded-Proto/-Host are replaced below: never trust the client's
+            case .hopByHop, .expect:
+                continue
+            case .forwardedProtoOrHost:
+                if field.name.equalsCaseInsensitiveASCII("x-forwarded-proto") {
+                    incoming.forwardedProto.append(field.value)
+                } else {
+                    incoming.forwardedHost.append(field.value)
+                }
+                continue
             case .forwardedFor:
-                forwardedFor = forwardedFor.map { $0 + ", " + field.value } ?? field.value
+                incoming.forwardedFor.append(field.value)
                 continue
             case .forwarded:
-                forwarded = forwarded.map { $0 + ", " + field.value } ?? field.value
+                incoming.forwarded.append(field.value)
                 continue
             case .host:
                 // Never hop-by-hop: `Connection: Host` must not leave the upstream without one.
@@ -106,19 +126,13 @@ extension HeaderRewriting {
             kept.append(field)
         }
         if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
-        kept.append((name: "X-Forwarded-For", value: forwardedFor.map { $0 + ", " + clientAddress } ?? clientAddress))
-        kept.append((name: "X-Forwarded-Proto", value: scheme))
-        if let host { kept.append((name: "X-Forwarded-Host", value: host)) }
-        var element = "for="
-        element.reserveCapacity(48)
-        element += Self.forwardedNode(clientAddress)
-        element += ";proto="
-        element += Self.forwardedValue(scheme)
-        if let host {
-            element += ";host="
-            element += Self.forwardedValue(host)
-        }
-        kept.append((name: "Forwarded", value: forwarded.map { $0 + ", " + element } ?? element))
+        let plan = ForwardedHeaders.plan(
+            peerIsTrusted: peerIsTrusted, tlsEndedHere: scheme == "https", incoming: incoming,
+            clientAddress: clientAddress, host: host)
+        kept.append((name: "X-Forwarded-For", value: plan.forwardedFor))
+        kept.append((name: "X-Forwarded-Proto", value: plan.forwardedProto))
+        if let forwardedHost = plan.forwardedHost { kept.append((name: "X-Forwarded-Host", value: forwardedHost)) }
+        kept.append((name: "Forwarded", value: plan.forwarded))
         rewritten.headers = HTTPHeaders(kept)
         return rewritten
     }

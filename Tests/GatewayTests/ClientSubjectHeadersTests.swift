@@ -33,4 +33,16 @@ import Testing
         #expect(ClientSubjectHeaders.fieldValue("CN=a\r\nX-Evil: 1\u{7F}\t") == "CN=a\\x0D\\x0AX-Evil: 1\\x7F\\x09")
         #expect(ClientSubjectHeaders.fieldValue("CN=Zoë") == "CN=Zoë")
     }
+
+    /// Chunked trailers could carry a subject (or forwarding fields) to an upstream that merges
+    /// trailers into headers: they are removed there too.
+    @Test func trailersLoseSubjectAndForwardingFields() {
+        let reserved = ClientSubjectHeaders(["X-Client-Cert-Subject", "X-Verified-Subject"])
+        let trailers = HTTPHeaders([
+            (name: "x-verified-subject", value: "CN=spoofed"), (name: "X-Client-Cert-Subject", value: "CN=spoofed"),
+            (name: "X-Forwarded-For", value: "6.6.6.6"), (name: "Forwarded", value: "for=6.6.6.6"),
+            (name: "X-Forwarded-Proto", value: "https"), (name: "X-Checksum", value: "abc"),
+        ])
+        #expect(HeaderRewriting.forwardedTrailers(trailers, reserved: reserved)?.map(\.name) == ["X-Checksum"])
+    }
 }

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// The `trusted_proxies` rule for forwarding headers: kept and appended from a trusted peer,
 /// replaced from any other; `https` when TLS ended here.
@@ -66,5 +67,19 @@ import Testing
             clientAddress: "10.0.0.5", host: "api.example.com:8443")
         #expect(plan.forwardedFor == "1.1.1.1, 2.2.2.2, 3.3.3.3, 10.0.0.5")
         #expect(plan.forwarded == "for=1.1.1.1, for=2.2.2.2, for=10.0.0.5;proto=https;host=\"api.example.com:8443\"")
+    }
+
+    @Test func aTrustedPeerMustNameOneSchemeAndOneHost() {
+        func refusal(_ fields: [(String, String)]) -> String? {
+            ForwardedHeaders.refusal(in: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
+        }
+        #expect(refusal([("Host", "a"), ("X-Forwarded-For", "1.1.1.1"), ("x-forwarded-for", "2.2.2.2")]) == nil)
+        #expect(refusal([("X-Forwarded-Proto", " HTTPS "), ("X-Forwarded-Host", "api.example:8443")]) == nil)
+        #expect(refusal([("Forwarded", "for=1.1.1.1"), ("Forwarded", "for=2.2.2.2")]) == nil)
+        #expect(refusal([("X-Forwarded-Proto", "https"), ("x-forwarded-proto", "https")]) != nil)
+        #expect(refusal([("X-Forwarded-Host", "a"), ("X-Forwarded-Host", "b")]) != nil)
+        #expect(refusal([("X-Forwarded-Proto", "https, http")]) != nil)
+        #expect(refusal([("X-Forwarded-Proto", "ftp")]) != nil)
+        #expect(refusal([("X-Forwarded-Host", "a, b")]) != nil)
     }
 }

@@ -46,7 +46,7 @@ import Testing
         #expect(rewritten.headers["forwarded"] == "for=192.0.2.7;proto=https;host=api.example.com")
     }
 
-    @Test func forwardingHeadersAreAppendedToTheClientChain() {
+    @Test func forwardingHeadersFromATrustedPeerAreAppendedTo() {
         let head = HTTPRequestHead(
             method: "GET",
             target: "/",
@@ -57,7 +57,8 @@ import Testing
                 ("Forwarded", "for=203.0.113.1"),
             ])
         )
-        let rewritten = HeaderRewriting.upstreamRequest(head, clientAddress: "2001:db8::1", scheme: "http")
+        let rewritten = HeaderRewriting.upstreamRequest(
+            head, clientAddress: "2001:db8::1", scheme: "http", peerIsTrusted: true)
         #expect(
             rewritten.headers.values(for: "X-Forwarded-For") == ["203.0.113.1, 198.51.100.2, 198.51.100.3, 2001:db8::1"]
         )
@@ -65,6 +66,10 @@ import Testing
             rewritten.headers.values(for: "Forwarded")
                 == ["for=203.0.113.1, for=\"[2001:db8::1]\";proto=http;host=\"h:8080\""]
         )
+        // From any other peer the same fields are replaced: the client cannot plant a hop.
+        let untrusted = HeaderRewriting.upstreamRequest(head, clientAddress: "2001:db8::1", scheme: "http")
+        #expect(untrusted.headers.values(for: "X-Forwarded-For") == ["2001:db8::1"])
+        #expect(untrusted.headers.values(for: "Forwarded") == ["for=\"[2001:db8::1]\";proto=http;host=\"h:8080\""])
     }
 
     @Test func noHostMeansNoForwardedHost() {

@@ -170,6 +170,22 @@ import Testing
             ])
     }
 
+    @Test func proxyProtocolWithoutTrustedProxiesIsWarnedAbout() throws {
+        let directory = try PolicyDirectory()
+        defer { directory.remove() }
+        let listen = "  - { address: \"0.0.0.0:8080\", proxy_protocol: true }"
+        try directory.write("policies.yaml", Self.policy(listen: listen))
+        var warnings: [PolicyWarning] = []
+        _ = try PolicyLoader.load(path: directory.path + "/policies.yaml", warnings: &warnings)
+        let warning = try #require(warnings.first { $0.code == "proxy_protocol_without_trusted_proxies" })
+        #expect(warning.field == "listen[0].proxy_protocol" && warning.line == 3)
+        // With the balancer's addresses listed, only they may send a header: no warning.
+        try directory.write("policies.yaml", "trusted_proxies: [10.0.0.0/16]\n" + Self.policy(listen: listen))
+        var none: [PolicyWarning] = []
+        _ = try PolicyLoader.load(path: directory.path + "/policies.yaml", warnings: &none)
+        #expect(!none.contains { $0.code == "proxy_protocol_without_trusted_proxies" })
+    }
+
     @Test func aMissingFileNamesTheResolvedPathLineAndField() throws {
         let directory = try PolicyDirectory()
         defer { directory.remove() }
@@ -384,13 +400,11 @@ import Testing
         do {
             try PendingTransportFeatures.check(policy)
         } catch {
-            #expect(
-                error.features == [
-                    "listen[1] 0.0.0.0:8443: tls.client_certificates", "listen[1] 0.0.0.0:8443: proxy_protocol",
-                    "upstreams.api: https",
-                ])
+            // Client certificates and the PROXY protocol are served now: only the upstream is left.
+            #expect(error.features == ["upstreams.api: https"])
         }
         let plain = try directory.load(Self.policy(listen: "  - \"127.0.0.1:8080\""))
         try PendingTransportFeatures.check(plain)
+        try PendingTransportFeatures.check(try directory.load(Self.policy(listen: Self.fullListener)))
     }
 }

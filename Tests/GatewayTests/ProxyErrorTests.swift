@@ -8,7 +8,7 @@ import Testing
     @Test func everyCodeHasItsStatus() {
         let expected: [ProxyError.Code: Int] = [
             .bodyTooLarge: 413, .bodyBudgetExhausted: 503, .requestTimeout: 408, .upstreamUnavailable: 502,
-            .upstreamTimeout: 504, .upstreamInvalidResponse: 502, .upstreamBusy: 503,
+            .upstreamTimeout: 504, .upstreamInvalidResponse: 502, .upstreamBusy: 503, .invalidForwardedHeader: 400,
         ]
         #expect(Set(expected.keys) == Set(ProxyError.Code.allCases))
         for code in ProxyError.Code.allCases {

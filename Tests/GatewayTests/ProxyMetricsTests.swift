@@ -76,7 +76,7 @@ import Testing
             .init(
                 method: "POST", path: "/v1/a\"b", route: "premium", status: 201, verdict: "verified",
                 keyIDPrefix: "AbCd1234",
-                upstreamNanoseconds: 1_234_567, totalNanoseconds: 2_000_999))
+                upstreamNanoseconds: 1_234_567, totalNanoseconds: 2_000_999, client: "2001:db8::7"))
         buffer.append(
             .init(
                 method: "GET", path: "/x", route: "-", status: 404, verdict: "no_route", keyIDPrefix: nil,
@@ -91,6 +91,7 @@ import Testing
         #expect(first["method"] as? String == "POST")
         #expect(first["path"] as? String == "/v1/a\"b")
         #expect(first["route"] as? String == "premium")
+        #expect(first["client"] as? String == "2001:db8::7")
         #expect(first["status"] as? Int == 201)
         #expect(first["verdict"] as? String == "verified")
         #expect(first["key_id"] as? String == "AbCd1234")

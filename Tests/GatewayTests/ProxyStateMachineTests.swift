@@ -79,6 +79,19 @@ import Testing
         #expect(machine.decided(forward: true) == .connectUpstream(sendContinue: false))
     }
 
+    @Test func aHeadRefusedByTheConnectionIsAnsweredAndCloses() {
+        var machine = Machine()
+        let refusal = ProxyError.invalidForwardedHeader("more than one X-Forwarded-Proto field")
+        // A GET without body would keep the connection; the refusal closes it all the same.
+        let action = machine.requestHeadReceived(
+            method: "GET", framing: .none, keepAlive: true, expectsContinue: false, bufferBodyUpTo: nil,
+            refusal: refusal)
+        #expect(action == .reject(refusal))
+        #expect(machine.phase == .respondingLocally)
+        #expect(refusal.status == 400 && refusal.code.rawValue == "invalid_forwarded_header")
+        #expect(machine.localResponseWritten() == false)
+    }
+
     @Test func contentLengthBeyondTheCapIs413WithoutReadingTheBody() {
         var machine = Machine()
         let action = machine.requestHeadReceived(

@@ -55,14 +55,17 @@ import Testing
     func writeHeadMatchesThePlan(index: Int) {
         let gateHead = Self.heads[index]
         for address in ["127.0.0.1", "2001:db8::1", "10.1.2.3"] {
+            // A trusted peer (its forwarding fields kept) only for the last address.
+            let trusted = address == "10.1.2.3"
             for (framing, buffered) in Self.framings {
                 let plan = UpstreamRequestPlan.make(
                     gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, clientAddress: address,
-                    upstreamHost: "127.0.0.1:18080")
+                    upstreamHost: "127.0.0.1:18080", peerIsTrusted: trusted)
                 var expected: [UInt8] = []
                 HTTPSerializer.writeRequestHead(plan.head, into: &expected)
 
-                let client = UpstreamRequestPlan.Client(address: address)
+                var client = UpstreamRequestPlan.Client(address: address)
+                client.peerIsTrusted = trusted
                 let bound = UpstreamRequestPlan.headBound(
                     gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:18080")
                 let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
@@ -89,11 +92,14 @@ import Testing
             "Host", "host", "X-Forwarded-For", "x-forwarded-for", "Forwarded", "X-Forwarded-Proto", "X-Forwarded-Host",
             "Connection", "Keep-Alive", "TE", "Expect", "Content-Length", "Transfer-Encoding", "X-App-Attest-Status",
             "X-App-Assertion", "X-A", "x-a", "Upgrade", "Proxy-Connection", "Accept", "Cookie",
+            "X-Client-Cert-Subject", "x-verified-subject", "x-forwarded-proto",
         ]
         let values = [
             "", "x", "a, b", "x-a, close", "keep-alive", "X-A", "x-app-attest-status, te", "\"q\\\"", "caf\u{E9}",
             "line\r\nbreak", "[::1]:80", "h:1", "203.0.113.9", String(repeating: "long,", count: 120), "\u{0}",
+            " https ", "http", "\t", "CN=spoofed",
         ]
+        let subjectHeaders = ClientSubjectHeaders(["X-Client-Cert-Subject", "X-Verified-Subject"])
         let methods = ["GET", "POST", "PUT", "PATCH", "HEAD", "DELETE"]
         let framings: [RequestBodyFraming] = [.none, .contentLength(0), .contentLength(42), .chunked]
         let addresses = ["127.0.0.1", "::1", "fe80::1%eth0", "10.0.0.255"]
@@ -109,12 +115,20 @@ import Testing
             let framing = framings.randomElement(using: &random)!
             let buffered: Int? = Bool.random(using: &random) ? nil : Int.random(in: 0...3, using: &random)
             let address = addresses.randomElement(using: &random)!
+            let trusted = Bool.random(using: &random)
+            let tls = Bool.random(using: &random)
+            let subject: String? = Bool.random(using: &random) ? "CN=app \\x0D,O=Example" : nil
             let plan = UpstreamRequestPlan.make(
                 gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, clientAddress: address,
-                upstreamHost: "up:8080")
+                upstreamHost: "up:8080", tlsEndedHere: tls, peerIsTrusted: trusted, subjectHeaders: subjectHeaders,
+                subjectHeader: "X-Verified-Subject", subject: subject)
             var expected: [UInt8] = []
             HTTPSerializer.writeRequestHead(plan.head, into: &expected)
-            let client = UpstreamRequestPlan.Client(address: address)
+            var client = UpstreamRequestPlan.Client(address: address, tlsEndedHere: tls)
+            client.peerIsTrusted = trusted
+            client.reservedSubjectHeaders = subjectHeaders
+            client.subjectHeader = "X-Verified-Subject"
+            client.subject = subject
             let bound = UpstreamRequestPlan.headBound(gateHead: gateHead, client: client, upstreamHost: "up:8080")
             let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
             defer { memory.deallocate() }
@@ -123,7 +137,7 @@ import Testing
                 gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
                 upstreamHost: "up:8080", into: &writer)
             let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
-            #expect(written == expected, "iteration \(iteration): \(fields)")
+            #expect(written == expected, "iteration \(iteration) trusted \(trusted): \(fields)")
             #expect(encoding == plan.encoding)
         }
     }

@@ -25,9 +25,14 @@ package final class ProxyMetrics: Sendable {
     /// because they missed `limits.buffered_body_timeout`.
     package let bufferedBodyTimeouts: CounterFamily
     /// `attest_gateway_tls_handshake_failures_total{reason}`: client connections closed before
-    /// their TLS handshake finished; reason `timeout` or `error` (bad ClientHello, protocol,
-    /// cipher or certificate).
+    /// their TLS handshake finished; reason `timeout`, `client_certificate` (mTLS refused the
+    /// client's certificate, or its absence) or `error` (bad ClientHello, protocol, cipher).
     package let tlsHandshakeFailures: CounterFamily
+    /// `attest_gateway_proxy_protocol_refusals_total{reason}`: connections on a
+    /// `proxy_protocol: true` listener closed before HTTP or TLS because their PROXY header was
+    /// missing, malformed, late or from a peer outside `trusted_proxies`
+    /// (`ProxyProtocolPreamble.Refusal`).
+    package let proxyProtocolRefusals: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -69,7 +74,12 @@ package final class ProxyMetrics: Sendable {
             labelNames: ["route"])
         self.tlsHandshakeFailures = registry.counter(
             "attest_gateway_tls_handshake_failures_total",
-            help: "Client connections closed before their TLS handshake finished, by reason (timeout, error).",
+            help:
+                "Client connections closed before their TLS handshake finished, by reason (timeout, client_certificate, error).",
+            labelNames: ["reason"])
+        self.proxyProtocolRefusals = registry.counter(
+            "attest_gateway_proxy_protocol_refusals_total",
+            help: "Connections on a proxy_protocol listener closed because of their PROXY header, by reason.",
             labelNames: ["reason"])
     }
 

@@ -55,6 +55,23 @@ package enum SystemCalls {
         }
     }
 
+    /// `recv(MSG_PEEK)`: the bytes waiting on the socket, left there (the PROXY protocol
+    /// preamble finds its header's length this way, then reads exactly that much).
+    package static func peek(_ fd: Int32, into pointer: UnsafeMutableRawPointer, count: Int) throws(IOError)
+        -> IOResult
+    {
+        while true {
+            let n = Glibc.recv(fd, pointer, count, Int32(MSG_PEEK))
+            if n > 0 { return .processed(n) }
+            if n == 0 { return .endOfFile }
+            let err = Glibc.errno
+            if err == EINTR { continue }
+            if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
+            self.checkBug(err, "recv")
+            throw IOError("recv(MSG_PEEK)", errno: err)
+        }
+    }
+
     /// One non-blocking write whose result is ignored (a parting message before `close`).
     package static func writeOnce(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress else { return }

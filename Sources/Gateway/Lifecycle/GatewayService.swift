@@ -67,23 +67,28 @@ package final class GatewayService: Sendable {
         let gates = try self.makeGates(policy, self.server)
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
+        self.server.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
         var bound: [(String, SocketAddress)] = []
         var secured: [ListenerTLS?] = []
         for listener in policy.listeners {
             var tls: ListenerTLS?
             if let configuration = listener.tls {
                 let context = try Self.makeTLSContext(configuration, previous: nil)
-                tls = ListenerTLS(context: context, handshakeTimeout: configuration.handshakeTimeout)
+                tls = ListenerTLS(
+                    context: context, handshakeTimeout: configuration.handshakeTimeout,
+                    clientSubjectHeader: configuration.clientSubjectHeader)
             }
             secured.append(tls)
             let socketAddress = try self.server.listen(
-                on: listener.address, name: Self.mainListener, gate: gates.main, tls: tls)
+                on: listener.address, name: Self.mainListener, gate: gates.main, tls: tls,
+                proxyProtocol: listener.proxyProtocol)
             bound.append((Self.mainListener, socketAddress))
             Log.info(
                 "listening",
                 [
                     ("listener", Self.mainListener), ("address", socketAddress.description),
-                    ("tls", tls == nil ? "off" : "on"),
+                    ("tls", tls == nil ? "off" : listener.tls?.clientCertificates == nil ? "on" : "mtls"),
+                    ("proxy_protocol", listener.proxyProtocol ? "on" : "off"),
                 ])
         }
         self.listenerTLS.withLock { $0 = secured }

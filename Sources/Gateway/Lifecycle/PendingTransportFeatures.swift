@@ -1,9 +1,8 @@
-/// Refuses a policy that asks for transport features the server does not run yet: client
-/// certificates on a listener (the verified subject is not yet passed upstream, nor a client's
-/// copy of its header stripped), the PROXY protocol, `https://` upstreams. The policy loads and
-/// `check-config` shows them, but serving such a policy would trust what it must not (or read a
-/// PROXY header as a request line), so `serve` and SIGHUP fail closed until they are wired in
-/// (issue 11). TLS termination itself is served.
+/// Refuses a policy that asks for transport features the server does not run yet:
+/// `https://` upstreams. The policy loads and `check-config` shows them, but serving such a
+/// policy would send plain HTTP where TLS was asked for, so `serve` and SIGHUP fail closed
+/// until they are wired in (issue 11). TLS termination, client certificates and the PROXY
+/// protocol on listeners are served.
 package struct PendingTransportFeatures: Error, CustomStringConvertible {
     /// `listen[0] 0.0.0.0:8443: tls`, `upstreams.api: https`.
     package let features: [String]
@@ -15,12 +14,6 @@ package struct PendingTransportFeatures: Error, CustomStringConvertible {
     /// Throws when `policy` uses any feature the server cannot honour.
     package static func check(_ policy: GatewayPolicy) throws(PendingTransportFeatures) {
         var features: [String] = []
-        for (index, listener) in policy.listeners.enumerated() {
-            if listener.tls?.clientCertificates != nil {
-                features.append("listen[\(index)] \(listener.address): tls.client_certificates")
-            }
-            if listener.proxyProtocol { features.append("listen[\(index)] \(listener.address): proxy_protocol") }
-        }
         for name in policy.upstreams.keys.sorted() where policy.upstreams[name]?.tls != nil {
             features.append("upstreams.\(name): https")
         }

@@ -152,7 +152,7 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
     /// Stable snake_case code: `unreachable_route`, `development_trust_roots`, `memory_store`,
     /// `store_error_allows`, `setting_without_effect`, `no_routes`, `body_exceeds_budget`,
-    /// `body_deadline_tight`.
+    /// `body_deadline_tight`, `proxy_protocol_without_trusted_proxies`.
     public var code: String
     public var file: String
     public var line: Int

@@ -25,10 +25,21 @@ struct PolicyLint {
 
     /// `tls.client_subject_header` written on a listener without `client_certificates`: no
     /// subject is ever verified there, so the header is never sent (it is still stripped).
+    /// `proxy_protocol: true` without `trusted_proxies`: any peer that reaches the port is
+    /// believed when its PROXY header names a client (docs/design-notes.md, "PROXY protocol trust").
     private func listenerWarnings(_ policy: GatewayPolicy, top: Fields) -> [PolicyWarning] {
         guard let listen = top["listen"], case .sequence(let items) = listen.content else { return [] }
         var warnings: [PolicyWarning] = []
         for (index, listener) in policy.listeners.enumerated() where index < items.count {
+            if listener.proxyProtocol, policy.trustedProxies.isEmpty,
+                let node = Self.value(items[index], "proxy_protocol")
+            {
+                warnings.append(
+                    self.warning(
+                        "proxy_protocol_without_trusted_proxies", node.mark, node.path,
+                        "any peer that reaches this port may name any client address in its PROXY header; list the load balancer's addresses in trusted_proxies so that only they may"
+                    ))
+            }
             guard let tls = listener.tls, tls.clientCertificates == nil,
                 let node = Self.value(items[index], "tls").flatMap({ Self.value($0, "client_subject_header") })
             else { continue }

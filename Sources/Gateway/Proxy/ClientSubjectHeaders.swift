@@ -7,11 +7,16 @@ package import HTTP1
 /// strips every copy the client sent (and from trailers), then adds the verified subject when
 /// the connection has one.
 package struct ClientSubjectHeaders: Sendable, Hashable {
-    /// Lowercased, for ASCII case-insensitive comparison.
-    private let lowercasedNames: Set<String>
+    /// Without duplicates (ASCII case-insensitive). An array, not a set: there are one or two,
+    /// and `isReserved` runs for every field of every request, so it must not allocate.
+    private let names: [String]
 
     package init(_ names: [String]) {
-        self.lowercasedNames = Set(names.map { $0.lowercased() })
+        var unique: [String] = []
+        for name in names where !unique.contains(where: { $0.equalsCaseInsensitiveASCII(name) }) {
+            unique.append(name)
+        }
+        self.names = unique
     }
 
     package init(policy: GatewayPolicy) {
@@ -19,8 +24,13 @@ package struct ClientSubjectHeaders: Sendable, Hashable {
     }
 
     /// True for a field no client may send (ASCII case-insensitive).
+    @inline(__always)
     package func isReserved(_ name: String) -> Bool {
-        self.lowercasedNames.contains(name.lowercased())
+        let count = name.utf8.count
+        for reserved in self.names where reserved.utf8.count == count {
+            if reserved.equalsCaseInsensitiveASCII(name) { return true }
+        }
+        return false
     }
 
     /// Removes every reserved field, then adds `subject` under `header` (the listener's

@@ -38,7 +38,7 @@ struct ExchangeRecorder {
                 method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
                 status: exchange.responseStatus, verdict: exchange.logInfo?.verdict ?? "-",
                 keyIDPrefix: exchange.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime,
-                totalNanoseconds: total, arm: exchange.logInfo?.arm))
+                totalNanoseconds: total, arm: exchange.logInfo?.arm, client: exchange.clientAddress))
     }
 
     private mutating func routeHandles(_ route: String) -> ProxyMetricsCache.RouteHandles {

@@ -1,3 +1,5 @@
+package import HTTP1
+
 /// The forwarding headers a request carries upstream (`X-Forwarded-For`, `-Proto`, `-Host`,
 /// RFC 7239 `Forwarded`), by the `trusted_proxies` rule (issue 11):
 ///
@@ -50,8 +52,10 @@ package struct ForwardedHeaders: Sendable, Hashable {
     /// The plan for one request.
     ///
     /// - Parameters:
-    ///   - peerIsTrusted: the connection's peer is in `trusted_proxies` (with the PROXY protocol,
-    ///     the socket peer is the balancer: decide on it, not on the header's source).
+    ///   - peerIsTrusted: the connection's peer is in `trusted_proxies`. With the PROXY protocol
+    ///     the peer is the header's source, not the L4 balancer: the balancer relays the
+    ///     client's bytes untouched, so a client's X-Forwarded-For behind it proves nothing
+    ///     (docs/design-notes.md, "PROXY protocol trust").
     ///   - tlsEndedHere: this gateway terminated TLS for the request.
     ///   - incoming: the forwarding fields the request arrived with.
     ///   - clientAddress: the address this hop received the request from, without port or
@@ -78,6 +82,33 @@ package struct ForwardedHeaders: Sendable, Hashable {
             forwardedHost: Self.joined(incoming.forwardedHost) ?? host,
             forwarded: Self.appending(element, to: incoming.forwarded)
         )
+    }
+
+    /// Why forwarding fields from a trusted peer cannot be believed, or nil when they can.
+    ///
+    /// X-Forwarded-For and Forwarded are lists: several lines are one list (RFC 9110 §5.3).
+    /// X-Forwarded-Proto and X-Forwarded-Host describe one connection: two lines, a list, or a
+    /// scheme other than `http` / `https` leave the upstream to guess which one is true, and a
+    /// gateway that forwarded them would let whoever wrote the second one choose. Such a request
+    /// is refused (400 `invalid_forwarded_header`) rather than passed on or silently replaced:
+    /// a trusted proxy that sends them is misconfigured, and the operator should hear of it.
+    package static func refusal(in headers: HTTPHeaders) -> String? {
+        var proto: [String] = []
+        var host: [String] = []
+        for field in headers where HeaderRewriting.role(of: field.name) == .forwardedProtoOrHost {
+            if field.name.utf8.count == 17 { proto.append(field.value) } else { host.append(field.value) }
+        }
+        if proto.count > 1 { return "more than one X-Forwarded-Proto field" }
+        if host.count > 1 { return "more than one X-Forwarded-Host field" }
+        if let value = proto.first?.trimmingASCIIWhitespace(), !value.isEmpty,
+            !value.equalsCaseInsensitiveASCII("http") && !value.equalsCaseInsensitiveASCII("https")
+        {
+            return "X-Forwarded-Proto is neither http nor https"
+        }
+        if let value = host.first, value.utf8.contains(HTTPByte.comma) {
+            return "X-Forwarded-Host holds a list"
+        }
+        return nil
     }
 
     /// The field lines as one list value; nil when there are none (or only empty ones).

@@ -42,6 +42,7 @@ package final class GatewayServer: Sendable {
         var upstreams: UpstreamTable
         var limits: GatewayLimits
         var trustedProxies = TrustedProxies([])
+        var clientSubjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader])
     }
 
     /// - Parameters:
@@ -104,6 +105,14 @@ package final class GatewayServer: Sendable {
         }
     }
 
+    /// Replaces the header names no client may send (`GatewayPolicy.clientSubjectHeaderNames`).
+    package func update(clientSubjectHeaders: ClientSubjectHeaders) {
+        self.state.withLock { state in
+            state.clientSubjectHeaders = clientSubjectHeaders
+            for context in state.contexts.values { context.replace(clientSubjectHeaders: clientSubjectHeaders) }
+        }
+    }
+
     /// Swaps the gate of the listener(s) named `listenerName`.
     package func update(gate: any RequestGate, forListener listenerName: String) {
         self.state.withLock { state in
@@ -114,6 +123,7 @@ package final class GatewayServer: Sendable {
     /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
     package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws(IOError) {
         self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
+        self.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
         try self.update(upstreams: policy.upstreams, limits: policy.limits)
         for (name, gate) in gates {
             self.update(gate: gate, forListener: name)
@@ -122,9 +132,12 @@ package final class GatewayServer: Sendable {
 
     /// Starts listening on `address` with `gate`. Several addresses may share a name (and so a
     /// gate). Returns the bound address (the real port when `address.port` is 0).
+    /// `proxyProtocol`: every connection must start with a PROXY protocol header
+    /// (`ProxyHeaderReader`), read before the TLS handshake and HTTP.
     @discardableResult
     package func listen(
-        on address: ListenAddress, name: String, gate: any RequestGate, tls: ListenerTLS? = nil
+        on address: ListenAddress, name: String, gate: any RequestGate, tls: ListenerTLS? = nil,
+        proxyProtocol: Bool = false
     ) throws(IOError) -> SocketAddress {
         let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
         let fd = try SystemCalls.listen(on: socketAddress)
@@ -136,21 +149,24 @@ package final class GatewayServer: Sendable {
             } else {
                 context = ListenerContext(
                     name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
-                    trustedProxies: state.trustedProxies)
+                    trustedProxies: state.trustedProxies, clientSubjectHeaders: state.clientSubjectHeaders)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)
         }
         let listener = Listener(
-            fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex], tls: tls)
+            fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex], tls: tls,
+            proxyProtocol: proxyProtocol)
         self.state.withLock { $0.listeners.append(listener) }
         listener.loop.execute { listener.start() }
         return bound
     }
 
     /// Where a new connection accepted on `loop` goes: round-robin over the loops.
-    func adopt(fd: Int32, peer: SocketAddress, context: ListenerContext, tls: ListenerTLS?, acceptedOn loop: EventLoop)
-    {
+    func adopt(
+        fd: Int32, peer: SocketAddress, context: ListenerContext, tls: ListenerTLS?, proxyProtocol: Bool = false,
+        acceptedOn loop: EventLoop
+    ) {
         let limits = context.limitsSnapshot
         let open = self.activeConnections.increment()
         if open >= UInt64(limits.maxConnections) || self.isDraining {
@@ -161,48 +177,104 @@ package final class GatewayServer: Sendable {
             return
         }
         // Every connection is counted per address, so a cap set by a reload applies at once.
-        let peerKey = IPAddressBytes.limitKey(peer.ipText)
-        let perAddress = limits.maxConnectionsPerAddress > 0 ? limits.maxConnectionsPerAddress : Int.max
-        guard self.addressConnections.tryAdd(peerKey, 1, limit: perAddress) else {
+        let peerText = peer.ipText
+        let peerKey = IPAddressBytes.limitKey(peerText)
+        guard self.addressConnections.tryAdd(peerKey, 1, limit: Self.perAddressCap(limits)) else {
             self.activeConnections.decrement()
-            self.metrics.limitRefusals.labels("connections_per_address").increment()
-            if let suppressed = self.connectionCapLog.admit() {
-                Log.warning(
-                    "rate_limited",
-                    [
-                        ("limit", "connections_per_address"),
-                        ("max_connections_per_address", String(limits.maxConnectionsPerAddress)),
-                        ("suppressed", String(suppressed)),
-                    ])
-            }
-            // Best effort, on a fresh socket whose send buffer is empty: the client learns why.
-            Self.connectionCapResponse.withUnsafeBytes { SystemCalls.writeOnce(fd, $0) }
-            SystemCalls.close(fd)
+            self.refuseOverAddressCap(fd: fd, limits: limits)
             return
         }
         self.metrics.activeConnections.add(1)
         let target = self.group.next()
         let loopContext = self.loopContexts[target.index]
         let start: @Sendable () -> Void = {
-            // A TLS session is set up on the connection's own loop (its handshake runs there).
-            let transport: any ByteTransport
-            if let tls {
-                do {
-                    transport = try tls.transport(for: fd)
-                } catch {
-                    SystemCalls.close(fd)
-                    self.metrics.tlsHandshakeFailures.labels("error").increment()
-                    self.connectionClosed(peerLimitKey: peerKey)
-                    return
-                }
-            } else {
-                transport = PlainTransport(fd: fd)
+            guard proxyProtocol else {
+                self.startConnection(
+                    fd: fd, clientAddress: peerText, limitKey: peerKey, context: context, loopContext: loopContext,
+                    tls: tls)
+                return
             }
-            ProxyConnection.start(
-                transport: transport, peer: peer, context: context, loopContext: loopContext,
-                handshakeTimeout: tls?.handshakeTimeout, server: self)
+            // The PROXY header comes first, even before a TLS ClientHello.
+            let snapshot = context.snapshot
+            ProxyHeaderReader.start(
+                fd: fd, socketPeer: peerText, trustedProxies: snapshot.trustedProxies,
+                timeout: snapshot.limits.headerReadTimeout.nanoseconds, loopContext: loopContext, server: self,
+                onHeader: { clientAddress in
+                    self.proxiedConnection(
+                        fd: fd, socketPeerKey: peerKey, clientAddress: clientAddress ?? peerText, context: context,
+                        loopContext: loopContext, tls: tls)
+                },
+                onRefused: { self.connectionClosed(peerLimitKey: peerKey) })
         }
         if target === loop { start() } else { target.execute(start) }
+    }
+
+    private static func perAddressCap(_ limits: GatewayLimits) -> Int {
+        limits.maxConnectionsPerAddress > 0 ? limits.maxConnectionsPerAddress : Int.max
+    }
+
+    /// Over `limits.max_connections_per_address`: counted, logged (throttled), told, closed.
+    /// The caller has given back the connection's slot in `activeConnections`.
+    private func refuseOverAddressCap(fd: Int32, limits: GatewayLimits) {
+        self.metrics.limitRefusals.labels("connections_per_address").increment()
+        if let suppressed = self.connectionCapLog.admit() {
+            Log.warning(
+                "rate_limited",
+                [
+                    ("limit", "connections_per_address"),
+                    ("max_connections_per_address", String(limits.maxConnectionsPerAddress)),
+                    ("suppressed", String(suppressed)),
+                ])
+        }
+        // Best effort, on a fresh socket whose send buffer is empty: the client learns why.
+        Self.connectionCapResponse.withUnsafeBytes { SystemCalls.writeOnce(fd, $0) }
+        SystemCalls.close(fd)
+    }
+
+    /// The PROXY header named the client: the connection now counts against the client's
+    /// address, not the load balancer's (`max_connections_per_address` is per client).
+    private func proxiedConnection(
+        fd: Int32, socketPeerKey: String, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
+        tls: ListenerTLS?
+    ) {
+        let clientKey = IPAddressBytes.limitKey(clientAddress)
+        if clientKey != socketPeerKey {
+            let limits = context.limitsSnapshot
+            self.addressConnections.remove(socketPeerKey, 1)
+            guard self.addressConnections.tryAdd(clientKey, 1, limit: Self.perAddressCap(limits)) else {
+                self.refuseOverAddressCap(fd: fd, limits: limits)
+                _ = self.addressConnections.tryAdd(socketPeerKey, 1, limit: Int.max)
+                self.connectionClosed(peerLimitKey: socketPeerKey)
+                return
+            }
+        }
+        self.startConnection(
+            fd: fd, clientAddress: clientAddress, limitKey: clientKey, context: context, loopContext: loopContext,
+            tls: tls)
+    }
+
+    /// On the connection's loop: its transport (a TLS session is set up there, its handshake
+    /// runs there), then the `ProxyConnection`.
+    private func startConnection(
+        fd: Int32, clientAddress: String, limitKey: String, context: ListenerContext, loopContext: LoopContext,
+        tls: ListenerTLS?
+    ) {
+        let transport: any ByteTransport
+        if let tls {
+            do {
+                transport = try tls.transport(for: fd)
+            } catch {
+                SystemCalls.close(fd)
+                self.metrics.tlsHandshakeFailures.labels("error").increment()
+                self.connectionClosed(peerLimitKey: limitKey)
+                return
+            }
+        } else {
+            transport = PlainTransport(fd: fd)
+        }
+        ProxyConnection.start(
+            transport: transport, clientAddress: clientAddress, context: context, loopContext: loopContext,
+            tls: tls, server: self)
     }
 
     func connectionClosed(peerLimitKey: String) {
@@ -215,6 +287,8 @@ package final class GatewayServer: Sendable {
     private let connectionCapLog = LogThrottle(interval: .seconds(1))
     /// TLS handshake failures are logged at most once a second (scanners make many).
     let handshakeFailureLog = LogThrottle(interval: .seconds(1))
+    /// Refused PROXY protocol headers are logged at most once a second.
+    let proxyProtocolRefusalLog = LogThrottle(interval: .seconds(1))
 
     /// The 429 a connection over `limits.max_connections_per_address` gets before it is closed.
     static let connectionCapResponse: [UInt8] = {

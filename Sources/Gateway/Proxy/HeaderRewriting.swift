@@ -42,11 +42,17 @@ package enum HeaderRewriting {
     /// handling (Host, Expect, Authorization, Content-Type, Content-Encoding; RFC 9110 §6.5.1).
     /// Client-sent `X-App-Attest-*` / `X-App-Assertion` fields go too, as they do from the head:
     /// an upstream that merges trailers into headers would otherwise trust a spoofed identity
-    /// (the CVE-2013-5704 pattern). nil when nothing is left.
-    package static func forwardedTrailers(_ trailers: HTTPHeaders?) -> HTTPHeaders? {
+    /// (the CVE-2013-5704 pattern). For the same reason the forwarding fields and the client
+    /// certificate subject headers (`reserved`) go. nil when nothing is left.
+    package static func forwardedTrailers(
+        _ trailers: HTTPHeaders?, reserved: ClientSubjectHeaders? = nil
+    ) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in
             Self.isHopByHop(field.name) || IdentityHeaders.isReserved(field.name)
+                || reserved?.isReserved(field.name) == true
+                || Self.role(of: field.name) == .forwardedFor || Self.role(of: field.name) == .forwarded
+                || Self.role(of: field.name) == .forwardedProtoOrHost
                 || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
                 || field.name.equalsLowercaseASCII("content-type")

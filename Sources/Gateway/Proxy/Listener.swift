@@ -8,14 +8,17 @@ final class Listener: EventHandler, @unchecked Sendable {
     let loop: EventLoop
     /// TLS ends here when set; plain HTTP otherwise.
     let tls: ListenerTLS?
+    /// Every connection starts with a PROXY protocol header (`proxy_protocol: true`).
+    let proxyProtocol: Bool
     private var token: UInt64 = 0
     private var isOpen = false
 
     init(
         fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop,
-        tls: ListenerTLS?
+        tls: ListenerTLS?, proxyProtocol: Bool = false
     ) {
         self.tls = tls
+        self.proxyProtocol = proxyProtocol
         self.fd = fd
         self.address = address
         self.server = server
@@ -58,7 +61,9 @@ final class Listener: EventHandler, @unchecked Sendable {
         while self.isOpen {
             do {
                 guard let (client, peer) = try SystemCalls.accept(self.fd) else { return }
-                self.server.adopt(fd: client, peer: peer, context: self.context, tls: self.tls, acceptedOn: self.loop)
+                self.server.adopt(
+                    fd: client, peer: peer, context: self.context, tls: self.tls, proxyProtocol: self.proxyProtocol,
+                    acceptedOn: self.loop)
             } catch {
                 // EMFILE/ENFILE/ENOMEM: the pending connection stays queued; try again in a tick.
                 Log.warning("accept_failed", [("address", self.address.description), ("error", error.description)])

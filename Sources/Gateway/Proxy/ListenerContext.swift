@@ -8,6 +8,8 @@ final class ListenerContext: Sendable {
         var upstreams: UpstreamTable
         var limits: GatewayLimits
         var trustedProxies: TrustedProxies
+        /// Header names no client may send, on any listener (`GatewayPolicy.clientSubjectHeaderNames`).
+        var clientSubjectHeaders: ClientSubjectHeaders
     }
 
     let name: String
@@ -16,11 +18,21 @@ final class ListenerContext: Sendable {
 
     init(
         name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
-        trustedProxies: TrustedProxies = TrustedProxies([])
+        trustedProxies: TrustedProxies = TrustedProxies([]),
+        clientSubjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
+            ListenerTLSConfiguration.defaultClientSubjectHeader
+        ])
     ) {
         self.name = name
         self.snapshotBox = Mutex(
-            Snapshot(gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies))
+            Snapshot(
+                gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies,
+                clientSubjectHeaders: clientSubjectHeaders))
+    }
+
+    func replace(clientSubjectHeaders: ClientSubjectHeaders) {
+        self.snapshotBox.withLock { $0.clientSubjectHeaders = clientSubjectHeaders }
+        self.generationCounter.increment()
     }
 
     func replace(trustedProxies: TrustedProxies) {

@@ -6,6 +6,8 @@ final class LoopContext: @unchecked Sendable {
     let accessLog: AccessLog?
     @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    /// Connections still reading their PROXY protocol header (not yet a `ProxyConnection`).
+    @exclusivity(unchecked) private var headerReaders: [ObjectIdentifier: ProxyHeaderReader] = [:]
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
     @exclusivity(unchecked) var scratchBytes: [UInt8] = []
     @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
@@ -47,6 +49,14 @@ final class LoopContext: @unchecked Sendable {
         self.connections.removeValue(forKey: ObjectIdentifier(connection))
     }
 
+    func add(_ reader: ProxyHeaderReader) {
+        self.headerReaders[ObjectIdentifier(reader)] = reader
+    }
+
+    func remove(_ reader: ProxyHeaderReader) {
+        self.headerReaders.removeValue(forKey: ObjectIdentifier(reader))
+    }
+
     /// Memory to write a message head in before copying it out (`UpstreamRequestPlan.writeHead`);
     /// used and done with within one call. Grows to the largest head seen.
     func headScratch(atLeast count: Int) -> UnsafeMutableRawBufferPointer {
@@ -59,6 +69,8 @@ final class LoopContext: @unchecked Sendable {
 
     func drainConnections() {
         self.loop.assertInLoop()
+        // No request has started on them: they close like idle keep-alive connections.
+        for reader in Array(self.headerReaders.values) { reader.forceClose() }
         for connection in Array(self.connections.values) {
             connection.beginDrain()
         }
@@ -67,6 +79,7 @@ final class LoopContext: @unchecked Sendable {
 
     func closeEverything() {
         self.loop.assertInLoop()
+        for reader in Array(self.headerReaders.values) { reader.forceClose() }
         for connection in Array(self.connections.values) {
             connection.forceClose()
         }

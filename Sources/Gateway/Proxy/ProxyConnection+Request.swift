@@ -88,9 +88,14 @@ extension ProxyConnection {
     }
 
     /// A TLS handshake failed (no shared protocol or cipher, a bad ClientHello, a refused client
-    /// certificate): counted, and logged at most once a second with OpenSSL's reason.
+    /// certificate): counted (`client_certificate` when mTLS refused the client's certificate or
+    /// its absence, else `error`), and logged at most once a second with OpenSSL's reason.
     private func handshakeFailed(_ error: TransportError) {
-        self.server.metrics.tlsHandshakeFailures.labels("error").increment()
+        let refusedCertificate =
+            (self.client.transport as? TLSTransport)?.verificationFailure != nil
+            || error.description.contains("peer did not return a certificate")
+        self.server.metrics.tlsHandshakeFailures.labels(refusedCertificate ? "client_certificate" : "error")
+            .increment()
         guard let suppressed = self.server.handshakeFailureLog.admit() else { return }
         Log.info(
             "tls_handshake_failed",
@@ -127,11 +132,14 @@ extension ProxyConnection {
         assert(self.exchange.addressReservedBytes == 0, "the previous request's address share was not released")
         let requestStart = SystemCalls.monotonicNanoseconds()
         self.refreshSnapshot()
+        let refusal = self.prepareForwarding(head)
         let proxies = self.snapshot.trustedProxies
-        let clientLimitKey =
-            proxies.isEmpty
-            ? self.peerLimitKey
-            : IPAddressBytes.limitKey(proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor))
+        var clientLimitKey = self.peerLimitKey
+        if self.forwardedClient.peerIsTrusted {
+            let clientAddress = proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor)
+            clientLimitKey = IPAddressBytes.limitKey(clientAddress)
+            self.exchange.clientAddress = clientAddress
+        }
         let classification = self.snapshot.gate.classify(head, client: clientLimitKey)
         // The last exchange was reset when it finished: only this request's fields are set.
         self.exchange.clientLimitKey = clientLimitKey
@@ -144,7 +152,8 @@ extension ProxyConnection {
             method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
             expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
             bufferedBodyDeadline: classification.bufferBodyUpTo == nil
-                ? nil : requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds)
+                ? nil : requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds,
+            refusal: refusal)
         switch action {
         case .decide:
             self.callDecide(body: nil)
@@ -162,6 +171,26 @@ extension ProxyConnection {
         case .reject(let error):
             self.answerLocally(error.response, verdict: .rejected)
         }
+    }
+
+    /// This request's side of the upstream head: whether the peer is a trusted proxy (a reload
+    /// may change it), the reserved subject header names, and the verified certificate subject.
+    /// Returns the refusal when a trusted peer's forwarding fields are ambiguous.
+    private func prepareForwarding(_ head: HTTPRequestHead) -> ProxyError? {
+        let proxies = self.snapshot.trustedProxies
+        self.forwardedClient.peerIsTrusted = !proxies.isEmpty && proxies.contains(self.peerAddress)
+        self.forwardedClient.reservedSubjectHeaders = self.snapshot.clientSubjectHeaders
+        if !self.subjectResolved {
+            // A head arrives only after the handshake: the subject is final by now.
+            self.subjectResolved = true
+            if let tls = self.client.transport as? TLSTransport, let subject = tls.verifiedPeerSubject {
+                self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)
+            }
+        }
+        guard self.forwardedClient.peerIsTrusted, let reason = ForwardedHeaders.refusal(in: head.headers) else {
+            return nil
+        }
+        return .invalidForwardedHeader(reason)
     }
 
     private func requestBodyReceived(_ bytes: UnsafeRawBufferPointer) {
@@ -196,7 +225,10 @@ extension ProxyConnection {
     private func requestEnded(trailers: HTTPHeaders?) {
         if self.machine.phase == .exchanging, self.exchange.requestEncoding == .chunked, let upstream = self.upstream {
             var framing = self.takeScratchBytes()
-            HTTPSerializer.writeLastChunk(trailers: HeaderRewriting.forwardedTrailers(trailers), into: &framing)
+            HTTPSerializer.writeLastChunk(
+                trailers: HeaderRewriting.forwardedTrailers(
+                    trailers, reserved: self.forwardedClient.reservedSubjectHeaders),
+                into: &framing)
             upstream.send(framing)
             self.returnScratchBytes(framing)
         }

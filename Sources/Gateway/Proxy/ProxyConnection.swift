@@ -42,11 +42,17 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     let loopContext: LoopContext
     let context: ListenerContext
     unowned let server: GatewayServer
+    /// The client as this hop saw it: the socket peer, or the source a PROXY protocol header
+    /// named (the balancer in between only relays bytes). `trusted_proxies` is decided on it.
     let peerAddress: String
     /// `peerAddress` as per-address limits count it (`IPAddressBytes.limitKey`).
     let peerLimitKey: String
-    /// The peer as X-Forwarded-For and Forwarded name it.
-    let forwardedClient: UpstreamRequestPlan.Client
+    /// The peer as X-Forwarded-For and Forwarded name it; its trust and certificate subject
+    /// are set per request (`prepareForwarding`).
+    @exclusivity(unchecked) var forwardedClient: UpstreamRequestPlan.Client
+    /// The transport was asked for a verified client certificate subject (once: it cannot change
+    /// on a connection, renegotiation is off).
+    @exclusivity(unchecked) var subjectResolved = false
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
@@ -100,21 +106,22 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     }
 
     private init(
-        transport: any ByteTransport, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext,
-        handshakeTimeout: Duration?, server: GatewayServer
+        transport: any ByteTransport, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
+        tls: ListenerTLS?, server: GatewayServer
     ) {
-        self.handshakeTimeout = handshakeTimeout?.nanoseconds
+        self.handshakeTimeout = tls?.handshakeTimeout.nanoseconds
         self.client = SocketChannel(transport: transport, loop: loopContext.loop)
         self.loop = loopContext.loop
         self.loopContext = loopContext
         self.context = context
         self.server = server
-        self.peerAddress = peer.ipText
-        self.peerLimitKey = IPAddressBytes.limitKey(peer.ipText)
-        self.exchange = RequestExchange(clientLimitKey: self.peerLimitKey)
+        self.peerAddress = clientAddress
+        self.peerLimitKey = IPAddressBytes.limitKey(clientAddress)
+        self.exchange = RequestExchange(clientLimitKey: self.peerLimitKey, clientAddress: clientAddress)
         self.recorder = ExchangeRecorder(loopContext: loopContext)
         self.forwardedClient = UpstreamRequestPlan.Client(
             address: self.peerAddress, tlsEndedHere: transport is TLSTransport)
+        if let tls { self.forwardedClient.subjectHeader = tls.clientSubjectHeader }
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
         self.timeouts = Timeouts(self.snapshot.limits)
@@ -124,14 +131,15 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             ))
     }
 
+    /// `clientAddress`: the socket peer's IP text, or the PROXY protocol header's source.
     static func start(
-        transport: any ByteTransport, peer: SocketAddress, context: ListenerContext, loopContext: LoopContext,
-        handshakeTimeout: Duration? = nil, server: GatewayServer
+        transport: any ByteTransport, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
+        tls: ListenerTLS? = nil, server: GatewayServer
     ) {
         loopContext.loop.assertInLoop()
         let connection = ProxyConnection(
-            transport: transport, peer: peer, context: context, loopContext: loopContext,
-            handshakeTimeout: handshakeTimeout, server: server)
+            transport: transport, clientAddress: clientAddress, context: context, loopContext: loopContext, tls: tls,
+            server: server)
         SystemCalls.setNoDelay(transport.fd)
         do {
             try connection.client.register(handler: connection)
@@ -327,7 +335,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     func finishRequest(keepAlive: Bool) {
         self.releaseBodyReservation()
         // Moved out, not copied: the next exchange starts empty, the finished one is recorded.
-        var finished = RequestExchange(clientLimitKey: self.peerLimitKey)
+        var finished = RequestExchange(clientLimitKey: self.peerLimitKey, clientAddress: self.peerAddress)
         swap(&finished, &self.exchange)
         self.recorder.exchangeFinished(finished, at: SystemCalls.monotonicNanoseconds())
         // A buffered body went out through these bytes: do not keep its capacity for the

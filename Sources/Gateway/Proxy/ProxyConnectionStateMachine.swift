@@ -274,7 +274,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         keepAlive: Bool,
         expectsContinue: Bool,
         bufferBodyUpTo cap: Int?,
-        bufferedBodyDeadline: UInt64? = nil
+        bufferedBodyDeadline: UInt64? = nil,
+        refusal: ProxyError? = nil
     ) -> HeadAction {
         guard case .idle = self.state else { preconditionFailure("request head in phase \(self.phase)") }
         self.requestCount += 1
@@ -282,6 +283,13 @@ package struct ProxyConnectionStateMachine: Sendable {
         var request = Request(
             clientKeepAlive: keepAlive, complete: hasNoBody, expectsContinue: expectsContinue && !hasNoBody,
             bufferCap: cap, isIdempotent: Self.isIdempotent(method))
+        if let refusal {
+            // Refused from the head alone (a trusted proxy's ambiguous forwarding fields): the
+            // body is not read and the peer is misbehaving, so the connection closes.
+            request.clientKeepAlive = false
+            self.state = .respondingLocally(request)
+            return .reject(refusal)
+        }
         guard let cap else {
             self.state = .deciding(request)
             return .decide

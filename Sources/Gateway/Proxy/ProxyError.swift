@@ -20,6 +20,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         case upstreamInvalidResponse = "upstream_invalid_response"
         /// Too many requests wait for a connection to the upstream.
         case upstreamBusy = "upstream_busy"
+        /// A trusted proxy sent forwarding fields that say two things (`ForwardedHeaders.refusal`).
+        case invalidForwardedHeader = "invalid_forwarded_header"
 
         package var status: Int {
             switch self {
@@ -30,6 +32,7 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             case .upstreamTimeout: 504
             case .upstreamInvalidResponse: 502
             case .upstreamBusy: 503
+            case .invalidForwardedHeader: 400
             }
         }
 
@@ -38,7 +41,7 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             switch self {
             case .bodyBudgetExhausted: 1
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
-                .upstreamBusy:
+                .upstreamBusy, .invalidForwardedHeader:
                 nil
             }
         }
@@ -74,6 +77,10 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
 
     static func bodyTooLarge(cap: Int) -> ProxyError {
         ProxyError(.bodyTooLarge, "request body exceeds the route's limit of \(cap) bytes")
+    }
+
+    static func invalidForwardedHeader(_ reason: String) -> ProxyError {
+        ProxyError(.invalidForwardedHeader, "the forwarding fields from a trusted proxy are ambiguous: \(reason)")
     }
 
     static let bodyBudgetExhausted = ProxyError(

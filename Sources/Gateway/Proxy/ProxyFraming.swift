@@ -29,12 +29,23 @@ package struct UpstreamRequestPlan: Sendable {
     }
 
     /// The client as `upstreamRequest` adds it: its address (X-Forwarded-For) and its RFC 7239
-    /// node (Forwarded), computed once per connection.
+    /// node (Forwarded), computed once per connection; whether its peer is a trusted proxy and
+    /// its verified certificate subject, set per request (a reload may change the first).
     struct Client {
         let address: String
         let forwardedNode: String
         /// `https` when TLS ended at this gateway (X-Forwarded-Proto, `Forwarded: proto=`).
         let scheme: StaticString
+        /// The peer is in `trusted_proxies`: its forwarding fields are kept and appended to
+        /// (`ForwardedHeaders.plan`); otherwise they are replaced.
+        var peerIsTrusted = false
+        /// Field names no client may send (every listener's client subject header).
+        var reservedSubjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader])
+        /// The listener's `tls.client_subject_header`.
+        var subjectHeader = ListenerTLSConfiguration.defaultClientSubjectHeader
+        /// The verified client certificate's subject, already fit for a field value
+        /// (`ClientSubjectHeaders.fieldValue`); nil without one.
+        var subject: String?
 
         init(address: String, tlsEndedHere: Bool = false) {
             self.address = address
@@ -47,13 +58,20 @@ package struct UpstreamRequestPlan: Sendable {
     static func headBound(gateHead: HTTPRequestHead, client: Client, upstreamHost: String) -> Int {
         var fields = 0
         for field in gateHead.headers { fields += field.name.utf8.count + field.value.utf8.count + 4 }
+        let subject = client.subject.map { $0.utf8.count + client.subjectHeader.utf8.count + 4 } ?? 0
         return gateHead.method.utf8.count + gateHead.target.utf8.count + 16 + 4 * fields
-            + 4 * (client.address.utf8.count + client.forwardedNode.utf8.count + upstreamHost.utf8.count) + 256
+            + 4 * (client.address.utf8.count + client.forwardedNode.utf8.count + upstreamHost.utf8.count) + subject
+            + 256
     }
 
     /// Writes what `make` followed by `HTTPSerializer.writeRequestHead(plan.head)` writes, byte for
     /// byte, without building the rewritten head (the proxy's path for every request; tests
     /// compare the two). `writer` needs `headBound(…)` bytes of room. Returns the plan's encoding.
+    ///
+    /// The forwarding fields follow `ForwardedHeaders.plan` (the reference builds them with it):
+    /// from a trusted peer its X-Forwarded-For and Forwarded lists get this hop appended and its
+    /// X-Forwarded-Proto / -Host stand; from any other peer all four are this hop's alone.
+    /// Client copies of the client subject header are dropped; the verified one is added.
     static func writeHead(
         gateHead head: HTTPRequestHead,
         framing: RequestBodyFraming,
@@ -69,12 +87,17 @@ package struct UpstreamRequestPlan: Sendable {
 
         // HeaderRewriting.upstreamRequest, field by field.
         let named = HeaderRewriting.connectionOptions(head.headers)
+        let trusted = client.peerIsTrusted
         var host: String?
         var forwardedForCount = 0
         var forwardedCount = 0
+        var forwardedProtoOrHostCount = 0
         for field in head.headers {
             switch HeaderRewriting.role(of: field.name) {
-            case .hopByHop, .expect, .forwardedProtoOrHost:
+            case .hopByHop, .expect:
+                continue
+            case .forwardedProtoOrHost:
+                forwardedProtoOrHostCount += 1
                 continue
             case .forwardedFor:
                 forwardedForCount += 1
@@ -90,6 +113,7 @@ package struct UpstreamRequestPlan: Sendable {
             case .other:
                 break
             }
+            if client.reservedSubjectHeaders.isReserved(field.name) { continue }
             if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
                 !IdentityHeaders.isReserved(field.name)
             {
@@ -103,18 +127,31 @@ package struct UpstreamRequestPlan: Sendable {
             writer.write("\r\n")
         }
         writer.write("X-Forwarded-For: ")
-        if forwardedForCount > 0 { Self.writeValues(of: .forwardedFor, in: head.headers, into: &writer) }
+        if trusted && forwardedForCount > 0 {
+            Self.writeListValues(in: head.headers, into: &writer) { HeaderRewriting.role(of: $0) == .forwardedFor }
+        }
         writer.writeSanitized(client.address)
         writer.write("\r\nX-Forwarded-Proto: ")
-        writer.write(client.scheme)
+        let keepsProto = trusted && forwardedProtoOrHostCount > 0 && Self.hasValue(in: head.headers, Self.isProto)
+        if keepsProto {
+            Self.writeJoinedValues(in: head.headers, into: &writer, Self.isProto)
+        } else {
+            writer.write(client.scheme)
+        }
         writer.write("\r\n")
-        if let host {
+        if trusted && forwardedProtoOrHostCount > 0 && Self.hasValue(in: head.headers, Self.isForwardedHost) {
+            writer.write("X-Forwarded-Host: ")
+            Self.writeJoinedValues(in: head.headers, into: &writer, Self.isForwardedHost)
+            writer.write("\r\n")
+        } else if let host {
             writer.write("X-Forwarded-Host: ")
             writer.writeSanitized(host)
             writer.write("\r\n")
         }
         writer.write("Forwarded: ")
-        if forwardedCount > 0 { Self.writeValues(of: .forwarded, in: head.headers, into: &writer) }
+        if trusted && forwardedCount > 0 {
+            Self.writeListValues(in: head.headers, into: &writer) { HeaderRewriting.role(of: $0) == .forwarded }
+        }
         writer.write("for=")
         writer.writeSanitized(client.forwardedNode)
         writer.write(";proto=")
@@ -124,6 +161,9 @@ package struct UpstreamRequestPlan: Sendable {
             Self.writeForwardedValue(host, into: &writer)
         }
         writer.write("\r\n")
+        if let subject = client.subject {
+            writer.writeField(client.subjectHeader, subject)
+        }
 
         // make: the framing fields.
         let encoding: BodyEncoding
@@ -153,16 +193,52 @@ package struct UpstreamRequestPlan: Sendable {
         return encoding
     }
 
-    /// The values of every field of `role`, each followed by ", " (the client's list, then ours).
-    private static func writeValues(
-        of role: HeaderRewriting.FieldRole,
-        in headers: HTTPHeaders,
-        into writer: inout HeadWriter
+    private static func isProto(_ name: String) -> Bool {
+        name.utf8.count == 17 && name.equalsLowercaseASCII("x-forwarded-proto")
+    }
+
+    private static func isForwardedHost(_ name: String) -> Bool {
+        name.utf8.count == 16 && name.equalsLowercaseASCII("x-forwarded-host")
+    }
+
+    /// A field `matches` with a value that is not only whitespace (`ForwardedHeaders` ignores those).
+    private static func hasValue(in headers: HTTPHeaders, _ matches: (String) -> Bool) -> Bool {
+        headers.contains { matches($0.name) && !Self.trimmed($0.value).isEmpty }
+    }
+
+    /// The values of the fields `matches`, trimmed, empty ones left out, each followed by ", "
+    /// (the trusted peer's list, then ours).
+    private static func writeListValues(
+        in headers: HTTPHeaders, into writer: inout HeadWriter, _ matches: (String) -> Bool
     ) {
-        for field in headers where HeaderRewriting.role(of: field.name) == role {
-            writer.writeSanitized(field.value)
+        for field in headers where matches(field.name) {
+            let value = Self.trimmed(field.value)
+            if value.isEmpty { continue }
+            writer.writeSanitized(String(value))
             writer.write(", ")
         }
+    }
+
+    /// The values of the fields `matches`, trimmed, empty ones left out, joined with ", ".
+    private static func writeJoinedValues(
+        in headers: HTTPHeaders, into writer: inout HeadWriter, _ matches: (String) -> Bool
+    ) {
+        var first = true
+        for field in headers where matches(field.name) {
+            let value = Self.trimmed(field.value)
+            if value.isEmpty { continue }
+            if !first { writer.write(", ") }
+            first = false
+            writer.writeSanitized(String(value))
+        }
+    }
+
+    /// Without leading and trailing spaces and tabs (HTTP's OWS), as `ForwardedHeaders` reads them.
+    private static func trimmed(_ value: String) -> Substring {
+        var view = Substring(value)
+        while let first = view.first, first == " " || first == "\t" { view = view.dropFirst() }
+        while let last = view.last, last == " " || last == "\t" { view = view.dropLast() }
+        return view
     }
 
     /// `HeaderRewriting.forwardedValue`: a token as is, anything else as a quoted-string.

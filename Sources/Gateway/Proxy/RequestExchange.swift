@@ -18,6 +18,8 @@ struct RequestExchange {
     var addressReservedBytes = 0
     /// The client address's limit key (after `trusted_proxies`).
     var clientLimitKey: String
+    /// The client address (after `trusted_proxies`), for the access log.
+    var clientAddress: String
     var logInfo: GateLogInfo?
     var target: UpstreamTarget?
     /// How the request body goes upstream, and the response body to the client.
@@ -31,8 +33,10 @@ struct RequestExchange {
     var requestStart: UInt64 = 0
     var upstreamStart: UInt64 = 0
 
-    init(clientLimitKey: String) {
+    /// Starts as the connection's peer; a request from a trusted proxy narrows it to the client.
+    init(clientLimitKey: String, clientAddress: String) {
         self.clientLimitKey = clientLimitKey
+        self.clientAddress = clientAddress
     }
 }
 

@@ -94,12 +94,16 @@ package struct AccessLogBuffer {
         package var totalNanoseconds: UInt64
         /// The rollout arm (`enforce` | `monitor`); written only when set.
         package var arm: String?
+        /// The client address: the socket peer, the PROXY protocol header's source, or (from a
+        /// `trusted_proxies` peer) the right-most untrusted X-Forwarded-For hop.
+        package var client: String
 
         package init(
             method: String, path: Substring, route: String, status: Int, verdict: String, keyIDPrefix: String?,
-            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil
+            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil, client: String = "-"
         ) {
             self.arm = arm
+            self.client = client
             self.method = method
             self.path = path
             self.route = route
@@ -114,7 +118,7 @@ package struct AccessLogBuffer {
         var lineBound: Int {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
-                + (self.keyIDPrefix?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0)
+                + (self.keyIDPrefix?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0) + self.client.utf8.count
             return 256 + 6 * text
         }
     }
@@ -136,6 +140,8 @@ package struct AccessLogBuffer {
         writeQuoted(entry.method, into: &out)
         out.write(#","path":"#)
         writeQuoted(entry.path, into: &out)
+        out.write(#","client":"#)
+        writeQuoted(entry.client, into: &out)
         out.write(#","route":"#)
         writeQuoted(entry.route, into: &out)
         out.write(#","status":"#)

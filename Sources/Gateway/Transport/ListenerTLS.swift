@@ -7,10 +7,18 @@ package final class ListenerTLS: Sendable {
     private let current: Mutex<TLSServerContext>
     /// A connection whose handshake is not done by then is closed (counted as `timeout`).
     package let handshakeTimeout: Duration
+    /// The header that carries a verified client certificate's subject upstream
+    /// (`tls.client_subject_header`). Without a verified certificate it is absent (and a
+    /// client's copy is always removed).
+    package let clientSubjectHeader: String
 
-    package init(context: TLSServerContext, handshakeTimeout: Duration) {
+    package init(
+        context: TLSServerContext, handshakeTimeout: Duration,
+        clientSubjectHeader: String = ListenerTLSConfiguration.defaultClientSubjectHeader
+    ) {
         self.current = Mutex(context)
         self.handshakeTimeout = handshakeTimeout
+        self.clientSubjectHeader = clientSubjectHeader
     }
 
     package var context: TLSServerContext { self.current.withLock { $0 } }

@@ -23,7 +23,10 @@ final class TestGateway: @unchecked Sendable {
         limits: GatewayLimits = GatewayLimits(),
         loops: Int = 2,
         accessLog: Bool = false,
-        tls: ListenerTLS? = nil
+        tls: ListenerTLS? = nil,
+        proxyProtocol: Bool = false,
+        trustedProxies: [String] = [],
+        clientSubjectHeaders: [String] = [ListenerTLSConfiguration.defaultClientSubjectHeader]
     ) throws {
         var pipeFDs: (Int32, Int32)?
         if accessLog {
@@ -38,11 +41,14 @@ final class TestGateway: @unchecked Sendable {
             limits: limits, loopCount: loops, metrics: self.metrics,
             accessLog: pipeFDs.map { AccessLog(fd: $0.1) })
         try self.server.update(upstreams: upstreams, limits: limits)
+        self.server.update(trustedProxies: TrustedProxies(trustedProxies))
+        self.server.update(clientSubjectHeaders: ClientSubjectHeaders(clientSubjectHeaders))
         let routes =
             routes ?? [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: upstreams.keys.first ?? "api")]
         let gate = gate ?? PassthroughGate(routes: RouteTable(routes: routes))
         let bound = try self.server.listen(
-            on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate, tls: tls)
+            on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate, tls: tls,
+            proxyProtocol: proxyProtocol)
         self.port = bound.port
     }
 
