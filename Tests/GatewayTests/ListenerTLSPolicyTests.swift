@@ -387,7 +387,6 @@ import Testing
             #expect(
                 error.features == [
                     "listen[1] 0.0.0.0:8443: tls.client_certificates", "listen[1] 0.0.0.0:8443: proxy_protocol",
-                    "upstreams.api: https",
                 ])
         }
         let plain = try directory.load(Self.policy(listen: "  - \"127.0.0.1:8080\""))

@@ -4,7 +4,7 @@ package final class ProxyMetrics: Sendable {
     /// `attest_gateway_requests_total{route, status}`: status is the class (`2xx`, `4xx`, ...).
     package let requests: CounterFamily
     /// `attest_gateway_upstream_errors_total{upstream, kind}`: kind is `unavailable`,
-    /// `timeout`, `invalid_response` or `pool_exhausted`.
+    /// `timeout`, `invalid_response`, `pool_exhausted` or `tls` (a failed upstream handshake).
     package let upstreamErrors: CounterFamily
     /// `attest_gateway_active_connections`: open client connections.
     package let activeConnections: Gauge
@@ -28,6 +28,14 @@ package final class ProxyMetrics: Sendable {
     /// their TLS handshake finished; reason `timeout` or `error` (bad ClientHello, protocol,
     /// cipher or certificate).
     package let tlsHandshakeFailures: CounterFamily
+    /// `attest_gateway_upstream_tls_handshakes_total{upstream, resumed}`: completed handshakes
+    /// with `https://` upstreams; `resumed="true"` reused an earlier session (no certificate
+    /// exchange), `"false"` was a full handshake.
+    package let upstreamTLSHandshakes: CounterFamily
+    /// `attest_gateway_upstream_tls_failures_total{upstream, reason}`: handshakes with
+    /// `https://` upstreams that failed; reason `expired_certificate`, `hostname_mismatch`,
+    /// `unknown_ca`, `certificate_not_yet_valid`, `verify_error_<n>`, `handshake` or `timeout`.
+    package let upstreamTLSFailures: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -71,6 +79,14 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_tls_handshake_failures_total",
             help: "Client connections closed before their TLS handshake finished, by reason (timeout, error).",
             labelNames: ["reason"])
+        self.upstreamTLSHandshakes = registry.counter(
+            "attest_gateway_upstream_tls_handshakes_total",
+            help: "Completed TLS handshakes with https upstreams, by upstream and whether a session was resumed.",
+            labelNames: ["upstream", "resumed"])
+        self.upstreamTLSFailures = registry.counter(
+            "attest_gateway_upstream_tls_failures_total",
+            help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
+            labelNames: ["upstream", "reason"])
     }
 
     static func statusClass(_ status: Int) -> Int {

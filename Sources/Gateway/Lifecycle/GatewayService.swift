@@ -114,10 +114,12 @@ package final class GatewayService: Sendable {
             // New certificates are read before anything changes: a bad file keeps them all.
             let contexts = try self.reloadTLSContexts(policy)
             let gates = try self.makeGates(policy, self.server)
-            for (tls, context) in contexts { tls.replace(context) }
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
+            // Upstreams (names, https contexts from their CA and client certificate files)
+            // are built before anything is swapped: a bad upstream file keeps everything.
             try self.server.update(policy: policy, gates: newGates)
+            for (tls, context) in contexts { tls.replace(context) }
         } catch {
             Log.error(
                 "policy_reload_failed",

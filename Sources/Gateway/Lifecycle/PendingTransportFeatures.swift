@@ -1,11 +1,11 @@
 /// Refuses a policy that asks for transport features the server does not run yet: client
 /// certificates on a listener (the verified subject is not yet passed upstream, nor a client's
-/// copy of its header stripped), the PROXY protocol, `https://` upstreams. The policy loads and
+/// copy of its header stripped), the PROXY protocol. The policy loads and
 /// `check-config` shows them, but serving such a policy would trust what it must not (or read a
 /// PROXY header as a request line), so `serve` and SIGHUP fail closed until they are wired in
 /// (issue 11). TLS termination itself is served.
 package struct PendingTransportFeatures: Error, CustomStringConvertible {
-    /// `listen[0] 0.0.0.0:8443: tls`, `upstreams.api: https`.
+    /// `listen[0] 0.0.0.0:8443: tls`.
     package let features: [String]
 
     package var description: String {
@@ -20,9 +20,6 @@ package struct PendingTransportFeatures: Error, CustomStringConvertible {
                 features.append("listen[\(index)] \(listener.address): tls.client_certificates")
             }
             if listener.proxyProtocol { features.append("listen[\(index)] \(listener.address): proxy_protocol") }
-        }
-        for name in policy.upstreams.keys.sorted() where policy.upstreams[name]?.tls != nil {
-            features.append("upstreams.\(name): https")
         }
         guard features.isEmpty else { throw PendingTransportFeatures(features: features) }
     }
