@@ -390,21 +390,4 @@ import Testing
                 "listen[1].tls certificate=\(certs)fullchain.pem private_key=\(certs)key.pem sni=api.example.com,*.example.org->\(certs)api.pem client_certificates=optional ca_file=\(certs)clients-ca.pem session_tickets.key_file=\(certs)ticket.key session_tickets.rotation=6h handshake_timeout=5s client_subject_header=X-Verified-Subject"
             ), "\(summary)")
     }
-
-    @Test func servingRefusesTransportFeaturesNotWiredYet() throws {
-        let directory = try PolicyDirectory()
-        defer { directory.remove() }
-        let policy = try directory.load(
-            Self.policy(listen: Self.fullListener, upstream: "{ url: \"https://api.internal.example\" }"))
-        #expect(throws: PendingTransportFeatures.self) { try PendingTransportFeatures.check(policy) }
-        do {
-            try PendingTransportFeatures.check(policy)
-        } catch {
-            // Client certificates and the PROXY protocol are served now: only the upstream is left.
-            #expect(error.features == ["upstreams.api: https"])
-        }
-        let plain = try directory.load(Self.policy(listen: "  - \"127.0.0.1:8080\""))
-        try PendingTransportFeatures.check(plain)
-        try PendingTransportFeatures.check(try directory.load(Self.policy(listen: Self.fullListener)))
-    }
 }

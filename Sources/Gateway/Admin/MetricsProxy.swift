@@ -4,7 +4,7 @@ package final class ProxyMetrics: Sendable {
     /// `attest_gateway_requests_total{route, status}`: status is the class (`2xx`, `4xx`, ...).
     package let requests: CounterFamily
     /// `attest_gateway_upstream_errors_total{upstream, kind}`: kind is `unavailable`,
-    /// `timeout`, `invalid_response` or `pool_exhausted`.
+    /// `timeout`, `invalid_response`, `pool_exhausted` or `tls` (a failed upstream handshake).
     package let upstreamErrors: CounterFamily
     /// `attest_gateway_active_connections`: open client connections.
     package let activeConnections: Gauge
@@ -33,6 +33,14 @@ package final class ProxyMetrics: Sendable {
     /// missing, malformed, late or from a peer outside `trusted_proxies`
     /// (`ProxyProtocolPreamble.Refusal`).
     package let proxyProtocolRefusals: CounterFamily
+    /// `attest_gateway_upstream_tls_handshakes_total{upstream, resumed}`: completed handshakes
+    /// with `https://` upstreams; `resumed="true"` reused an earlier session (no certificate
+    /// exchange), `"false"` was a full handshake.
+    package let upstreamTLSHandshakes: CounterFamily
+    /// `attest_gateway_upstream_tls_failures_total{upstream, reason}`: handshakes with
+    /// `https://` upstreams that failed; reason `expired_certificate`, `hostname_mismatch`,
+    /// `unknown_ca`, `certificate_not_yet_valid`, `verify_error_<n>`, `handshake` or `timeout`.
+    package let upstreamTLSFailures: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -81,6 +89,14 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_proxy_protocol_refusals_total",
             help: "Connections on a proxy_protocol listener closed because of their PROXY header, by reason.",
             labelNames: ["reason"])
+        self.upstreamTLSHandshakes = registry.counter(
+            "attest_gateway_upstream_tls_handshakes_total",
+            help: "Completed TLS handshakes with https upstreams, by upstream and whether a session was resumed.",
+            labelNames: ["upstream", "resumed"])
+        self.upstreamTLSFailures = registry.counter(
+            "attest_gateway_upstream_tls_failures_total",
+            help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
+            labelNames: ["upstream", "reason"])
     }
 
     static func statusClass(_ status: Int) -> Int {

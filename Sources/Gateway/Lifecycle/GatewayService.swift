@@ -63,7 +63,6 @@ package final class GatewayService: Sendable {
     @discardableResult
     package func start() throws -> [(listener: String, address: SocketAddress)] {
         let policy = try self.load(self.configPath)
-        try PendingTransportFeatures.check(policy)
         let gates = try self.makeGates(policy, self.server)
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
@@ -120,14 +119,15 @@ package final class GatewayService: Sendable {
             // Load, build and install in one step: a failure at any of them keeps the
             // running policy and is logged the same way.
             policy = try self.load(self.configPath)
-            try PendingTransportFeatures.check(policy)
             // New certificates are read before anything changes: a bad file keeps them all.
             let contexts = try self.reloadTLSContexts(policy)
             let gates = try self.makeGates(policy, self.server)
-            for (tls, context) in contexts { tls.replace(context) }
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
+            // Upstreams (names, https contexts from their CA and client certificate files)
+            // are built before anything is swapped: a bad upstream file keeps everything.
             try self.server.update(policy: policy, gates: newGates)
+            for (tls, context) in contexts { tls.replace(context) }
         } catch {
             self.reloadMetrics?.reloadFailed()
             Log.error(

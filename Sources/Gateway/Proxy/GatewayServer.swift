@@ -81,9 +81,12 @@ package final class GatewayServer: Sendable {
 
     /// Replaces the upstream table (resolving names: call off the loops) and the limits.
     /// Targets whose configuration is unchanged keep their warm pools.
-    package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws(IOError) {
+    /// Throws `IOError` (a name does not resolve) or `TLSConfigurationError` (an `https://`
+    /// upstream's CA file or client certificate); either leaves the running upstreams alone.
+    package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws {
         let previous = self.state.withLock { $0.upstreams }
-        let (table, retired) = try UpstreamTable.make(upstreams: upstreams, loops: self.group.loops, previous: previous)
+        let (table, retired) = try UpstreamTable.make(
+            upstreams: upstreams, loops: self.group.loops, previous: previous, metrics: self.metrics)
         self.state.withLock { state in
             state.upstreams = table
             if let limits {
@@ -96,6 +99,9 @@ package final class GatewayServer: Sendable {
         }
         for target in retired { target.retire() }
     }
+
+    /// The running upstream table (what `update(upstreams:)` last installed).
+    package var upstreamTable: UpstreamTable { self.state.withLock { $0.upstreams } }
 
     /// Replaces the peers whose X-Forwarded-For names the client (`trusted_proxies`).
     package func update(trustedProxies: TrustedProxies) {
@@ -121,10 +127,11 @@ package final class GatewayServer: Sendable {
     }
 
     /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
-    package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws(IOError) {
-        self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
-        self.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
+    package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws {
+        // Upstreams first: the only step that can fail (a name, an https upstream's files).
         try self.update(upstreams: policy.upstreams, limits: policy.limits)
+        self.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
+        self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         for (name, gate) in gates {
             self.update(gate: gate, forListener: name)
         }

@@ -210,6 +210,7 @@ extension ProxyConnection {
         case .timeout: kind = "timeout"
         case .invalidResponse: kind = "invalid_response"
         case .poolExhausted: kind = "pool_exhausted"
+        case .tls: kind = "tls"
         }
         self.server.metrics.upstreamErrors.labels(self.exchange.classification?.upstream ?? "-", kind).increment()
     }

@@ -62,6 +62,9 @@ package struct ProxyConnectionStateMachine: Sendable {
         case invalidResponse
         /// Too many requests waiting for a pooled connection.
         case poolExhausted
+        /// The TLS handshake with an `https://` upstream failed (always on a fresh connection,
+        /// so it is never retried: the next connection would meet the same certificate).
+        case tls(UpstreamTLSFailure)
 
         /// The answer when the failure ends the exchange.
         var error: ProxyError {
@@ -70,6 +73,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             case .timeout: .upstreamTimeout
             case .invalidResponse: .upstreamInvalidResponse
             case .poolExhausted: .upstreamBusy
+            case .tls(let failure): failure.error
             }
         }
     }

@@ -22,6 +22,16 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         case upstreamBusy = "upstream_busy"
         /// A trusted proxy sent forwarding fields that say two things (`ForwardedHeaders.refusal`).
         case invalidForwardedHeader = "invalid_forwarded_header"
+        /// The TLS handshake with an `https://` upstream failed for a reason without a code of
+        /// its own (protocol or cipher mismatch, an alert, a server that does not speak TLS, a
+        /// certificate refused for another reason); the reason is in the log.
+        case upstreamTLSError = "upstream_tls_error"
+        /// The upstream's certificate (or one in its chain) is past its notAfter.
+        case upstreamTLSCertificateExpired = "upstream_tls_certificate_expired"
+        /// The upstream's certificate does not name the host (`server_name`, else the URL's host).
+        case upstreamTLSHostnameMismatch = "upstream_tls_hostname_mismatch"
+        /// The upstream's chain does not lead to a CA in its `ca_file` (or the system store).
+        case upstreamTLSUnknownCA = "upstream_tls_unknown_ca"
 
         package var status: Int {
             switch self {
@@ -33,6 +43,9 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             case .upstreamInvalidResponse: 502
             case .upstreamBusy: 503
             case .invalidForwardedHeader: 400
+            case .upstreamTLSError, .upstreamTLSCertificateExpired, .upstreamTLSHostnameMismatch,
+                .upstreamTLSUnknownCA:
+                502
             }
         }
 
@@ -41,7 +54,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             switch self {
             case .bodyBudgetExhausted: 1
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
-                .upstreamBusy, .invalidForwardedHeader:
+                .upstreamBusy, .invalidForwardedHeader, .upstreamTLSError, .upstreamTLSCertificateExpired,
+                .upstreamTLSHostnameMismatch, .upstreamTLSUnknownCA:
                 nil
             }
         }
@@ -94,4 +108,12 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
     static let upstreamInvalidResponse = ProxyError(
         .upstreamInvalidResponse, "the upstream service sent an invalid response")
     static let upstreamBusy = ProxyError(.upstreamBusy, "too many requests are waiting for the upstream service")
+    static let upstreamTLSError = ProxyError(
+        .upstreamTLSError, "the TLS handshake with the upstream service failed")
+    static let upstreamTLSCertificateExpired = ProxyError(
+        .upstreamTLSCertificateExpired, "the upstream service's TLS certificate has expired")
+    static let upstreamTLSHostnameMismatch = ProxyError(
+        .upstreamTLSHostnameMismatch, "the upstream service's TLS certificate is not valid for its host name")
+    static let upstreamTLSUnknownCA = ProxyError(
+        .upstreamTLSUnknownCA, "the upstream service's TLS certificate is not issued by a trusted CA")
 }

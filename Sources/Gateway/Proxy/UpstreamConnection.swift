@@ -17,14 +17,20 @@ protocol UpstreamLessee: AnyObject, Sendable {
     func upstreamBroke(_ connection: UpstreamConnection)
 }
 
-/// One connection to an upstream: connecting, idle in its pool, or leased to one client
-/// connection. While leased it writes the request its lessee queues and reads, parses and
-/// hands over the response (`relayResponse`); the lessee never touches its socket or parser.
+/// One connection to an upstream: connecting, shaking hands (`https://`), idle in its pool, or
+/// leased to one client connection. While leased it writes the request its lessee queues and
+/// reads, parses and hands over the response (`relayResponse`); the lessee never touches its
+/// socket or parser.
+///
+/// TLS: once the non-blocking connect completes, the plain transport is replaced by a
+/// `TLSTransport` on the same socket and the handshake is driven by the socket's epoll edges
+/// (`handshaking`) under the connect deadline; only a finished handshake is leased, so its
+/// failure is answered with its own code (`UpstreamTLSFailure`) and never retried.
 ///
 /// Confined to its pool's loop (`@unchecked Sendable` for the pool's deferred hand-overs);
 /// `@exclusivity(unchecked)`: see `ProxyConnection`.
 final class UpstreamConnection: EventHandler, @unchecked Sendable {
-    enum State { case connecting, idle, leased, closed }
+    enum State { case connecting, handshaking, idle, leased, closed }
 
     unowned let pool: UpstreamPool
     let channel: SocketChannel
@@ -35,6 +41,8 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     @exclusivity(unchecked) private(set) var isReused = false
     /// A response byte arrived during the current lease.
     @exclusivity(unchecked) private(set) var receivedResponseByte = false
+    /// The TLS session (`https://` upstreams), from the end of the connect on.
+    @exclusivity(unchecked) private(set) var tls: TLSTransport?
 
     private init(channel: SocketChannel, pool: UpstreamPool) {
         self.channel = channel
@@ -49,17 +57,20 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         let connection = UpstreamConnection(
             channel: SocketChannel(transport: PlainTransport(fd: fd), loop: pool.loop), pool: pool)
         // Connect first, register after: an unconnected socket polls as EPOLLOUT|EPOLLHUP.
+        // An `https://` connection that connected at once still waits for its first EPOLLOUT
+        // edge (registering a writable socket reports one): the handshake starts from the loop,
+        // never inside `acquire`, so a failure reaches the lessee the usual way.
         let connected: Bool
         do {
             connected = try SystemCalls.connect(fd, to: address)
-            try connection.channel.register(handler: connection, writable: !connected)
+            try connection.channel.register(handler: connection, writable: !connected || pool.tls != nil)
         } catch {
             SystemCalls.close(fd)
             connection.state = .closed
             throw error
         }
         connection.lessee = lessee
-        if connected {
+        if connected && pool.tls == nil {
             connection.state = .leased
         } else {
             pool.loop.setDeadline(token: connection.channel.token, after: pool.connectTimeout)
@@ -194,6 +205,10 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
             let err = SystemCalls.socketError(self.channel.fd)
             if err == 0 {
                 if events & (EventLoop.writable | EventLoop.readable) == 0 { return }
+                if let tls = self.pool.tls {
+                    self.startHandshake(tls)
+                    return
+                }
                 self.pool.loop.setDeadline(token: self.channel.token, after: nil)
                 self.channel.setWriteInterest(false)
                 self.state = .leased
@@ -204,8 +219,12 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
                 self.pool.close(self)
                 lessee?.upstreamFailed(.unavailable)
             }
+        case .handshaking:
+            self.continueHandshake()
         case .idle:
-            if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
+            if events & (EventLoop.hangup | EventLoop.error) != 0 {
+                self.pool.idleConnectionDied(self)
+            } else if events & EventLoop.readable != 0 && !self.consumedTLSRecordsOnly() {
                 self.pool.idleConnectionDied(self)
             }
         case .leased:
@@ -217,10 +236,73 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
 
     func handleDeadline() {
         self.pool.loop.assertInLoop()
-        if self.state == .connecting {
+        if self.state == .connecting || self.state == .handshaking {
+            if self.state == .handshaking {
+                self.pool.tlsHandshakeFailed(reason: "timeout", error: "the TLS handshake did not finish in time")
+            }
             let lessee = self.lessee
             self.pool.close(self)
             lessee?.upstreamFailed(.timeout)
+        }
+    }
+
+    // MARK: - TLS
+
+    /// The connect completed: TLS takes over the socket and the handshake starts.
+    private func startHandshake(_ upstreamTLS: UpstreamTLS) {
+        let transport: TLSTransport
+        do {
+            transport = try upstreamTLS.transport(for: self.channel.fd)
+        } catch {
+            self.handshakeFailed(.handshake, error)
+            return
+        }
+        self.channel.upgrade(to: transport)
+        self.tls = transport
+        self.state = .handshaking
+        self.continueHandshake()
+    }
+
+    /// One step of the handshake on an edge; leases the connection once it is done. The connect
+    /// deadline keeps running until then.
+    private func continueHandshake() {
+        guard let transport = self.tls else { preconditionFailure("handshaking without a TLS transport") }
+        let isDone: Bool
+        do {
+            isDone = try transport.handshake()
+        } catch {
+            self.handshakeFailed(UpstreamTLSFailure(transport.verificationFailure), error)
+            return
+        }
+        guard isDone else {
+            self.channel.setWriteInterest(transport.waitsForWritable)
+            return
+        }
+        self.pool.loop.setDeadline(token: self.channel.token, after: nil)
+        self.channel.setWriteInterest(false)
+        self.pool.tlsHandshakeCompleted(resumed: transport.isResumed)
+        self.state = .leased
+        self.isReused = false
+        self.lessee?.upstreamReady(self)
+    }
+
+    private func handshakeFailed(_ failure: UpstreamTLSFailure, _ error: TransportError) {
+        self.pool.tlsHandshakeFailed(reason: failure.reason, error: error.description)
+        let lessee = self.lessee
+        self.pool.close(self)
+        lessee?.upstreamFailed(.tls(failure))
+    }
+
+    /// An idle TLS connection became readable: a record that is not application data (a TLS
+    /// 1.3 session ticket sent late, a key update) is consumed inside OpenSSL and the
+    /// connection stays pooled. Anything else (response bytes nobody asked for, close_notify,
+    /// an error) means it cannot be reused. Plain TCP: always false.
+    private func consumedTLSRecordsOnly() -> Bool {
+        guard let transport = self.tls, let base = self.pool.loop.scratch.baseAddress else { return false }
+        do {
+            return try transport.read(into: base, count: self.pool.loop.scratch.count) == .wouldBlock
+        } catch {
+            return false
         }
     }
 }

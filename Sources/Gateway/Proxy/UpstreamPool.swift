@@ -9,6 +9,8 @@ import HTTP1
 package final class UpstreamTarget: @unchecked Sendable {
     package let configuration: UpstreamConfiguration
     package let address: SocketAddress
+    /// `https://` upstreams: the client context (swapped by reloads), server name and port.
+    package let tls: UpstreamTLS?
     /// `host:port` for the Host header of HTTP/1.0 requests that carried none.
     package let hostHeader: String
     let pools: [UpstreamPool]
@@ -17,10 +19,12 @@ package final class UpstreamTarget: @unchecked Sendable {
     let responseTimeoutNanoseconds: UInt64
 
     package init(
-        configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024
+        configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024,
+        tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil
     ) {
         self.configuration = configuration
         self.address = address
+        self.tls = tls
         self.hostHeader =
             configuration.host.contains(":")
             ? "[\(configuration.host)]:\(configuration.port)" : "\(configuration.host):\(configuration.port)"
@@ -30,7 +34,8 @@ package final class UpstreamTarget: @unchecked Sendable {
         self.pools = loops.map {
             UpstreamPool(
                 name: configuration.name, address: address, loop: $0, maxConnections: perLoop,
-                maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds)
+                maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
+                metrics: metrics)
         }
     }
 
@@ -51,18 +56,46 @@ package final class UpstreamTable: Sendable {
     }
 
     /// Builds the table for `upstreams`, reusing the targets of `previous` whose configuration
-    /// did not change (their warm pools stay). Resolves names: call off the connection queues.
+    /// did not change (their warm pools stay). Resolves names and reads the TLS files of every
+    /// `https://` upstream (a reload picks up a renewed CA or client certificate, also for a
+    /// reused target): call off the connection queues. Everything that can fail happens before
+    /// anything changes, so a bad file or name leaves the running table and contexts alone.
+    ///
+    /// - Throws: `IOError` (a name does not resolve) or `TLSConfigurationError` (a CA file or
+    ///   client certificate cannot be used).
     package static func make(
-        upstreams: [String: UpstreamConfiguration], loops: [EventLoop], previous: UpstreamTable?
-    ) throws(IOError) -> (table: UpstreamTable, retired: [UpstreamTarget]) {
+        upstreams: [String: UpstreamConfiguration], loops: [EventLoop], previous: UpstreamTable?,
+        metrics: ProxyMetrics? = nil
+    ) throws -> (table: UpstreamTable, retired: [UpstreamTarget]) {
+        var contexts: [String: TLSClientContext] = [:]
+        for (name, configuration) in upstreams.sorted(by: { $0.key < $1.key }) {
+            guard let tls = configuration.tls else { continue }
+            let context = try TLSClientContext(settings: TLSClientSettings(upstream: tls))
+            for warning in context.warnings {
+                Log.warning("tls_certificate_warning", [("upstream", name), ("warning", String(describing: warning))])
+            }
+            contexts[name] = context
+        }
+        var addresses: [String: SocketAddress] = [:]
+        for (name, configuration) in upstreams {
+            if let old = previous?.targets[name], old.configuration == configuration { continue }
+            addresses[name] = try SocketAddress.resolve(host: configuration.host, port: configuration.port)
+        }
         var targets: [String: UpstreamTarget] = [:]
         for (name, configuration) in upstreams {
             if let old = previous?.targets[name], old.configuration == configuration {
+                if let context = contexts[name] { old.tls?.replace(context) }
                 targets[name] = old
                 continue
             }
-            let address = try SocketAddress.resolve(host: configuration.host, port: configuration.port)
-            targets[name] = UpstreamTarget(configuration: configuration, address: address, loops: loops)
+            guard let address = addresses[name] else { preconditionFailure("upstream \(name) was not resolved") }
+            let tls = configuration.tls.flatMap { tls in
+                contexts[name].map {
+                    UpstreamTLS(context: $0, serverName: tls.serverName, port: Int(configuration.port))
+                }
+            }
+            targets[name] = UpstreamTarget(
+                configuration: configuration, address: address, loops: loops, tls: tls, metrics: metrics)
         }
         var retired: [UpstreamTarget] = []
         for (name, old) in previous?.targets ?? [:] where targets[name] !== old {
@@ -95,6 +128,13 @@ final class UpstreamPool: @unchecked Sendable {
     let maxConnections: Int
     let maxWaiters: Int
     let connectTimeout: UInt64
+    /// `https://` upstreams: new connections shake hands with it before they are leased.
+    let tls: UpstreamTLS?
+    private let handshakeCounters: (full: Counter, resumed: Counter)?
+    private let metrics: ProxyMetrics?
+    /// One `upstream_tls_failed` line per second per pool: a broken certificate fails every
+    /// request, and the counter has the totals.
+    private let failureLog = LogThrottle()
     @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connecting + idle + leased.
     @exclusivity(unchecked) private(set) var openCount = 0
@@ -104,7 +144,7 @@ final class UpstreamPool: @unchecked Sendable {
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
-        connectTimeout: UInt64
+        connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil
     ) {
         self.name = name
         self.address = address
@@ -112,6 +152,36 @@ final class UpstreamPool: @unchecked Sendable {
         self.maxConnections = maxConnections
         self.maxWaiters = maxWaiters
         self.connectTimeout = connectTimeout
+        self.tls = tls
+        self.metrics = metrics
+        if tls != nil, let metrics {
+            self.handshakeCounters = (
+                metrics.upstreamTLSHandshakes.labels(name, "false"), metrics.upstreamTLSHandshakes.labels(name, "true")
+            )
+        } else {
+            self.handshakeCounters = nil
+        }
+    }
+
+    // MARK: - TLS events (counted and logged here, once per connection, not per lessee)
+
+    /// A new connection finished its handshake (`resumed`: an earlier session was reused).
+    func tlsHandshakeCompleted(resumed: Bool) {
+        guard let counters = self.handshakeCounters else { return }
+        (resumed ? counters.resumed : counters.full).increment()
+    }
+
+    /// A new connection's handshake failed (`timeout` when the connect deadline passed first).
+    func tlsHandshakeFailed(reason: String, error: String) {
+        self.metrics?.upstreamTLSFailures.labels(self.name, reason).increment()
+        guard let suppressed = self.failureLog.admit() else { return }
+        Log.warning(
+            "upstream_tls_failed",
+            [
+                ("upstream", self.name), ("server_name", self.tls?.serverName ?? "-"),
+                ("address", self.address.description), ("reason", reason), ("error", error),
+                ("suppressed", String(suppressed)),
+            ])
     }
 
     var idleCount: Int { self.idle.count }

@@ -20,7 +20,8 @@ final class SocketChannel {
         case endOfFile
     }
 
-    let transport: any ByteTransport
+    /// Replaced once at most, by `upgrade(to:)` (an upstream's TLS after its connect).
+    @exclusivity(unchecked) private(set) var transport: any ByteTransport
     let loop: EventLoop
     @exclusivity(unchecked) var token: UInt64 = 0
     /// Bytes read but not consumed yet (nil: none, no buffer held).
@@ -42,6 +43,15 @@ final class SocketChannel {
     }
 
     var fd: Int32 { self.transport.fd }
+
+    /// Puts `transport` (TLS over this same, now connected socket) in place of the plain one
+    /// the connect ran on. The socket stays registered under the same token; nothing is
+    /// buffered yet. The old transport is dropped without `close()`: the descriptor lives on.
+    func upgrade(to transport: any ByteTransport) {
+        precondition(transport.fd == self.transport.fd, "a transport upgrade must keep the socket")
+        precondition(self.input == nil && self.output == nil, "a transport upgrade before any byte moved")
+        self.transport = transport
+    }
 
     /// Registers the socket with the loop for `handler` (`writable`: wait for a connect).
     func register(handler: any EventHandler, writable: Bool = false) throws(IOError) {

@@ -68,6 +68,12 @@ package final class TLSClientContext: @unchecked Sendable {
 
     /// Hosts with a session kept for resumption.
     package var cachedSessionCount: Int { self.sessionCache.count }
+
+    /// Whether `SSL_MODE_RELEASE_BUFFERS` is on (`TLSProtocolSettings`): an idle pooled
+    /// connection then holds no record buffers. Setting no new bits returns the mode.
+    package var releasesIdleBuffers: Bool {
+        COpenSSL_SSL_CTX_set_mode(self.context, 0) & Int(SSL_MODE_RELEASE_BUFFERS) != 0
+    }
 }
 
 /// A new (resumable) session for a client connection: keep it under the transport's

@@ -106,6 +106,23 @@ package final class TLSTransport: ByteTransport {
         return try self.failure(rc, errno, operation: "SSL_write")
     }
 
+    /// Drives the handshake without application data (an upstream connection finishes it
+    /// before it is leased, so a failure is told apart from a broken exchange). Returns true
+    /// once it is done; false: wait for the edge `waitsForWritable` names and call again.
+    package func handshake() throws(TransportError) -> Bool {
+        guard let ssl = self.ssl else { throw .tls(reason: "handshake after close") }
+        TLSErrorQueue.clear()
+        let rc = SSL_do_handshake(ssl)
+        if rc == 1 {
+            self.wantsWrite = false
+            return true
+        }
+        switch try self.failure(rc, errno, operation: "SSL_do_handshake") {
+        case .wouldBlock: return false
+        case .processed, .endOfFile: throw .tls(reason: "SSL_do_handshake: peer closed the connection")
+        }
+    }
+
     /// A decrypted record may leave more records in OpenSSL's buffer or the kernel: read
     /// until `.wouldBlock`.
     package var shortReadDrains: Bool { false }
