@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx
+APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx testssl.sh
 BENCH_PACKAGES := nginx haproxy wrk
 
 .PHONY: deps bench-deps build release test run bench bench-verify bench-http fuzz clean
@@ -34,6 +34,8 @@ release: deps
 # Unit, integration (real redis-server, started by the tests) and end-to-end tests.
 # --no-parallel: the loopback and Redis outage tests measure bounded latencies; on a 2-core
 # machine, parallel suites that block threads starve them. Serially the suite takes ~30 s.
+# scripts/check-all.sh then runs scripts/checks/*.sh, among them testssl.sh against a TLS
+# listener (~2 min; fails on any finding rated HIGH or CRITICAL).
 test: deps
 	$(SWIFT) build
 	$(SWIFT) test --no-parallel

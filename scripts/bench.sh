@@ -4,12 +4,16 @@
 # then scripts/bench-defaults.sh (gateway and nginx each at their defaults, access logs to files),
 # then scripts/bench-enforced.sh (enforced route; with SHUFFLED=1, the default, also the
 # "gateway-shuffled" row: counter_window 64 and each key's counters out of order, whose CPU
-# per request must stay within 5% of the strict row's).
+# per request must stay within 5% of the strict row's), then scripts/bench-tls.sh (TLS
+# termination beside nginx: keep-alive req/s, full and resumed handshakes per second, RSS with
+# 10,000 idle TLS connections), then scripts/bench-upstream-tls.sh (gateway -> HTTPS nginx
+# upstream beside nginx with proxy_ssl).
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
-#      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 leave a part out.
+#      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 leave a part
+#      out (SKIP_IDLE also skips the TLS idle-connections row).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
 # Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
@@ -136,3 +140,7 @@ cleanup; trap - EXIT
 # Both sides at their defaults: loops per core / worker_processes auto, access logs to files.
 [ "${SKIP_DEFAULTS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-defaults.sh"
 [ "${SKIP_ENFORCED:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced.sh"
+# TLS rows (issue 11): termination beside nginx, same certificate, cipher and upstream.
+[ "${SKIP_TLS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-tls.sh"
+# TLS to the upstream (gateway -> HTTPS nginx upstream vs nginx proxy_ssl).
+[ "${SKIP_UPSTREAM_TLS:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-upstream-tls.sh"

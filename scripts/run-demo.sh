@@ -6,23 +6,30 @@
 #   redis-server        127.0.0.1:$DEMO_REDIS_PORT, data in $DEMO_RUN_DIR/redis (appendonly yes)
 #   demo upstream       python3 scripts/upstream.py --port $DEMO_UPSTREAM_PORT (echoes what it got)
 #   simulator CA        attest-gateway sim init --dir $DEMO_RUN_DIR/sim (a development CA)
-#   the gateway         attest-gateway serve --config policies.yaml (trusts that development CA)
+#   development TLS CA  openssl: $DEMO_RUN_DIR/tls/ca.pem and a certificate for localhost / 127.0.0.1
+#                       (ECDSA P-256; kept between runs, remade when it expires within a day)
+#   the gateway         attest-gateway serve --config $DEMO_RUN_DIR/policies.yaml: policies.yaml plus an
+#                       HTTPS listener on $DEMO_TLS_PORT with that certificate (trusts the simulator CA)
 # then plays an app with curl + `attest-gateway sim`: challenge, attestation, an asserted request
 # (passes: prints the identity headers the upstream received), a replay and a tampered request
-# (denied: prints the codes), a challenge-bound request, and the metrics.
+# (denied: prints the codes), a challenge-bound request, a request over HTTPS (curl --cacert with the
+# development TLS CA), and the metrics.
 #
 # Environment:
 #   DEMO_NONINTERACTIVE=1   exit after the checks: status 0 only if every step gave the expected result
-#   DEMO_PROXY_PORT (8080) DEMO_ADMIN_PORT (9090) DEMO_REDIS_PORT (6390) DEMO_UPSTREAM_PORT (9000)
-#   DEMO_RUN_DIR (run)      where Redis data, the simulator CA, logs and a derived policy go
+#   DEMO_PROXY_PORT (8080) DEMO_TLS_PORT (8443) DEMO_ADMIN_PORT (9090) DEMO_REDIS_PORT (6390)
+#   DEMO_UPSTREAM_PORT (9000)
+#   DEMO_RUN_DIR (run)      where Redis data, the simulator CA, the TLS CA, logs and the served policy go
 #   GATEWAY_BIN (.build/release/attest-gateway)
-# With the default ports and run dir the gateway serves policies.yaml itself; otherwise a copy with
-# the ports and the trust root path replaced ($DEMO_RUN_DIR/policies.yaml).
+# The gateway serves $DEMO_RUN_DIR/policies.yaml: a copy of policies.yaml with the ports, the trust
+# root path and the HTTPS listener filled in (made on every run: edit policies.yaml, not the copy).
+# Nothing under $DEMO_RUN_DIR is committed (/run/ is in .gitignore); the TLS CA is for this demo only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 proxy_port=${DEMO_PROXY_PORT:-8080}
+tls_port=${DEMO_TLS_PORT:-8443}
 admin_port=${DEMO_ADMIN_PORT:-9090}
 redis_port=${DEMO_REDIS_PORT:-6390}
 upstream_port=${DEMO_UPSTREAM_PORT:-9000}
@@ -32,6 +39,7 @@ noninteractive=${DEMO_NONINTERACTIVE:-0}
 app_id=ABCDE12345.com.example.app
 host=127.0.0.1
 proxy=http://$host:$proxy_port
+https_proxy_url=https://localhost:$tls_port
 admin=http://$host:$admin_port
 
 if [ -t 1 ]; then bold=$'\e[1m'; green=$'\e[32m'; red=$'\e[31m'; yellow=$'\e[33m'; off=$'\e[0m'
@@ -48,11 +56,11 @@ die() { echo "${red}error:${off} $*" >&2; exit 1; }
 
 # --- preflight ---------------------------------------------------------------------------------
 [ -x "$bin" ] || die "$bin not found: build it with 'make release' (or run 'make run')"
-for tool in redis-server redis-cli python3 curl sha256sum base64; do
+for tool in redis-server redis-cli python3 curl sha256sum base64 openssl; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run 'make deps' (installs the Debian packages)"
 done
 [ -f scripts/upstream.py ] || die "scripts/upstream.py is missing"
-for port in "$proxy_port" "$admin_port" "$redis_port" "$upstream_port"; do
+for port in "$proxy_port" "$tls_port" "$admin_port" "$redis_port" "$upstream_port"; do
   if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
     die "port $port on $host is already in use (stop what uses it, or set DEMO_*_PORT)"
   fi
@@ -210,17 +218,43 @@ root_ca=$(printf '%s' "$sim_out" | json root_ca)
 [ -f "$root_ca" ] || die "sim init did not write the root CA: $sim_out"
 note "$sim_out"
 
-# The policy: policies.yaml as is, or a copy with the demo's ports and an absolute trust root.
-policy=policies.yaml
-if [ "$proxy_port:$admin_port:$redis_port:$upstream_port" != "8080:9090:6390:9000" ] || [ "$run_abs" != "$root/run" ]; then
-  policy=$run_dir/policies.yaml
-  sed -e "s|$host:8080|$host:$proxy_port|g" -e "s|$host:9090|$host:$admin_port|g" \
-      -e "s|$host:6390|$host:$redis_port|g" -e "s|$host:9000|$host:$upstream_port|g" \
-      -e "s|run/sim/root_ca.pem|$run_abs/sim/root_ca.pem|g" policies.yaml > "$policy"
-  for want in "$host:$proxy_port" "$host:$admin_port" "$host:$redis_port" "$host:$upstream_port" "$run_abs/sim/root_ca.pem"; do
-    grep -qF "$want" "$policy" || die "could not derive $policy: policies.yaml has no ${want/$run_abs/run} to replace"
-  done
+step "Development TLS CA and a certificate for localhost: $run_dir/tls/ (openssl; kept between runs)"
+tls_dir=$run_abs/tls
+mkdir -p "$tls_dir"
+chmod 700 "$tls_dir"
+# Remade when missing or expiring within a day; the CA signs only this one certificate.
+if ! openssl x509 -checkend 86400 -noout -in "$tls_dir/localhost.pem" >/dev/null 2>&1 \
+   || ! openssl verify -CAfile "$tls_dir/ca.pem" "$tls_dir/localhost.pem" >/dev/null 2>&1; then
+  (
+    set -e
+    cd "$tls_dir"
+    openssl ecparam -name prime256v1 -genkey -noout -out ca.key
+    openssl req -x509 -new -key ca.key -days 365 -subj "/CN=attest-gateway demo development CA" \
+      -addext basicConstraints=critical,CA:TRUE,pathlen:0 -addext keyUsage=critical,keyCertSign,cRLSign -out ca.pem
+    openssl ecparam -name prime256v1 -genkey -noout -out localhost.key
+    openssl req -new -key localhost.key -subj "/CN=localhost" -out localhost.csr
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n' > localhost.ext
+    openssl x509 -req -in localhost.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 -sha256 \
+      -extfile localhost.ext -out localhost.pem
+    chmod 600 ca.key localhost.key
+    rm -f localhost.csr localhost.ext ca.srl
+  ) > "$run_abs/tls.log" 2>&1 || die "openssl could not make the development TLS certificate ($run_dir/tls.log)"
+  note "made $run_dir/tls/ca.pem (development CA) and localhost.pem / localhost.key (ECDSA P-256, 30 days)"
+else
+  note "reusing $run_dir/tls/localhost.pem (valid until $(openssl x509 -enddate -noout -in "$tls_dir/localhost.pem" | cut -d= -f2))"
 fi
+
+# The served policy: policies.yaml with the demo's ports, an absolute trust root, and the proxy
+# listening twice: plain HTTP and HTTPS (the same routes behind both).
+policy=$run_dir/policies.yaml
+sed -e "s|^listen: $host:8080\$|listen:\n  - $host:8080\n  - address: $host:8443\n    tls: { certificate: $tls_dir/localhost.pem, private_key: $tls_dir/localhost.key }|" \
+    -e "s|$host:8080|$host:$proxy_port|g" -e "s|$host:8443|$host:$tls_port|g" -e "s|$host:9090|$host:$admin_port|g" \
+    -e "s|$host:6390|$host:$redis_port|g" -e "s|$host:9000|$host:$upstream_port|g" \
+    -e "s|run/sim/root_ca.pem|$run_abs/sim/root_ca.pem|g" policies.yaml > "$policy"
+for want in "$host:$proxy_port" "address: $host:$tls_port" "$tls_dir/localhost.key" "$host:$admin_port" "$host:$redis_port" \
+            "$host:$upstream_port" "$run_abs/sim/root_ca.pem"; do
+  grep -qF "$want" "$policy" || die "could not derive $policy from policies.yaml (no ${want/$run_abs/run})"
+done
 
 step "Gateway: $bin serve --config $policy"
 "$bin" check-config "$policy" | sed 's/^/   check-config| /'
@@ -331,6 +365,20 @@ else
   failure "public route: status $status, X-App-Attest-Status '$(header_from_echo X-App-Attest-Status)'"
 fi
 
+step "HTTPS: curl --cacert $run_dir/tls/ca.pem $https_proxy_url/public/hello (TLS ends at the gateway)"
+tls_info=$(curl -sS --http1.1 --cacert "$tls_dir/ca.pem" --max-time 15 -o "$run_dir/response.body" \
+  -w '%{http_code} %{ssl_verify_result}' "$https_proxy_url/public/hello" 2>&1) || tls_info="000 curl failed: $tls_info"
+body=$(cat "$run_dir/response.body" 2>/dev/null || true)
+tls_session=$(openssl s_client -connect "127.0.0.1:$tls_port" -servername localhost -CAfile "$tls_dir/ca.pem" -brief \
+  < /dev/null 2>&1 | grep -E '^(Protocol version|Ciphersuite|Peer certificate|Verification):' | paste -sd ';' - || true)
+note "curl: status and certificate verification result (0 = verified): $tls_info"
+note "openssl s_client: ${tls_session:-no handshake}"
+if [ "$tls_info" = "200 0" ] && [ "$(header_from_echo X-Forwarded-Proto)" = https ]; then
+  pass "served over HTTPS with the development certificate; the upstream heard X-Forwarded-Proto: https"
+else
+  failure "HTTPS request: '$tls_info', X-Forwarded-Proto '$(header_from_echo X-Forwarded-Proto)'"
+fi
+
 redis_url=redis://$host:$redis_port/0
 step "Operator looks the key up: $bin keys show <key_id> --redis $redis_url"
 key_json=$("$bin" keys show "$key_id" --redis "$redis_url")
@@ -382,9 +430,11 @@ cat <<EOF
 
 ${bold}The gateway keeps serving.${off} Press Ctrl-C to stop the gateway, the upstream and Redis.
   proxy     $proxy/          (e.g. curl -i $proxy/public/hello)
+  https     $https_proxy_url/  (e.g. curl -i --cacert $run_dir/tls/ca.pem $https_proxy_url/public/hello)
   metrics   $admin/metrics
   health    $admin/healthz  $admin/readyz
-  policy    $policy           (edit, then: kill -HUP $gateway_pid)
+  policy    $policy  (made from policies.yaml on each run; edit it, then: kill -HUP $gateway_pid;
+            the same SIGHUP re-reads the certificate files in $run_dir/tls/)
   simulator $bin sim attest --dir $run_dir/sim --app-id $app_id --challenge <challenge>
             (the demo's key $key_id is revoked now)
 Gateway logs follow ($run_dir/access.log, $run_dir/gateway.log):

@@ -69,6 +69,8 @@ static inline EVP_PKEY *COpenSSL_EC_public_key_from_point(const char *group,
 static const uint64_t COpenSSL_SSL_OP_IGNORE_UNEXPECTED_EOF = SSL_OP_IGNORE_UNEXPECTED_EOF;
 static const uint64_t COpenSSL_SSL_OP_NO_RENEGOTIATION = SSL_OP_NO_RENEGOTIATION;
 static const uint64_t COpenSSL_SSL_OP_NO_COMPRESSION = SSL_OP_NO_COMPRESSION;
+static const uint64_t COpenSSL_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
+static const uint64_t COpenSSL_SSL_OP_PRIORITIZE_CHACHA = SSL_OP_PRIORITIZE_CHACHA;
 static const unsigned long COpenSSL_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
 
 static inline long COpenSSL_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
@@ -81,6 +83,10 @@ static inline long COpenSSL_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int vers
 
 static inline long COpenSSL_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_mode(ctx, mode);
+}
+
+static inline long COpenSSL_SSL_CTX_set_read_ahead(SSL_CTX *ctx, long yes) {
+    return SSL_CTX_set_read_ahead(ctx, yes);
 }
 
 static inline long COpenSSL_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {

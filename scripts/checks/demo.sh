@@ -14,9 +14,9 @@ fi
 [ -x "$bin" ] || { echo "FAIL demo: $bin was not built"; exit 1; }
 
 # Four free loopback ports (bound and released; the demo refuses ports that are taken).
-read -r proxy_port admin_port redis_port upstream_port < <(python3 -c '
+read -r proxy_port admin_port redis_port upstream_port tls_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks: s.bind(("127.0.0.1", 0))
 print(*[s.getsockname()[1] for s in socks])
 for s in socks: s.close()')
@@ -27,7 +27,7 @@ trap cleanup EXIT
 
 set +e
 DEMO_NONINTERACTIVE=1 GATEWAY_BIN=$bin DEMO_RUN_DIR=$work/run \
-  DEMO_PROXY_PORT=$proxy_port DEMO_ADMIN_PORT=$admin_port DEMO_REDIS_PORT=$redis_port DEMO_UPSTREAM_PORT=$upstream_port \
+  DEMO_PROXY_PORT=$proxy_port DEMO_ADMIN_PORT=$admin_port DEMO_REDIS_PORT=$redis_port DEMO_UPSTREAM_PORT=$upstream_port DEMO_TLS_PORT=$tls_port \
   timeout --kill-after=10 240 bash scripts/run-demo.sh > "$work/demo.out" 2>&1
 status=$?
 set -e
@@ -49,12 +49,13 @@ expect '^PASS missing challenge: denied with 428 challenge_missing' "missing cha
 expect '^PASS missing assertion: denied with 401 assertion_missing' "request without assertion denied"
 expect '^PASS key record: counter 3' "keys show"
 expect '^PASS revoked key: denied with 401 revoked_key' "revocation"
+expect '^PASS served over HTTPS with the development certificate' "the HTTPS request (curl --cacert)"
 expect '^PASS metrics count the verified and the denied requests' "metrics"
 expect '^demo: [0-9]+ passed, 0 failed' "the summary line"
 if grep -qE '^ +X-App-Attest-App-Id: FORGED' "$work/demo.out"; then problems+=("the forged identity header reached the upstream"); fi
 
 # Everything the demo started is gone: nothing listens on its ports any more.
-for port in "$proxy_port" "$admin_port" "$redis_port" "$upstream_port"; do
+for port in "$proxy_port" "$admin_port" "$redis_port" "$upstream_port" "$tls_port"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then problems+=("port $port still open after the demo"); fi
 done
 grep -q 'stopping the gateway' "$work/demo.out" || problems+=("the demo did not stop the gateway")

@@ -4,15 +4,19 @@
 #     (probes on the admin port, ports = the policy's listeners, pinned image, non-root read-only
 #     securityContext, resources, Secret for the Redis password, PDB/Service selectors); Dockerfile
 #     structure (stages, non-root USER, no ADD of URLs, runtime packages); unit and redis.conf
-#     settings. Its --self-test breaks each file on purpose and must see every break caught.
+#     settings; the TLS overlay deploy/kubernetes-tls rendered with `kubectl kustomize` (certificate
+#     and key from a read-only Secret mount that a cert-manager Certificate fills, the TLS port
+#     exposed, a reloader sidecar that SIGHUPs the gateway). Its --self-test breaks each file on
+#     purpose and must see every break caught.
 #  2. systemd-analyze verify on the unit. verify refuses a unit whose ExecStart binary does not
 #     exist ("Command /usr/local/bin/attest-gateway is not executable"), so the unit is verified as a
 #     temporary copy whose binary paths point at a stub executable; nothing else is changed.
 #     `systemd-analyze security --offline=yes` prints the unit's exposure score (must stay <= 2.0).
 #  3. redis-server loads deploy/redis.conf (throwaway instance on a unix socket, no TCP port) and
 #     the settings the gateway depends on are read back with CONFIG GET.
-#  4. check-config on the ConfigMap's policies.yaml when the gateway binary is built.
-#  5. `kubectl kustomize deploy/kubernetes` renders when kubectl exists (offline).
+#  4. check-config on the ConfigMap's policies.yaml, and on the TLS overlay's (with a throwaway
+#     certificate and key standing in for the Secret mount), when the gateway binary is built.
+#  5. `kubectl kustomize deploy/kubernetes` and `deploy/kubernetes-tls` render when kubectl exists (offline).
 # Tools that are absent are reported as SKIPPED; what runs must pass.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -122,17 +126,36 @@ PY
   else
     fail "check-config on the ConfigMap's policies.yaml: $out"
   fi
+  # The TLS overlay's policy: its Secret-mounted certificate and key replaced by throwaway files.
+  "$python" - "$work/policies-tls.yaml" <<'PY'
+import sys, yaml
+for doc in yaml.safe_load_all(open("deploy/kubernetes-tls/policy-tls.yaml")):
+    if doc and doc.get("kind") == "ConfigMap":
+        open(sys.argv[1], "w").write(doc["data"]["policies.yaml"])
+PY
+  mkdir -p "$work/tls"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=api.example.com \
+    -keyout "$work/tls/tls.key" -out "$work/tls/tls.crt" >/dev/null 2>&1
+  sed -i -e "s|/run/secrets/tls/|$work/tls/|g" -e "s|^redis_password_file: .*|redis_password_file: $work/redis-password|" \
+    "$work/policies-tls.yaml"
+  if out=$("$bin" check-config "$work/policies-tls.yaml" 2>&1); then
+    echo "  check-config: deploy/kubernetes-tls's policies.yaml is valid (TLS listener with a stand-in certificate)"
+  else
+    fail "check-config on deploy/kubernetes-tls's policies.yaml: $out"
+  fi
 else
   echo "  SKIPPED check-config of the ConfigMap policy (no built attest-gateway binary)"
 fi
 
 # -- 5. kustomize render ------------------------------------------------------------------------
 if command -v kubectl >/dev/null 2>&1; then
-  if kubectl kustomize deploy/kubernetes > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
-    echo "  kubectl kustomize deploy/kubernetes: $(grep -c '^kind:' "$work/rendered.yaml") objects rendered"
-  else
-    fail "kubectl kustomize deploy/kubernetes: $(cat "$work/kustomize.err")"
-  fi
+  for dir in deploy/kubernetes deploy/kubernetes-tls; do
+    if kubectl kustomize "$dir" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
+      echo "  kubectl kustomize $dir: $(grep -c '^kind:' "$work/rendered.yaml") objects rendered"
+    else
+      fail "kubectl kustomize $dir: $(cat "$work/kustomize.err")"
+    fi
+  done
 else
   echo "  SKIPPED kubectl kustomize (kubectl not installed)"
 fi

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +26,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+TLS_OVERLAY = DEPLOY / "kubernetes-tls"  # kustomize overlay of deploy/kubernetes: TLS at the pods
 
 # Runtime libraries the image may install: exactly what the binary links, plus CA certificates.
 RUNTIME_PACKAGES = {"libssl3", "libhiredis0.14", "libyaml-0-2", "ca-certificates"}
@@ -266,7 +269,9 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
     admin_port = None
     if policy is not None:
         listen = policy.get("listen")
-        for text in listen if isinstance(listen, list) else [listen]:
+        for entry in listen if isinstance(listen, list) else [listen]:
+            # A listener is `host:port` or an object `{address: host:port, tls: {...}}`.
+            text = entry.get("address") if isinstance(entry, dict) else entry
             parsed = parse_listen(text) if text else None
             if parsed is None:
                 problems.append(f"{cname}: policy listen {text!r} is not host:port")
@@ -364,6 +369,118 @@ def check_kubernetes(docs: list[dict]) -> list[str]:
                 for c in init_containers
             ):
                 problems.append(f"{where}: no init container replaces ${{{placeholder}}} in the policy")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# The TLS overlay (deploy/kubernetes-tls), rendered by `kubectl kustomize`
+
+
+def render_overlay(directory: Path) -> tuple[list[dict] | None, str]:
+    """The overlay's documents as kustomize renders them; (None, why) without kubectl."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return None, "kubectl not installed"
+    run = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, timeout=60)
+    if run.returncode != 0:
+        return [], run.stderr.strip()
+    docs = [d for d in yaml.safe_load_all(run.stdout) if d]
+    for doc in docs:
+        doc["__file__"] = f"{directory.name} (rendered)"
+    return docs, ""
+
+
+def check_tls(docs: list[dict]) -> list[str]:
+    """TLS at the pods: certificate files from a read-only Secret mount that cert-manager fills,
+    the TLS port exposed, and a reloader that SIGHUPs the gateway when the mounted files change."""
+    problems: list[str] = []
+    by_kind: dict[str, list[dict]] = {}
+    for doc in docs:
+        by_kind.setdefault(doc["kind"], []).append(doc)
+    if not by_kind.get("Deployment") or not by_kind.get("ConfigMap"):
+        return ["tls overlay: no Deployment or ConfigMap rendered"]
+    deployment = by_kind["Deployment"][0]
+    where = f"{deployment['__file__']} Deployment/{deployment['metadata'].get('name')}"
+    pod = deployment["spec"]["template"]["spec"]
+    containers = pod.get("containers") or []
+    gateway = containers[0]
+    volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+    text = (by_kind["ConfigMap"][0].get("data") or {}).get("policies.yaml", "")
+    policy = yaml.load(text, Loader=yaml.BaseLoader) or {}
+    listen = policy.get("listen")
+    listeners = [e for e in (listen if isinstance(listen, list) else [listen]) if isinstance(e, dict) and e.get("tls")]
+    if not listeners:
+        return [f"{where}: the policy has no listener with tls:"]
+    secrets = set()
+    for listener in listeners:
+        tls = listener["tls"]
+        for key in ("certificate", "private_key"):
+            path = str(tls.get(key, ""))
+            mount = next((m for m in gateway.get("volumeMounts") or []
+                          if path.startswith(m.get("mountPath", "").rstrip("/") + "/")), None)
+            if mount is None:
+                problems.append(f"{where}: tls.{key} {path} is not inside a volume mount of the gateway")
+                continue
+            if mount.get("readOnly") is not True:
+                problems.append(f"{where}: the mount holding tls.{key} is not readOnly")
+            secret = (volumes.get(mount.get("name")) or {}).get("secret")
+            if not secret:
+                problems.append(f"{where}: tls.{key} does not come from a Secret volume")
+                continue
+            secrets.add(secret.get("secretName"))
+            mode = secret.get("defaultMode")
+            if mode is not None and int(str(mode), 8 if str(mode).startswith("0") else 10) & 0o007:
+                problems.append(f"{where}: Secret volume {mount.get('name')} is readable by others (defaultMode {mode})")
+        port = parse_listen(listener.get("address", ""))
+        ports = {p.get("containerPort"): p.get("name") for p in gateway.get("ports") or []}
+        if port is None or port[1] not in ports:
+            problems.append(f"{where}: TLS listener {listener.get('address')} is not a containerPort")
+        else:
+            targets = [p.get("targetPort") for svc in by_kind.get("Service", []) for p in (svc.get("spec") or {}).get("ports") or []]
+            if port[1] not in targets and ports[port[1]] not in targets:
+                problems.append(f"{where}: no Service port targets the TLS listener {port[1]}")
+    certificates = by_kind.get("Certificate", [])
+    for name in secrets:
+        issued = [c for c in certificates if (c.get("spec") or {}).get("secretName") == name]
+        if not issued:
+            problems.append(f"{where}: no cert-manager Certificate writes the Secret {name!r}")
+        for cert in issued:
+            spec = cert.get("spec") or {}
+            cname = f"Certificate/{cert['metadata'].get('name')}"
+            if not spec.get("dnsNames"):
+                problems.append(f"{cname}: no dnsNames")
+            if not spec.get("issuerRef"):
+                problems.append(f"{cname}: no issuerRef")
+            if (spec.get("privateKey") or {}).get("rotationPolicy") != "Always":
+                problems.append(f"{cname}: privateKey.rotationPolicy is not Always (the key never changes)")
+    # Reload on rotation: a sidecar that mounts the same Secret and sends SIGHUP; it can only see
+    # and signal the gateway with a shared process namespace and the same user.
+    mounts_secret = lambda c: any((volumes.get(m.get("name")) or {}).get("secret", {}).get("secretName") in secrets
+                                  for m in c.get("volumeMounts") or [])
+    reloaders = [c for c in containers[1:] if mounts_secret(c)
+                 and "kill -HUP" in " ".join(str(x) for x in (c.get("command") or []) + (c.get("args") or []))]
+    if not reloaders:
+        problems.append(f"{where}: no sidecar sends SIGHUP when the certificate Secret changes")
+    elif pod.get("shareProcessNamespace") is not True:
+        problems.append(f"{where}: shareProcessNamespace is not true: the reloader cannot signal the gateway")
+    pod_sc = pod.get("securityContext") or {}
+    for c in reloaders:
+        sc = c.get("securityContext") or {}
+        rname = f"{where} container {c.get('name')}"
+        if sc.get("runAsUser", pod_sc.get("runAsUser")) != (gateway.get("securityContext") or {}).get("runAsUser", pod_sc.get("runAsUser")):
+            problems.append(f"{rname}: runs as another user than the gateway (cannot signal it)")
+        if sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
+            problems.append(f"{rname}: securityContext.runAsNonRoot is not true")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            problems.append(f"{rname}: securityContext.readOnlyRootFilesystem is not true")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{rname}: securityContext.allowPrivilegeEscalation is not false")
+        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+            problems.append(f"{rname}: capabilities.drop does not contain ALL")
+        if not ((c.get("resources") or {}).get("limits") or {}).get("memory"):
+            problems.append(f"{rname}: resources.limits.memory missing")
+        if c.get("image") != gateway.get("image"):
+            problems.append(f"{rname}: image differs from the gateway's (one image to patch and pin)")
     return problems
 
 
@@ -572,6 +689,15 @@ def run_checks() -> tuple[list[str], list[str]]:
         problems += more
         problems += check_kubernetes(docs)
         notes.append(f"kubernetes: {len(docs)} documents parsed and cross-checked")
+        tls_docs, why = render_overlay(TLS_OVERLAY)
+        if tls_docs is None:
+            notes.append(f"SKIPPED: {TLS_OVERLAY.name} overlay ({why}: it is rendered with kubectl kustomize)")
+        elif not tls_docs:
+            problems.append(f"{TLS_OVERLAY.name}: kubectl kustomize failed: {why}")
+        else:
+            problems += check_kubernetes(tls_docs)
+            problems += check_tls(tls_docs)
+            notes.append(f"{TLS_OVERLAY.name}: {len(tls_docs)} rendered documents cross-checked, TLS mounts and reload checked")
     return problems, notes
 
 
@@ -649,6 +775,43 @@ def self_test() -> int:
         mutate("secret mount writable", lambda k: secret_mount(k).update(readOnly=False))
         mutate("password file elsewhere", cm_replace("/run/secrets/redis/password", "/etc/redis-password"))
         mutate("policy from a writable volume", lambda k: pod_spec(k)["volumes"][0].update(configMap=None, emptyDir={}))
+
+        tls_docs, _ = render_overlay(TLS_OVERLAY)
+        if tls_docs:
+            def tls_mutate(label, fn):
+                nonlocal total
+                total += 1
+                broken = copy.deepcopy(tls_docs)
+                fn({d["kind"]: d for d in broken})
+                if not check_tls(broken) and not check_kubernetes(broken):
+                    failures.append(f"self-test: {label} was not caught")
+
+            def tls_pod(k):
+                return k["Deployment"]["spec"]["template"]["spec"]
+
+            def tls_volume(k):
+                return next(v for v in tls_pod(k)["volumes"] if v["name"] == "tls")
+
+            def reloader(k):
+                return tls_pod(k)["containers"][1]
+
+            def policy_replace(old, new):
+                def fn(k):
+                    data = k["ConfigMap"]["data"]
+                    assert old in data["policies.yaml"], old
+                    data["policies.yaml"] = data["policies.yaml"].replace(old, new)
+                return fn
+
+            tls_mutate("tls: certificate outside the Secret mount", policy_replace("/run/secrets/tls/tls.crt", "/etc/attest-gateway/tls.crt"))
+            tls_mutate("tls: listener without tls", policy_replace("    tls:\n", "    tlsx:\n"))
+            tls_mutate("tls: Secret mount writable", lambda k: next(m for m in tls_pod(k)["containers"][0]["volumeMounts"] if m["name"] == "tls").update(readOnly=False))
+            tls_mutate("tls: Secret readable by others", lambda k: tls_volume(k)["secret"].update(defaultMode=0o444))
+            tls_mutate("tls: Certificate writes another Secret", lambda k: k["Certificate"]["spec"].update(secretName="other"))
+            tls_mutate("tls: key never rotated", lambda k: k["Certificate"]["spec"]["privateKey"].update(rotationPolicy="Never"))
+            tls_mutate("tls: no reloader", lambda k: tls_pod(k).update(containers=tls_pod(k)["containers"][:1]))
+            tls_mutate("tls: no shared process namespace", lambda k: tls_pod(k).pop("shareProcessNamespace"))
+            tls_mutate("tls: reloader as root", lambda k: reloader(k)["securityContext"].update(runAsUser=0))
+            tls_mutate("tls: port not exposed", lambda k: k["Service"]["spec"]["ports"][0].update(targetPort="admin"))
     problems, _ = run_checks()
     failures += [f"self-test: the real files fail: {p}" for p in problems]
     for failure in failures:

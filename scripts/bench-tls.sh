@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# make bench, TLS rows (issue 11): the gateway terminating TLS beside nginx terminating TLS, both
+# in front of the same plain fixed-response upstream (the shared nginx-upstream.conf), same
+# machine, same run, one worker each (gateway --loops 1, nginx worker_processes 1), the same
+# ECDSA P-256 certificate and the same TLS settings (TLS 1.2/1.3, the gateway's cipher list and
+# groups and server cipher order written into nginx's config; wrk and s_time then negotiate TLS 1.3
+# TLS_AES_128_GCM_SHA256 with X25519 on both, printed before the rounds).
+#
+# Rows, measured in ROUNDS interleaved rounds (order swapped every round), medians, req/s ratio
+# paired per round with nginx, CPU microseconds of the server's processes per request/handshake:
+#   keep-alive   wrk -t1 -cCONNS over TLS, keep-alive: TLS termination + proxying.
+#   full-hs      wrk -t1 -cHS_CONNS with a `Connection: close` script: a new TCP connection and a
+#                full handshake per request (wrk never offers a session: no resumption).
+#   resumed-hs   HS_CLIENTS parallel `openssl s_time -reuse -www /`: every connection after the
+#                first resumes (TLS 1.3 ticket), one request each.
+# Then the memory row: RSS growth with IDLE_CONNS idle keep-alive TLS connections (each made one
+# request first; scripts/tls-idle-clients.py, the clients in their own process), gateway first,
+# then nginx's worker, one after the other against the same servers.
+#
+# Env: ROUNDS=3 DURATION=6 WARMUP=1 CONNS=32 HS_CONNS=16 HS_CLIENTS=2 IDLE_CONNS=10000
+#      SKIP_IDLE=1, ACCESS_LOG=0 (gateway --no-access-log; default: on, to /dev/null, as in the
+#      passthrough row; nginx's access log is off as in the shared baseline), SHARED_DIR, BIN
+#      (default .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
+# Ports: upstream 127.0.0.1:18190, nginx TLS 18191, gateway TLS 18192.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHARED_DIR="${SHARED_DIR:-$ROOT/../shared}"
+CONF="$SHARED_DIR/bench/conf"
+ROUNDS="${ROUNDS:-3}"
+DURATION="${DURATION:-6}"
+WARMUP="${WARMUP:-1}"
+CONNS="${CONNS:-32}"
+HS_CONNS="${HS_CONNS:-16}"
+HS_CLIENTS="${HS_CLIENTS:-2}"
+IDLE_CONNS="${IDLE_CONNS:-10000}"
+BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
+[ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
+[ -d "$CONF" ] || { echo "bench-tls: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
+for tool in nginx wrk openssl python3 curl; do
+    command -v "$tool" > /dev/null || { echo "bench-tls: $tool missing (make bench-deps)" >&2; exit 1; }
+done
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-tls-bench.XXXXXX")"
+mkdir -p "$WORK/run"
+PIDS=()
+IDLE_PID=""
+cleanup() {
+    [ -n "$IDLE_PID" ] && kill -TERM "$IDLE_PID" 2>/dev/null || true
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Room for the idle connections (client and server side in this machine).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+# --- the certificate: a throwaway CA and an ECDSA P-256 leaf for localhost / 127.0.0.1 ---------
+openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/ca.key" 2>/dev/null
+openssl req -x509 -new -key "$WORK/ca.key" -subj "/CN=attest-gateway bench CA" -days 2 \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out "$WORK/ca.pem" 2>/dev/null
+openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/key.pem" 2>/dev/null
+openssl req -new -key "$WORK/key.pem" -subj "/CN=localhost" -out "$WORK/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$WORK/leaf.ext"
+openssl x509 -req -in "$WORK/leaf.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial -days 2 \
+    -sha256 -extfile "$WORK/leaf.ext" -out "$WORK/cert.pem" 2>/dev/null
+
+# The gateway's TLS settings (Sources/Gateway/Transport/TLS/TLSCipherPolicy.swift), for nginx.
+TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+# --- servers -------------------------------------------------------------------------------------
+sed -e 's/18080/18190/' "$CONF/nginx-upstream.conf" > "$WORK/upstream.conf"
+grep -q 18190 "$WORK/upstream.conf" || { echo "bench-tls: could not derive the upstream config" >&2; exit 1; }
+cat > "$WORK/nginx.conf" <<EOF
+# nginx terminating TLS in front of the upstream: 1 worker, keepalive pool (as nginx-proxy.conf).
+worker_processes 1;
+worker_rlimit_nofile $(ulimit -n);
+pid run/nginx-tls.pid;
+error_log run/nginx-tls.error.log warn;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 600s;
+    client_body_temp_path run/tls_body;
+    proxy_temp_path run/tls_proxy;
+    fastcgi_temp_path run/tls_fcgi;
+    uwsgi_temp_path run/tls_uwsgi;
+    scgi_temp_path run/tls_scgi;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers $TLS12_CIPHERS;
+    ssl_conf_command Ciphersuites $TLS13_SUITES;
+    ssl_ecdh_curve X25519:prime256v1:secp384r1;
+    # The gateway's order: the server's, ChaCha20 first only for clients that list it first.
+    ssl_prefer_server_ciphers on;
+    ssl_conf_command Options PrioritizeChaCha;
+    ssl_session_tickets on;
+    ssl_session_cache builtin:20480;
+    ssl_session_timeout 12h;
+    upstream up {
+        server 127.0.0.1:18190;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:18191 ssl reuseport backlog=4096;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        location / {
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+EOF
+nginx -p "$WORK" -e "$WORK/run/upstream.startup.log" -c "$WORK/upstream.conf" -g 'daemon off;' &
+PIDS+=($!)
+nginx -p "$WORK" -e "$WORK/run/nginx-tls.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' &
+NGX_PID=$!; PIDS+=("$NGX_PID")
+
+cat > "$WORK/policy.yaml" <<EOF
+listen:
+  - address: 127.0.0.1:18192
+    tls: { certificate: cert.pem, private_key: key.pem, handshake_timeout: 10s }
+store: memory
+app_ids: ["ABCDE12345.com.example.app"]
+limits:
+  max_connections: 60000
+  keep_alive_idle_timeout: 600s
+upstreams:
+  bench: { url: "http://127.0.0.1:18190", max_connections: 64 }
+routes:
+  - name: passthrough
+    match: { path_prefix: / }
+    upstream: bench
+    mode: off
+EOF
+ACCESS_FLAG=""
+[ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
+"$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
+GW_PID=$!; PIDS+=("$GW_PID")
+
+for url in http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/; do
+    for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 --cacert "$WORK/ca.pem" "$url" && break; sleep 0.1; done
+    code="$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.pem" "$url")"
+    [ "$code" = 200 ] || { cat "$WORK/gateway.log" >&2; echo "bench-tls: $url is not up ($code)" >&2; exit 1; }
+done
+NGX_WORKER="$(pgrep -P "$NGX_PID" | head -n1)"
+
+# What each server negotiates with a default OpenSSL client (wrk and s_time use the same library).
+negotiated() { # port
+    openssl s_client -connect "127.0.0.1:$1" -servername localhost -CAfile "$WORK/ca.pem" < /dev/null 2>/dev/null \
+        | awk '/^New, /{print $2, $NF; exit}'
+}
+echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access log: ${ACCESS_FLAG:-on (to /dev/null)}; ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
+echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes), $HS_CLIENTS x openssl s_time -reuse (resumed); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+printf 'wrk.headers["Connection"] = "close"\n' > "$WORK/close.lua"
+CLK_TCK="$(getconf CLK_TCK)"
+tree_ticks() { # utime+stime of a pid and its children
+    local total=0 p f
+    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+        [ -r "/proc/$p/stat" ] || continue
+        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
+        total=$(( total + ${12} + ${13} ))
+    done
+    echo "$total"
+}
+
+# One measurement: prints "requests errors" for the row; CPU ticks around it go to rounds.tsv.
+run_load() { # row port -> "requests errors"
+    local row="$1" port="$2" out
+    case "$row" in
+    keep-alive)
+        out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" --timeout 2s "https://localhost:$port/")
+        echo "$(awk '/requests in/{print $1}' <<< "$out") $(awk '/Non-2xx|Socket errors/{n++} END{print n+0}' <<< "$out")"
+        ;;
+    full-hs)
+        out=$(wrk -t1 -c"$HS_CONNS" -d"${DURATION}s" --timeout 2s -s "$WORK/close.lua" "https://localhost:$port/")
+        echo "$(awk '/requests in/{print $1}' <<< "$out") $(awk '/Non-2xx|Socket errors/{n++} END{print n+0}' <<< "$out")"
+        ;;
+    resumed-hs)
+        local i total=0 reused=0 files=()
+        for i in $(seq "$HS_CLIENTS"); do
+            openssl s_time -connect "127.0.0.1:$port" -reuse -time "$DURATION" -www / -CAfile "$WORK/ca.pem" \
+                > "$WORK/s_time.$i" 2>&1 &
+            files+=("$WORK/s_time.$i")
+        done
+        wait
+        for f in "${files[@]}"; do
+            # "N connections in T real seconds, B bytes read per connection"
+            total=$(( total + $(awk '/connections in [0-9]+ real seconds/{print $1; exit}' "$f") ))
+            reused=$(( reused + $(tr -cd 'r' < <(sed -n '/starting/,/connections in/p' "$f") | wc -c) ))
+        done
+        # s_time prints 'r' per resumed connection, '*' per new one; count what was not resumed.
+        echo "$total $(( total - reused - HS_CLIENTS > 0 ? total - reused - HS_CLIENTS : 0 ))"
+        ;;
+    esac
+}
+
+printf 'row\tround\ttarget\trequests\terrors\tseconds\tcpu_ticks\n' > "$WORK/rounds.tsv"
+measure() { # row round label port pid
+    local row="$1" round="$2" label="$3" port="$4" pid="$5" t0 t1 s0 s1 result
+    wrk -t1 -c"$CONNS" -d"${WARMUP}s" "https://localhost:$port/" > /dev/null 2>&1
+    t0=$(tree_ticks "$pid"); s0=$(date +%s.%N)
+    result=$(run_load "$row" "$port")
+    t1=$(tree_ticks "$pid"); s1=$(date +%s.%N)
+    set -- $result
+    [ "${2:-0}" = 0 ] || echo "# warning: $row round $round $label: $2 error line(s) / non-resumed connections" >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$row" "$round" "$label" "${1:-0}" "${2:-0}" \
+        "$(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.2f", b - a}')" $((t1 - t0)) >> "$WORK/rounds.tsv"
+    echo "# $row round $round $label: ${1:-0} in ${DURATION}s" >&2
+}
+
+for r in $(seq "$ROUNDS"); do
+    for row in keep-alive full-hs resumed-hs; do
+        if [ $((r % 2)) = 1 ]; then
+            measure "$row" "$r" nginx 18191 "$NGX_PID"
+            measure "$row" "$r" gateway 18192 "$GW_PID"
+        else
+            measure "$row" "$r" gateway 18192 "$GW_PID"
+            measure "$row" "$r" nginx 18191 "$NGX_PID"
+        fi
+    done
+done
+
+python3 - "$WORK/rounds.tsv" "$CLK_TCK" "$DURATION" <<'PY'
+import statistics as st, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+hz, duration = float(sys.argv[2]), float(sys.argv[3])
+by = {}
+for row, rnd, target, reqs, errs, secs, ticks in rows:
+    reqs = int(reqs)
+    # wrk runs exactly `duration`; s_time stops after its last connection past it (wall clock).
+    seconds = float(secs) if row == "resumed-hs" else duration
+    by.setdefault(row, {}).setdefault(target, {})[rnd] = dict(
+        rate=reqs / seconds, cpu=int(ticks) / hz * 1e6 / max(reqs, 1), errs=int(errs))
+unit = {"keep-alive": "req/s", "full-hs": "handshakes/s", "resumed-hs": "resumed/s"}
+print("%-11s %-8s %12s %9s %10s %6s  %s" % ("TLS row", "target", "rate", "rate/ngx", "cpu_us/op", "errs", "per round rate/ngx"))
+for row in ("keep-alive", "full-hs", "resumed-hs"):
+    if row not in by:
+        continue
+    ngx = by[row]["nginx"]
+    for target in ("nginx", "gateway"):
+        rounds = by[row][target]
+        ratios = [rounds[k]["rate"] / ngx[k]["rate"] for k in sorted(rounds, key=int) if ngx[k]["rate"] > 0]
+        print("%-11s %-8s %12.0f %9.2f %10.1f %6d  %s" % (
+            row, target, st.median(v["rate"] for v in rounds.values()), st.median(ratios),
+            st.median(v["cpu"] for v in rounds.values()), sum(v["errs"] for v in rounds.values()),
+            " ".join("%.2f" % x for x in ratios)))
+print("(rate: %s; cpu_us/op: CPU of the server's processes per request or handshake)" % ", ".join(
+    "%s %s" % (k, v) for k, v in unit.items()))
+PY
+
+# --- memory: idle keep-alive TLS connections -------------------------------------------------------
+rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }
+idle_rss() { # label port pid
+    local label="$1" port="$2" pid="$3" before after fifo="$WORK/idle.$1.in"
+    mkfifo "$fifo"
+    before=$(rss_kb "$pid")
+    python3 "$ROOT/scripts/tls-idle-clients.py" --port "$port" --count "$IDLE_CONNS" --cafile "$WORK/ca.pem" \
+        --request / < "$fifo" > "$WORK/idle.$label.out" 2>&1 &
+    IDLE_PID=$!
+    exec 7> "$fifo" # keeps the clients' stdin open until the measurement is taken
+    for _ in $(seq 1200); do
+        grep -q '^connected' "$WORK/idle.$label.out" 2>/dev/null && break
+        kill -0 "$IDLE_PID" 2>/dev/null || break
+        sleep 0.5
+    done
+    sleep 1
+    after=$(rss_kb "$pid")
+    local connected
+    connected=$(awk '/^connected/{print $2}' "$WORK/idle.$label.out")
+    exec 7>&-
+    wait "$IDLE_PID" 2>/dev/null || true
+    IDLE_PID=""
+    [ -n "$connected" ] || { echo "bench-tls: idle clients against $label failed: $(tail -n 3 "$WORK/idle.$label.out")" >&2; return 1; }
+    echo "$label $before $after $connected"
+}
+if [ "${SKIP_IDLE:-0}" != 1 ]; then
+    gw=$(idle_rss gateway 18192 "$GW_PID")
+    sleep 2
+    ngx=$(idle_rss nginx 18191 "$NGX_WORKER")
+    python3 - "$gw" "$ngx" <<'PY'
+import sys
+rows = [a.split() for a in sys.argv[1:]]
+grow = {r[0]: (int(r[2]) - int(r[1])) for r in rows}
+after = {r[0]: int(r[2]) for r in rows}
+print("%-30s %10s %10s %10s" % ("idle TLS keep-alive conns", "RSS before", "RSS after", "per conn"))
+for label, before, after_kb, n in rows:
+    print("%-30s %7.1f MB %7.1f MB %7.1f KB" % (
+        "%s (%s conns)" % (label, n), int(before) / 1024, int(after_kb) / 1024, grow[label] * 1.024 / int(n)))
+print("RSS with the connections open, gateway / nginx worker: %.2fx (goal <= 1.5x); growth only: %.2fx" % (
+    after["gateway"] / max(after["nginx"], 1), grow["gateway"] / max(grow["nginx"], 1)))
+PY
+fi
