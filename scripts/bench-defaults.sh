@@ -23,19 +23,8 @@ BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
 [ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
 for tool in nginx wrk; do command -v "$tool" > /dev/null || { echo "bench-defaults: $tool missing (make bench-deps)" >&2; exit 1; }; done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-defaults.XXXXXX")"
-mkdir -p "$WORK/run"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/bench/scratch.sh"
+bench_scratch defaults
 
 # The shared configs, moved to this script's ports; nginx at its defaults: a worker per core
 # and the `combined` access log to a file.

@@ -41,21 +41,10 @@ for tool in nginx wrk openssl python3 curl; do
     command -v "$tool" > /dev/null || { echo "bench-tls: $tool missing (make bench-deps)" >&2; exit 1; }
 done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-tls-bench.XXXXXX")"
-mkdir -p "$WORK/run"
-PIDS=()
+. "$ROOT/scripts/bench/scratch.sh"
+bench_scratch tls-bench
 IDLE_PID=""
-cleanup() {
-    [ -n "$IDLE_PID" ] && kill -TERM "$IDLE_PID" 2>/dev/null || true
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_before_cleanup() { [ -z "$IDLE_PID" ] || kill -TERM "$IDLE_PID" 2>/dev/null; }
 
 # Room for the idle connections (client and server side in this machine).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"

@@ -30,19 +30,8 @@ for tool in nginx wrk openssl curl; do
     command -v "$tool" > /dev/null || { echo "bench-upstream-tls: $tool missing (make bench-deps)" >&2; exit 1; }
 done
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-upstream-tls.XXXXXX")"
-mkdir -p "$WORK/run"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/bench/scratch.sh"
+bench_scratch upstream-tls
 
 # A CA and an ECDSA P-256 leaf for localhost under it (both proxies verify against the CA).
 (

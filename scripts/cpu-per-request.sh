@@ -26,20 +26,9 @@ REQUESTS="${REQUESTS:-20000}"
 [ -x "$BIN" ] || { echo "cpu-per-request: $BIN not built (swift build -c release)" >&2; exit 1; }
 [ -d "$CONF" ] || { echo "cpu-per-request: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-gateway-cpu.XXXXXX")"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-    done
-    [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/bench/scratch.sh"
+bench_scratch cpu
 
-mkdir -p "$WORK/run"
 for name in nginx-upstream nginx-proxy; do
     sed -e 's/127\.0\.0\.1:18080/127.0.0.1:28080/g' -e 's/127\.0\.0\.1:18081/127.0.0.1:28081/g' \
         "$CONF/$name.conf" > "$WORK/$name.conf"
