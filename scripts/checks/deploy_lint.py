@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Structural checks of deploy/: Kubernetes manifests, the Dockerfile, the systemd unit, redis.conf.
+"""Structural checks of deploy/: Kubernetes manifests, the Dockerfile, the systemd unit, redis.conf,
+the Helm chart (rendered by helm_render.py: helm is not installable here) and docker-compose.yml.
 
 Run by scripts/checks/deploy-lint.sh (which adds `systemd-analyze verify` and a throwaway
 redis-server on deploy/redis.conf). Every check appends a problem string; the exit status is 1 when

@@ -59,7 +59,9 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         self.readSource?.cancel()
     }
 
-    /// Starts watching; throws the errno of `inotify_init1`/`inotify_add_watch` (ENOSPC: the
+    /// Starts watching; the content seen now is the baseline (a change between the caller's
+    /// load and this call is not reported). Call it, and `stop`, from outside `queue`: both
+    /// hop onto it synchronously. Throws the errno of `inotify_init1`/`inotify_add_watch` (ENOSPC: the
     /// `fs.inotify.max_user_watches` limit; ENOENT: the directory is missing).
     package func start() throws(PolicyFileWatcherError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
