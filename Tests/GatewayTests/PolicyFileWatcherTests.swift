@@ -9,7 +9,7 @@ import Testing
 /// `serve --watch`: the file is rewritten the ways platforms and editors do it, and the
 /// running service reloads once per change.
 @Suite(.serialized) struct PolicyFileWatcherTests {
-    private static let debounce: Duration = .milliseconds(150)
+    private static let debounce: Duration = .milliseconds(400)
 
     private static func policy(prefix: String, port: UInt16 = 9, listen: UInt16 = 1) -> String {
         """
