@@ -7,8 +7,10 @@ enum ServeCommand: Subcommand {
     static let name = "serve"
     static let summary = "run the gateway with a policy file"
     static let usage = """
-        attest-gateway serve --config FILE [--loops N] [--no-access-log]
+        attest-gateway serve --config FILE [--watch] [--loops N] [--no-access-log]
           --config FILE     policies.yaml to serve (SIGHUP reloads it; a bad file keeps the running one)
+          --watch           also reload when the file's content changes (inotify on its directory,
+                            500 ms debounce): editors, mv, Kubernetes ConfigMap updates
           --loops N         event-loop queues (default: one per core)
           --no-access-log   do not write the per-request JSON lines on stdout
         Logs go to stderr as JSON lines; the access log goes to stdout.
@@ -16,7 +18,8 @@ enum ServeCommand: Subcommand {
         """
 
     static func run(_ words: [String]) throws -> Int32 {
-        let arguments = try CommandLineArguments(words, valued: ["config", "loops"], switches: ["no-access-log"])
+        let arguments = try CommandLineArguments(
+            words, valued: ["config", "loops"], switches: ["no-access-log", "watch"])
         if arguments.wantsHelp {
             print(usage)
             return 0
@@ -52,6 +55,14 @@ enum ServeCommand: Subcommand {
             return 2
         }
         service.installSignalHandlers()
+        if arguments.has("watch") {
+            do {
+                try service.watchPolicyFile()
+            } catch {
+                printError("attest-gateway serve: --watch: \(error)")
+                return 2
+            }
+        }
         dispatchMain()
     }
 }

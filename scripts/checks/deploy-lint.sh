@@ -16,6 +16,9 @@
 #     the settings the gateway depends on are read back with CONFIG GET.
 #  4. check-config on the ConfigMap's policies.yaml, and on the TLS overlay's (with a throwaway
 #     certificate and key standing in for the Secret mount), when the gateway binary is built.
+#     Also the Helm chart's values.policy and deploy/compose/policies.yaml (REDIS_HOST=redis).
+#     The chart itself and docker-compose.yml are rendered/checked by deploy_lint.py (helm_render.py
+#     renders the chart's restricted template subset; see docs/operations.md "Helm").
 #  5. `kubectl kustomize deploy/kubernetes` and `deploy/kubernetes-tls` render when kubectl exists (offline).
 # Tools that are absent are reported as SKIPPED; what runs must pass.
 set -euo pipefail
@@ -143,6 +146,22 @@ PY
   else
     fail "check-config on deploy/kubernetes-tls's policies.yaml: $out"
   fi
+  # The Helm chart's values.policy and the compose stack's policy: ${REDIS_HOST} from the
+  # environment their pods/containers set, the password file a throwaway stand-in.
+  "$python" - "$work/policies-helm.yaml" <<'PY'
+import sys, yaml
+open(sys.argv[1], "w").write(yaml.safe_load(open("deploy/helm/attest-gateway/values.yaml"))["policy"])
+PY
+  for pair in "helm values.policy:$work/policies-helm.yaml" "deploy/compose/policies.yaml:$work/policies-compose.yaml"; do
+    label=${pair%%:*}; file=${pair#*:}
+    [ "$label" = "deploy/compose/policies.yaml" ] && cp deploy/compose/policies.yaml "$file"
+    sed -i "s|^redis_password_file: .*|redis_password_file: $work/redis-password|" "$file"
+    if out=$(REDIS_HOST=redis "$bin" check-config "$file" 2>&1); then
+      echo "  check-config: $label is valid (REDIS_HOST=redis)"
+    else
+      fail "check-config on $label: $out"
+    fi
+  done
 else
   echo "  SKIPPED check-config of the ConfigMap policy (no built attest-gateway binary)"
 fi

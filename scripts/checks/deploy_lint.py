@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Structural checks of deploy/: Kubernetes manifests, the Dockerfile, the systemd unit, redis.conf.
+"""Structural checks of deploy/: Kubernetes manifests, the Dockerfile, the systemd unit, redis.conf,
+the Helm chart (rendered by helm_render.py: helm is not installable here) and docker-compose.yml.
 
 Run by scripts/checks/deploy-lint.sh (which adds `systemd-analyze verify` and a throwaway
 redis-server on deploy/redis.conf). Every check appends a problem string; the exit status is 1 when
@@ -24,9 +25,15 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     yaml = None
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+if yaml is not None:
+    import helm_render  # noqa: E402  (needs PyYAML)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 TLS_OVERLAY = DEPLOY / "kubernetes-tls"  # kustomize overlay of deploy/kubernetes: TLS at the pods
+HELM_CHART = DEPLOY / "helm" / "attest-gateway"  # rendered by helm_render.py (helm is not installable here)
+COMPOSE = ROOT / "docker-compose.yml"
 
 # Runtime libraries the image may install: exactly what the binary links, plus CA certificates.
 RUNTIME_PACKAGES = {"libssl3", "libhiredis0.14", "libyaml-0-2", "ca-certificates"}
@@ -673,6 +680,135 @@ def check_redis_conf(text: str, name: str = "redis.conf") -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
+def helm_self_test(failures: list[str]) -> int:
+    """Breaks the chart (templates in a copy, values in memory) and expects each break caught."""
+    import shutil
+    import tempfile
+
+    values = yaml.safe_load((HELM_CHART / "values.yaml").read_text())
+
+    def with_values(label, fn):
+        broken = copy.deepcopy(values)
+        fn(broken)
+        if not helm_render.check_chart(HELM_CHART, check_policy_text, values_override=broken):
+            failures.append(f"self-test: helm {label} was not caught")
+
+    def with_template(label, name, old, new):
+        with tempfile.TemporaryDirectory() as tmp:
+            chart = Path(tmp) / "chart"
+            shutil.copytree(HELM_CHART, chart)
+            path = chart / "templates" / name
+            text = path.read_text()
+            assert old in text, (name, old)
+            path.write_text(text.replace(old, new, 1))
+            if not helm_render.check_chart(chart, check_policy_text):
+                failures.append(f"self-test: helm {label} was not caught")
+
+    cases = [
+        ("unused value", lambda: with_values("unused value", lambda v: v.update(unusedKnob=1))),
+        ("undefined value", lambda: with_template("undefined value", "deployment.yaml", ".Values.image.tag", ".Values.image.version")),
+        ("unbalanced braces", lambda: with_template("unbalanced braces", "service.yaml", "{{ .Values.service.type }}", "{{ .Values.service.type }")),
+        ("if without end", lambda: with_template("if without end", "pdb.yaml", "{{- end }}", "")),
+        ("syntax outside the subset", lambda: with_template("range", "configmap.yaml", "{{- .Values.policy | nindent 4 }}", "{{- range .Values.env }}x{{- end }}")),
+        ("rendered YAML broken", lambda: with_template("bad indent", "configmap.yaml", "nindent 4", "nindent 1")),
+        ("probe on proxy port", lambda: with_template("probe port", "deployment.yaml", "path: /readyz, port: admin", "path: /readyz, port: proxy")),
+        ("root fs writable", lambda: with_template("rofs", "deployment.yaml", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false")),
+        ("no checksum without watch", lambda: with_template("checksum", "deployment.yaml", "checksum/policy:", "checksum/other:")),
+        ("watch flag dropped", lambda: with_template("watch", "deployment.yaml", '"--watch"]', "]")),
+        ("subPath policy mount", lambda: with_template("subPath", "deployment.yaml", "mountPath: /etc/attest-gateway, readOnly: true", "mountPath: /etc/attest-gateway/policies.yaml, subPath: policies.yaml, readOnly: true")),
+        ("upstream open to all", lambda: with_template("netpol", "networkpolicy.yaml", "    - from:\n        - podSelector:", "    - from:\n        - namespaceSelector: {}\n        - podSelector:")),
+        ("no egress to redis", lambda: with_values("redis egress", lambda v: None) if False else with_template("redis egress", "networkpolicy.yaml", ".Values.networkPolicy.redis.podLabels | toYaml", ".Values.networkPolicy.upstream.podLabels | toYaml")),
+        ("HPA with replicas", lambda: with_template("hpa replicas", "deployment.yaml", "{{- if not .Values.hpa.enabled }}", "{{- if .Values.pdb.enabled }}")),
+        ("policy port mismatch", lambda: with_values("ports", lambda v: v["ports"].update(proxy=8443))),
+        ("password in policy", lambda: with_values("password", lambda v: v.update(policy=v["policy"].replace('redis://${REDIS_HOST}', "redis://:hunter2@redis")))),
+        ("secret elsewhere", lambda: with_values("secret path", lambda v: v.update(policy=v["policy"].replace("/run/secrets/redis/password", "/etc/pw")))),
+        ("ServiceMonitor wrong API", lambda: with_template("sm api", "servicemonitor.yaml", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1")),
+    ]
+    for _, run in cases:
+        run()
+    return len(cases)
+
+
+def check_compose(path: Path, text: str | None = None) -> list[str]:
+    """docker-compose.yml: gateway (built from deploy/Dockerfile), redis, upstream; the policy
+    it mounts names the other services and the published ports are the policy's."""
+    problems: list[str] = []
+    where = path.name
+    try:
+        doc = yaml.safe_load(text if text is not None else path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        return [f"{where}: {e}"]
+    services = (doc or {}).get("services") or {}
+    for name in ("gateway", "redis", "upstream"):
+        if name not in services:
+            problems.append(f"{where}: no `{name}` service")
+    if problems:
+        return problems
+    gw = services["gateway"]
+    build = gw.get("build") or {}
+    dockerfile = (ROOT / build.get("context", ".") / build.get("dockerfile", "Dockerfile")).resolve()
+    if not dockerfile.is_file():
+        problems.append(f"{where}: gateway build.dockerfile {dockerfile} does not exist")
+    for dep in gw.get("depends_on") or []:
+        if dep not in services:
+            problems.append(f"{where}: gateway depends_on unknown service {dep}")
+    if set(gw.get("depends_on") or []) != {"redis", "upstream"}:
+        problems.append(f"{where}: gateway must depend on redis and upstream")
+    policy_path = None
+    for volume in gw.get("volumes") or []:
+        source, _, target = str(volume).partition(":")
+        target = target.split(":")[0]
+        if target == "/etc/attest-gateway/policies.yaml":
+            policy_path = (path.parent / source).resolve()
+        elif target == "/etc/attest-gateway":
+            policy_path = (path.parent / source / "policies.yaml").resolve()
+    if policy_path is None or not policy_path.is_file():
+        return problems + [f"{where}: gateway does not mount an existing policy at /etc/attest-gateway/policies.yaml"]
+    try:
+        policy = yaml.load(policy_path.read_text(), Loader=yaml.BaseLoader)
+    except yaml.YAMLError as e:
+        return problems + [f"{where}: {policy_path.name} does not parse: {e}"]
+    env = {}
+    for item in gw.get("environment") or []:
+        k, _, v = str(item).partition("=")
+        env[k] = v
+    redis_url = re.sub(r"\$\{(\w+)\}", lambda m: env.get(m.group(1), m.group(0)), str(policy.get("redis", "")))
+    if "${" in redis_url:
+        problems.append(f"{where}: the policy's redis URL uses a variable the gateway's environment does not set")
+    elif not re.match(r"redis://([^@/]*@)?redis:\d+", redis_url):
+        problems.append(f"{where}: the policy's redis URL does not name the `redis` service: {redis_url}")
+    urls = [u.get("url", "") for u in (policy.get("upstreams") or {}).values() if isinstance(u, dict)]
+    if not any(re.match(r"https?://upstream:\d+", u) for u in urls):
+        problems.append(f"{where}: no policy upstream points at the `upstream` service")
+    cmd = " ".join(map(str, services["upstream"].get("command") or []))
+    if "scripts/upstream.py" not in cmd:
+        problems.append(f"{where}: the upstream service does not run scripts/upstream.py")
+    published = {str(p).split(":")[-1] for p in gw.get("ports") or []}
+    for key in ("listen", "admin_listen"):
+        listen = str(policy.get(key, ""))
+        if not listen.startswith("0.0.0.0:"):
+            problems.append(f"{where}: the policy's {key} must bind 0.0.0.0 in a container")
+        elif listen.rsplit(":", 1)[1] not in published:
+            problems.append(f"{where}: the policy's {key} port is not published")
+    return problems
+
+
+def compose_self_test(failures: list[str]) -> int:
+    text = COMPOSE.read_text()
+    cases = [
+        ("no redis service", text.replace("  redis:\n", "  cache:\n", 1)),
+        ("missing Dockerfile", text.replace("dockerfile: deploy/Dockerfile", "dockerfile: deploy/Missing")),
+        ("admin port unpublished", text.replace('"9090:9090"', '"9191:9191"')),
+        ("upstream not upstream.py", text.replace("scripts/upstream.py", "scripts/other.py")),
+        ("unset variable", text.replace("REDIS_HOST=redis", "REDIS_HOSTNAME=redis")),
+    ]
+    for label, broken in cases:
+        assert broken != text, label
+        if not check_compose(COMPOSE, broken):
+            failures.append(f"self-test: compose {label} was not caught")
+    return len(cases)
+
+
 def run_checks() -> tuple[list[str], list[str]]:
     """Returns (problems, notes)."""
     problems, notes = [], []
@@ -698,6 +834,13 @@ def run_checks() -> tuple[list[str], list[str]]:
             problems += check_kubernetes(tls_docs)
             problems += check_tls(tls_docs)
             notes.append(f"{TLS_OVERLAY.name}: {len(tls_docs)} rendered documents cross-checked, TLS mounts and reload checked")
+        problems += helm_render.check_chart(HELM_CHART, check_policy_text)
+        notes.append(
+            "helm/attest-gateway: templates rendered by scripts/checks/helm_render.py (the checked template subset) "
+            "with defaults and every feature on; values used/defined both ways; objects cross-checked"
+        )
+        problems += check_compose(COMPOSE)
+        notes.append("docker-compose.yml: parsed, services, build, ports and policy references cross-checked")
     return problems, notes
 
 
@@ -812,6 +955,8 @@ def self_test() -> int:
             tls_mutate("tls: no shared process namespace", lambda k: tls_pod(k).pop("shareProcessNamespace"))
             tls_mutate("tls: reloader as root", lambda k: reloader(k)["securityContext"].update(runAsUser=0))
             tls_mutate("tls: port not exposed", lambda k: k["Service"]["spec"]["ports"][0].update(targetPort="admin"))
+        total += helm_self_test(failures)
+        total += compose_self_test(failures)
     problems, _ = run_checks()
     failures += [f"self-test: the real files fail: {p}" for p in problems]
     for failure in failures:

@@ -25,7 +25,7 @@ package final class ConfigReloadMetrics: Sendable {
             help: "Unix time the policy in force was loaded."
         ).labels()
         let reloads = registry.counter(
-            "attest_gateway_config_reloads_total", help: "Policy reloads (SIGHUP) by result.",
+            "attest_gateway_config_reloads_total", help: "Policy reloads (SIGHUP or serve --watch) by result.",
             labelNames: ["result"])
         self.reloadsOK = reloads.labels("ok")
         self.reloadsFailed = reloads.labels("failed")

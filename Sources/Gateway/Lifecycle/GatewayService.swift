@@ -21,6 +21,8 @@ package struct GatewayGates: Sendable {
 /// - SIGHUP: load the file again; a bad file is logged and the running policy kept;
 ///   otherwise upstreams, limits and gates are swapped atomically. Listen addresses are
 ///   not rebound (a change is logged: restart to apply).
+/// - `watchPolicyFile` (`serve --watch`): the same reload when the file's content changes
+///   (`PolicyFileWatcher`), on the same queue as SIGHUP so that reloads never overlap.
 /// - SIGTERM/SIGINT: stop accepting, finish in-flight requests within
 ///   `limits.shutdownDrainTimeout`, close idle keep-alive connections, exit 0.
 package final class GatewayService: Sendable {
@@ -38,6 +40,8 @@ package final class GatewayService: Sendable {
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
     /// Written once by `installSignalHandlers` (keeps the sources alive).
     private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+    /// Set once by `watchPolicyFile` (keeps the watcher alive).
+    private let watcher = Mutex<PolicyFileWatcher?>(nil)
 
     /// - Parameters:
     ///   - load: reads and validates the policy file (`PolicyLoader.load`).
@@ -175,6 +179,37 @@ package final class GatewayService: Sendable {
             contexts.append((tls, try Self.makeTLSContext(configuration, previous: tls.context)))
         }
         return contexts
+    }
+
+    /// Reloads (as SIGHUP does) whenever the policy file's content changes: a write, a rename
+    /// over it, a Kubernetes ConfigMap `..data` swap. Bursts of events within `debounce` give
+    /// one reload; events that leave the bytes unchanged give none. Call after `start`.
+    package func watchPolicyFile(
+        debounce: Duration = PolicyFileWatcher.defaultDebounce
+    ) throws(PolicyFileWatcherError) {
+        let path = self.configPath
+        let watcher = PolicyFileWatcher(path: path, debounce: debounce, queue: self.signalQueue) { [self] in
+            Log.info("policy_file_changed", [("path", path)])
+            self.reload()
+        }
+        try watcher.start()
+        let previous = self.watcher.withLock { current -> PolicyFileWatcher? in
+            let previous = current
+            current = watcher
+            return previous
+        }
+        previous?.stop()
+        Log.info("policy_watch_started", [("path", path), ("debounce_ms", String(debounce.milliseconds))])
+    }
+
+    /// Stops the watch started by `watchPolicyFile` (tests; the process exit ends it otherwise).
+    package func stopWatchingPolicyFile() {
+        let watcher = self.watcher.withLock { current -> PolicyFileWatcher? in
+            let previous = current
+            current = nil
+            return previous
+        }
+        watcher?.stop()
     }
 
     /// Installs SIGTERM/SIGINT (drain and exit) and SIGHUP (reload) handlers.

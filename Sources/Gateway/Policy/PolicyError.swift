@@ -50,6 +50,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
             case secretUnavailable = "secret_unavailable"
             case tlsFileUnreadable = "tls_file_unreadable"
             case duplicateServerName = "duplicate_server_name"
+            case undefinedVariable = "undefined_variable"
+            case invalidSubstitution = "invalid_substitution"
         }
 
         fileprivate let base: Base
@@ -114,6 +116,11 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let tlsFileUnreadable = Code(.tlsFileUnreadable)
         /// A server name listed twice across a listener's `tls.sni` entries.
         public static let duplicateServerName = Code(.duplicateServerName)
+        /// `${NAME}` in a scalar with `NAME` not in the environment (the message names the
+        /// variable, never a value).
+        public static let undefinedVariable = Code(.undefinedVariable)
+        /// `${` not followed by a valid name and `}` (write `$${` for a literal `${`).
+        public static let invalidSubstitution = Code(.invalidSubstitution)
     }
 
     public var code: Code

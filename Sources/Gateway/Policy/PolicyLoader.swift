@@ -63,15 +63,39 @@ public enum PolicyLoader {
         sourcePath: String,
         warnings: inout [PolicyWarning]
     ) throws(PolicyError) -> GatewayPolicy {
+        try Self.parse(text, sourcePath: sourcePath, environment: .process, warnings: &warnings)
+    }
+
+    /// As `parse(_:sourcePath:warnings:)`, with `${NAME}` references resolved from
+    /// `environment` instead of the process environment (tests).
+    package static func parse(
+        _ text: String,
+        sourcePath: String,
+        environment: PolicyEnvironment,
+        warnings: inout [PolicyWarning]
+    ) throws(PolicyError) -> GatewayPolicy {
         let bytes = Array(text.utf8)
         guard bytes.count <= Self.maximumFileBytes else {
             throw Self.tooLarge(sourcePath, bytes.count)
         }
-        let root = try YAMLReader.read(bytes, sourcePath: sourcePath)
-        let decoder = PolicyDecoder(file: sourcePath, baseDirectory: Self.directory(of: sourcePath))
-        let (policy, source) = try decoder.decode(root)
-        warnings = PolicyLint(file: sourcePath).warnings(policy, source: source)
-        return policy
+        var substitutions: [PolicyEnvironment.Substitution] = []
+        do throws(PolicyError) {
+            let root = try YAMLReader.read(
+                bytes, sourcePath: sourcePath, environment: environment, substitutions: &substitutions)
+            let decoder = PolicyDecoder(file: sourcePath, baseDirectory: Self.directory(of: sourcePath))
+            let (policy, source) = try decoder.decode(root)
+            warnings = PolicyLint(file: sourcePath).warnings(policy, source: source).map { warning in
+                var redacted = warning
+                redacted.message = PolicyEnvironment.redact(warning.message, substitutions)
+                return redacted
+            }
+            return policy
+        } catch {
+            // A substituted value may be a secret: whatever a decoder quoted, it is not shown.
+            var redacted = error
+            redacted.message = PolicyEnvironment.redact(error.message, substitutions)
+            throw redacted
+        }
     }
 
     /// The directory holding `path` (absolute), for resolving relative paths inside the file.

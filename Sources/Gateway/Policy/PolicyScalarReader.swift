@@ -179,6 +179,10 @@ struct PolicyScalarReader {
         case .sequence: return "a list"
         case .mapping: return "a mapping"
         case .scalar(let scalar):
+            // A substituted value may be a secret: name its variables, never quote it.
+            if !scalar.variables.isEmpty {
+                return "the value substituted from " + scalar.variables.map { "${\($0)}" }.joined(separator: ", ")
+            }
             switch scalar.value {
             case .null: return "an empty value (null)"
             case .bool(let value): return "boolean \(value)"

@@ -45,13 +45,17 @@ struct YAMLScalar: Sendable, Hashable {
         case string(String)
     }
 
-    /// The text as written (after YAML unescaping).
+    /// The text as written (after YAML unescaping and `${NAME}` substitution).
     var text: String
     var value: Value
+    /// The variables substituted into `text` (`PolicyEnvironment`), in order: when non-empty,
+    /// messages name them instead of quoting the text.
+    var variables: [String] = []
 
-    init(text: String, isPlain: Bool) {
+    init(text: String, isPlain: Bool, variables: [String] = []) {
         self.text = text
         self.value = isPlain ? Self.resolve(text) : .string(text)
+        self.variables = variables
     }
 
     private static func resolve(_ text: String) -> Value {
@@ -129,7 +133,8 @@ struct YAMLScalar: Sendable, Hashable {
 /// Hardened for configuration files: bounded size (checked by the caller), bounded nesting
 /// depth and node count, anchors and aliases refused (no alias expansion, so no
 /// "billion laughs"), duplicate mapping keys refused, explicit tags other than `!!str`
-/// refused, exactly one document.
+/// refused, exactly one document. Scalar values (not keys) go through `PolicyEnvironment`'s
+/// `${NAME}` substitution before they are typed.
 enum YAMLReader {
     /// Deepest nesting of lists and mappings accepted.
     static let maximumDepth = 32
@@ -141,6 +146,19 @@ enum YAMLReader {
     private static let mappingTag = "tag:yaml.org,2002:map"
 
     static func read(_ bytes: [UInt8], sourcePath: String) throws(PolicyError) -> YAMLNode {
+        var substitutions: [PolicyEnvironment.Substitution] = []
+        return try Self.read(
+            bytes, sourcePath: sourcePath, environment: PolicyEnvironment([:]), substitutions: &substitutions)
+    }
+
+    /// As `read(_:sourcePath:)`, substituting `${NAME}` from `environment`; `substitutions`
+    /// receives every one made (for redaction of later messages).
+    static func read(
+        _ bytes: [UInt8],
+        sourcePath: String,
+        environment: PolicyEnvironment,
+        substitutions: inout [PolicyEnvironment.Substitution]
+    ) throws(PolicyError) -> YAMLNode {
         // libyaml asserts on a NULL input pointer, which an empty array may give.
         guard !bytes.isEmpty else {
             throw PolicyError(
@@ -170,7 +188,9 @@ enum YAMLReader {
             // libyaml keeps the pointer: the buffer must outlive every yaml_parser_parse call.
             yaml_parser_set_input_string(parser, buffer.baseAddress, buffer.count)
             yaml_parser_set_encoding(parser, YAML_UTF8_ENCODING)
-            var events = EventSource(parser: parser, bytes: buffer, sourcePath: sourcePath)
+            var events = EventSource(
+                parser: parser, bytes: buffer, sourcePath: sourcePath, environment: environment)
+            defer { substitutions = events.substitutions }
             do throws(PolicyError) {
                 return .success(try events.readDocument())
             } catch {
@@ -185,7 +205,10 @@ enum YAMLReader {
         enum Event {
             case streamStart, streamEnd, documentStart, documentEnd
             case alias
-            case scalar(text: String, isPlain: Bool, tag: String?, anchor: String?)
+            /// `sourceOffset`: columns from the scalar's mark to its first character when the
+            /// text is written on one line exactly as read (plain, or quoted without escapes);
+            /// nil otherwise.
+            case scalar(text: String, isPlain: Bool, tag: String?, anchor: String?, sourceOffset: Int?)
             case sequenceStart(tag: String?, anchor: String?)
             case sequenceEnd
             case mappingStart(tag: String?, anchor: String?)
@@ -195,12 +218,20 @@ enum YAMLReader {
         let parser: UnsafeMutablePointer<yaml_parser_t>
         let bytes: UnsafeBufferPointer<UInt8>
         let sourcePath: String
+        let environment: PolicyEnvironment
         var nodeCount = 0
+        var substitutions: [PolicyEnvironment.Substitution] = []
 
-        init(parser: UnsafeMutablePointer<yaml_parser_t>, bytes: UnsafeBufferPointer<UInt8>, sourcePath: String) {
+        init(
+            parser: UnsafeMutablePointer<yaml_parser_t>,
+            bytes: UnsafeBufferPointer<UInt8>,
+            sourcePath: String,
+            environment: PolicyEnvironment
+        ) {
             self.parser = parser
             self.bytes = bytes
             self.sourcePath = sourcePath
+            self.environment = environment
         }
 
         mutating func readDocument() throws(PolicyError) -> YAMLNode {
@@ -250,8 +281,11 @@ enum YAMLReader {
             switch event {
             case .alias:
                 throw self.error(.aliasNotAllowed, mark, path, "YAML aliases (*name) are not allowed in a policy")
-            case .scalar(let text, let isPlain, let tag, let anchor):
+            case .scalar(let written, let isPlain, let tag, let anchor, let sourceOffset):
                 try self.refuse(anchor: anchor, mark: mark, path: path)
+                let before = self.substitutions.count
+                let text = try self.substitute(written, mark: mark, sourceOffset: sourceOffset, path: path)
+                let variables = self.substitutions[before...].map(\.name)
                 var isString = !isPlain
                 if let tag {
                     guard tag == YAMLReader.stringTag || tag == "!" else {
@@ -264,7 +298,11 @@ enum YAMLReader {
                     }
                     isString = true
                 }
-                return YAMLNode(content: .scalar(YAMLScalar(text: text, isPlain: !isString)), mark: mark, path: path)
+                return YAMLNode(
+                    content: .scalar(YAMLScalar(text: text, isPlain: !isString, variables: variables)),
+                    mark: mark,
+                    path: path
+                )
             case .sequenceStart(let tag, let anchor):
                 try self.refuse(anchor: anchor, mark: mark, path: path)
                 try self.refuse(tag: tag, allowed: YAMLReader.sequenceTag, mark: mark, path: path)
@@ -292,7 +330,7 @@ enum YAMLReader {
                     switch keyEvent {
                     case .mappingEnd:
                         return YAMLNode(content: .mapping(entries), mark: mark, path: path)
-                    case .scalar(let text, _, let tag, let anchor):
+                    case .scalar(let text, _, let tag, let anchor, _):
                         try self.refuse(anchor: anchor, mark: keyMark, path: path)
                         if let tag, tag != YAMLReader.stringTag, tag != "!" {
                             throw self.error(
@@ -334,6 +372,35 @@ enum YAMLReader {
                 }
             default:
                 throw self.error(.syntax, mark, path, "unexpected YAML event")
+            }
+        }
+
+        /// `${NAME}` substitution (`PolicyEnvironment`); an error points at the `$` when the
+        /// scalar is written on one line as read, else at the scalar.
+        private mutating func substitute(
+            _ text: String,
+            mark: YAMLMark,
+            sourceOffset: Int?,
+            path: String
+        ) throws(PolicyError) -> String {
+            switch self.environment.substitute(text, substitutions: &self.substitutions) {
+            case .success(let substituted):
+                return substituted
+            case .failure(let failure):
+                var at = mark
+                if let sourceOffset { at.column += sourceOffset + failure.offset }
+                switch failure.kind {
+                case .unset(let name):
+                    throw self.error(
+                        .undefinedVariable, at, path,
+                        "environment variable \(name) is not set (referenced as ${\(name)}; write $${ for a literal ${)"
+                    )
+                case .malformed:
+                    throw self.error(
+                        .invalidSubstitution, at, path,
+                        "expected ${NAME} with NAME of letters, digits and _ (not starting with a digit) "
+                            + "and a closing }; write $${ for a literal ${")
+                }
             }
         }
 
@@ -388,7 +455,9 @@ enum YAMLReader {
                         text: text,
                         isPlain: scalar.style == YAML_PLAIN_SCALAR_STYLE,
                         tag: Self.string(scalar.tag),
-                        anchor: Self.string(scalar.anchor)
+                        anchor: Self.string(scalar.anchor),
+                        sourceOffset: self.sourceOffset(
+                            of: text, from: Int(event.start_mark.index), to: Int(event.end_mark.index))
                     ),
                     mark
                 )
@@ -403,6 +472,25 @@ enum YAMLReader {
             default:
                 throw self.error(.syntax, mark, "", "unexpected YAML event")
             }
+        }
+
+        /// 0 when the source bytes of a scalar are its text (plain), 1 when they are the text
+        /// between quotes (no escapes, one line); nil otherwise (the column of a character
+        /// inside it cannot be computed from its index in the text). The scalar's mark may
+        /// include a tag (`!!str x`): then nil as well.
+        private func sourceOffset(of text: String, from start: Int, to end: Int) -> Int? {
+            guard start >= 0, start <= end, end <= self.bytes.count else { return nil }
+            let source = self.bytes[start..<end]
+            let utf8 = Array(text.utf8)
+            guard !utf8.contains(UInt8(ascii: "\n")) else { return nil }
+            if source.elementsEqual(utf8) { return 0 }
+            if source.count == utf8.count + 2, let first = source.first,
+                first == UInt8(ascii: "\"") || first == UInt8(ascii: "'"), source.last == first,
+                source.dropFirst().dropLast().elementsEqual(utf8)
+            {
+                return 1
+            }
+            return nil
         }
 
         private static func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?, length: Int) -> String? {
