@@ -1,10 +1,9 @@
 import Synchronization
 
 /// What one `RedisConnection` reports without a round trip: readiness for `/readyz`, event
-/// counts for `/metrics`, and the live hiredis contexts (drivers) and commands not yet
-/// deallocated. After `close()` the live counts drop to zero once hiredis has let go of
-/// everything, which is how the tests check that every `Unmanaged` reference is balanced
-/// exactly once (a missed release stays counted; a double release crashes).
+/// counts for `/metrics`, and the live socket drivers and commands not yet deallocated.
+/// After `close()` the live counts drop to zero once every socket, Dispatch source and
+/// completion has let go, which is how the tests check for reference cycles and leaks.
 package final class RedisConnectionCounters: Sendable {
     private let ready = Atomic<Bool>(false)
     private let drivers = Atomic<Int>(0)
