@@ -75,6 +75,9 @@ package final class RedisConnection: @unchecked Sendable {
     /// Why the last attempt failed (wrong password, refused, ...): reported while reconnecting,
     /// so `/readyz` and store errors say why, not only that.
     private var lastFailure: String?
+    /// The current attempt was refused for a reason that retrying cannot mend (a setup
+    /// command refused: wrong password, unknown user, no such database).
+    private var attemptRefusedByServer = false
     /// Sentinel mode: the node of the current attempt or connection.
     private var resolvedNode: RedisNodeAddress?
     /// Set on `queue`: tells `send` that its caller already runs there.
@@ -286,6 +289,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect(to address: RedisURL.Address, acceptsCommands: Bool) {
         if self.resolver == nil { self.counters.connectAttempted() }
+        self.attemptRefusedByServer = false
         let driver: RedisSocketDriver
         switch RedisSocketDriver.connect(
             to: address, tls: self.tls, acceptsPushes: self.onPush != nil, queue: self.queue, loop: self.loop,
@@ -359,6 +363,7 @@ package final class RedisConnection: @unchecked Sendable {
             return  // the context is closing; contextDidClose handles the attempt
         case .success(.error(let message)):
             // Wrong password, bad database, no scripting: retrying fast will not help.
+            self.attemptRefusedByServer = true
             driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
         case .success(let reply) where name == "ROLE" && !Self.isPrimaryRole(reply):
             // A sentinel named a node that is (now) a replica: never write counters there.
@@ -377,6 +382,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.counters.setReady(true)
             self.backoff.reset()
             self.lastFailure = nil
+            self.counters.setLastFailure(nil)
             // Logged at start and after an outage, not on every reconnect attempt.
             if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
@@ -407,7 +413,7 @@ package final class RedisConnection: @unchecked Sendable {
         switch self.state {
         case .connecting(let current, _, _, _) where current === driver:
             self.failLeftovers(reason)
-            self.attemptFailed(reason)
+            self.attemptFailed(reason, isConfiguration: self.attemptRefusedByServer || driver.failedInHandshake)
         case .ready(let current) where current === driver:
             self.counters.setReady(false)
             self.failLeftovers(reason)
@@ -433,7 +439,9 @@ package final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    private func attemptFailed(_ reason: String) {
+    /// - Parameter isConfiguration: the server refused us (TLS verification, AUTH, SELECT):
+    ///   a start-up check turns that into an error (`RedisStore.firstConnectFailure`).
+    private func attemptFailed(_ reason: String, isConfiguration: Bool = false) {
         guard !self.isClosed else { return }
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
@@ -445,6 +453,7 @@ package final class RedisConnection: @unchecked Sendable {
         }
         self.state = .waiting(reason: reason)
         self.lastFailure = reason
+        self.counters.setLastFailure(RedisConnectFailure(reason: reason, isConfiguration: isConfiguration))
         let delay = self.backoff.nextDelay()
         self.reconnectGeneration &+= 1
         let generation = self.reconnectGeneration
@@ -507,9 +516,10 @@ package final class RedisConnection: @unchecked Sendable {
         self.timerDeadline = nil
         let now = DispatchTime.now().uptimeNanoseconds
         if case .connecting(let driver, let deadline, _, _) = self.state, now >= deadline {
+            let phase = driver.isHandshaking ? " in the TLS handshake (is it a TLS port?)" : ""
             driver.close(
                 reason:
-                    "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms"
+                    "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms\(phase)"
             )
         }
         for command in self.pending.expire(now: now) {

@@ -10,6 +10,7 @@ package final class RedisConnectionCounters: Sendable {
     private let commands = Atomic<Int>(0)
     private let timeouts = Atomic<Int>(0)
     private let connects = Atomic<Int>(0)
+    private let failure = Mutex<RedisConnectFailure?>(nil)
 
     /// Connected, authenticated and scripts loaded.
     package var isReady: Bool { self.ready.load(ordering: .relaxed) }
@@ -20,6 +21,10 @@ package final class RedisConnectionCounters: Sendable {
     /// Connection attempts since start (the first one included).
     package var connectAttempts: Int { self.connects.load(ordering: .relaxed) }
 
+    /// Why the last connect attempt failed; nil once connected (or before any attempt ended).
+    package var lastFailure: RedisConnectFailure? { self.failure.withLock { $0 } }
+
+    func setLastFailure(_ value: RedisConnectFailure?) { self.failure.withLock { $0 = value } }
     func setReady(_ value: Bool) { self.ready.store(value, ordering: .relaxed) }
     func driverCreated() { self.drivers.add(1, ordering: .relaxed) }
     func driverDestroyed() { self.drivers.subtract(1, ordering: .relaxed) }
@@ -27,4 +32,13 @@ package final class RedisConnectionCounters: Sendable {
     func commandDestroyed() { self.commands.subtract(1, ordering: .relaxed) }
     func commandTimedOut() { self.timeouts.add(1, ordering: .relaxed) }
     func connectAttempted() { self.connects.add(1, ordering: .relaxed) }
+}
+
+/// A failed connect attempt: the reason (endpoint included, never a secret) and whether the
+/// server refused us for a reason retrying will not mend: the TLS handshake failed (wrong
+/// CA, wrong name, not a TLS port), or a connect-time command was refused (wrong password,
+/// unknown ACL user, no such database).
+package struct RedisConnectFailure: Sendable, Hashable {
+    package var reason: String
+    package var isConfiguration: Bool
 }

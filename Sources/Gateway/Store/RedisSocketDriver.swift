@@ -62,6 +62,8 @@ final class RedisSocketDriver: @unchecked Sendable {
     private var isDelivering = false
     private var deferredCloseReason: String?
     private var isSocketReleased = false
+    /// The TLS handshake failed (verification, protocol): a configuration problem, not an outage.
+    private(set) var failedInHandshake = false
     // Loop mode.
     private var loopToken: UInt64?
     // Off-loop mode.
@@ -209,6 +211,12 @@ final class RedisSocketDriver: @unchecked Sendable {
 
     var isOpen: Bool { !self.machine.isClosed }
 
+    /// The TLS handshake is in progress (for a connect timeout's message).
+    var isHandshaking: Bool {
+        if case .handshaking = self.machine.state { return true }
+        return false
+    }
+
     // MARK: - Commands
 
     /// Queues one command for writing. Returns false when the driver is closed (the caller
@@ -299,6 +307,11 @@ final class RedisSocketDriver: @unchecked Sendable {
             do throws(TransportError) {
                 result = try transport.read(into: base, count: buffer.count)
             } catch {
+                if case .handshaking = self.machine.state {
+                    self.failedInHandshake = true
+                    self.close(reason: "redis \(self.endpoint): TLS handshake failed: \(error)")
+                    return
+                }
                 self.close(reason: "redis \(self.endpoint): \(error)")
                 return
             }

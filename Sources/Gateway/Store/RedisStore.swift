@@ -57,11 +57,14 @@ package final class RedisStore: AttestStore {
     ///
     /// - Parameter loops: the event loops that call the store; each gets connections of its
     ///   own (cluster: one per primary), on its queue and driven by its epoll.
+    /// - Parameter tls: for a `rediss…://` URL: every connection (cluster nodes and sentinels
+    ///   included) speaks TLS with it. Required when `url.usesTLS` (see `RedisTLS`).
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         label: String = "attest-gateway.redis",
-        loops: [EventLoop] = []
+        loops: [EventLoop] = [],
+        tls: RedisTLS? = nil
     ) {
         self.url = url
         self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
@@ -76,7 +79,7 @@ package final class RedisStore: AttestStore {
         if case .sentinel(let sentinels, let masterName) = url.topology {
             sentinel = RedisSentinelResolver(
                 sentinels: sentinels, masterName: masterName, configuration: configuration, counters: counters,
-                label: "\(label).sentinel")
+                label: "\(label).sentinel", tls: tls)
         } else {
             sentinel = nil
         }
@@ -85,11 +88,11 @@ package final class RedisStore: AttestStore {
             if case .cluster(let seeds) = url.topology {
                 return RedisClusterClient(
                     seeds: seeds, username: url.username, password: url.password, configuration: configuration,
-                    scripts: Self.scripts, label: label, loop: loop, counters: counters)
+                    scripts: Self.scripts, label: label, loop: loop, counters: counters, tls: tls)
             }
             return RedisConnection(
                 url: url, configuration: configuration, scripts: Self.scripts, label: label, loop: loop,
-                resolver: sentinel)
+                resolver: sentinel, tls: tls)
         }
         self.shared = router(label: label, loop: nil)
         self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }
