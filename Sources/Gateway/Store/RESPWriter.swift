@@ -5,7 +5,8 @@ enum RESPWriter {
     /// Appends one command. `arguments` must not be empty (a command has a name).
     static func append(_ arguments: [[UInt8]], to output: inout [UInt8]) {
         precondition(!arguments.isEmpty, "a Redis command needs a name")
-        output.reserveCapacity(output.count + Self.encodedCount(arguments))
+        // No reserveCapacity here: it reserves exactly, so a burst of commands would copy the
+        // whole buffer once per command; append's geometric growth copies it O(log n) times.
         output.append(UInt8(ascii: "*"))
         Self.appendDecimal(arguments.count, to: &output)
         output.append(contentsOf: crlf)
