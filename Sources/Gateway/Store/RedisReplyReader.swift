@@ -1,4 +1,4 @@
-internal import CHiredis
+private import CHiredis
 
 /// hiredis' RESP parser (`redisReader`), and nothing else of hiredis: bytes read from the
 /// socket go in with `feed`, whole replies come out of `nextReply` in order, copied into
