@@ -360,10 +360,12 @@ package final class RedisConnection: @unchecked Sendable {
         }
         switch result {
         case .failure:
-            return  // the context is closing; contextDidClose handles the attempt
+            return  // the driver is closing; driverDidClose handles the attempt
         case .success(.error(let message)):
-            // Wrong password, bad database, no scripting: retrying fast will not help.
-            self.attemptRefusedByServer = true
+            // Wrong password, bad database, no scripting: retrying fast will not help. A server
+            // that is only busy (loading its data, a script running) will get better.
+            let code = message.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            self.attemptRefusedByServer = !Self.transientErrorCodes.contains(code)
             driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
         case .success(let reply) where name == "ROLE" && !Self.isPrimaryRole(reply):
             // A sentinel named a node that is (now) a replica: never write counters there.
@@ -400,6 +402,9 @@ package final class RedisConnection: @unchecked Sendable {
         assertOnQueue(self.queue)
         self.onPush?(reply)
     }
+
+    /// Error replies of a server that will answer later (not a configuration problem).
+    static let transientErrorCodes: Set<String> = ["LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "OOM"]
 
     /// `ROLE` answers `["master", offset, replicas]` on a primary.
     static func isPrimaryRole(_ reply: RedisReply) -> Bool {
