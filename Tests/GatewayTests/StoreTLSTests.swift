@@ -105,6 +105,17 @@ import Testing
         #expect(error.reason.contains("in the TLS handshake"), "\(error.reason)")
     }
 
+    @Test func redissWithoutSettingsUsesTheSystemTrustStoreNeverPlainTCP() throws {
+        let redis = try TLSRedisServer.start()
+        defer { redis.shutDown() }
+        // The CLI's `--redis rediss://…`: no redis_tls, so the system store, which does not
+        // know the test CA.
+        let store = RedisStore(url: try redis.url(), configuration: Self.quiet)
+        defer { store.close() }
+        let refused = try #require(store.firstConfigurationFailure(timeout: .seconds(3)))
+        #expect(refused.reason.contains("TLS handshake failed"), "\(refused.reason)")
+    }
+
     @Test func outageIsNotAConfigurationFailure() throws {
         let refusing = try RefusingPort()
         let url = try RedisURL(parsing: "rediss://127.0.0.1:\(refusing.port)/0")

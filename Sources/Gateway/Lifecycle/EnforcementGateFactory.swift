@@ -190,7 +190,7 @@ package final class EnforcementGateFactory: Sendable {
     }
 
     /// The TLS client context of a `rediss…://` store (`redis_tls`), nil for plain Redis.
-    static func redisTLS(url: RedisURL, options: RedisStoreOptions) throws -> RedisTLS? {
+    package static func redisTLS(url: RedisURL, options: RedisStoreOptions) throws -> RedisTLS? {
         guard url.usesTLS else { return nil }
         let configuration = options.tls ?? RedisTLSConfiguration()
         let settings = TLSClientSettings(

@@ -290,6 +290,11 @@ package final class RedisConnection: @unchecked Sendable {
     private func connect(to address: RedisURL.Address, acceptsCommands: Bool) {
         if self.resolver == nil { self.counters.connectAttempted() }
         self.attemptRefusedByServer = false
+        guard self.tls != nil || !self.url.usesTLS else {
+            // Never fall back to plain TCP for a rediss:// URL.
+            self.attemptFailed("redis \(address.endpoint): rediss:// without TLS settings", isConfiguration: true)
+            return
+        }
         let driver: RedisSocketDriver
         switch RedisSocketDriver.connect(
             to: address, tls: self.tls, acceptsPushes: self.onPush != nil, queue: self.queue, loop: self.loop,

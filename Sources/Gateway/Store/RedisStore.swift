@@ -67,6 +67,9 @@ package final class RedisStore: AttestStore {
         tls: RedisTLS? = nil
     ) {
         self.url = url
+        // rediss:// without settings: the system trust store, the URL's host (as with no
+        // `redis_tls:`). Should even that fail, every connect fails naming why.
+        let tls = tls ?? (url.usesTLS ? try? RedisTLS(context: TLSClientContext(settings: TLSClientSettings())) : nil)
         self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
         // WAIT gives up well before the command timeout, so that "no replica" is reported as
         // such rather than as a timeout.
