@@ -1,8 +1,8 @@
 #ifndef C_HIREDIS_SHIM_H
 #define C_HIREDIS_SHIM_H
 // Include by the `hiredis/` prefix: works with and without pkg-config's -I.
-// Do NOT include adapters/*.h: they pull in libevent/libev/libuv headers.
-// `redisCommand`/`redisAsyncCommand` are variadic (not callable from Swift): use the *Argv variants.
+// Only the RESP reply parser is used (redisReaderCreate/Feed/GetReply, freeReplyObject,
+// in `RedisReplyReader`): the gateway does its own socket and TLS I/O (`RedisSocketDriver`),
+// so neither hiredis' contexts nor async.h nor the adapters/*.h are needed.
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 #endif

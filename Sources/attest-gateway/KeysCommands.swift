@@ -170,6 +170,7 @@ enum KeysCommandSupport {
     {
         let urlText: String
         var password: SecretSource?
+        var options = RedisStoreOptions()
         switch (try arguments.value("redis"), try arguments.value("config")) {
         case (.some(let url), .none):
             urlText = url
@@ -185,6 +186,7 @@ enum KeysCommandSupport {
             }
             urlText = url
             password = policy.redisOptions.password
+            options = policy.redisOptions
         case (.some, .some):
             throw UsageError("give --redis URL or --config FILE, not both")
         case (.none, .none):
@@ -207,6 +209,13 @@ enum KeysCommandSupport {
             connectTimeout: .seconds(3),
             logsConnectionEvents: false
         )
-        return RedisStore(url: url, configuration: configuration, label: label)
+        // rediss://: the policy's redis_tls with --config; the system trust store with --redis.
+        let tls: RedisTLS?
+        do {
+            tls = try EnforcementGateFactory.redisTLS(url: url, options: options)
+        } catch {
+            throw UsageError("\(error)")
+        }
+        return RedisStore(url: url, configuration: configuration, label: label, tls: tls)
     }
 }

@@ -202,7 +202,10 @@ import Testing
         #expect(error?.message.hasSuffix("found \"http://127.0.0.1:6379\"") == true)
 
         // A password is never echoed, whatever is wrong with the URL.
-        for url in ["rediss://:hunter2@h:6379/0", "redis://:hunter2@h:99999/0", "redis://:hunter2@h/x"] {
+        for url in [
+            "redix://:hunter2@h:6379/0", "rediss://:hunter2@h:99999/0", "redis://:hunter2@h:99999/0",
+            "redis://:hunter2@h/x",
+        ] {
             let text = minimalPolicy().replacingOccurrences(of: "store: memory", with: "redis: \"\(url)\"")
             let error = self.expectError(text, .invalidRedisURL, line: 1, field: "redis")
             #expect(error?.description.contains("hunter2") == false, "\(String(describing: error))")

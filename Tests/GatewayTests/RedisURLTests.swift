@@ -81,11 +81,24 @@ import Testing
     }
 
     @Test(arguments: [
-        "redis-cluster://h:1/2", "redis-sentinel://s1/", "redis-sentinel://s1", "redis://a:1,b:2", "rediss://h:1",
+        "redis-cluster://h:1/2", "redis-sentinel://s1/", "redis-sentinel://s1", "redis://a:1,b:2",
+        "rediss-cluster://h:1/2",
         "redis-cluster://h:1,,h:2",
     ])
     func rejectsTopologyErrors(_ text: String) {
         #expect(throws: RedisURLError.self) { try RedisURL(parsing: text) }
+    }
+
+    @Test func redissSchemesAreTheSameFormsOverTLS() throws {
+        let node = try RedisURL(parsing: "rediss://app:pw@redis.example:6380/2")
+        #expect(node.usesTLS && node.address == .tcp(host: "redis.example", port: 6380) && node.database == 2)
+        #expect(node.description == "rediss://app:***@redis.example:6380/2")
+        let cluster = try RedisURL(parsing: "rediss-cluster://a:7000,b:7001/")
+        #expect(cluster.usesTLS && cluster.description == "rediss-cluster://a:7000,b:7001/")
+        let sentinel = try RedisURL(parsing: "rediss-sentinel://s1,s2:26380/mymaster")
+        #expect(sentinel.usesTLS && sentinel.description == "rediss-sentinel://s1:26379,s2:26380/mymaster/0")
+        #expect(try RedisURL(parsing: "redis://h").usesTLS == false)
+        #expect(throws: RedisURLError.self) { try RedisURL(parsing: "rediss+unix:///tmp/r.sock") }
     }
 
     @Test func errorsNeverQuoteThePassword() {

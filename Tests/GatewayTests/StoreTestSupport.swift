@@ -63,6 +63,11 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case cluster
     /// `RedisStore` on a primary named by a real Redis Sentinel (`redis-sentinel://`).
     case sentinel
+    /// `RedisStore` over TLS (`rediss://`, test CA) as an ACL user whose password is read from
+    /// a file, called from test threads (Dispatch sources).
+    case redisTLS
+    /// The same, called from an event loop's queue (the loop's epoll drives the TLS socket).
+    case redisTLSOnLoop
     var testDescription: String { self.rawValue }
 
     static let redisKinds: [StoreKind] = [.redis, .redisOnLoop]
@@ -76,17 +81,20 @@ struct RedisUnderTest {
     /// Kept alive with the store (loop kinds).
     let group: EventLoopGroup?
 
-    init(_ kind: StoreKind, url: RedisURL, configuration: RedisConfiguration = RedisConfiguration()) throws {
+    init(
+        _ kind: StoreKind, url: RedisURL, configuration: RedisConfiguration = RedisConfiguration(),
+        tls: RedisTLS? = nil
+    ) throws {
         switch kind {
-        case .redisOnLoop, .cluster:
+        case .redisOnLoop, .cluster, .redisTLSOnLoop:
             let group = try EventLoopGroup(count: 1)
-            let redis = RedisStore(url: url, configuration: configuration, loops: group.loops)
+            let redis = RedisStore(url: url, configuration: configuration, loops: group.loops, tls: tls)
             self.redis = redis
             self.store = CallingFromLoop(base: redis, loop: group.loops[0])
             self.carrier = kind == .cluster ? redis.connections[0] : redis.connections[1]
             self.group = group
         default:
-            let redis = RedisStore(url: url, configuration: configuration)
+            let redis = RedisStore(url: url, configuration: configuration, tls: tls)
             self.redis = redis
             self.store = redis
             self.carrier = redis.connection
@@ -166,6 +174,15 @@ func withStore<T>(_ kind: StoreKind, _ body: (any AttestStore, RedisServer?) asy
         let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: server.urlString()))
         defer { subject.redis.close() }
         let result = try await body(subject.store, server)
+        withExtendedLifetime(subject) {}
+        return result
+    case .redisTLS, .redisTLSOnLoop:
+        let server = try TLSRedisServer.start()
+        defer { server.shutDown() }
+        let subject = try RedisUnderTest(kind, url: try server.url(), tls: try TLSRedisServer.tls())
+        defer { subject.redis.close() }
+        try await waitUntilReady(subject.redis)
+        let result = try await body(subject.store, server.server)
         withExtendedLifetime(subject) {}
         return result
     case .cluster:

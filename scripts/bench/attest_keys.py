@@ -45,6 +45,10 @@ def main():
     if len(lines) != count:
         sys.exit(f"attest_keys: bench-mint attest printed {len(lines)} lines for {count} challenges")
 
+    # Minting can outlast the gateway's keep-alive idle timeout on a busy machine: attest on a
+    # fresh connection.
+    conn.close()
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
     key_ids = []
     for line in lines:
         status, body = post(conn, "/app-attest/attest", line.encode())

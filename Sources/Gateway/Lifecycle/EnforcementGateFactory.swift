@@ -173,11 +173,37 @@ package final class EnforcementGateFactory: Sendable {
             redisConfiguration.commandTimeout = options.commandTimeout
             redisConfiguration.staleConnectionTimeout = max(
                 redisConfiguration.staleConnectionTimeout, options.commandTimeout)
-            store = RedisStore(url: url, configuration: redisConfiguration, loops: self.loops)
+            let tls = try Self.redisTLS(url: url, options: options)
+            let redisStore = RedisStore(url: url, configuration: redisConfiguration, loops: self.loops, tls: tls)
+            // A server that refuses us (TLS verification, wrong password) will not change its
+            // mind: fail the start (or the reload) naming why, instead of serving 503s.
+            if let refused = redisStore.firstConfigurationFailure(
+                timeout: redisConfiguration.connectTimeout + .milliseconds(500))
+            {
+                redisStore.close()
+                throw BuildError(description: "redis \(url): \(refused.reason)")
+            }
+            store = redisStore
             Log.info("store", [("redis", url.description), ("connections", String(1 + self.loops.count))])
         }
         self.current.withLock { $0 = (configuration, options, store) }
         return store
+    }
+
+    /// The TLS client context of a `rediss…://` store (`redis_tls`), nil for plain Redis.
+    package static func redisTLS(url: RedisURL, options: RedisStoreOptions) throws -> RedisTLS? {
+        guard url.usesTLS else { return nil }
+        let configuration = options.tls ?? RedisTLSConfiguration()
+        let settings = TLSClientSettings(
+            caFilePath: configuration.caFile,
+            clientCertificate: configuration.clientCertificate.map {
+                TLSCertificateFiles(certificateChainPath: $0.certificatePath, privateKeyPath: $0.privateKeyPath)
+            })
+        do {
+            return RedisTLS(context: try TLSClientContext(settings: settings), serverName: configuration.serverName)
+        } catch {
+            throw BuildError(description: "redis TLS: \(error)")
+        }
     }
 
     /// The store's families as `/metrics` shows them (`StoreHealthMetrics`).

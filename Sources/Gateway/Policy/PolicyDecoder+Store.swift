@@ -1,5 +1,6 @@
 /// The store keys: `redis` / `store`, and the Redis-only `redis_password_file`,
-/// `redis_password_env`, `key_idle_ttl` and `counter_durability` (rows of `PolicyDecoder`'s table).
+/// `redis_password_env`, `redis_tls`, `key_idle_ttl` and `counter_durability` (rows of
+/// `PolicyDecoder`'s table).
 extension PolicyDecoder {
     func decodeStore(_ top: Fields) throws(PolicyError) -> StoreConfiguration {
         switch (top["redis"], top["store"]) {
@@ -20,11 +21,15 @@ extension PolicyDecoder {
         case (.some(let node), .none):
             let text = try self.reader.string(node, expected: "a redis:// or unix:// URL")
             let expected =
-                "expected redis://[[user]:password@]host[:port][/db], redis-cluster://host:port[,host:port…], "
-                + "redis-sentinel://host[:port][,…]/master or unix:///path[?db=N]"
+                "expected redis[s]://[[user]:password@]host[:port][/db], redis[s]-cluster://host:port[,host:port…], "
+                + "redis[s]-sentinel://host[:port][,…]/master or unix:///path[?db=N]"
             // The URL may carry a password: never echo it (RedisURL's own messages quote only
             // the parts after the user information, once the scheme is right).
-            guard ["redis://", "redis-cluster://", "redis-sentinel://", "unix://"].contains(where: text.hasPrefix)
+            let schemes = [
+                "redis://", "redis-cluster://", "redis-sentinel://", "rediss://", "rediss-cluster://",
+                "rediss-sentinel://", "unix://",
+            ]
+            guard schemes.contains(where: text.hasPrefix)
             else {
                 let found = text.contains("@") ? "a URL with another scheme" : PolicyScalarReader.quote(text)
                 throw self.reader.error(.invalidRedisURL, node, "\(expected); found \(found)")
@@ -50,9 +55,10 @@ extension PolicyDecoder {
     /// (readable, non-empty) but never read into the policy nor quoted in a message.
     func decodeRedisOptions(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisStoreOptions {
         var options = RedisStoreOptions()
-        let given = ["redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability"].filter {
-            top[$0] != nil
-        }
+        let given = ["redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability"]
+            .filter {
+                top[$0] != nil
+            }
         if case .memory = store, let first = given.first, let node = top[first] {
             throw self.reader.error(.conflictingKeys, node, "\(first) applies to redis: only, not to store: memory")
         }
@@ -89,6 +95,7 @@ extension PolicyDecoder {
                 "user \(PolicyScalarReader.quote(user)) needs a password: give redis_password_file or redis_password_env"
             )
         }
+        options.tls = try self.decodeRedisTLS(top, store: store)
         if let node = top["key_idle_ttl"] {
             let expected = "a duration like 90d, 12h or whole seconds, from 1m to 3650d"
             var ttl: Duration?
@@ -114,6 +121,33 @@ extension PolicyDecoder {
             options.replicaWait = RedisStoreOptions.defaultReplicaWait
         }
         return options
+    }
+}
+
+extension PolicyDecoder {
+    /// `redis_tls: {ca_file, client_certificate, client_private_key, server_name}`, read like an
+    /// `https://` upstream's keys. Allowed with a `rediss…://` URL only: with `redis://` it
+    /// would be silently ignored, and the operator meant TLS.
+    private func decodeRedisTLS(_ top: Fields, store: StoreConfiguration) throws(PolicyError) -> RedisTLSConfiguration?
+    {
+        guard case .redis(let text) = store, let url = try? RedisURL(parsing: text) else { return nil }
+        guard let node = top["redis_tls"] else { return nil }
+        guard url.usesTLS else {
+            throw self.reader.error(
+                .conflictingKeys, top.keyMark("redis_tls"), top.path("redis_tls"),
+                "redis_tls applies to rediss://, rediss-cluster:// and rediss-sentinel:// URLs only; "
+                    + "write the URL with rediss to use TLS")
+        }
+        let fields = try self.reader.mapping(node, keys: UpstreamTLSDecoder.keys)
+        let host: String
+        if case .tcp(let first, _) = url.address { host = first } else { host = "localhost" }
+        guard let decoded = try self.upstreamTLS.decode(fields, host: host, isTLS: true, url: "rediss") else {
+            return nil
+        }
+        return RedisTLSConfiguration(
+            serverName: fields["server_name"] == nil ? nil : decoded.serverName,
+            caFile: decoded.caFile,
+            clientCertificate: decoded.clientCertificate)
     }
 }
 

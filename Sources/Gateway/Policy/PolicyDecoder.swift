@@ -13,10 +13,11 @@ import Foundation
 /// | `listen` | `host:port` or a list of them | `0.0.0.0:8080` |
 /// | `listen[i]` (object) | `{address, tls, proxy_protocol}`: see `ListenerDecoder` | plain HTTP, no PROXY header |
 /// | `admin_listen` | `host:port` | none (no admin listener) |
-/// | `redis` | `redis://[[user]:password@]host[:port][/db]`, `redis-cluster://h:p[,h:p…]/`, `redis-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` | one of `redis`/`store` required |
+/// | `redis` | `redis[s]://[[user]:password@]host[:port][/db]`, `redis[s]-cluster://h:p[,h:p…]/`, `redis[s]-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` (`rediss`: TLS) | one of `redis`/`store` required |
 /// | `store` | `memory` | (single development node only) |
 /// | `redis_password_file` | file holding the Redis password (relative to the policy file) | none |
 /// | `redis_password_env` | name of an environment variable holding it (not with `_file`) | none |
+/// | `redis_tls.ca_file` / `.client_certificate` / `.client_private_key` / `.server_name` | `rediss…://` only: as an https upstream's keys | system trust store, no client certificate, each connection's host |
 /// | `key_idle_ttl` | duration up to 3650d (`90d`, `12h`): unused key records expire | none (never) |
 /// | `counter_durability` | `primary` \| `replica` (WAIT for a replica, fail closed) | `primary` |
 /// | `app_ids` | list of `TEAMID.bundle.id`, non-empty when given | `[]` (then no enforce/monitor route) |
@@ -50,7 +51,7 @@ struct PolicyDecoder {
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
-        "redis_password_file", "redis_password_env", "key_idle_ttl", "counter_durability", "apple",
+        "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [

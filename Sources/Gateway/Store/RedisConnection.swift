@@ -1,9 +1,9 @@
-private import CHiredis
 package import Dispatch
 import Glibc
 
-/// One pipelined connection to Redis over hiredis' async API, with timeouts, a bounded
-/// number of commands in flight and automatic reconnects.
+/// One pipelined connection to Redis (`RedisSocketDriver`: our own socket and TLS I/O,
+/// hiredis' parser for the replies), with timeouts, a bounded number of commands in flight
+/// and automatic reconnects.
 ///
 /// - Queue: all state lives on `queue`: the connection's own serial queue, or an event loop's
 ///   (then the loop's epoll also drives the socket), so that a request verified on that loop
@@ -27,8 +27,13 @@ import Glibc
 ///   succeeded, within `connectTimeout`. A refused AUTH counts as a failed attempt.
 /// - Reconnect: exponential backoff from `reconnectBackoffInitial` up to
 ///   `reconnectBackoffMaximum`, reset once a connection is ready.
-/// - Host names are resolved by hiredis with a blocking `getaddrinfo` on `queue` when a
-///   connection is made (never on a connection queue of the gateway).
+/// - Host names are resolved with a blocking `getaddrinfo` on `queue` when a connection is
+///   made (IP literals need none).
+/// - TLS (`rediss://`): `tls` gives the trust anchors, client certificate and server name;
+///   the certificate is always verified, and a failed handshake fails the attempt with
+///   OpenSSL's reason (shown in `/readyz` and store errors).
+/// - Pub/Sub: with `subscriptions`, `SUBSCRIBE` to them is part of every connect, and each
+///   message goes to `onPush` (on `queue`). Such a connection sends nothing else.
 package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
@@ -42,11 +47,16 @@ package final class RedisConnection: @unchecked Sendable {
     package let counters = RedisConnectionCounters()
     /// Sentinel mode: asked for the primary before every connect; `ROLE` is checked after it.
     private let resolver: RedisSentinelResolver?
+    /// `rediss://`: TLS on every connect.
+    private let tls: RedisTLS?
+    /// Pub/Sub channels subscribed at every connect, and where their messages go.
+    private let subscriptions: [String]
+    private let onPush: (@Sendable (RedisReply) -> Void)?
 
     private enum State {
         case idle
-        case connecting(RedisContextDriver, deadline: UInt64, acceptsCommands: Bool, setupRemaining: Int)
-        case ready(RedisContextDriver)
+        case connecting(RedisSocketDriver, deadline: UInt64, acceptsCommands: Bool, setupRemaining: Int)
+        case ready(RedisSocketDriver)
         /// No connection; a reconnect is scheduled.
         case waiting(reason: String)
         case closed
@@ -65,22 +75,31 @@ package final class RedisConnection: @unchecked Sendable {
     /// Why the last attempt failed (wrong password, refused, ...): reported while reconnecting,
     /// so `/readyz` and store errors say why, not only that.
     private var lastFailure: String?
+    /// The current attempt was refused for a reason that retrying cannot mend (a setup
+    /// command refused: wrong password, unknown user, no such database).
+    private var attemptRefusedByServer = false
     /// Sentinel mode: the node of the current attempt or connection.
     private var resolvedNode: RedisNodeAddress?
     /// Set on `queue`: tells `send` that its caller already runs there.
     private let onQueueKey = DispatchSpecificKey<Bool>()
 
     /// - Parameter loop: the event loop to live on: its queue, and its epoll drives the socket
-    ///   (`RedisContextDriver`); nil creates a queue named `label` and uses Dispatch sources.
+    ///   (`RedisSocketDriver`); nil creates a queue named `label` and uses Dispatch sources.
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         scripts: [RedisScript] = [],
         label: String = "attest-gateway.redis",
         loop: EventLoop? = nil,
-        resolver: RedisSentinelResolver? = nil
+        resolver: RedisSentinelResolver? = nil,
+        tls: RedisTLS? = nil,
+        subscriptions: [String] = [],
+        onPush: (@Sendable (RedisReply) -> Void)? = nil
     ) {
-        // hiredis writes with `write(2)`: a peer that closed must give EPIPE, not kill the process.
+        self.tls = tls
+        self.subscriptions = subscriptions
+        self.onPush = subscriptions.isEmpty ? nil : onPush
+        // A peer that closed must give EPIPE, not kill the process (the TLS BIO uses write(2)).
         _ = SystemCalls.ignoreSIGPIPE
         self.resolver = resolver
         self.url = url
@@ -163,7 +182,7 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func sendOnQueue(_ arguments: [[UInt8]], completion: @escaping (Result<RedisReply, StoreError>) -> Void) {
         assertOnQueue(self.queue)
-        let driver: RedisContextDriver
+        let driver: RedisSocketDriver
         switch self.state {
         case .ready(let d):
             driver = d
@@ -206,11 +225,11 @@ package final class RedisConnection: @unchecked Sendable {
         self.rearmTimer()
     }
 
-    /// Called by the driver's reply callback (reply, or NULL when the context is freed).
+    /// Called by the driver for each command: its reply, or its end when the driver closes.
     func commandDidFinish(
         _ command: RedisPendingCommand,
         outcome: RedisPendingCommand.Outcome,
-        driver: RedisContextDriver
+        driver: RedisSocketDriver
     ) {
         assertOnQueue(self.queue)
         if command.isTracked {
@@ -270,36 +289,21 @@ package final class RedisConnection: @unchecked Sendable {
 
     private func connect(to address: RedisURL.Address, acceptsCommands: Bool) {
         if self.resolver == nil { self.counters.connectAttempted() }
-        let context: UnsafeMutablePointer<redisAsyncContext>?
-        let endpoint: String
-        switch address {
-        case .tcp(let host, let port):
-            context = redisAsyncConnect(host, Int32(port))
-            endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        case .unix(let path):
-            context = redisAsyncConnectUnix(path)
-            endpoint = path
-        }
-        guard let context else {
-            self.attemptFailed("redis \(endpoint): cannot allocate a connection")
+        self.attemptRefusedByServer = false
+        guard self.tls != nil || !self.url.usesTLS else {
+            // Never fall back to plain TCP for a rediss:// URL.
+            self.attemptFailed("redis \(address.endpoint): rediss:// without TLS settings", isConfiguration: true)
             return
         }
-        if context.pointee.err != 0 {
-            let reason = context.pointee.errstr.map { String(cString: $0) } ?? "error \(context.pointee.err)"
-            redisAsyncFree(context)
-            self.attemptFailed("redis \(endpoint): \(reason)")
-            return
-        }
-        guard
-            let driver = RedisContextDriver(
-                context: context,
-                endpoint: endpoint,
-                queue: self.queue,
-                loop: self.loop,
-                counters: self.counters
-            )
-        else {
-            self.attemptFailed("redis \(endpoint): cannot duplicate the socket descriptor")
+        let driver: RedisSocketDriver
+        switch RedisSocketDriver.connect(
+            to: address, tls: self.tls, acceptsPushes: self.onPush != nil, queue: self.queue, loop: self.loop,
+            counters: self.counters)
+        {
+        case .success(let connected):
+            driver = connected
+        case .failure(let error):
+            self.attemptFailed(error.description)
             return
         }
         driver.connection = self
@@ -339,6 +343,10 @@ package final class RedisConnection: @unchecked Sendable {
         for script in self.scripts {
             setup.append(("SCRIPT LOAD", [Array("SCRIPT".utf8), Array("LOAD".utf8), Array(script.source.utf8)]))
         }
+        // Last: after SUBSCRIBE the server takes only Pub/Sub commands.
+        for channel in self.subscriptions {
+            setup.append(("SUBSCRIBE", [Array("SUBSCRIBE".utf8), Array(channel.utf8)]))
+        }
         if setup.isEmpty {
             setup.append(("PING", [Array("PING".utf8)]))
         }
@@ -348,7 +356,7 @@ package final class RedisConnection: @unchecked Sendable {
     private func setupCommandDidFinish(
         _ name: String,
         result: Result<RedisReply, StoreError>,
-        driver: RedisContextDriver
+        driver: RedisSocketDriver
     ) {
         guard case .connecting(let current, let deadline, let acceptsCommands, let remaining) = self.state,
             current === driver
@@ -357,9 +365,12 @@ package final class RedisConnection: @unchecked Sendable {
         }
         switch result {
         case .failure:
-            return  // the context is closing; contextDidClose handles the attempt
+            return  // the driver is closing; driverDidClose handles the attempt
         case .success(.error(let message)):
-            // Wrong password, bad database, no scripting: retrying fast will not help.
+            // Wrong password, bad database, no scripting: retrying fast will not help. A server
+            // that is only busy (loading its data, a script running) will get better.
+            let code = message.split(separator: " ", maxSplits: 1).first.map(String.init) ?? ""
+            self.attemptRefusedByServer = !Self.transientErrorCodes.contains(code)
             driver.close(reason: "redis \(driver.endpoint): \(name) refused: \(message)")
         case .success(let reply) where name == "ROLE" && !Self.isPrimaryRole(reply):
             // A sentinel named a node that is (now) a replica: never write counters there.
@@ -378,6 +389,7 @@ package final class RedisConnection: @unchecked Sendable {
             self.counters.setReady(true)
             self.backoff.reset()
             self.lastFailure = nil
+            self.counters.setLastFailure(nil)
             // Logged at start and after an outage, not on every reconnect attempt.
             if self.hasLoggedOutage || !self.hasBeenReady {
                 self.hasLoggedOutage = false
@@ -390,20 +402,28 @@ package final class RedisConnection: @unchecked Sendable {
         }
     }
 
+    /// A Pub/Sub message from the driver.
+    func didReceivePush(_ reply: RedisReply) {
+        assertOnQueue(self.queue)
+        self.onPush?(reply)
+    }
+
+    /// Error replies of a server that will answer later (not a configuration problem).
+    static let transientErrorCodes: Set<String> = ["LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "OOM"]
+
     /// `ROLE` answers `["master", offset, replicas]` on a primary.
     static func isPrimaryRole(_ reply: RedisReply) -> Bool {
         guard case .array(let items) = reply, let first = items.first else { return false }
         return first.text == "master"
     }
 
-    /// From the driver's `ev.cleanup`: hiredis freed the context after completing every
-    /// command on it.
-    func contextDidClose(_ driver: RedisContextDriver, reason: String) {
+    /// From the driver, once it closed and completed every command on it.
+    func driverDidClose(_ driver: RedisSocketDriver, reason: String) {
         assertOnQueue(self.queue)
         switch self.state {
         case .connecting(let current, _, _, _) where current === driver:
             self.failLeftovers(reason)
-            self.attemptFailed(reason)
+            self.attemptFailed(reason, isConfiguration: self.attemptRefusedByServer || driver.failedInHandshake)
         case .ready(let current) where current === driver:
             self.counters.setReady(false)
             self.failLeftovers(reason)
@@ -421,7 +441,7 @@ package final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    /// hiredis completes every command before freeing a context, so this finds nothing
+    /// The driver completes every command before it reports its close, so this finds nothing
     /// unless that contract breaks; then it still completes every caller exactly once.
     private func failLeftovers(_ reason: String) {
         for command in self.pending.removeAll() {
@@ -429,7 +449,9 @@ package final class RedisConnection: @unchecked Sendable {
         }
     }
 
-    private func attemptFailed(_ reason: String) {
+    /// - Parameter isConfiguration: the server refused us (TLS verification, AUTH, SELECT):
+    ///   a start-up check turns that into an error (`RedisStore.firstConnectFailure`).
+    private func attemptFailed(_ reason: String, isConfiguration: Bool = false) {
         guard !self.isClosed else { return }
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
@@ -441,6 +463,7 @@ package final class RedisConnection: @unchecked Sendable {
         }
         self.state = .waiting(reason: reason)
         self.lastFailure = reason
+        self.counters.setLastFailure(RedisConnectFailure(reason: reason, isConfiguration: isConfiguration))
         let delay = self.backoff.nextDelay()
         self.reconnectGeneration &+= 1
         let generation = self.reconnectGeneration
@@ -456,7 +479,7 @@ package final class RedisConnection: @unchecked Sendable {
     }
 
     private func closeOnQueue() {
-        let driver: RedisContextDriver?
+        let driver: RedisSocketDriver?
         switch self.state {
         case .connecting(let d, _, _, _): driver = d
         case .ready(let d): driver = d
@@ -503,9 +526,10 @@ package final class RedisConnection: @unchecked Sendable {
         self.timerDeadline = nil
         let now = DispatchTime.now().uptimeNanoseconds
         if case .connecting(let driver, let deadline, _, _) = self.state, now >= deadline {
+            let phase = driver.isHandshaking ? " in the TLS handshake (is it a TLS port?)" : ""
             driver.close(
                 reason:
-                    "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms"
+                    "redis \(driver.endpoint): connect timed out after \(self.configuration.connectTimeout.milliseconds) ms\(phase)"
             )
         }
         for command in self.pending.expire(now: now) {

@@ -16,7 +16,7 @@ final class RedisPendingCommand: @unchecked Sendable {
 
     /// Command name for messages (`EVALSHA`, `GETDEL`): never the arguments, which hold keys.
     let name: String
-    /// Released once handed to hiredis.
+    /// Released once encoded into the driver's output.
     private(set) var arguments: [[UInt8]]
     private var completion: ((Result<RedisReply, StoreError>) -> Void)?
     /// In the connection's deadline queue (every caller command; not the connect-time setup).

@@ -1,7 +1,7 @@
 internal import CHiredis
 
-/// One Redis reply, copied out of hiredis' `redisReply` (hiredis frees its object as
-/// soon as the reply callback returns).
+/// One Redis reply, copied out of hiredis' `redisReply` (`RedisReplyReader` frees the
+/// object as soon as it is copied).
 package enum RedisReply: Sendable, Hashable {
     /// `+OK`, `+PONG`.
     case status(String)

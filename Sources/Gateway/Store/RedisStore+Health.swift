@@ -1,3 +1,5 @@
+import Glibc
+
 extension RedisStore {
     /// Read from every connection's counters and the shared cluster counters, no round trip.
     package var storeHealth: StoreHealth {
@@ -11,5 +13,24 @@ extension RedisStore {
             ),
             topology: self.clusterCounters.events
         )
+    }
+}
+
+extension RedisStore {
+    /// Waits (blocking, at most `timeout`) until every connection is ready or has failed a
+    /// first attempt, and returns the first failure that retrying cannot mend (TLS
+    /// verification, wrong password: `RedisConnectFailure.isConfiguration`), else nil. An
+    /// outage (refused, unreachable) is not such a failure: the store keeps reconnecting.
+    /// For start-up and reload, off the event loops.
+    package func firstConfigurationFailure(timeout: Duration) -> RedisConnectFailure? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let connections = self.connections
+            let failures = connections.compactMap(\.counters.lastFailure)
+            if let refused = failures.first(where: \.isConfiguration) { return refused }
+            let settled = connections.allSatisfy { $0.counters.isReady || $0.counters.lastFailure != nil }
+            if settled || ContinuousClock.now >= deadline { return nil }
+            usleep(10_000)
+        }
     }
 }

@@ -58,13 +58,19 @@ package final class RedisStore: AttestStore {
     ///
     /// - Parameter loops: the event loops that call the store; each gets connections of its
     ///   own (cluster: one per primary), on its queue and driven by its epoll.
+    /// - Parameter tls: for a `rediss…://` URL: every connection (cluster nodes and sentinels
+    ///   included) speaks TLS with it. Required when `url.usesTLS` (see `RedisTLS`).
     package init(
         url: RedisURL,
         configuration: RedisConfiguration = RedisConfiguration(),
         label: String = "attest-gateway.redis",
-        loops: [EventLoop] = []
+        loops: [EventLoop] = [],
+        tls: RedisTLS? = nil
     ) {
         self.url = url
+        // rediss:// without settings: the system trust store, the URL's host (as with no
+        // `redis_tls:`). Should even that fail, every connect fails naming why.
+        let tls = tls ?? (url.usesTLS ? try? RedisTLS(context: TLSClientContext(settings: TLSClientSettings())) : nil)
         self.idleTTLArgument = Array(String(configuration.keyIdleTTL.map { max(1, $0.milliseconds) } ?? 0).utf8)
         // WAIT gives up well before the command timeout, so that "no replica" is reported as
         // such rather than as a timeout.
@@ -77,7 +83,7 @@ package final class RedisStore: AttestStore {
         if case .sentinel(let sentinels, let masterName) = url.topology {
             sentinel = RedisSentinelResolver(
                 sentinels: sentinels, masterName: masterName, configuration: configuration, counters: counters,
-                label: "\(label).sentinel")
+                label: "\(label).sentinel", tls: tls)
         } else {
             sentinel = nil
         }
@@ -86,11 +92,11 @@ package final class RedisStore: AttestStore {
             if case .cluster(let seeds) = url.topology {
                 return RedisClusterClient(
                     seeds: seeds, username: url.username, password: url.password, configuration: configuration,
-                    scripts: Self.scripts, label: label, loop: loop, counters: counters)
+                    scripts: Self.scripts, label: label, loop: loop, counters: counters, tls: tls)
             }
             return RedisConnection(
                 url: url, configuration: configuration, scripts: Self.scripts, label: label, loop: loop,
-                resolver: sentinel)
+                resolver: sentinel, tls: tls)
         }
         self.shared = router(label: label, loop: nil)
         self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }

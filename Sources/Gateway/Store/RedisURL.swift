@@ -8,6 +8,10 @@
 ///   primary that the Sentinels name (sentinel port 26379 by default); the user and password
 ///   are the data nodes' (the sentinels are asked without AUTH).
 ///
+/// TLS: `rediss://`, `rediss-cluster://` and `rediss-sentinel://` are the same forms over TLS
+/// (for Sentinel: to the sentinels and to the data nodes alike), with the policy's `redis_tls`
+/// (CA file, client certificate, server name). Unix sockets have no TLS form.
+///
 /// A user (`redis://app:pw@…`, or `redis://app@…` with the password from a secret) logs in
 /// with `AUTH user password` (Redis ≥ 6 ACL users); a password alone (`redis://:pw@…`) with
 /// `AUTH password`. The password belongs in a file or an
@@ -33,12 +37,17 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     package var password: String?
     package var database: Int
     package var topology: Topology
+    /// `rediss…://`: every connection of the store speaks TLS.
+    package var usesTLS: Bool
 
     package static let defaultPort: UInt16 = 6379
     package static let defaultSentinelPort: UInt16 = 26379
 
     /// One node, with the same credentials (cluster nodes, the primary Sentinel names).
-    package init(node: RedisNodeAddress, username: String?, password: String?, database: Int = 0) {
+    package init(
+        node: RedisNodeAddress, username: String?, password: String?, database: Int = 0, usesTLS: Bool = false
+    ) {
+        self.usesTLS = usesTLS
         self.address = .tcp(host: node.host, port: node.port)
         self.username = username
         self.password = password
@@ -53,6 +62,7 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         self.password = nil
         self.database = 0
         self.topology = .node
+        self.usesTLS = false
         if text.hasPrefix("unix://") {
             var rest = String(text.dropFirst("unix://".count))
             if let q = rest.firstIndex(of: "?") {
@@ -68,17 +78,20 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
             return
         }
         let scheme: String
-        if let found = ["redis://", "redis-cluster://", "redis-sentinel://"].first(where: { text.hasPrefix($0) }) {
+        let schemes = ["redis://", "redis-cluster://", "redis-sentinel://"]
+        if let found = schemes.first(where: { text.hasPrefix($0) }) {
             scheme = found
-        } else if text.hasPrefix("rediss://") {
-            throw RedisURLError(
-                "rediss:// (TLS) is not supported yet: use redis://, redis-cluster:// or redis-sentinel://")
+        } else if let found = schemes.first(where: { text.hasPrefix("rediss" + $0.dropFirst(5)) }) {
+            scheme = found
+            self.usesTLS = true
         } else {
             throw RedisURLError(
-                "scheme must be redis://, redis-cluster://, redis-sentinel:// or unix://, got \(text.prefix(12))"
+                "scheme must be redis://, rediss://, redis-cluster://, rediss-cluster://, redis-sentinel://, "
+                    + "rediss-sentinel:// or unix://, got \(text.prefix(12))"
             )
         }
-        var rest = Substring(text.dropFirst(scheme.count))
+        let prefixCount = scheme.count + (self.usesTLS ? 1 : 0)
+        var rest = Substring(text.dropFirst(prefixCount))
         // User information ends at the last `@` before the first `/` (a password may hold `/`
         // only if it has no `@` after it: write such passwords in a file instead).
         let authority = rest.firstIndex(of: "/").map { rest[..<$0] } ?? rest
@@ -178,14 +191,15 @@ package struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         case (nil, _?): credentials = ":***@"
         case (nil, nil): credentials = ""
         }
+        let s = self.usesTLS ? "s" : ""
         switch (self.topology, self.address) {
         case (.cluster(let seeds), _):
-            return "redis-cluster://\(credentials)\(seeds.map(\.description).joined(separator: ","))/"
+            return "redis\(s)-cluster://\(credentials)\(seeds.map(\.description).joined(separator: ","))/"
         case (.sentinel(let sentinels, let name), _):
             return
-                "redis-sentinel://\(credentials)\(sentinels.map(\.description).joined(separator: ","))/\(name)/\(self.database)"
+                "redis\(s)-sentinel://\(credentials)\(sentinels.map(\.description).joined(separator: ","))/\(name)/\(self.database)"
         case (.node, .tcp(let host, let port)):
-            return "redis://\(credentials)\(RedisNodeAddress(host: host, port: port))/\(self.database)"
+            return "redis\(s)://\(credentials)\(RedisNodeAddress(host: host, port: port))/\(self.database)"
         case (.node, .unix(let path)):
             return "unix://\(path)?db=\(self.database)"
         }

@@ -48,6 +48,8 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
     private var timer: (any DispatchSourceTimer)?
     private var isClosed = false
     private let onQueueKey = DispatchSpecificKey<Bool>()
+    /// `rediss-cluster://`: TLS to every node.
+    private let tls: RedisTLS?
 
     // Readable from any queue.
     private let connectionSnapshot = Mutex<[RedisConnection]>([])
@@ -64,8 +66,10 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         scripts: [RedisScript],
         label: String,
         loop: EventLoop?,
-        counters: RedisClusterCounters
+        counters: RedisClusterCounters,
+        tls: RedisTLS? = nil
     ) {
+        self.tls = tls
         self.seeds = seeds
         self.username = username
         self.password = password
@@ -269,11 +273,12 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
     private func connection(for node: RedisNodeAddress) -> RedisConnection {
         if let existing = self.nodes[node] { return existing }
         let connection = RedisConnection(
-            url: RedisURL(node: node, username: self.username, password: self.password),
+            url: RedisURL(node: node, username: self.username, password: self.password, usesTLS: self.tls != nil),
             configuration: self.configuration,
             scripts: self.scripts,
             label: "\(self.label).\(node)",
-            loop: self.loop
+            loop: self.loop,
+            tls: self.tls
         )
         self.nodes[node] = connection
         connection.start()
@@ -358,7 +363,7 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
             case .success:
                 completion(
                     Self.decode(result, node: node) { (reply) throws(RedisClusterError) in
-                        try RedisSlotMap(clusterShards: reply, seedHost: node.host)
+                        try RedisSlotMap(clusterShards: reply, seedHost: node.host, usesTLS: self.tls != nil)
                     })
             }
         }

@@ -8,6 +8,8 @@ package final class RedisClusterCounters: Sendable {
     private let asks = Atomic<Int>(0)
     private let retries = Atomic<Int>(0)
     private let primaryChanges = Atomic<Int>(0)
+    private let switchMasters = Atomic<Int>(0)
+    private let switchesFromMessages = Atomic<Int>(0)
 
     package init() {}
 
@@ -20,6 +22,12 @@ package final class RedisClusterCounters: Sendable {
     package var retriesLater: Int { self.retries.load(ordering: .relaxed) }
     /// A different primary seen (cluster map change of a slot's owner set, or Sentinel failover).
     package var failovers: Int { self.primaryChanges.load(ordering: .relaxed) }
+    /// Sentinel `+switch-master` messages received for the store's master (every sentinel
+    /// sends one per failover).
+    package var switchMasterMessages: Int { self.switchMasters.load(ordering: .relaxed) }
+    /// Primary changes first learnt from a `+switch-master` message (not from a poll or a
+    /// reconnect's question).
+    package var failoversFromSwitchMessages: Int { self.switchesFromMessages.load(ordering: .relaxed) }
 
     func topologyRefreshed() { self.refreshes.add(1, ordering: .relaxed) }
     func topologyRefreshFailed() { self.refreshFailures.add(1, ordering: .relaxed) }
@@ -27,6 +35,8 @@ package final class RedisClusterCounters: Sendable {
     func askRedirect() { self.asks.add(1, ordering: .relaxed) }
     func retriedLater() { self.retries.add(1, ordering: .relaxed) }
     func failoverSeen() { self.primaryChanges.add(1, ordering: .relaxed) }
+    func switchMasterReceived() { self.switchMasters.add(1, ordering: .relaxed) }
+    func failoverSeenFromSwitchMessage() { self.switchesFromMessages.add(1, ordering: .relaxed) }
 }
 
 extension RedisClusterCounters {

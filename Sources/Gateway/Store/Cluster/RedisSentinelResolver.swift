@@ -7,19 +7,22 @@ import Synchronization
 /// - Resolution: before every connect, the connection asks here; the sentinels are asked in
 ///   order and the first that names a primary wins. After the connect the connection checks
 ///   `ROLE` itself and refuses a replica (a sentinel may be behind a failover).
-/// - Following a failover: every `pollInterval` the sentinels are asked again; when the
-///   primary changed, every watched connection to another node is closed, and reconnects to
-///   the new one. (Not a `+switch-master` subscription: hiredis 0.14 runs a subscription's
-///   callback once per message, which the one-reply-per-command driver cannot carry; a poll of
-///   one round trip per second bounds the delay the same way. A lost connection, the usual
-///   sign of a failover, asks at once.)
-/// - The sentinels are asked without AUTH (their own password is not supported yet).
+/// - Following a failover: a dedicated subscriber connection to each sentinel listens for
+///   `+switch-master` (`SUBSCRIBE`, renewed at every reconnect); the message names the new
+///   primary, and every watched connection to another node is closed and reconnects to it
+///   at once. Every sentinel announces the switch, so one reachable sentinel is enough. As a
+///   fallback (a subscriber that is down or half-open) the sentinels are also asked every
+///   `pollInterval`, and a lost data connection asks at once.
+/// - The sentinels are asked without AUTH (their own password is not supported yet); with a
+///   `rediss-sentinel://` URL they are reached over TLS like the data nodes.
 ///
 /// State is confined to `queue`.
 package final class RedisSentinelResolver: @unchecked Sendable {
     let masterName: String
     private let sentinels: [RedisNodeAddress]
     private let connections: [RedisConnection]
+    /// One `+switch-master` subscriber per sentinel; set once in `init`.
+    private var subscribers: [RedisConnection] = []
     private let counters: RedisClusterCounters
     private let pollInterval: Duration
     private let logsEvents: Bool
@@ -41,7 +44,8 @@ package final class RedisSentinelResolver: @unchecked Sendable {
         configuration: RedisConfiguration,
         counters: RedisClusterCounters,
         pollInterval: Duration = .seconds(1),
-        label: String
+        label: String,
+        tls: RedisTLS? = nil
     ) {
         self.sentinels = sentinels
         self.masterName = masterName
@@ -53,14 +57,43 @@ package final class RedisSentinelResolver: @unchecked Sendable {
         quiet.logsConnectionEvents = false  // a down sentinel is reported once, by `resolve`
         self.connections = sentinels.enumerated().map { index, sentinel in
             RedisConnection(
-                url: RedisURL(node: sentinel, username: nil, password: nil), configuration: quiet,
-                label: "\(label).\(index)")
+                url: RedisURL(node: sentinel, username: nil, password: nil, usesTLS: tls != nil), configuration: quiet,
+                label: "\(label).\(index)", tls: tls)
         }
+        self.subscribers = sentinels.enumerated().map { index, sentinel in
+            RedisConnection(
+                url: RedisURL(node: sentinel, username: nil, password: nil, usesTLS: tls != nil), configuration: quiet,
+                label: "\(label).\(index).events", tls: tls, subscriptions: [Self.switchMasterChannel]
+            ) { [weak self] message in
+                self?.switchMasterMessage(message)
+            }
+        }
+    }
+
+    static let switchMasterChannel = "+switch-master"
+
+    /// A Pub/Sub message from a subscriber (on its queue):
+    /// `["message", "+switch-master", "<master> <old ip> <old port> <new ip> <new port>"]`.
+    private func switchMasterMessage(_ message: RedisReply) {
+        guard case .array(let items) = message, items.count == 3, items[1].text == Self.switchMasterChannel,
+            let payload = items[2].text
+        else { return }
+        self.receive(switchMasterMessage: payload)
+    }
+
+    /// The payload of a `+switch-master` message: `<master> <old ip> <old port> <new ip> <new port>`;
+    /// another master's switch, or an unreadable payload, is ignored.
+    func receive(switchMasterMessage payload: String) {
+        let words = payload.split(separator: " ")
+        guard words.count == 5, words[0] == self.masterName, let port = UInt16(words[4]), port > 0 else { return }
+        let primary = RedisNodeAddress(host: String(words[3]), port: port)
+        self.counters.switchMasterReceived()
+        self.queue.async { [self] in self.record(primary, fromSwitchMessage: true) }
     }
 
     /// Connects to the sentinels and starts polling.
     func start() {
-        for connection in self.connections { connection.start() }
+        for connection in self.connections + self.subscribers { connection.start() }
         self.queue.async { [self] in
             let timer = DispatchSource.makeTimerSource(queue: self.queue)
             let interval = DispatchTimeInterval.nanoseconds(Int(clamping: self.pollInterval.nanoseconds))
@@ -76,8 +109,11 @@ package final class RedisSentinelResolver: @unchecked Sendable {
             self.timer?.cancel()
             self.timer = nil
         }
-        for connection in self.connections { connection.close() }
+        for connection in self.connections + self.subscribers { connection.close() }
     }
+
+    /// Subscriber connections that are connected and subscribed to `+switch-master`.
+    var subscribedCount: Int { self.subscribers.count { $0.counters.isReady } }
 
     /// Registers a data connection to be told when the primary changes.
     func watch(_ connection: RedisConnection) {
@@ -135,16 +171,20 @@ package final class RedisSentinelResolver: @unchecked Sendable {
     }
 
     /// On `queue`: a primary was named; a change is a failover.
-    private func record(_ primary: RedisNodeAddress) {
+    private func record(_ primary: RedisNodeAddress, fromSwitchMessage: Bool = false) {
         guard primary != self.current else { return }
         let previous = self.current
         self.current = primary
         guard let previous else { return }
         self.counters.failoverSeen()
+        if fromSwitchMessage { self.counters.failoverSeenFromSwitchMessage() }
         if self.logsEvents {
             Log.warning(
                 "redis_sentinel_switch_master",
-                [("master", self.masterName), ("from", previous.description), ("to", primary.description)])
+                [
+                    ("master", self.masterName), ("from", previous.description), ("to", primary.description),
+                    ("source", fromSwitchMessage ? "+switch-master" : "query"),
+                ])
         }
         self.watched.removeAll { $0.connection == nil }
         for entry in self.watched {

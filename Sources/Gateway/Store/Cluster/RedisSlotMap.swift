@@ -80,7 +80,8 @@ package struct RedisSlotMap: Sendable, Hashable {
     /// `CLUSTER SHARDS` (RESP2: maps are flat key/value arrays):
     /// `[["slots", [s, e, …], "nodes", [["id", …, "port", p, "ip", …, "endpoint", …, "role",
     /// "master", …, "health", "online"], …]], …]`. The shard's online primary serves its slots.
-    package init(clusterShards reply: RedisReply, seedHost: String) throws(RedisClusterError) {
+    /// `usesTLS` (`rediss-cluster://`): the node's `tls-port` first, else its `port`.
+    package init(clusterShards reply: RedisReply, seedHost: String, usesTLS: Bool = false) throws(RedisClusterError) {
         self.init()
         guard case .array(let shards) = reply else {
             throw .badTopology("CLUSTER SHARDS did not return an array: \(reply.summary)")
@@ -97,7 +98,8 @@ package struct RedisSlotMap: Sendable, Hashable {
             for node in nodes {
                 let node = try Self.fields(node, what: "CLUSTER SHARDS node")
                 guard node["role"]?.text == "master", node["health"]?.text ?? "online" == "online" else { continue }
-                guard let port = node["port"]?.integerValue ?? node["tls-port"]?.integerValue,
+                let ports = usesTLS ? [node["tls-port"], node["port"]] : [node["port"], node["tls-port"]]
+                guard let port = ports.lazy.compactMap({ $0?.integerValue }).first(where: { $0 > 0 }),
                     let port = UInt16(exactly: port), port > 0
                 else {
                     throw .badTopology("CLUSTER SHARDS primary without a port")
