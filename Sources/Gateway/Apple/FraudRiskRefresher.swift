@@ -22,8 +22,7 @@ package final class FraudRiskRefresher: Sendable {
     private let verifier: ReceiptVerifier
     /// This gateway's lease holder name.
     package let owner: String
-    private let refreshes: CounterFamily
-    private let riskMetrics: HistogramFamily
+    private let metrics: FraudRiskRefreshMetrics
 
     package init(
         store: RedisStore, client: AppleHTTPClient, configuration: AppleConfiguration, verifier: ReceiptVerifier,
@@ -34,12 +33,7 @@ package final class FraudRiskRefresher: Sendable {
         self.configuration = configuration
         self.verifier = verifier
         self.owner = owner
-        self.refreshes = registry.counter(
-            "attest_gateway_apple_fraud_risk_refreshes_total", help: "Fraud-risk receipt refreshes by outcome",
-            labelNames: ["outcome"])
-        self.riskMetrics = registry.histogram(
-            "attest_gateway_apple_risk_metric", help: "Risk metrics of refreshed receipts (a count, not seconds)",
-            buckets: [1, 2, 3, 5, 10, 20, 50, 100])
+        self.metrics = FraudRiskRefreshMetrics(registry: registry)
     }
 
     /// One pass over at most `limit` due keys at `now`. `jitter` gives the state machine its
@@ -84,7 +78,7 @@ package final class FraudRiskRefresher: Sendable {
             case .failure(let error): return .failure(error)
             case .success(let code):
                 pass.outcomes[code, default: 0] += 1
-                self.refreshes.labels(code).increment()
+                self.metrics.refreshed(outcome: code)
                 if code == AppleError.Code.unauthorized.description { return .success(pass) }
             }
         }
@@ -139,7 +133,7 @@ package final class FraudRiskRefresher: Sendable {
         var newReceipt: [UInt8]?
         if case .storeReceipt(let receipt, _) = action {
             newReceipt = receipt
-            if let metric = state.riskMetric { self.riskMetrics.labels().observe(seconds: Double(metric)) }
+            if let metric = state.riskMetric { self.metrics.riskMetric(metric) }
         }
         await self.save(keyID: keyID, state: state, receipt: newReceipt)
         return .success(state.lastOutcome ?? "unknown")
