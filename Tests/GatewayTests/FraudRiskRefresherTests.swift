@@ -113,4 +113,61 @@ import Verification
         #expect(
             registry.render().contains(#"attest_gateway_apple_requests_total{service="fraud_risk",outcome="404"} 1"#))
     }
+
+    /// Three due keys at 5 calls/s: the pass is spaced (≥ 0.4 s) and each 304 reschedules its key;
+    /// then a 401 halts the first key, stops the pass, and leaves the others due.
+    @Test func passesAreSpacedAndA401StopsThePass() async throws {
+        let fake = try FakeAppleServer()
+        defer { fake.stop() }
+        try fake.control("/_fake/script", #"[{"status":304}]"#)
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: server.urlString()))
+        defer { store.close() }
+        let now = Date()
+        let keyIDs = ["a2V5LTE=", "a2V5LTI=", "a2V5LTM="]
+        for keyID in keyIDs {
+            let record = KeyRecord(
+                keyID: keyID, publicKey: [4] + [UInt8](repeating: 1, count: 64), counter: 0,
+                appID: "ABCDE12345.com.example.app", environment: "production", receipt: [1, 2, 3], attestedAt: now)
+            #expect(await store.createKey(record).value == .created)
+            _ = await withCheckedContinuation { continuation in
+                store.scheduleFraudRisk(keyID: keyID, at: now) { continuation.resume(returning: $0) }
+            }
+        }
+        var configuration = AppleConfiguration(
+            teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
+            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            caFile: fake.caFile)
+        configuration.fraudRisk.requestsPerSecond = 5
+        let loop = try EventLoop(index: 0)
+        let registry = MetricsRegistry()
+        let client = try AppleClientFactory.make(
+            configuration, loops: [loop], metrics: AppleClientMetrics(registry: registry))
+        defer { client.shutdown { loop.execute { loop.close() } } }
+        let refresher = FraudRiskRefresher(
+            store: store, client: client, configuration: configuration, verifier: try ReceiptVerifier(),
+            registry: registry)
+
+        let started = ContinuousClock.now
+        let first = try await refresher.runOnce(now: now, jitter: { 0 }).get()
+        #expect(ContinuousClock.now - started >= .milliseconds(400))
+        #expect(first.outcomes == ["not_modified": 3])
+        for keyID in keyIDs {
+            guard case .bulk(let score) = try server.command("ZSCORE", "appattest:fraudrisk:due", keyID) else {
+                Issue.record("\(keyID) left the due set")
+                continue
+            }
+            #expect(Int(String(decoding: score, as: UTF8.self)) == Int(now.timeIntervalSince1970) + 6 * 3600)
+        }
+
+        // Apple refuses the JWT: one call, then the pass stops.
+        try fake.control("/_fake/script", #"[{"status":401}]"#)
+        let later = now.addingTimeInterval(7 * 3600)
+        let second = try await refresher.runOnce(now: later, jitter: { 0 }).get()
+        #expect(second.outcomes == ["apple_unauthorized": 1])
+        #expect(try server.command("ZCARD", "appattest:fraudrisk:due") == .integer(2), "the halted key left")
+        #expect(
+            registry.render().contains(#"attest_gateway_apple_requests_total{service="fraud_risk",outcome="401"} 1"#))
+    }
 }
