@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 
 /// DeviceCheck's three calls over `AppleHTTPClient`: builds the request for the configured
 /// environment (or the one given) and host override, sends it with the DeviceCheck timeout,
