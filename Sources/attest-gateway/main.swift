@@ -22,6 +22,10 @@ enum CommandTable {
             DebugTokensRevokeCommand.self,
             KeysFindCommand.self,
             KeysListCommand.self,
+            DeviceCheckQueryCommand.self,
+            DeviceCheckUpdateCommand.self,
+            DeviceCheckValidateCommand.self,
+            AppleCheckCommand.self,
         ]
     }
 }
@@ -68,7 +72,7 @@ func runMain() -> Int32 {
             return 1
         }
     }
-    if first == "sim" || first == "keys" || first == "debug-tokens" {
+    if first == "sim" || first == "keys" || first == "debug-tokens" || first == "devicecheck" || first == "apple" {
         let group = CommandTable.subcommands.filter { $0.name.hasPrefix(first + " ") }
         let usage = group.map { "  " + $0.usage.split(separator: "\n").first.map(String.init)! }.joined(separator: "\n")
         if words.count >= 2 && (words[1] == "--help" || words[1] == "-h") {

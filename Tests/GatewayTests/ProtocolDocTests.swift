@@ -373,6 +373,12 @@ struct ClientDataExample: Equatable {
         gate.storeError(operation: "ping", kind: .timeout)
         gate.launchValidation(category: 4, bundleVersion: "5.2")
         gate.rolloutDecided(route: "r", arm: .monitor, verdict: .verified)
+        let apple = AppleClientMetrics(registry: registry)
+        apple.record(
+            path: "/v1/attestationData", result: .failure(AppleError(.timedOut, "")), nanoseconds: 1)
+        let refresh = FraudRiskRefreshMetrics(registry: registry)
+        refresh.refreshed(outcome: "refreshed")
+        refresh.riskMetric(3)
         EnforcementGateFactory.warnAboutDebugTokens(
             GatewayPolicy(listen: [], upstreams: [:], routes: []), registry: registry)
         BuildInfoMetric.export(through: registry)

@@ -20,6 +20,8 @@ public struct AppleError: Error, Hashable, CustomStringConvertible, Sendable {
             case unexpectedStatus = "apple_unexpected_status"
             case malformedAnswer = "apple_malformed_answer"
             case unreachable = "apple_unreachable"
+            case timedOut = "apple_timeout"
+            case tlsFailed = "apple_tls_failed"
         }
         fileprivate let base: Base
         fileprivate init(_ base: Base) { self.base = base }
@@ -52,6 +54,12 @@ public struct AppleError: Error, Hashable, CustomStringConvertible, Sendable {
         /// No answer: connect, TLS handshake or read failed or timed out (the HTTPS client's
         /// errors), or the breaker is open.
         public static let unreachable = Code(.unreachable)
+        /// The call did not finish within its timeout (connect, TLS handshake, or the answer).
+        public static let timedOut = Code(.timedOut)
+        /// The TLS handshake failed: Apple's certificate did not verify against the system
+        /// trust store (or `apple.ca_file`), or the handshake broke. Retried like a network
+        /// error, but worth an alert: an egress proxy or a wrong `ca_file` is the usual cause.
+        public static let tlsFailed = Code(.tlsFailed)
     }
 
     /// Longest piece of Apple's plain-text answer kept in `reason`.
@@ -76,11 +84,11 @@ public struct AppleError: Error, Hashable, CustomStringConvertible, Sendable {
     /// half-written response, no answer at all); false for configuration and request errors.
     public var isTransient: Bool {
         self.code == .throttled || self.code == .serverError || self.code == .malformedAnswer
-            || self.code == .unreachable
+            || self.code == .unreachable || self.code == .timedOut || self.code == .tlsFailed
     }
 
     /// The error for a non-success `status`, with Apple's text (printable ASCII, cut) as reason.
-    static func answer(status: Int, body: [UInt8], call: String) -> AppleError {
+    package static func answer(status: Int, body: [UInt8], call: String) -> AppleError {
         let text = Self.printable(body)
         let detail = text.isEmpty ? "" : ": \"\(text)\""
         switch status {

@@ -1,0 +1,85 @@
+package import Foundation
+
+/// DeviceCheck's three calls over `AppleHTTPClient`: builds the request for the configured
+/// environment (or the one given) and host override, sends it with the DeviceCheck timeout,
+/// and decodes Apple's answer. Used by the `devicecheck` CLI and `apple check`.
+package struct DeviceCheckClient: Sendable {
+    package let client: AppleHTTPClient
+    package let configuration: AppleConfiguration
+
+    package init(client: AppleHTTPClient, configuration: AppleConfiguration) {
+        self.client = client
+        self.configuration = configuration
+    }
+
+    /// One call. `bits` is required for `.update` (and ignored otherwise).
+    package func call(
+        _ operation: DeviceCheckOperation, deviceToken: String, bits: (bit0: Bool, bit1: Bool)? = nil,
+        environment: AppleEnvironment? = nil, now: Date = Date()
+    ) async -> Result<DeviceCheckAnswer, AppleError> {
+        let environment = environment ?? self.configuration.environment
+        let override = self.configuration.deviceCheckOverride
+        let request: AppleHTTPRequest
+        do {
+            switch operation {
+            case .query:
+                request = try DeviceCheckRequest.query(
+                    deviceToken: deviceToken, timestamp: now, environment: environment, override: override)
+            case .validate:
+                request = try DeviceCheckRequest.validate(
+                    deviceToken: deviceToken, timestamp: now, environment: environment, override: override)
+            case .update:
+                guard let bits else {
+                    return .failure(AppleError(.invalidRequest, "update_two_bits needs bit0 and bit1"))
+                }
+                request = try DeviceCheckRequest.update(
+                    deviceToken: deviceToken, bit0: bits.bit0, bit1: bits.bit1, timestamp: now,
+                    environment: environment, override: override)
+            }
+        } catch {
+            return .failure(error)
+        }
+        let result = await self.client.send(request, timeout: self.configuration.deviceCheck.timeout)
+        return result.flatMap { response in
+            Result { () throws(AppleError) in
+                try DeviceCheckAnswer.decode(operation, status: response.status, body: response.body)
+            }
+        }
+    }
+
+    /// The answer as the CLI prints it: `{"bit0","bit1","last_update_time"}`,
+    /// `{"bits_set":false}` for "Failed to find bit state", `{"valid":true}` for a valid token,
+    /// `{"updated":true}` for an accepted update.
+    package static func json(_ answer: DeviceCheckAnswer, operation: DeviceCheckOperation) -> String {
+        switch answer {
+        case .bits(let bits):
+            return #"{"bit0":\#(bits.bit0),"bit1":\#(bits.bit1),"last_update_time":"\#(bits.lastUpdateTime)"}"#
+        case .bitsNeverSet:
+            return #"{"bits_set":false}"#
+        case .accepted:
+            return operation == .update ? #"{"updated":true}"# : #"{"valid":true}"#
+        }
+    }
+
+    /// An error as the CLI prints it: `{"error":CODE,"status":N,"reason":TEXT}`.
+    package static func json(_ error: AppleError) -> String {
+        let status = error.status.map { ",\"status\":\($0)" } ?? ""
+        return #"{"error":"\#(error.code)"\#(status),"reason":\#(Self.quoted(error.reason))}"#
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20:
+                out +=
+                    "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                    + String(scalar.value, radix: 16)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
