@@ -291,7 +291,7 @@ extension ProxyConnection {
                 "body_budget_exhausted",
                 [
                     ("route", self.exchange.classification?.routeName ?? "-"),
-                    ("request_id", self.correlation.requestID.text), ("body_bytes", String(total)),
+                    ("request_id", self.requestID.text), ("body_bytes", String(total)),
                     ("buffered_bytes", String(budget.inUse)), ("max_buffered_body_bytes", String(budget.limit)),
                     ("suppressed", String(suppressed)),
                 ])
@@ -320,7 +320,7 @@ extension ProxyConnection {
                 "rate_limited",
                 [
                     ("limit", "body_bytes_per_address"), ("route", self.exchange.classification?.routeName ?? "-"),
-                    ("request_id", self.correlation.requestID.text),
+                    ("request_id", self.requestID.text),
                     ("body_bytes", String(total)),
                     ("held_by_address", String(self.server.addressBodyBytes.held(clientKey))),
                     ("max_buffered_body_bytes_per_address", String(limit)), ("suppressed", String(suppressed)),
@@ -360,7 +360,7 @@ extension ProxyConnection {
         Log.warning(
             "buffered_body_timeout",
             [
-                ("route", route), ("client", self.peerAddress), ("request_id", self.correlation.requestID.text),
+                ("route", route), ("client", self.peerAddress), ("request_id", self.requestID.text),
                 ("body_bytes_received", String(self.exchange.bufferedBody?.count ?? 0)),
                 ("body_bytes_declared", declared),
                 ("buffered_body_timeout", PolicyValues.format(self.snapshot.limits.bufferedBodyTimeout)),

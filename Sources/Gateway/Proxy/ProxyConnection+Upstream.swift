@@ -6,15 +6,17 @@ extension ProxyConnection {
     /// The upstream request head (`UpstreamRequestPlan`) into `requestBytes`, written in the
     /// loop's head scratch memory first (one copy into the array, no per-field appends).
     func writeUpstreamHead(_ head: HTTPRequestHead, target: UpstreamTarget) -> BodyEncoding {
+        let requestID = self.requestID  // set with the head; made here only if it was not
+        let correlation = self.exchange.correlation ?? RequestCorrelation(requestID: requestID)
         let bound = UpstreamRequestPlan.headBound(
             gateHead: head, client: self.forwardedClient, upstreamHost: target.hostHeader,
-            requestID: self.correlation.requestID)
+            requestID: requestID)
         let memory = self.loopContext.headScratch(atLeast: bound)
         var writer = HeadWriter(UnsafeMutableRawBufferPointer(rebasing: memory[0..<bound]))
         let encoding = UpstreamRequestPlan.writeHead(
             gateHead: head, framing: self.exchange.info?.framing ?? .none,
             bufferedBodyCount: self.exchange.bufferedBody?.count,
-            client: self.forwardedClient, upstreamHost: target.hostHeader, correlation: self.correlation,
+            client: self.forwardedClient, upstreamHost: target.hostHeader, correlation: correlation,
             into: &writer)
         self.requestBytes.removeAll(keepingCapacity: true)
         UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
@@ -129,7 +131,7 @@ extension ProxyConnection {
             (self.exchange.responseEncoding, self.exchange.responseCloseAfter) = ClientResponsePlan.writeHead(
                 head, in: slice, framing: info.framing, requestMethod: self.exchange.head?.method ?? "GET",
                 clientVersionMinor: self.exchange.head?.versionMinor ?? 1,
-                keepAlive: self.machine.keepAliveAfterResponse, requestID: self.correlation.requestID, into: output)
+                keepAlive: self.machine.keepAliveAfterResponse, requestID: self.requestID, into: output)
             self.client.noteQueued(output.readableCount - before)
             self.machine.responseStartedSending()
         case .body(let range):

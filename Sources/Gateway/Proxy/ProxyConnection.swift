@@ -310,7 +310,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.exchange.responseStatus = response.status
         var bytes = self.takeScratchBytes()
         // HEAD: the Content-Length a GET would get, no body (RFC 9110 9.3.2).
-        self.correlation.requestID.withUTF8 { requestID in
+        self.requestID.withUTF8 { requestID in
             HTTPSerializer.writeLocalResponse(
                 status: response.status, headers: response.headers, body: response.body, keepAlive: keepAlive,
                 omitBody: self.exchange.head?.method == "HEAD", requestID: requestID, into: &bytes)
@@ -319,13 +319,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.returnScratchBytes(bytes)
     }
 
-    /// The exchange's request ID and trace context: set from the head (`requestHeadReceived`);
-    /// an answer to a request whose head never parsed (invalid, timed out) gets a new ID here.
-    var correlation: RequestCorrelation {
-        if let correlation = self.exchange.correlation { return correlation }
-        let correlation = RequestCorrelation(requestID: self.loopContext.requestIDs.next())
-        self.exchange.correlation = correlation
-        return correlation
+    /// The exchange's request ID: set from the head (`requestHeadReceived`); an answer to a
+    /// request whose head never parsed (invalid, timed out) gets a new one here.
+    var requestID: RequestID {
+        if let requestID = self.exchange.correlation?.requestID { return requestID }
+        let requestID = self.loopContext.requestIDs.next()
+        self.exchange.correlation = RequestCorrelation(requestID: requestID)
+        return requestID
     }
 
     var clientIsBackedUp: Bool { self.client.unsentCount > Self.highWaterMark }

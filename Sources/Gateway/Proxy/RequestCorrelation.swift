@@ -6,8 +6,9 @@ package import HTTP1
 /// only when a head or a log line needs them; an accepted one is the request's own field value
 /// (shared storage, no copy).
 package struct RequestID: Sendable, Hashable {
-    private var high: UInt64
-    private var low: UInt64
+    /// A generated ID's 32 ASCII hex digits, in memory order (formatted once, at generation:
+    /// each write is one 32-byte copy).
+    private var digits: (UInt64, UInt64, UInt64, UInt64)
     private var accepted: String?
 
     /// The longest `X-Request-Id` accepted from a trusted peer (a UUID is 36, a W3C trace ID 32).
@@ -15,8 +16,10 @@ package struct RequestID: Sendable, Hashable {
 
     /// A generated ID: `high` then `low`, each as 16 lowercase hex digits.
     package init(high: UInt64, low: UInt64) {
-        self.high = high
-        self.low = low
+        self.digits = (
+            Self.hexWord(UInt32(truncatingIfNeeded: high >> 32)), Self.hexWord(UInt32(truncatingIfNeeded: high)),
+            Self.hexWord(UInt32(truncatingIfNeeded: low >> 32)), Self.hexWord(UInt32(truncatingIfNeeded: low))
+        )
         self.accepted = nil
     }
 
@@ -27,8 +30,7 @@ package struct RequestID: Sendable, Hashable {
         guard !utf8.isEmpty, utf8.count <= Self.maxAcceptedLength, utf8.allSatisfy(Self.isAcceptedByte) else {
             return nil
         }
-        self.high = 0
-        self.low = 0
+        self.digits = (0, 0, 0, 0)
         self.accepted = value
     }
 
@@ -53,28 +55,23 @@ package struct RequestID: Sendable, Hashable {
     /// Bytes `write(into:)` writes.
     package var utf8Count: Int { self.accepted?.utf8.count ?? 32 }
 
-    /// The ID's bytes, without allocating (a generated one is formatted on the stack).
+    /// The ID's bytes, without allocating.
     package func withUTF8<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         if let accepted = self.accepted {
             var accepted = accepted
             return accepted.withUTF8 { body(UnsafeRawBufferPointer($0)) }
         }
-        return withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { memory in
-            var writer = HeadWriter(memory)
-            Self.writeHex(self.high, into: &writer)
-            Self.writeHex(self.low, into: &writer)
-            return body(UnsafeRawBufferPointer(memory))
-        }
+        return withUnsafeBytes(of: self.digits) { body($0) }
     }
 
     /// The ID, written as is (accepted IDs hold only `isAcceptedByte` bytes).
+    @inline(__always)
     package func write(into writer: inout HeadWriter) {
         if let accepted = self.accepted {
             writer.writeSanitized(accepted)
             return
         }
-        Self.writeHex(self.high, into: &writer)
-        Self.writeHex(self.low, into: &writer)
+        withUnsafeBytes(of: self.digits) { writer.write($0) }
     }
 
     /// The ID as a String (log events, tests; allocates).
@@ -83,15 +80,31 @@ package struct RequestID: Sendable, Hashable {
         return self.withUTF8 { String(decoding: $0, as: UTF8.self) }
     }
 
-    @inline(__always)
-    private static func writeHex(_ value: UInt64, into writer: inout HeadWriter) {
-        let digits: StaticString = "0123456789abcdef"
-        var shift: UInt64 = 60
-        while true {
-            writer.write(digits.utf8Start[Int((value >> shift) & 0xF)])
-            if shift == 0 { break }
-            shift -= 4
-        }
+    package static func == (lhs: RequestID, rhs: RequestID) -> Bool {
+        lhs.accepted == rhs.accepted && lhs.digits.0 == rhs.digits.0 && lhs.digits.1 == rhs.digits.1
+            && lhs.digits.2 == rhs.digits.2 && lhs.digits.3 == rhs.digits.3
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(self.accepted)
+        hasher.combine(self.digits.0)
+        hasher.combine(self.digits.1)
+        hasher.combine(self.digits.2)
+        hasher.combine(self.digits.3)
+    }
+
+    /// `value` as 8 lowercase hex digits, most significant first in memory, without a loop:
+    /// each nibble spread into its own byte, then `0`-`9` / `a`-`f` added in all bytes at once.
+    static func hexWord(_ value: UInt32) -> UInt64 {
+        var v = UInt64(value)
+        v = ((v & 0xFFFF_0000) << 16) | (v & 0xFFFF)
+        v = ((v & 0x0000_FF00_0000_FF00) << 8) | (v & 0x0000_00FF_0000_00FF)
+        v = ((v & 0x00F0_00F0_00F0_00F0) << 4) | (v & 0x000F_000F_000F_000F)
+        // 1 in each byte whose nibble is 10 or more.
+        let letters = ((v &+ 0x0606_0606_0606_0606) >> 4) & 0x0101_0101_0101_0101
+        let ascii = v &+ 0x3030_3030_3030_3030 &+ letters &* 0x27
+        // The most significant nibble is in the top byte: first in memory once swapped (x86, arm64).
+        return UInt64(bigEndian: ascii)
     }
 }
 
