@@ -13,6 +13,8 @@ extension UpstreamRequestPlan {
     ///   - tlsEndedHere, peerIsTrusted: as `ForwardedHeaders.plan`.
     ///   - subjectHeaders: names no client may send; `subject` (already a field value) goes in
     ///     `subjectHeader` when set.
+    ///   - requestID: the `X-Request-Id` written after the forwarding fields (every one the
+    ///     request carried is removed); `traceparentIsValid`: `traceparent` and `tracestate` stay.
     package static func make(
         gateHead: HTTPRequestHead,
         framing: RequestBodyFraming,
@@ -25,7 +27,9 @@ extension UpstreamRequestPlan {
             ListenerTLSConfiguration.defaultClientSubjectHeader
         ]),
         subjectHeader: String = ListenerTLSConfiguration.defaultClientSubjectHeader,
-        subject: String? = nil
+        subject: String? = nil,
+        requestID: String = "0123456789abcdef0123456789abcdef",
+        traceparentIsValid: Bool = false
     ) -> UpstreamRequestPlan {
         // Also removes Expect (100-continue is answered by the gateway itself, see
         // ProxyConnectionStateMachine) and adds Host for HTTP/1.0 requests that had none.
@@ -33,6 +37,12 @@ extension UpstreamRequestPlan {
             gateHead, clientAddress: clientAddress, scheme: tlsEndedHere ? "https" : "http",
             upstreamHost: upstreamHost, peerIsTrusted: peerIsTrusted)
         head.versionMinor = 1
+        // The request ID is the gateway's; trace context goes on only with a valid traceparent.
+        head.headers.removeAll { field in
+            let role = HeaderRewriting.role(of: field.name)
+            return role == .requestID || (!traceparentIsValid && (role == .traceparent || role == .tracestate))
+        }
+        head.headers.add(name: "X-Request-Id", value: requestID)
         head.headers.removeAll { subjectHeaders.isReserved($0.name) }
         if let subject { head.headers.add(name: subjectHeader, value: subject) }
         let encoding: BodyEncoding
@@ -113,7 +123,7 @@ extension HeaderRewriting {
                 if host == nil { host = field.value }
                 kept.append(field)
                 continue
-            case .other:
+            case .other, .userAgent, .requestID, .traceparent, .tracestate:
                 break
             }
             // The identity headers in `head` are the gateway's own (the gate removed every

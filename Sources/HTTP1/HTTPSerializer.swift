@@ -33,12 +33,14 @@ public enum HTTPSerializer {
     /// `Content-Length: body.count` and, without `keepAlive`, `Connection: close`.
     /// `omitBody` (the answer to a HEAD): the same head, Content-Length included, without the body.
     /// A 304 never has content (RFC 9110 15.4.5): its `body` is the 200's, for Content-Length only.
+    /// `requestID` (bytes that need no sanitizing) is written as `X-Request-Id` after `headers`.
     public static func writeLocalResponse(
         status: Int,
         headers: HTTPHeaders,
         body: [UInt8],
         keepAlive: Bool,
         omitBody: Bool = false,
+        requestID: UnsafeRawBufferPointer? = nil,
         into out: inout [UInt8]
     ) {
         Self.writeStatusLine(status, reason: "", into: &out)
@@ -50,6 +52,11 @@ public enum HTTPSerializer {
                 continue
             }
             Self.writeField(name, field.value, into: &out)
+        }
+        if let requestID {
+            Self.append("X-Request-Id: ", to: &out)
+            out.append(contentsOf: requestID)
+            Self.append("\r\n", to: &out)
         }
         Self.append("Content-Length: ", to: &out)
         Self.appendDecimal(body.count, to: &out)

@@ -25,6 +25,8 @@ import Testing
         "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\n",
         "HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nSet-Cookie: b=2\r\nX-Empty:\r\nX-Spaces:   padded\t \r\nContent-Length: 4\r\n\r\n",
         "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 12\r\nConnection: close\r\n\r\n",
+        // The upstream echoes a request ID (or sends its own): the gateway's replaces it.
+        "HTTP/1.1 200 OK\r\nX-Request-Id: upstream-1\r\nx-request-id: upstream-2\r\nContent-Length: 1\r\n\r\n",
         "HTTP/1.1 200 OK\r\n"
             + (0..<40).map { "X-Field-\($0): \(String(repeating: "v", count: $0 * 7))\r\n" }.joined()
             + "Content-Length: 9\r\n\r\n",
@@ -50,28 +52,39 @@ import Testing
                 }
                 #expect(consumed == buffer.count)
                 let head = raw.head(in: buffer)
+                let requestIDs: [RequestID?] = [
+                    nil, RequestID(high: 0xfeed, low: 42), RequestID(accepting: "lb-7f3a:1"),
+                ]
                 for clientVersionMinor in [0, 1] {
                     for keepAlive in [true, false] {
-                        let plan = ClientResponsePlan.make(
-                            upstreamHead: head, framing: info.framing, requestMethod: method,
-                            clientVersionMinor: clientVersionMinor, keepAlive: keepAlive)
-                        var expected: [UInt8] = [1, 2, 3]
-                        HTTPSerializer.writeResponseHead(plan.head, into: &expected)
-                        // Bytes already queued stay in front; a small buffer must grow.
-                        let output = IOBuffer(capacity: 64)
-                        output.append([1, 2, 3])
-                        let (encoding, closeAfter) = ClientResponsePlan.writeHead(
-                            raw, in: buffer, framing: info.framing, requestMethod: method,
-                            clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, into: output)
-                        let written = Array(output.readableBytes)
-                        let got = String(decoding: written, as: UTF8.self)
-                        let want = String(decoding: expected, as: UTF8.self)
-                        #expect(
-                            written == expected,
-                            "head \(index) \(method) 1.\(clientVersionMinor) keepAlive=\(keepAlive):\n\(got)\nwant:\n\(want)"
-                        )
-                        #expect(encoding == plan.encoding)
-                        #expect(closeAfter == plan.closeAfter)
+                        for requestID in requestIDs {
+                            let plan = ClientResponsePlan.make(
+                                upstreamHead: head, framing: info.framing, requestMethod: method,
+                                clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, requestID: requestID?.text
+                            )
+                            var expected: [UInt8] = [1, 2, 3]
+                            HTTPSerializer.writeResponseHead(plan.head, into: &expected)
+                            // Bytes already queued stay in front; a small buffer must grow.
+                            let output = IOBuffer(capacity: 64)
+                            output.append([1, 2, 3])
+                            let (encoding, closeAfter) = ClientResponsePlan.writeHead(
+                                raw, in: buffer, framing: info.framing, requestMethod: method,
+                                clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, requestID: requestID,
+                                into: output)
+                            let written = Array(output.readableBytes)
+                            let got = String(decoding: written, as: UTF8.self)
+                            let want = String(decoding: expected, as: UTF8.self)
+                            #expect(
+                                written == expected,
+                                "head \(index) \(method) 1.\(clientVersionMinor) keepAlive=\(keepAlive):\n\(got)\nwant:\n\(want)"
+                            )
+                            #expect(encoding == plan.encoding)
+                            #expect(closeAfter == plan.closeAfter)
+                            if let requestID {
+                                #expect(got.contains("\r\nX-Request-Id: \(requestID.text)\r\n"))
+                                #expect(!got.contains("upstream-"))
+                            }
+                        }
                     }
                 }
             }
@@ -111,7 +124,8 @@ import Testing
     @Test func randomHeadsMatchThePlan() {
         let names = [
             "Connection", "connection", "Keep-Alive", "Content-Length", "Transfer-Encoding", "TE", "Trailer", "Upgrade",
-            "Proxy-Authenticate", "X-A", "x-b", "Server", "Date", "Set-Cookie", "Content-Type",
+            "Proxy-Authenticate", "X-A", "x-b", "Server", "Date", "Set-Cookie", "Content-Type", "X-Request-Id",
+            "x-request-id",
         ]
         let values = [
             "", "close", "keep-alive", "x-a", "X-A, x-b, close", "chunked", "0", "17", "gzip, chunked", "caf\u{E9}",
@@ -140,15 +154,17 @@ import Testing
                 let head = raw.head(in: buffer)
                 let clientVersionMinor = Int.random(in: 0...1, using: &random)
                 let keepAlive = Bool.random(using: &random)
+                let requestID: RequestID? =
+                    Bool.random(using: &random) ? RequestID(high: UInt64(iteration), low: 9) : nil
                 let plan = ClientResponsePlan.make(
                     upstreamHead: head, framing: info.framing, requestMethod: method,
-                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive)
+                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, requestID: requestID?.text)
                 var expected: [UInt8] = []
                 HTTPSerializer.writeResponseHead(plan.head, into: &expected)
                 let output = IOBuffer(capacity: 64)
                 let (encoding, closeAfter) = ClientResponsePlan.writeHead(
                     raw, in: buffer, framing: info.framing, requestMethod: method,
-                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, into: output)
+                    clientVersionMinor: clientVersionMinor, keepAlive: keepAlive, requestID: requestID, into: output)
                 #expect(Array(output.readableBytes) == expected, "iteration \(iteration): \(text)")
                 #expect(encoding == plan.encoding && closeAfter == plan.closeAfter)
             }

@@ -41,10 +41,32 @@ import Testing
         head("GET", "/h", [("Host", "api.example"), ("Connection", "Host, host, keep-alive")]),
         head("PATCH", "/p", [("Host", ""), ("X-Empty", "")]),
         head("OPTIONS", "*", [("Host", "h"), ("Host", "second")]),
+        // Request ID and trace context: a valid traceparent with tracestate, a client's request ID.
+        head(
+            "GET", "/trace",
+            [
+                ("Host", "h"), ("traceparent", Self.validTraceparent), ("X-Request-Id", "client-chosen"),
+                ("tracestate", "a=1"), ("TraceState", "b=2"),
+            ]),
+        head(
+            "GET", "/bad-trace",
+            [
+                ("Host", "h"), ("traceparent", "00-" + String(repeating: "0", count: 32) + "-00f067aa0ba902b7-01"),
+                ("tracestate", "a=1"), ("x-request-id", "one"), ("X-REQUEST-ID", "two"),
+            ]),
         head(
             "GET", "/many",
             [("Host", "h")] + (0..<30).map { ("X-Field-\($0)", String(repeating: "v", count: $0 * 11)) }),
     ]
+
+    static let validTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    /// The correlation the connection would compute for `head`, with a fixed generated ID.
+    static func correlation(_ head: HTTPRequestHead, trusted: Bool) -> RequestCorrelation {
+        RequestCorrelation.scan(head.headers, peerIsTrusted: trusted) {
+            RequestID(high: 0x0123_4567_89ab_cdef, low: 0x0100_0000_0000_002a)
+        }
+    }
 
     static let framings: [(RequestBodyFraming, Int?)] = [
         (.none, nil), (.contentLength(0), nil), (.contentLength(12345), nil), (.chunked, nil), (.none, 0),
@@ -58,22 +80,25 @@ import Testing
             // A trusted peer (its forwarding fields kept) only for the last address.
             let trusted = address == "10.1.2.3"
             for (framing, buffered) in Self.framings {
+                let correlation = Self.correlation(gateHead, trusted: trusted)
                 let plan = UpstreamRequestPlan.make(
                     gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, clientAddress: address,
-                    upstreamHost: "127.0.0.1:18080", peerIsTrusted: trusted)
+                    upstreamHost: "127.0.0.1:18080", peerIsTrusted: trusted, requestID: correlation.requestID.text,
+                    traceparentIsValid: correlation.traceparent != nil)
                 var expected: [UInt8] = []
                 HTTPSerializer.writeRequestHead(plan.head, into: &expected)
 
                 var client = UpstreamRequestPlan.Client(address: address)
                 client.peerIsTrusted = trusted
                 let bound = UpstreamRequestPlan.headBound(
-                    gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:18080")
+                    gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:18080",
+                    requestID: correlation.requestID)
                 let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
                 defer { memory.deallocate() }
                 var writer = HeadWriter(memory)
                 let encoding = UpstreamRequestPlan.writeHead(
                     gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
-                    upstreamHost: "127.0.0.1:18080", into: &writer)
+                    upstreamHost: "127.0.0.1:18080", correlation: correlation, into: &writer)
                 let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
                 let got = String(decoding: written, as: UTF8.self)
                 let want = String(decoding: expected, as: UTF8.self)
@@ -92,12 +117,13 @@ import Testing
             "Host", "host", "X-Forwarded-For", "x-forwarded-for", "Forwarded", "X-Forwarded-Proto", "X-Forwarded-Host",
             "Connection", "Keep-Alive", "TE", "Expect", "Content-Length", "Transfer-Encoding", "X-App-Attest-Status",
             "X-App-Assertion", "X-A", "x-a", "Upgrade", "Proxy-Connection", "Accept", "Cookie",
-            "X-Client-Cert-Subject", "x-verified-subject", "x-forwarded-proto",
+            "X-Client-Cert-Subject", "x-verified-subject", "x-forwarded-proto", "X-Request-Id", "x-request-id",
+            "traceparent", "Traceparent", "tracestate", "User-Agent",
         ]
         let values = [
             "", "x", "a, b", "x-a, close", "keep-alive", "X-A", "x-app-attest-status, te", "\"q\\\"", "caf\u{E9}",
             "line\r\nbreak", "[::1]:80", "h:1", "203.0.113.9", String(repeating: "long,", count: 120), "\u{0}",
-            " https ", "http", "\t", "CN=spoofed",
+            " https ", "http", "\t", "CN=spoofed", Self.validTraceparent, "req-1", "00-abc",
         ]
         let subjectHeaders = ClientSubjectHeaders(["X-Client-Cert-Subject", "X-Verified-Subject"])
         let methods = ["GET", "POST", "PUT", "PATCH", "HEAD", "DELETE"]
@@ -118,10 +144,12 @@ import Testing
             let trusted = Bool.random(using: &random)
             let tls = Bool.random(using: &random)
             let subject: String? = Bool.random(using: &random) ? "CN=app \\x0D,O=Example" : nil
+            let correlation = Self.correlation(gateHead, trusted: trusted)
             let plan = UpstreamRequestPlan.make(
                 gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, clientAddress: address,
                 upstreamHost: "up:8080", tlsEndedHere: tls, peerIsTrusted: trusted, subjectHeaders: subjectHeaders,
-                subjectHeader: "X-Verified-Subject", subject: subject)
+                subjectHeader: "X-Verified-Subject", subject: subject, requestID: correlation.requestID.text,
+                traceparentIsValid: correlation.traceparent != nil)
             var expected: [UInt8] = []
             HTTPSerializer.writeRequestHead(plan.head, into: &expected)
             var client = UpstreamRequestPlan.Client(address: address, tlsEndedHere: tls)
@@ -129,13 +157,14 @@ import Testing
             client.reservedSubjectHeaders = subjectHeaders
             client.subjectHeader = "X-Verified-Subject"
             client.subject = subject
-            let bound = UpstreamRequestPlan.headBound(gateHead: gateHead, client: client, upstreamHost: "up:8080")
+            let bound = UpstreamRequestPlan.headBound(
+                gateHead: gateHead, client: client, upstreamHost: "up:8080", requestID: correlation.requestID)
             let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
             defer { memory.deallocate() }
             var writer = HeadWriter(memory)
             let encoding = UpstreamRequestPlan.writeHead(
                 gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
-                upstreamHost: "up:8080", into: &writer)
+                upstreamHost: "up:8080", correlation: correlation, into: &writer)
             let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
             #expect(written == expected, "iteration \(iteration) trusted \(trusted): \(fields)")
             #expect(encoding == plan.encoding)
@@ -145,13 +174,15 @@ import Testing
     @Test func connectionCannotRemoveHost() {
         let gateHead = Self.head("GET", "/h", [("Host", "api.example"), ("Connection", "Host")])
         let client = UpstreamRequestPlan.Client(address: "127.0.0.1")
-        let bound = UpstreamRequestPlan.headBound(gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:1")
+        let correlation = Self.correlation(gateHead, trusted: false)
+        let bound = UpstreamRequestPlan.headBound(
+            gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:1", requestID: correlation.requestID)
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
         defer { memory.deallocate() }
         var writer = HeadWriter(memory)
         _ = UpstreamRequestPlan.writeHead(
             gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "127.0.0.1:1",
-            into: &writer)
+            correlation: correlation, into: &writer)
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]), as: UTF8.self)
         #expect(text.contains("\r\nHost: api.example\r\n"), "\(text)")
         #expect(!text.contains("Host: 127.0.0.1:1"), "the client's Host is kept, not replaced")

@@ -25,7 +25,10 @@ struct ExchangeRecorder {
     }
 
     /// The exchange is over (answered by the upstream or the gateway, or abandoned).
-    mutating func exchangeFinished(_ exchange: borrowing RequestExchange, at now: UInt64) {
+    /// `bytesOut`: what was queued to the client for it; `tlsVersion`: the connection's, if TLS.
+    mutating func exchangeFinished(
+        _ exchange: borrowing RequestExchange, at now: UInt64, bytesOut: UInt64, tlsVersion: String?
+    ) {
         let total = exchange.requestStart == 0 ? 0 : now &- exchange.requestStart
         let upstreamTime: UInt64? = exchange.upstreamStart == 0 ? nil : now &- exchange.upstreamStart
         let route = exchange.classification?.routeName ?? "-"
@@ -38,7 +41,10 @@ struct ExchangeRecorder {
                 method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
                 status: exchange.responseStatus, verdict: exchange.logInfo?.verdict ?? "-",
                 keyIDPrefix: exchange.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime,
-                totalNanoseconds: total, arm: exchange.logInfo?.arm, client: exchange.clientAddress))
+                totalNanoseconds: total, arm: exchange.logInfo?.arm, client: exchange.clientAddress,
+                requestID: exchange.correlation?.requestID, traceparent: exchange.correlation?.traceparent,
+                userAgent: exchange.correlation?.userAgent, bytesIn: exchange.bodyBytesIn, bytesOut: bytesOut,
+                upstreamAddress: upstreamTime == nil ? nil : exchange.target?.addressText, tlsVersion: tlsVersion))
     }
 
     private mutating func routeHandles(_ route: String) -> ProxyMetricsCache.RouteHandles {

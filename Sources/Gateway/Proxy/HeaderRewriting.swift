@@ -6,6 +6,12 @@ package import HTTP1
 package enum HeaderRewriting {
     package enum FieldRole {
         case hopByHop, expect, forwardedFor, forwarded, forwardedProtoOrHost, host, other
+        /// `X-Request-Id`: the gateway writes its own (`RequestCorrelation`).
+        case requestID
+        /// W3C Trace Context: forwarded only with a valid `traceparent`.
+        case traceparent, tracestate
+        /// `User-Agent` (forwarded; read for the access log).
+        case userAgent
     }
 
     /// One switch on the length, then at most two comparisons.
@@ -15,6 +21,12 @@ package enum HeaderRewriting {
         case 4: name.equalsLowercaseASCII("host") ? .host : .other
         case 6: name.equalsLowercaseASCII("expect") ? .expect : .other
         case 9: name.equalsLowercaseASCII("forwarded") ? .forwarded : .other
+        case 10:
+            name.equalsLowercaseASCII("user-agent")
+                ? .userAgent
+                : name.equalsLowercaseASCII("tracestate") ? .tracestate : Self.isHopByHop(name) ? .hopByHop : .other
+        case 11: name.equalsLowercaseASCII("traceparent") ? .traceparent : .other
+        case 12: name.equalsLowercaseASCII("x-request-id") ? .requestID : .other
         case 15: name.equalsLowercaseASCII("x-forwarded-for") ? .forwardedFor : .other
         case 16:
             name.equalsLowercaseASCII("x-forwarded-host")
@@ -52,7 +64,8 @@ package enum HeaderRewriting {
             Self.isHopByHop(field.name) || IdentityHeaders.isReserved(field.name)
                 || reserved?.isReserved(field.name) == true
                 || Self.role(of: field.name) == .forwardedFor || Self.role(of: field.name) == .forwarded
-                || Self.role(of: field.name) == .forwardedProtoOrHost
+                || Self.role(of: field.name) == .forwardedProtoOrHost || Self.role(of: field.name) == .requestID
+                || Self.role(of: field.name) == .traceparent || Self.role(of: field.name) == .tracestate
                 || field.name.equalsLowercaseASCII("host")
                 || field.name.equalsLowercaseASCII("expect") || field.name.equalsLowercaseASCII("authorization")
                 || field.name.equalsLowercaseASCII("content-type")

@@ -5,6 +5,8 @@ final class LoopContext: @unchecked Sendable {
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
     @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    /// This loop's `X-Request-Id`s.
+    @exclusivity(unchecked) var requestIDs: RequestIDGenerator
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
     /// Connections still reading their PROXY protocol header (not yet a `ProxyConnection`).
     @exclusivity(unchecked) private var headerReaders: [ObjectIdentifier: ProxyHeaderReader] = [:]
@@ -17,6 +19,7 @@ final class LoopContext: @unchecked Sendable {
         self.loop = loop
         self.metricsCache = ProxyMetricsCache(metrics: metrics)
         self.accessLog = accessLog
+        self.requestIDs = RequestIDGenerator(loopIndex: loop.index)
         self.scratchBytes.reserveCapacity(16 * 1024)
     }
 

@@ -140,6 +140,9 @@ extension ProxyConnection {
             clientLimitKey = IPAddressBytes.limitKey(clientAddress)
             self.exchange.clientAddress = clientAddress
         }
+        self.exchange.correlation = RequestCorrelation.scan(
+            head.headers, peerIsTrusted: self.forwardedClient.peerIsTrusted,
+            generate: { self.loopContext.requestIDs.next() })
         let classification = self.snapshot.gate.classify(head, client: clientLimitKey)
         // The last exchange was reset when it finished: only this request's fields are set.
         self.exchange.clientLimitKey = clientLimitKey
@@ -183,8 +186,11 @@ extension ProxyConnection {
         if !self.subjectResolved {
             // A head arrives only after the handshake: the subject is final by now.
             self.subjectResolved = true
-            if let tls = self.client.transport as? TLSTransport, let subject = tls.verifiedPeerSubject {
-                self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)
+            if let tls = self.client.transport as? TLSTransport {
+                self.tlsVersion = tls.negotiatedProtocol
+                if let subject = tls.verifiedPeerSubject {
+                    self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)
+                }
             }
         }
         guard self.forwardedClient.peerIsTrusted, let reason = ForwardedHeaders.refusal(in: head.headers) else {
@@ -194,6 +200,7 @@ extension ProxyConnection {
     }
 
     private func requestBodyReceived(_ bytes: UnsafeRawBufferPointer) {
+        self.exchange.bodyBytesIn &+= UInt64(bytes.count)
         switch self.machine.phase {
         case .bufferingBody:
             // A chunked body reserves as it arrives (beyond the route's cap 413 comes first).
@@ -283,7 +290,8 @@ extension ProxyConnection {
             Log.warning(
                 "body_budget_exhausted",
                 [
-                    ("route", self.exchange.classification?.routeName ?? "-"), ("body_bytes", String(total)),
+                    ("route", self.exchange.classification?.routeName ?? "-"),
+                    ("request_id", self.requestID.text), ("body_bytes", String(total)),
                     ("buffered_bytes", String(budget.inUse)), ("max_buffered_body_bytes", String(budget.limit)),
                     ("suppressed", String(suppressed)),
                 ])
@@ -312,6 +320,7 @@ extension ProxyConnection {
                 "rate_limited",
                 [
                     ("limit", "body_bytes_per_address"), ("route", self.exchange.classification?.routeName ?? "-"),
+                    ("request_id", self.requestID.text),
                     ("body_bytes", String(total)),
                     ("held_by_address", String(self.server.addressBodyBytes.held(clientKey))),
                     ("max_buffered_body_bytes_per_address", String(limit)), ("suppressed", String(suppressed)),
@@ -351,7 +360,7 @@ extension ProxyConnection {
         Log.warning(
             "buffered_body_timeout",
             [
-                ("route", route), ("client", self.peerAddress),
+                ("route", route), ("client", self.peerAddress), ("request_id", self.requestID.text),
                 ("body_bytes_received", String(self.exchange.bufferedBody?.count ?? 0)),
                 ("body_bytes_declared", declared),
                 ("buffered_body_timeout", PolicyValues.format(self.snapshot.limits.bufferedBodyTimeout)),

@@ -6,14 +6,18 @@ extension ProxyConnection {
     /// The upstream request head (`UpstreamRequestPlan`) into `requestBytes`, written in the
     /// loop's head scratch memory first (one copy into the array, no per-field appends).
     func writeUpstreamHead(_ head: HTTPRequestHead, target: UpstreamTarget) -> BodyEncoding {
+        let requestID = self.requestID  // set with the head; made here only if it was not
+        let correlation = self.exchange.correlation ?? RequestCorrelation(requestID: requestID)
         let bound = UpstreamRequestPlan.headBound(
-            gateHead: head, client: self.forwardedClient, upstreamHost: target.hostHeader)
+            gateHead: head, client: self.forwardedClient, upstreamHost: target.hostHeader,
+            requestID: requestID)
         let memory = self.loopContext.headScratch(atLeast: bound)
         var writer = HeadWriter(UnsafeMutableRawBufferPointer(rebasing: memory[0..<bound]))
         let encoding = UpstreamRequestPlan.writeHead(
             gateHead: head, framing: self.exchange.info?.framing ?? .none,
             bufferedBodyCount: self.exchange.bufferedBody?.count,
-            client: self.forwardedClient, upstreamHost: target.hostHeader, into: &writer)
+            client: self.forwardedClient, upstreamHost: target.hostHeader, correlation: correlation,
+            into: &writer)
         self.requestBytes.removeAll(keepingCapacity: true)
         UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
             self.requestBytes.append(contentsOf: $0)
@@ -122,10 +126,13 @@ extension ProxyConnection {
             // The client's head is copied from the upstream's bytes.
             self.exchange.responseStatus = head.status
             self.exchange.upstreamKeepAlive = info.isKeepAlive
+            let output = self.client.outputBuffer()
+            let before = output.readableCount
             (self.exchange.responseEncoding, self.exchange.responseCloseAfter) = ClientResponsePlan.writeHead(
                 head, in: slice, framing: info.framing, requestMethod: self.exchange.head?.method ?? "GET",
                 clientVersionMinor: self.exchange.head?.versionMinor ?? 1,
-                keepAlive: self.machine.keepAliveAfterResponse, into: self.client.outputBuffer())
+                keepAlive: self.machine.keepAliveAfterResponse, requestID: self.requestID, into: output)
+            self.client.noteQueued(output.readableCount - before)
             self.machine.responseStartedSending()
         case .body(let range):
             let bytes = UnsafeRawBufferPointer(rebasing: slice[range])

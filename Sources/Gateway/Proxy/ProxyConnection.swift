@@ -53,6 +53,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// The transport was asked for a verified client certificate subject (once: it cannot change
     /// on a connection, renegotiation is off).
     @exclusivity(unchecked) var subjectResolved = false
+    /// The TLS version ("TLSv1.3") on a TLS listener, for the access log; read with the subject.
+    @exclusivity(unchecked) var tlsVersion: String?
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
@@ -308,11 +310,22 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         self.exchange.responseStatus = response.status
         var bytes = self.takeScratchBytes()
         // HEAD: the Content-Length a GET would get, no body (RFC 9110 9.3.2).
-        HTTPSerializer.writeLocalResponse(
-            status: response.status, headers: response.headers, body: response.body, keepAlive: keepAlive,
-            omitBody: self.exchange.head?.method == "HEAD", into: &bytes)
+        self.requestID.withUTF8 { requestID in
+            HTTPSerializer.writeLocalResponse(
+                status: response.status, headers: response.headers, body: response.body, keepAlive: keepAlive,
+                omitBody: self.exchange.head?.method == "HEAD", requestID: requestID, into: &bytes)
+        }
         self.client.queue(bytes)
         self.returnScratchBytes(bytes)
+    }
+
+    /// The exchange's request ID: set from the head (`requestHeadReceived`); an answer to a
+    /// request whose head never parsed (invalid, timed out) gets a new one here.
+    var requestID: RequestID {
+        if let requestID = self.exchange.correlation?.requestID { return requestID }
+        let requestID = self.loopContext.requestIDs.next()
+        self.exchange.correlation = RequestCorrelation(requestID: requestID)
+        return requestID
     }
 
     var clientIsBackedUp: Bool { self.client.unsentCount > Self.highWaterMark }
@@ -335,9 +348,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     func finishRequest(keepAlive: Bool) {
         self.releaseBodyReservation()
         // Moved out, not copied: the next exchange starts empty, the finished one is recorded.
-        var finished = RequestExchange(clientLimitKey: self.peerLimitKey, clientAddress: self.peerAddress)
+        let queuedBytes = self.client.queuedBytes
+        var finished = RequestExchange(
+            clientLimitKey: self.peerLimitKey, clientAddress: self.peerAddress, queuedBytesAtStart: queuedBytes)
         swap(&finished, &self.exchange)
-        self.recorder.exchangeFinished(finished, at: SystemCalls.monotonicNanoseconds())
+        self.recorder.exchangeFinished(
+            finished, at: SystemCalls.monotonicNanoseconds(), bytesOut: queuedBytes &- finished.queuedBytesAtStart,
+            tlsVersion: self.tlsVersion)
         // A buffered body went out through these bytes: do not keep its capacity for the
         // connection's lifetime (it is outside the budget once released).
         if self.requestBytes.capacity > Self.retainedRequestBytesCapacity { self.requestBytes = [] }

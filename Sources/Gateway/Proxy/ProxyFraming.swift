@@ -55,13 +55,15 @@ package struct UpstreamRequestPlan: Sendable {
     }
 
     /// Room for `writeHead` (generous: the added fields repeat and may quote the client's values).
-    static func headBound(gateHead: HTTPRequestHead, client: Client, upstreamHost: String) -> Int {
+    static func headBound(
+        gateHead: HTTPRequestHead, client: Client, upstreamHost: String, requestID: RequestID
+    ) -> Int {
         var fields = 0
         for field in gateHead.headers { fields += field.name.utf8.count + field.value.utf8.count + 4 }
         let subject = client.subject.map { $0.utf8.count + client.subjectHeader.utf8.count + 4 } ?? 0
         return gateHead.method.utf8.count + gateHead.target.utf8.count + 16 + 4 * fields
             + 4 * (client.address.utf8.count + client.forwardedNode.utf8.count + upstreamHost.utf8.count) + subject
-            + 256
+            + requestID.utf8Count + 16 + 256
     }
 
     /// Writes what `make` followed by `HTTPSerializer.writeRequestHead(plan.head)` writes, byte for
@@ -72,12 +74,16 @@ package struct UpstreamRequestPlan: Sendable {
     /// from a trusted peer its X-Forwarded-For and Forwarded lists get this hop appended and its
     /// X-Forwarded-Proto / -Host stand; from any other peer all four are this hop's alone.
     /// Client copies of the client subject header are dropped; the verified one is added.
+    /// Every `X-Request-Id` the request carried is dropped and `correlation.requestID` written
+    /// after `Forwarded`; `traceparent` and `tracestate` stay where they were when
+    /// `correlation.traceparent` is set (valid), and are dropped otherwise.
     static func writeHead(
         gateHead head: HTTPRequestHead,
         framing: RequestBodyFraming,
         bufferedBodyCount: Int?,
         client: Client,
         upstreamHost: String,
+        correlation: RequestCorrelation,
         into writer: inout HeadWriter
     ) -> BodyEncoding {
         writer.writeSanitized(head.method)
@@ -92,10 +98,13 @@ package struct UpstreamRequestPlan: Sendable {
         var forwardedForCount = 0
         var forwardedCount = 0
         var forwardedProtoOrHostCount = 0
+        let keepsTraceContext = correlation.traceparent != nil
         for field in head.headers {
             switch HeaderRewriting.role(of: field.name) {
-            case .hopByHop, .expect:
+            case .hopByHop, .expect, .requestID:
                 continue
+            case .traceparent, .tracestate:
+                if !keepsTraceContext { continue }
             case .forwardedProtoOrHost:
                 forwardedProtoOrHostCount += 1
                 continue
@@ -110,7 +119,7 @@ package struct UpstreamRequestPlan: Sendable {
                 if host == nil { host = field.value }
                 writer.writeField(field.name, field.value)
                 continue
-            case .other:
+            case .userAgent, .other:
                 break
             }
             if client.reservedSubjectHeaders.isReserved(field.name) { continue }
@@ -160,6 +169,8 @@ package struct UpstreamRequestPlan: Sendable {
             writer.write(";host=")
             Self.writeForwardedValue(host, into: &writer)
         }
+        writer.write("\r\nX-Request-Id: ")
+        correlation.requestID.write(into: &writer)
         writer.write("\r\n")
         if let subject = client.subject {
             writer.writeField(client.subjectHeader, subject)
@@ -284,15 +295,22 @@ package struct ClientResponsePlan: Sendable {
     ///   - requestMethod: the client's method.
     ///   - clientVersionMinor: 0 for HTTP/1.0 clients (no chunked encoding for them).
     ///   - keepAlive: the client connection may stay open after this response.
+    ///   - requestID: the exchange's `X-Request-Id`; it replaces any the upstream sent. nil: the
+    ///     upstream's fields stay as they are (tests of the other rules).
     package static func make(
         upstreamHead: HTTPResponseHead,
         framing: ResponseBodyFraming,
         requestMethod: String,
         clientVersionMinor: Int,
-        keepAlive: Bool
+        keepAlive: Bool,
+        requestID: String? = nil
     ) -> ClientResponsePlan {
         var head = HeaderRewriting.clientResponse(upstreamHead)
         head.versionMinor = 1
+        if let requestID {
+            head.headers.removeAll { HeaderRewriting.role(of: $0.name) == .requestID }
+            head.headers.add(name: "X-Request-Id", value: requestID)
+        }
         var keepAlive = keepAlive
         let encoding: BodyEncoding
         let bodyless =
@@ -344,15 +362,17 @@ extension ClientResponsePlan {
         requestMethod: String,
         clientVersionMinor: Int,
         keepAlive: Bool,
+        requestID: RequestID?,
         into output: IOBuffer
     ) -> (encoding: BodyEncoding, closeAfter: Bool) {
         let status = upstream.status
         var keepAlive = keepAlive
         var fieldBytes = 0
         for field in upstream.fields { fieldBytes += field.name.count + field.value.count + 4 }
-        // Status line, the kept fields, at most one framing field (a re-added Content-Length
-        // value is one of `fieldBytes`'), Connection, the empty line.
-        let bound = HeadWriter.statusLineBound(reasonCount: upstream.reason.count) + fieldBytes + 38 + 24 + 2
+        // Status line, the kept fields, X-Request-Id, at most one framing field (a re-added
+        // Content-Length value is one of `fieldBytes`'), Connection, the empty line.
+        let idBytes = requestID.map { $0.utf8Count + 16 } ?? 0
+        let bound = HeadWriter.statusLineBound(reasonCount: upstream.reason.count) + fieldBytes + idBytes + 38 + 24 + 2
         output.reserveWritable(bound)
         var writer = HeadWriter(UnsafeMutableRawBufferPointer(start: output.writablePointer, count: bound))
         writer.writeStatusLine(status, reason: UnsafeRawBufferPointer(rebasing: buffer[upstream.reason]))
@@ -369,9 +389,17 @@ extension ClientResponsePlan {
                 continue
             }
             if options.names(buffer, field.name) { continue }
+            if requestID != nil && field.name.count == 12 && buffer.equalsLowercaseToken(field.name, "x-request-id") {
+                continue
+            }
             writer.writeField(
                 UnsafeRawBufferPointer(rebasing: buffer[field.name]),
                 UnsafeRawBufferPointer(rebasing: buffer[field.value]))
+        }
+        if let requestID {
+            writer.write("X-Request-Id: ")
+            requestID.write(into: &writer)
+            writer.write("\r\n")
         }
 
         let encoding: BodyEncoding

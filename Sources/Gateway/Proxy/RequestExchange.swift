@@ -29,14 +29,22 @@ struct RequestExchange {
     var responseCloseAfter = false
     var upstreamKeepAlive = false
     var responseStatus = 0
+    /// The request ID, trace context and user agent (set with the head; a response without a
+    /// parsed head gets a generated ID, `ProxyConnection.correlation`).
+    var correlation: RequestCorrelation?
+    /// Request body bytes received from the client (after de-chunking).
+    var bodyBytesIn: UInt64 = 0
+    /// The client channel's `queuedBytes` when the exchange began (bytes out = the difference).
+    var queuedBytesAtStart: UInt64
     /// Monotonic ns of the head's arrival and of the upstream lease (0: not yet).
     var requestStart: UInt64 = 0
     var upstreamStart: UInt64 = 0
 
     /// Starts as the connection's peer; a request from a trusted proxy narrows it to the client.
-    init(clientLimitKey: String, clientAddress: String) {
+    init(clientLimitKey: String, clientAddress: String, queuedBytesAtStart: UInt64 = 0) {
         self.clientLimitKey = clientLimitKey
         self.clientAddress = clientAddress
+        self.queuedBytesAtStart = queuedBytesAtStart
     }
 }
 

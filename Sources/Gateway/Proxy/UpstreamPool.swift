@@ -13,6 +13,8 @@ package final class UpstreamTarget: @unchecked Sendable {
     package let tls: UpstreamTLS?
     /// `host:port` for the Host header of HTTP/1.0 requests that carried none.
     package let hostHeader: String
+    /// `address` as `ip:port` (`[ip]:port` for IPv6), computed once: the access log's `upstream_addr`.
+    package let addressText: String
     let pools: [UpstreamPool]
     /// The configuration's timeouts in nanoseconds (read per request).
     let connectTimeoutNanoseconds: UInt64
@@ -24,6 +26,7 @@ package final class UpstreamTarget: @unchecked Sendable {
     ) {
         self.configuration = configuration
         self.address = address
+        self.addressText = address.description
         self.tls = tls
         self.hostHeader =
             configuration.host.contains(":")

@@ -97,13 +97,36 @@ package struct AccessLogBuffer {
         /// The client address: the socket peer, the PROXY protocol header's source, or (from a
         /// `trusted_proxies` peer) the right-most untrusted X-Forwarded-For hop.
         package var client: String
+        /// The exchange's `X-Request-Id` (nil only for an exchange that never answered).
+        package var requestID: RequestID?
+        /// A valid `traceparent` (its trace-id is logged as `trace_id`).
+        package var traceparent: String?
+        /// The request's `User-Agent`; at most `maxUserAgentBytes` of it are logged.
+        package var userAgent: String?
+        /// Request body bytes received (after de-chunking).
+        package var bytesIn: UInt64
+        /// Response bytes queued to the client for this exchange: head, body, chunk framing.
+        package var bytesOut: UInt64
+        /// The upstream's `ip:port` when the request went to one.
+        package var upstreamAddress: String?
+        /// The TLS version on a TLS listener ("TLSv1.3").
+        package var tlsVersion: String?
 
         package init(
             method: String, path: Substring, route: String, status: Int, verdict: String, keyIDPrefix: String?,
-            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil, client: String = "-"
+            upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil, client: String = "-",
+            requestID: RequestID? = nil, traceparent: String? = nil, userAgent: String? = nil, bytesIn: UInt64 = 0,
+            bytesOut: UInt64 = 0, upstreamAddress: String? = nil, tlsVersion: String? = nil
         ) {
             self.arm = arm
             self.client = client
+            self.requestID = requestID
+            self.traceparent = traceparent
+            self.userAgent = userAgent
+            self.bytesIn = bytesIn
+            self.bytesOut = bytesOut
+            self.upstreamAddress = upstreamAddress
+            self.tlsVersion = tlsVersion
             self.method = method
             self.path = path
             self.route = route
@@ -119,7 +142,10 @@ package struct AccessLogBuffer {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
                 + (self.keyIDPrefix?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0) + self.client.utf8.count
-            return 256 + 6 * text
+                + min(self.userAgent?.utf8.count ?? 0, AccessLogBuffer.maxUserAgentBytes)
+                + (self.requestID?.utf8Count ?? 0) + (self.upstreamAddress?.utf8.count ?? 0)
+                + (self.tlsVersion?.utf8.count ?? 0) + 32
+            return 512 + 6 * text
         }
     }
 
@@ -142,6 +168,21 @@ package struct AccessLogBuffer {
         writeQuoted(entry.path, into: &out)
         out.write(#","client":"#)
         writeQuoted(entry.client, into: &out)
+        out.write(#","request_id":"#)
+        if let requestID = entry.requestID {
+            out.write(UInt8(ascii: "\""))
+            requestID.write(into: &out)
+            out.write(UInt8(ascii: "\""))
+        } else {
+            out.write("null")
+        }
+        out.write(#","trace_id":"#)
+        if let traceparent = entry.traceparent {
+            // Valid (`TraceParent.isValid`): lowercase hex at a fixed place, nothing to escape.
+            writeQuoted(TraceParent.traceID(of: traceparent), into: &out)
+        } else {
+            out.write("null")
+        }
         out.write(#","route":"#)
         writeQuoted(entry.route, into: &out)
         out.write(#","status":"#)
@@ -166,7 +207,43 @@ package struct AccessLogBuffer {
         }
         out.write(#","total_ms":"#)
         writeMilliseconds(entry.totalNanoseconds, into: &out)
+        out.write(#","bytes_in":"#)
+        out.writeDecimal(entry.bytesIn)
+        out.write(#","bytes_out":"#)
+        out.writeDecimal(entry.bytesOut)
+        out.write(#","upstream_addr":"#)
+        writeQuotedOrNull(entry.upstreamAddress, into: &out)
+        out.write(#","user_agent":"#)
+        if let userAgent = entry.userAgent {
+            writeQuoted(Self.bounded(userAgent, to: Self.maxUserAgentBytes), into: &out)
+        } else {
+            out.write("null")
+        }
+        out.write(#","tls":"#)
+        writeQuotedOrNull(entry.tlsVersion, into: &out)
         out.write("}\n")
+    }
+
+    /// The most of a `User-Agent` a line holds (nginx's combined format has no bound; a client
+    /// can send up to `limits.max_header_bytes`).
+    package static let maxUserAgentBytes = 256
+
+    /// At most `limit` bytes of `text`, cut before a UTF-8 sequence that would not fit whole.
+    package static func bounded(_ text: String, to limit: Int) -> Substring {
+        let utf8 = text.utf8
+        guard utf8.count > limit else { return text[...] }
+        var end = utf8.index(utf8.startIndex, offsetBy: limit)
+        // Back to the start of a scalar: continuation bytes are 0b10xxxxxx.
+        while end > utf8.startIndex, utf8[end] & 0xC0 == 0x80 { end = utf8.index(before: end) }
+        return text[..<end]
+    }
+
+    private static func writeQuotedOrNull(_ text: String?, into out: inout HeadWriter) {
+        if let text {
+            writeQuoted(text, into: &out)
+        } else {
+            out.write("null")
+        }
     }
 
     /// A JSON string literal; control characters, quotes and backslashes escaped;

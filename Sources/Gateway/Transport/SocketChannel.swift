@@ -35,6 +35,9 @@ final class SocketChannel {
     /// A read returned end of file (or failed): nothing more comes from the peer.
     @exclusivity(unchecked) var readClosed = false
     @exclusivity(unchecked) private var writeInterest = false
+    /// Every byte queued for writing since the channel opened (`queue`, `noteQueued`): the access
+    /// log's bytes out are the difference over one exchange.
+    @exclusivity(unchecked) private(set) var queuedBytes: UInt64 = 0
     @exclusivity(unchecked) private(set) var isClosed = false
 
     init(transport: any ByteTransport, loop: EventLoop) {
@@ -155,6 +158,12 @@ final class SocketChannel {
         let output = self.output ?? self.loop.buffers.take()
         output.append(bytes)
         self.output = output
+        self.queuedBytes &+= UInt64(bytes.count)
+    }
+
+    /// `n` bytes were written into `outputBuffer()` in place (counted in `queuedBytes`).
+    func noteQueued(_ n: Int) {
+        self.queuedBytes &+= UInt64(n)
     }
 
     func queue(_ bytes: [UInt8]) {

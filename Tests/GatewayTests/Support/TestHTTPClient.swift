@@ -10,6 +10,8 @@ struct TestResponse {
     var body: [UInt8]
     /// Statuses of 1xx responses received before the final one.
     var informational: [Int]
+    /// Every byte of the response as received (heads, framing, body).
+    var rawByteCount = 0
     var bodyText: String { String(decoding: self.body, as: UTF8.self) }
 
     func json() throws -> [String: Any] {
@@ -120,6 +122,7 @@ final class TestHTTPClient {
                 return result
             }
             self.buffer.removeFirst(consumed)
+            response.rawByteCount += consumed
             switch event {
             case .informational(let head):
                 response.informational.append(head.status)

@@ -38,6 +38,8 @@ import Testing
         #expect(headers.contains(["X-Forwarded-Proto", "https"]))
         let forwarded = headers.first { $0.first == "Forwarded" }?.last ?? ""
         #expect(forwarded.contains("proto=https"), "\(forwarded)")
+        // The access log names the TLS version the transport negotiated (plain listeners: null).
+        #expect(eventually { gateway.accessLogLines().contains { $0.contains(#""tls":"TLSv1.3""#) } })
     }
 
     @Test func plainHTTPOnATLSListenerIsClosedAsAFailedHandshake() throws {
