@@ -50,6 +50,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
             case secretUnavailable = "secret_unavailable"
             case tlsFileUnreadable = "tls_file_unreadable"
             case duplicateServerName = "duplicate_server_name"
+            case signingKeyInvalid = "signing_key_invalid"
+            case unknownSigningKey = "unknown_signing_key"
         }
 
         fileprivate let base: Base
@@ -114,6 +116,11 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let tlsFileUnreadable = Code(.tlsFileUnreadable)
         /// A server name listed twice across a listener's `tls.sni` entries.
         public static let duplicateServerName = Code(.duplicateServerName)
+        /// An `identity_signature.keys[i].key_file` is missing, unreadable, too short (HMAC) or not
+        /// a PKCS#8 P-256 private key (ES256).
+        public static let signingKeyInvalid = Code(.signingKeyInvalid)
+        /// `identity_signature.active_kid` names no listed key.
+        public static let unknownSigningKey = Code(.unknownSigningKey)
     }
 
     public var code: Code
