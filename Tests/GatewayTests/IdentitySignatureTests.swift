@@ -146,6 +146,26 @@ import Verification
         #expect(problem.map { !$0.description.contains("0123456789abcdef") } == true)
     }
 
+    /// A micro-benchmark with a loose bound (the figures are in docs/design-notes.md): signing
+    /// must stay far below the cost of the verification it follows.
+    @Test func signingCostsMicroseconds() throws {
+        let keys = try AppleTestKeys()
+        defer { keys.remove() }
+        let es256 = IdentitySigner(kid: "e1", key: try IdentitySigningKey.load(algorithm: .es256, path: keys.p8).get())
+        let head = Self.verifiedHead(extra: [("X-App-Attest-Key-Id", String(repeating: "A", count: 44))])
+        let clock = ContinuousClock()
+        func perSign(_ signer: IdentitySigner, _ count: Int) throws -> Duration {
+            let elapsed = try clock.measure {
+                for i in 0..<count { _ = try signer.signed(head, timestamp: 1_700_000_000 + Int64(i)) }
+            }
+            return elapsed / count
+        }
+        let hmac = try perSign(Self.hmacSigner, 20_000)
+        let ecdsa = try perSign(es256, 2_000)
+        print("identity signature per request: hmac-sha256 \(hmac), es256 \(ecdsa)")
+        #expect(hmac < .milliseconds(2) && ecdsa < .milliseconds(5), "debug builds are ~100x slower than release")
+    }
+
     // MARK: - Policy
 
     static let base = """
