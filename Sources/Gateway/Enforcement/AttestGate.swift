@@ -44,6 +44,10 @@ package final class AttestGate: RequestGate {
     private let challengeEndpoint: ChallengeEndpoint
     private let attestEndpoint: AttestEndpoint
     private let protectedRequests: ProtectedRequestVerifier
+    /// Signs every forwarded head (`identity_signature:`); nil = no signature header.
+    private let identitySigner: IdentitySigner?
+    /// The signature's timestamp (and the verification time of attestations).
+    private let now: @Sendable () -> Date
 
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
@@ -57,7 +61,8 @@ package final class AttestGate: RequestGate {
     ///   - trustRootsPEM: contents of the policy's `trust_roots` files (development only).
     ///   - challengeKeys: challenge signing keys, shared by the fleet (process-wide: kept
     ///     across reloads); nil reads them from `store` now.
-    ///   - now: the verification time of attestations (tests pin it).
+    ///   - identitySigner: signs forwarded heads (`identity_signature:`); nil = unsigned.
+    ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     package init(
         policy: GatewayPolicy,
         store: any AttestStore,
@@ -66,9 +71,12 @@ package final class AttestGate: RequestGate {
         keyCacheCapacity: Int = AttestGate.defaultKeyCacheCapacity,
         challengeKeys: ChallengeKeyring? = nil,
         endpointLimiter: AddressRateLimiter? = nil,
+        identitySigner: IdentitySigner? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(VerificationError) {
         self.policy = policy
+        self.identitySigner = identitySigner
+        self.now = now
         let keyring: ChallengeKeyring
         if let challengeKeys {
             keyring = challengeKeys
@@ -247,6 +255,44 @@ package final class AttestGate: RequestGate {
             completion(refusal)
             return
         }
+        // Every forward carries gateway identity headers, whatever its status: sign them all,
+        // last, once the decision's headers are complete (a debug token adds its name late).
+        if let signer = self.identitySigner {
+            let now = self.now
+            self.decideUnsigned(head, body: body, classification: classification) { decision in
+                completion(Self.sign(decision, with: signer, now: now))
+            }
+            return
+        }
+        self.decideUnsigned(head, body: body, classification: classification, completion: completion)
+    }
+
+    /// `decision` with its forwarded head signed. Runs where the decision completed (the
+    /// verification path): HMAC costs about a microsecond, ES256 some tens.
+    static func sign(
+        _ decision: GateDecision, with signer: IdentitySigner, now: @Sendable () -> Date
+    ) -> GateDecision {
+        guard case .forward(let head, let info) = decision else { return decision }
+        let timestamp = Int64(now().timeIntervalSince1970.rounded(.down))
+        do {
+            return .forward(try signer.signed(head, timestamp: timestamp), info)
+        } catch {
+            // Only an OpenSSL allocation failure gets here. Fail closed: an unsigned request
+            // would be refused by the upstream anyway, and this way the client sees why.
+            Log.error("identity_signature_failed", [("code", error.code), ("reason", error.description)])
+            return .respond(
+                LocalResponse.jsonError(
+                    status: 500, code: error.code, message: "the gateway could not sign the request for the upstream"),
+                info)
+        }
+    }
+
+    private func decideUnsigned(
+        _ head: HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
         guard let index = classification.routeIndex else {
             self.answerLocally(head, body: body, label: classification.routeName, completion: completion)
             return

@@ -67,11 +67,21 @@ package final class EnforcementGateFactory: Sendable {
         let keyring = try self.challengeKeyring(for: policy, store: store)
         self.endpointLimiter.update(
             ratePerSecond: policy.limits.challengeRatePerSecond, burst: policy.limits.challengeBurst)
+        var identitySigner: IdentitySigner?
+        if let configuration = policy.identitySignature {
+            // Read again here (the loader checked the files): a file swapped since then fails
+            // this build, and the running policy stays.
+            switch IdentitySigner.load(configuration) {
+            case .success(let signer): identitySigner = signer
+            case .failure(let problem):
+                throw BuildError(description: "identity_signature: \(problem.description) (\(problem.code))")
+            }
+        }
         let gate: AttestGate
         do {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
-                challengeKeys: keyring, endpointLimiter: self.endpointLimiter)
+                challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner)
         } catch {
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }

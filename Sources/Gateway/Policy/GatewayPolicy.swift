@@ -28,6 +28,8 @@ public struct GatewayPolicy: Sendable {
     public var redisOptions: RedisStoreOptions
     /// Apple's servers (`apple:`); nil = no DeviceCheck, no fraud-risk refresh.
     public var apple: AppleConfiguration? = nil
+    /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
+    public var identitySignature: IdentitySignatureConfiguration? = nil
 
     public init(
         listen: [ListenAddress],

@@ -43,6 +43,7 @@ import Foundation
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
+/// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
@@ -52,6 +53,7 @@ struct PolicyDecoder {
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
+        "identity_signature",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -148,6 +150,9 @@ struct PolicyDecoder {
         )
         let (routes, routeSources) = try routeDecoder.decodeRoutes(top)
         let apple = try self.decodeApple(top, environment: environment)
+        let identitySignature = try IdentitySignatureDecoder(
+            reader: self.reader, files: PolicyFilePath(reader: self.reader, baseDirectory: self.baseDirectory)
+        ).decode(top)
 
         var policy = GatewayPolicy(
             listen: [],
@@ -167,6 +172,7 @@ struct PolicyDecoder {
             redisOptions: redisOptions
         )
         policy.apple = apple
+        policy.identitySignature = identitySignature
         policy.listeners = listeners
         return (policy, PolicySourceMap(top: top, routes: routeSources))
     }

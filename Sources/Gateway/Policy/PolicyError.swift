@@ -52,6 +52,8 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
             case duplicateServerName = "duplicate_server_name"
             case undefinedVariable = "undefined_variable"
             case invalidSubstitution = "invalid_substitution"
+            case signingKeyInvalid = "signing_key_invalid"
+            case unknownSigningKey = "unknown_signing_key"
         }
 
         fileprivate let base: Base
@@ -121,6 +123,11 @@ public struct PolicyError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let undefinedVariable = Code(.undefinedVariable)
         /// `${` not followed by a valid name and `}` (write `$${` for a literal `${`).
         public static let invalidSubstitution = Code(.invalidSubstitution)
+        /// An `identity_signature.keys[i].key_file` is missing, unreadable, too short (HMAC) or not
+        /// a PKCS#8 P-256 private key (ES256).
+        public static let signingKeyInvalid = Code(.signingKeyInvalid)
+        /// `identity_signature.active_kid` names no listed key.
+        public static let unknownSigningKey = Code(.unknownSigningKey)
     }
 
     public var code: Code

@@ -25,6 +25,16 @@ public enum PolicySummary {
         )
         add("trusted_proxies", policy.trustedProxies.isEmpty ? "(none)" : policy.trustedProxies.joined(separator: ", "))
         add("challenge_key_file", policy.challengeKeyFile ?? "(none: the key is shared through the store)")
+        if let signature = policy.identitySignature {
+            // Paths and key IDs only: the key material never leaves the signer.
+            add(
+                "identity_signature",
+                "algorithm=\(signature.algorithm.rawValue) active_kid=\(signature.activeKID) keys="
+                    + signature.keys.map { "\($0.kid):\($0.keyFile)" }.joined(separator: ",")
+            )
+        } else {
+            add("identity_signature", "(none: identity headers are not signed)")
+        }
         add(
             "endpoints",
             "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"
