@@ -19,11 +19,9 @@ DURATION="${DURATION:-6}"
 WARMUP="${WARMUP:-1}"
 THREADS="${THREADS:-1}"
 CONNS="${CONNS:-32}"
-BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
-[ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
-for tool in nginx wrk; do command -v "$tool" > /dev/null || { echo "bench-defaults: $tool missing (make bench-deps)" >&2; exit 1; }; done
+. "$ROOT/scripts/bench/common.sh"
+bench_requirements bench-defaults nginx wrk
 
-. "$ROOT/scripts/bench/scratch.sh"
 bench_scratch defaults
 
 # The shared configs, moved to this script's ports; nginx at its defaults: a worker per core

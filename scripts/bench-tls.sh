@@ -34,14 +34,10 @@ CONNS="${CONNS:-32}"
 HS_CONNS="${HS_CONNS:-16}"
 HS_CLIENTS="${HS_CLIENTS:-2}"
 IDLE_CONNS="${IDLE_CONNS:-10000}"
-BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
-[ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
+. "$ROOT/scripts/bench/common.sh"
+bench_requirements bench-tls nginx wrk openssl python3 curl
 [ -d "$CONF" ] || { echo "bench-tls: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
-for tool in nginx wrk openssl python3 curl; do
-    command -v "$tool" > /dev/null || { echo "bench-tls: $tool missing (make bench-deps)" >&2; exit 1; }
-done
 
-. "$ROOT/scripts/bench/scratch.sh"
 bench_scratch tls-bench
 IDLE_PID=""
 bench_before_cleanup() { [ -z "$IDLE_PID" ] || kill -TERM "$IDLE_PID" 2>/dev/null; }

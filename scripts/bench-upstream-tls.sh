@@ -24,13 +24,9 @@ DURATION="${DURATION:-6}"
 WARMUP="${WARMUP:-1}"
 THREADS="${THREADS:-1}"
 CONNS="${CONNS:-32}"
-BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
-[ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
-for tool in nginx wrk openssl curl; do
-    command -v "$tool" > /dev/null || { echo "bench-upstream-tls: $tool missing (make bench-deps)" >&2; exit 1; }
-done
+. "$ROOT/scripts/bench/common.sh"
+bench_requirements bench-upstream-tls nginx wrk openssl curl
 
-. "$ROOT/scripts/bench/scratch.sh"
 bench_scratch upstream-tls
 
 # A CA and an ECDSA P-256 leaf for localhost under it (both proxies verify against the CA).

@@ -26,7 +26,7 @@ REQUESTS="${REQUESTS:-20000}"
 [ -x "$BIN" ] || { echo "cpu-per-request: $BIN not built (swift build -c release)" >&2; exit 1; }
 [ -d "$CONF" ] || { echo "cpu-per-request: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
 
-. "$ROOT/scripts/bench/scratch.sh"
+. "$ROOT/scripts/bench/common.sh"
 bench_scratch cpu
 
 for name in nginx-upstream nginx-proxy; do

@@ -238,6 +238,9 @@ import Testing
         server.resume()
         try server.command("CLIENT", "KILL", "TYPE", "normal")
         #expect(await waitUntilReachable(store))
+        // The killed connection's driver is released on its queue after the new one is up.
+        let settle = ContinuousClock.now + .seconds(2)
+        while counters.liveDrivers != 1 && ContinuousClock.now < settle { try await Task.sleep(for: .milliseconds(10)) }
         #expect(counters.liveDrivers == 1)
         store.close()
         let deadline = ContinuousClock.now + .seconds(3)

@@ -48,7 +48,6 @@ package final class EventLoop: @unchecked Sendable {
         var handler: (any EventHandler)?
         var generation: UInt32 = 0
         var deadline: UInt64 = 0
-        var levelTriggered = false
     }
 
     package let queue: DispatchQueue
@@ -119,11 +118,7 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// Registers `fd` for its lifetime (edge-triggered read+write+hangup) and returns its token.
-    /// `levelTriggered`: for a reader that cannot tell when it drained the socket (hiredis reads
-    /// at most 16 KiB a call); epoll reports the fd again in the same batch while data remains.
-    package func register(
-        fd: Int32, handler: any EventHandler, writable: Bool = false, levelTriggered: Bool = false
-    ) throws(IOError) -> UInt64 {
+    package func register(fd: Int32, handler: any EventHandler, writable: Bool = false) throws(IOError) -> UInt64 {
         self.assertInLoop()
         let slotIndex: Int
         if let free = self.freeSlots.popLast() {
@@ -134,9 +129,8 @@ package final class EventLoop: @unchecked Sendable {
         }
         self.slots[slotIndex].handler = handler
         self.slots[slotIndex].deadline = 0
-        self.slots[slotIndex].levelTriggered = levelTriggered
         let token = UInt64(self.slots[slotIndex].generation) << 32 | UInt64(slotIndex)
-        let interest = Self.interest(writable: writable, levelTriggered: levelTriggered)
+        let interest = Self.interest(writable: writable)
         if CGatewayShims_epoll_add(self.epollFD, fd, interest, token) != 0 {
             let err = Glibc.errno
             self.releaseSlot(slotIndex)
@@ -146,9 +140,8 @@ package final class EventLoop: @unchecked Sendable {
         return token
     }
 
-    private static func interest(writable: Bool, levelTriggered: Bool) -> UInt32 {
-        var base = CGatewayShims_EPOLLIN | CGatewayShims_EPOLLRDHUP
-        if !levelTriggered { base |= CGatewayShims_EPOLLET }
+    private static func interest(writable: Bool) -> UInt32 {
+        let base = CGatewayShims_EPOLLIN | CGatewayShims_EPOLLRDHUP | CGatewayShims_EPOLLET
         return writable ? base | CGatewayShims_EPOLLOUT : base
     }
 
@@ -156,10 +149,7 @@ package final class EventLoop: @unchecked Sendable {
     /// Adding it re-arms the edge: if the socket is writable already, an event follows at once.
     package func setWritableInterest(fd: Int32, token: UInt64, _ writable: Bool) {
         self.assertInLoop()
-        let slotIndex = Int(token & 0xFFFF_FFFF)
-        let levelTriggered = slotIndex < self.slots.count && self.slots[slotIndex].levelTriggered
-        _ = CGatewayShims_epoll_modify(
-            self.epollFD, fd, Self.interest(writable: writable, levelTriggered: levelTriggered), token)
+        _ = CGatewayShims_epoll_modify(self.epollFD, fd, Self.interest(writable: writable), token)
     }
 
     /// Removes `fd` from epoll and frees the token. Call before closing the fd; events

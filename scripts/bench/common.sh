@@ -1,4 +1,15 @@
-# Sourced by the bench scripts: a scratch directory ($WORK, with $WORK/run) and the processes
+# Sourced by the bench scripts (ROOT set). bench_requirements NAME TOOL...: BIN (default the release
+# binary, built if missing) and the tools the script runs, or exit naming the missing one.
+bench_requirements() {
+    local name="$1"; shift
+    BIN="${BIN:-$ROOT/.build/release/attest-gateway}"
+    [ -x "$BIN" ] || (cd "$ROOT" && swift build -c release >&2)
+    for tool in "$@"; do
+        command -v "$tool" > /dev/null || { echo "$name: $tool missing (make bench-deps)" >&2; exit 1; }
+    done
+}
+
+# Also: a scratch directory ($WORK, with $WORK/run) and the processes
 # the script starts (append their PIDs to PIDS), all stopped and removed on exit: TERM, up to
 # 5 s, then KILL; KEEP_WORK=1 keeps the directory. A script may define bench_before_cleanup
 # (called first, e.g. to stop client processes). Usage: bench_scratch NAME.
