@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx testssl.sh
+APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh
 BENCH_PACKAGES := nginx haproxy wrk
 
 .PHONY: deps bench-deps build release test run bench bench-verify bench-http fuzz clean

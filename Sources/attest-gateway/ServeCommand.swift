@@ -45,7 +45,13 @@ enum ServeCommand: Subcommand {
             load: { path in try PolicyLoader.loadLoggingWarnings(path: path) },
             makeGates: { policy, _ in
                 let built = try gates.makeGates(for: policy)
-                return GatewayGates(main: built.main, admin: built.admin)
+                // The check-only listener runs the very same gate (same routes, store, signer).
+                let authz = policy.authzListener.map { _ in
+                    AuthzGate(
+                        inner: built.main, pathPrefix: policy.authzPathPrefix,
+                        metrics: AuthzMetrics(registry: metrics))
+                }
+                return GatewayGates(main: built.main, admin: built.admin, authz: authz)
             },
             reloadMetrics: ConfigReloadMetrics(registry: metrics))
         do {

@@ -137,6 +137,16 @@ package final class AttestGate: RequestGate {
         }
     }
 
+    /// The route `classify` matched (its `routeIndex`): the check-only listener asks whether
+    /// the route's assertion covers a body it will not see.
+    package func route(at index: Int) -> RoutePolicy { self.routes.routes[index] }
+
+    /// Counts a refusal decided around this gate (the check-only listener's own), in the same
+    /// `attest_gateway_verdicts_total` as the gate's.
+    package func countRefusal(route: String, verdict: AttestVerdict) {
+        self.metrics.requestDecided(route: route, verdict: verdict)
+    }
+
     // MARK: - RequestGate
 
     /// `path == endpoint` when `path` has `length` UTF-8 bytes, comparing lengths first: most

@@ -86,6 +86,20 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let ambiguousTarget = Code("ambiguous_target", 400, .malformed)
         /// 429: a per-client-address limit refused the request; `Retry-After` says when to retry.
         package static let rateLimited = Code("rate_limited", 429, .rateLimited)
+        // MARK: The check-only listener (`authz_listen`)
+
+        /// 400: the auth request has the marks of two dialects (an Envoy path under
+        /// `authz_path_prefix` and `X-Forwarded-Method`/`-Uri`), or a forwarded field is
+        /// repeated or malformed.
+        package static let authzAmbiguousRequest = Code("authz_ambiguous_request", 400, .malformed)
+        /// 400: neither an Envoy check (target under `authz_path_prefix`) nor a forward-auth one.
+        package static let authzUnrecognizedRequest = Code("authz_unrecognized_request", 400, .malformed)
+        /// 403: a forward-auth check (no body) of a request whose assertion covers a body (a
+        /// method other than GET/HEAD/DELETE/OPTIONS, or `binding: body`), or an Envoy check
+        /// with a partial body.
+        package static let authzBodyRequired = Code("authz_body_required", 403, .missing)
+        /// 404: a check of the gateway's own endpoints, which are served on `listen`, not checked.
+        package static let authzEndpoint = Code("authz_endpoint", 404, .skipped)
         /// 500: a fault on the gateway's side; details only in the log.
         package static let internalError = Code("internal_error", 500, .internalError)
 

@@ -2,15 +2,19 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// The gates a policy needs: one for the proxy listeners, one for the admin listener.
+/// The gates a policy needs: one for the proxy listeners, one for the admin listener, one for
+/// the check-only listener.
 package struct GatewayGates: Sendable {
     package var main: any RequestGate
     /// nil: no admin listener even when the policy names one.
     package var admin: (any RequestGate)?
+    /// `AuthzGate` around `main`; nil: no check-only listener even when the policy names one.
+    package var authz: (any RequestGate)?
 
-    package init(main: any RequestGate, admin: (any RequestGate)?) {
+    package init(main: any RequestGate, admin: (any RequestGate)?, authz: (any RequestGate)? = nil) {
         self.main = main
         self.admin = admin
+        self.authz = authz
     }
 }
 
@@ -28,6 +32,7 @@ package struct GatewayGates: Sendable {
 package final class GatewayService: Sendable {
     package static let mainListener = "main"
     package static let adminListener = "admin"
+    package static let authzListener = "authz"
 
     package let configPath: String
     package let server: GatewayServer
@@ -105,6 +110,14 @@ package final class GatewayService: Sendable {
                     "admin_listener_disabled", [("address", adminAddress.description), ("reason", "no admin gate")])
             }
         }
+        if let authz = policy.authzListener {
+            if let gate = gates.authz {
+                try bound.append((Self.authzListener, self.listenCheckOnly(authz, gate: gate)))
+            } else {
+                Log.warning(
+                    "authz_listener_disabled", [("address", authz.address.description), ("reason", "no authz gate")])
+            }
+        }
         self.policy.withLock { $0 = policy }
         self.reloadMetrics?.started()
         Log.info(
@@ -128,6 +141,7 @@ package final class GatewayService: Sendable {
             let gates = try self.makeGates(policy, self.server)
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
+            if let authz = gates.authz { newGates[Self.authzListener] = authz }
             // Upstreams (names, https contexts from their CA and client certificate files)
             // are built before anything is swapped: a bad upstream file keeps everything.
             try self.server.update(policy: policy, gates: newGates)
@@ -147,11 +161,35 @@ package final class GatewayService: Sendable {
             current = policy
             return previous
         }
-        if let previous, previous.listeners != policy.listeners || previous.adminListen != policy.adminListen {
+        if let previous, previous.listeners != policy.listeners || previous.adminListen != policy.adminListen
+            || previous.authzListener != policy.authzListener
+        {
             Log.warning("listen_change_needs_restart", [("path", self.configPath)])
         }
         self.reloadMetrics?.reloaded()
         Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])
+    }
+
+    /// Binds `authz_listen` (plain, or TLS from its `tls:` block; its certificates are read at
+    /// start only: a renewal needs a restart, unlike `listen`'s).
+    private func listenCheckOnly(_ listener: ListenerConfiguration, gate: any RequestGate) throws -> SocketAddress {
+        var tls: ListenerTLS?
+        if let configuration = listener.tls {
+            tls = ListenerTLS(
+                context: try Self.makeTLSContext(configuration, previous: nil),
+                handshakeTimeout: configuration.handshakeTimeout,
+                clientSubjectHeader: configuration.clientSubjectHeader)
+        }
+        let address = try self.server.listen(
+            on: listener.address, name: Self.authzListener, gate: gate, tls: tls,
+            proxyProtocol: listener.proxyProtocol, checkOnly: true)
+        Log.info(
+            "listening",
+            [
+                ("listener", Self.authzListener), ("address", address.description),
+                ("tls", tls == nil ? "off" : listener.tls?.clientCertificates == nil ? "on" : "mtls"),
+            ])
+        return address
     }
 
     /// A listener's TLS context from its `tls:` block; warnings (an expired certificate) are logged.

@@ -30,6 +30,13 @@ public struct GatewayPolicy: Sendable {
     public var apple: AppleConfiguration? = nil
     /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
     public var identitySignature: IdentitySignatureConfiguration? = nil
+    /// The check-only listener (`authz_listen:`): other gateways ask it whether a request is
+    /// attested (Envoy ext_authz, Traefik/Caddy forward auth, nginx auth_request); nil = none.
+    public var authzListener: ListenerConfiguration? = nil
+    /// `authz_path_prefix:`: Envoy's `http_service.path_prefix`; a check whose target starts
+    /// with it (then `/`) is read as Envoy's, any other as forward auth.
+    public var authzPathPrefix: String = GatewayPolicy.defaultAuthzPathPrefix
+    public static let defaultAuthzPathPrefix = "/ext_authz"
 
     public init(
         listen: [ListenAddress],

@@ -13,6 +13,8 @@ import Foundation
 /// | `listen` | `host:port` or a list of them | `0.0.0.0:8080` |
 /// | `listen[i]` (object) | `{address, tls, proxy_protocol}`: see `ListenerDecoder` | plain HTTP, no PROXY header |
 /// | `admin_listen` | `host:port` | none (no admin listener) |
+/// | `authz_listen` | as a `listen[i]` entry: the check-only listener (`AuthzGate`) | none |
+/// | `authz_path_prefix` | Envoy ext_authz `path_prefix` (`/x`, no trailing `/`) | `/ext_authz` |
 /// | `redis` | `redis[s]://[[user]:password@]host[:port][/db]`, `redis[s]-cluster://h:p[,h:p…]/`, `redis[s]-sentinel://h[:p][,…]/master[/db]` or `unix:///path[?db=N]` (`rediss`: TLS) | one of `redis`/`store` required |
 /// | `store` | `memory` | (single development node only) |
 /// | `redis_password_file` | file holding the Redis password (relative to the policy file) | none |
@@ -49,7 +51,7 @@ import Foundation
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
 struct PolicyDecoder {
     static let topLevelKeys = [
-        "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
+        "listen", "admin_listen", "authz_listen", "authz_path_prefix", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
@@ -124,6 +126,8 @@ struct PolicyDecoder {
             }
             adminListen = address
         }
+        let (authzListener, authzPathPrefix) = try self.decodeAuthz(
+            top, taken: listeners.map(\.address) + (adminListen.map { [$0] } ?? []))
         let store = try self.decodeStore(top)
         var redisOptions = try self.decodeRedisOptions(top, store: store)
         let appIDs = try self.decodeAppIDs(top)
@@ -174,7 +178,37 @@ struct PolicyDecoder {
         policy.apple = apple
         policy.identitySignature = identitySignature
         policy.listeners = listeners
+        policy.authzListener = authzListener
+        policy.authzPathPrefix = authzPathPrefix
         return (policy, PolicySourceMap(top: top, routes: routeSources))
+    }
+
+    /// `authz_listen` (a `listen` entry: `host:port` or `{address, tls, proxy_protocol}`) and
+    /// `authz_path_prefix` (`/` then path characters, no trailing `/`).
+    private func decodeAuthz(
+        _ top: Fields, taken: [ListenAddress]
+    ) throws(PolicyError) -> (ListenerConfiguration?, String) {
+        var prefix = GatewayPolicy.defaultAuthzPathPrefix
+        if let node = top["authz_path_prefix"] {
+            let text = try self.reader.string(node, expected: "a path such as /ext_authz")
+            let valid =
+                text.count > 1 && text.hasPrefix("/") && !text.hasSuffix("/")
+                && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+            guard valid else {
+                throw self.reader.error(
+                    .invalidValue, node,
+                    "expected a path such as /ext_authz (a leading /, no trailing /, no query); found \(PolicyScalarReader.quote(text))"
+                )
+            }
+            prefix = text
+        }
+        guard let node = top["authz_listen"] else { return (nil, prefix) }
+        let listener = try self.listeners.decodeListener(node)
+        if let clash = taken.first(where: { Self.conflict($0, listener.address) }) {
+            throw self.reader.error(
+                .addressConflict, node, "authz listener \(listener.address) collides with listen address \(clash)")
+        }
+        return (listener, prefix)
     }
 
     private func decodeTrustedProxies(_ top: Fields) throws(PolicyError) -> [String] {

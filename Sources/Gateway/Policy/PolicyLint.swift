@@ -52,6 +52,22 @@ struct PolicyLint {
         return warnings
     }
 
+    /// `authz_listen` on a non-loopback address without `trusted_proxies`: anyone who reaches
+    /// the port may ask for checks and describe the request with `X-Forwarded-*` (a check
+    /// consumes the assertion's counter, like the request itself would).
+    private func authzWarnings(_ policy: GatewayPolicy, top: Fields) -> [PolicyWarning] {
+        guard let listener = policy.authzListener, let node = top["authz_listen"], policy.trustedProxies.isEmpty
+        else { return [] }
+        let host = listener.address.host
+        if host == "127.0.0.1" || host == "::1" || host == "localhost" { return [] }
+        return [
+            self.warning(
+                "authz_without_trusted_proxies", node.mark, node.path,
+                "the check-only listener answers any peer that reaches \(listener.address); list your gateway's addresses in trusted_proxies so that only it may ask"
+            )
+        ]
+    }
+
     /// The value under `key` when `node` is a mapping that has it.
     private static func value(_ node: YAMLNode, _ key: String) -> YAMLNode? {
         guard case .mapping(let entries) = node.content else { return nil }
@@ -82,6 +98,7 @@ struct PolicyLint {
                 ))
         }
         warnings += self.listenerWarnings(policy, top: top)
+        warnings += self.authzWarnings(policy, top: top)
         if policy.routes.isEmpty {
             let message = "no routes: every request except the endpoints gets 404"
             if let node = top["routes"] {

@@ -144,7 +144,7 @@ package final class GatewayServer: Sendable {
     @discardableResult
     package func listen(
         on address: ListenAddress, name: String, gate: any RequestGate, tls: ListenerTLS? = nil,
-        proxyProtocol: Bool = false
+        proxyProtocol: Bool = false, checkOnly: Bool = false
     ) throws(IOError) -> SocketAddress {
         let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
         let fd = try SystemCalls.listen(on: socketAddress)
@@ -156,7 +156,7 @@ package final class GatewayServer: Sendable {
             } else {
                 context = ListenerContext(
                     name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
-                    trustedProxies: state.trustedProxies, clientSubjectHeaders: state.clientSubjectHeaders)
+                    checkOnly: checkOnly, trustedProxies: state.trustedProxies, clientSubjectHeaders: state.clientSubjectHeaders)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)

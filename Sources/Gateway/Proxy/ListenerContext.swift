@@ -13,17 +13,21 @@ final class ListenerContext: Sendable {
     }
 
     let name: String
+    /// The check-only listener (`authz_listen`): with `trusted_proxies` set, only those peers
+    /// may ask (their `X-Forwarded-*` describe the request to check).
+    let checkOnly: Bool
     private let snapshotBox: Mutex<Snapshot>
     private let generationCounter = AtomicCounter()
 
     init(
         name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
-        trustedProxies: TrustedProxies = TrustedProxies([]),
+        checkOnly: Bool = false, trustedProxies: TrustedProxies = TrustedProxies([]),
         clientSubjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
             ListenerTLSConfiguration.defaultClientSubjectHeader
         ])
     ) {
         self.name = name
+        self.checkOnly = checkOnly
         self.snapshotBox = Mutex(
             Snapshot(
                 gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies,

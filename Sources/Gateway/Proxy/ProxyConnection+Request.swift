@@ -193,6 +193,9 @@ extension ProxyConnection {
                 }
             }
         }
+        if self.context.checkOnly && !proxies.isEmpty && !self.forwardedClient.peerIsTrusted {
+            return .authzUntrustedPeer
+        }
         guard self.forwardedClient.peerIsTrusted, let reason = ForwardedHeaders.refusal(in: head.headers) else {
             return nil
         }

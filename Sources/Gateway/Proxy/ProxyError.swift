@@ -22,6 +22,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         case upstreamBusy = "upstream_busy"
         /// A trusted proxy sent forwarding fields that say two things (`ForwardedHeaders.refusal`).
         case invalidForwardedHeader = "invalid_forwarded_header"
+        /// The check-only listener (`authz_listen`) was asked by a peer outside `trusted_proxies`.
+        case authzUntrustedPeer = "authz_untrusted_peer"
         /// The TLS handshake with an `https://` upstream failed for a reason without a code of
         /// its own (protocol or cipher mismatch, an alert, a server that does not speak TLS, a
         /// certificate refused for another reason); the reason is in the log.
@@ -43,6 +45,7 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             case .upstreamInvalidResponse: 502
             case .upstreamBusy: 503
             case .invalidForwardedHeader: 400
+            case .authzUntrustedPeer: 403
             case .upstreamTLSError, .upstreamTLSCertificateExpired, .upstreamTLSHostnameMismatch,
                 .upstreamTLSUnknownCA:
                 502
@@ -54,7 +57,7 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             switch self {
             case .bodyBudgetExhausted: 1
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
-                .upstreamBusy, .invalidForwardedHeader, .upstreamTLSError, .upstreamTLSCertificateExpired,
+                .upstreamBusy, .invalidForwardedHeader, .authzUntrustedPeer, .upstreamTLSError, .upstreamTLSCertificateExpired,
                 .upstreamTLSHostnameMismatch, .upstreamTLSUnknownCA:
                 nil
             }
@@ -96,6 +99,9 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
     static func invalidForwardedHeader(_ reason: String) -> ProxyError {
         ProxyError(.invalidForwardedHeader, "the forwarding fields from a trusted proxy are ambiguous: \(reason)")
     }
+
+    static let authzUntrustedPeer = ProxyError(
+        .authzUntrustedPeer, "this check-only listener answers only the gateways listed in trusted_proxies")
 
     static let bodyBudgetExhausted = ProxyError(
         .bodyBudgetExhausted, "the gateway is holding too many request bodies; retry later")
