@@ -74,14 +74,8 @@ package struct AuthzRequest: Sendable {
                     .authzAmbiguousRequest,
                     "a forward-auth request needs exactly one \(Self.forwardedMethod) and one \(Self.forwardedURI)"))
         }
-        if authHead.headers["Content-Length"].map({ $0 != "0" }) ?? false
-            || authHead.headers["Transfer-Encoding"] != nil
-        {
-            return .failure(
-                EnforcementError(
-                    .authzAmbiguousRequest,
-                    "a forward-auth request carries a body, which no forward-auth proxy sends: refused"))
-        }
+        // A body on the check (a proxy that passes the client's) is never read: `AuthzGate`
+        // streams it away and verifies only requests whose assertion covers no body.
         let method = authHead.headers[Self.forwardedMethod] ?? ""
         guard !method.isEmpty, method.utf8.count <= Self.maxMethodBytes, method.utf8.allSatisfy(Self.isTokenByte)
         else {
@@ -98,6 +92,7 @@ package struct AuthzRequest: Sendable {
         head.headers.removeAll {
             $0.name.caseInsensitiveEquals(Self.forwardedMethod) || $0.name.caseInsensitiveEquals(Self.forwardedURI)
                 || $0.name.caseInsensitiveEquals("Content-Length")
+                || $0.name.caseInsensitiveEquals("Transfer-Encoding")
         }
         switch IdentityHeaders.occurrences(of: Self.forwardedHost, in: authHead.headers) {
         case 0:
