@@ -381,6 +381,7 @@ struct ClientDataExample: Equatable {
         refresh.riskMetric(3)
         EnforcementGateFactory.warnAboutDebugTokens(
             GatewayPolicy(listen: [], upstreams: [:], routes: []), registry: registry)
+        AuthzMetrics(registry: registry).decided(dialect: .envoy, allowed: true)
         BuildInfoMetric.export(through: registry)
         ProcessMetrics.export(through: registry)
         _ = ConfigReloadMetrics(registry: registry)

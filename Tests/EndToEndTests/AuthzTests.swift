@@ -1,0 +1,299 @@
+import Foundation
+import Glibc
+import Testing
+
+extension EndToEnd {
+    /// Check-only mode (`authz_listen`): a real nginx (`auth_request`) and a real Caddy
+    /// (`forward_auth`), each running the very configuration printed in docs/integrations.md, in
+    /// front of the echo upstream, with the built gateway as the authorization service over the
+    /// world's Redis. Envoy is not in Debian: its documented check requests are replayed as
+    /// transcripts against the listener.
+    @Suite struct Authz {
+        /// The fenced block after `<!-- tested-config: NAME -->` in docs/integrations.md.
+        static func documentedConfig(_ name: String) throws -> String {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            let doc = try String(
+                contentsOf: root.appendingPathComponent("docs/integrations.md"), encoding: .utf8)
+            guard let marker = doc.range(of: "<!-- tested-config: \(name) -->"),
+                let open = doc.range(of: "```", range: marker.upperBound..<doc.endIndex),
+                let lineEnd = doc.range(of: "\n", range: open.upperBound..<doc.endIndex),
+                let close = doc.range(of: "\n```", range: lineEnd.upperBound..<doc.endIndex)
+            else { throw E2EError("docs/integrations.md has no tested \(name) configuration") }
+            return String(doc[lineEnd.upperBound..<close.lowerBound])
+        }
+
+        /// The documented addresses replaced by this test's ports.
+        static func localize(_ text: String, front: String, frontPort: UInt16, authz: UInt16, upstream: UInt16)
+            throws -> String
+        {
+            for address in [front, "127.0.0.1:9191", "127.0.0.1:9000"] where !text.contains(address) {
+                throw E2EError("the documented configuration no longer names \(address)")
+            }
+            return text.replacingOccurrences(of: front, with: "127.0.0.1:\(frontPort)")
+                .replacingOccurrences(of: "127.0.0.1:9191", with: "127.0.0.1:\(authz)")
+                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(upstream)")
+        }
+
+        static func startGateway(_ world: E2EWorld, name: String, trusted: String = "127.0.0.1") throws -> (
+            GatewayInstance, UInt16
+        ) {
+            let authzPort = try freeServerPort()
+            let gateway = try world.startGateway(
+                name, extra: "authz_listen: 127.0.0.1:\(authzPort)\ntrusted_proxies: [\(trusted)]",
+                routes: TestRoutes.standard)
+            return (gateway, authzPort)
+        }
+
+        static func waitListening(_ child: ChildProcess, port: UInt16) -> Bool {
+            eventually(timeout: .seconds(10)) {
+                guard child.isRunning else { return true }
+                return (try? HTTPClient.send(HTTPRequest(port: port, "GET", "/public/ping"), timeout: .seconds(2)))
+                    != nil
+            } && child.isRunning
+        }
+
+        static func startNginx(_ world: E2EWorld, authz: UInt16) throws -> (ChildProcess, UInt16) {
+            let d = world.directory.path
+            let server = try Self.documentedConfig("nginx")
+            for attempt in 0..<4 {
+                let port = try freeServerPort()
+                let configuration = """
+                    daemon off;
+                    master_process off;
+                    pid \(d)/authz-nginx.pid;
+                    error_log \(d)/authz-nginx-error.log info;
+                    events { worker_connections 64; }
+                    http {
+                        access_log off;
+                        client_body_temp_path \(d)/nginx-body;
+                        proxy_temp_path \(d)/nginx-proxy;
+                        fastcgi_temp_path \(d)/nginx-fastcgi;
+                        uwsgi_temp_path \(d)/nginx-uwsgi;
+                        scgi_temp_path \(d)/nginx-scgi;
+                    \(try Self.localize(server, front: "127.0.0.1:8000", frontPort: port, authz: authz, upstream: world.upstream.port))
+                    }
+                    """
+                let path = try world.directory.write("authz-nginx.conf", configuration)
+                let child = try ChildProcess(
+                    label: "authz-nginx-\(attempt)", executable: "/usr/sbin/nginx",
+                    arguments: ["-p", d, "-e", "\(d)/authz-nginx-error.log", "-c", path], directory: world.directory)
+                if Self.waitListening(child, port: port) { return (child, port) }
+                child.kill()
+            }
+            throw E2EError(
+                "nginx did not start: \((try? String(contentsOfFile: "\(d)/authz-nginx-error.log", encoding: .utf8)) ?? "")"
+            )
+        }
+
+        static func startCaddy(_ world: E2EWorld, authz: UInt16) throws -> (ChildProcess, UInt16) {
+            let d = world.directory.path
+            let caddyfile = try Self.documentedConfig("caddy")
+            for attempt in 0..<4 {
+                let port = try freeServerPort()
+                let path = try world.directory.write(
+                    "Caddyfile",
+                    try Self.localize(
+                        caddyfile, front: "127.0.0.1:8001", frontPort: port, authz: authz,
+                        upstream: world.upstream.port))
+                // Its data and config directories in the test's own directory, not $HOME.
+                let child = try ChildProcess(
+                    label: "caddy-\(attempt)", executable: "/usr/bin/env",
+                    arguments: [
+                        "XDG_DATA_HOME=\(d)/caddy-data", "XDG_CONFIG_HOME=\(d)/caddy-config", "/usr/bin/caddy", "run",
+                        "--config", path, "--adapter", "caddyfile",
+                    ], directory: world.directory)
+                if Self.waitListening(child, port: port) { return (child, port) }
+                child.kill()
+            }
+            throw E2EError("caddy did not start")
+        }
+
+        static func send(
+            port: UInt16, _ method: String, _ target: String, headers: [(String, String)], body: [UInt8] = []
+        ) throws -> HTTPResponse {
+            try HTTPClient.send(
+                HTTPRequest(port: port, method, target, headers: headers, body: body), timeout: .seconds(10))
+        }
+
+        /// The identity headers the upstream saw with a value (an empty field carries none).
+        static func identity(_ response: HTTPResponse) throws -> [String: [String]] {
+            try UpstreamEcho(response).appHeaders.mapValues { $0.filter { !$0.isEmpty } }.filter { !$0.value.isEmpty }
+        }
+
+        /// The same flows through either proxy: verified, denied, replayed, tampered, spoofed,
+        /// body-bound.
+        static func exercise(proxy: String, port: UInt16, world: E2EWorld, gateway: GatewayInstance) throws {
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            let spoofed = [
+                ("X-App-Attest-App-Id", "FORGED1234.com.evil.app"), ("X-App-Attest-Bundle-Version", "99.0"),
+                ("X-App-Attest-Signature", "t=1, kid=forged, alg=hmac-sha256, sig=AAAA"),
+            ]
+
+            // Verified: the upstream sees exactly the gateway's identity, not the client's.
+            let assertion = try app.assertion(method: "GET", target: "/v1/items?page=2")
+            let verified = try Self.send(
+                port: port, "GET", "/v1/items?page=2", headers: app.headers(assertion: assertion) + spoofed)
+            #expect(verified.status == 200, "\(proxy): \(verified)")
+            let seen = try Self.identity(verified)
+            #expect(
+                seen == [
+                    "x-app-attest-status": ["verified"], "x-app-attest-key-id": [app.keyID],
+                    "x-app-attest-app-id": [TestPolicy.appID], "x-app-attest-environment": ["production"],
+                    "x-app-attest-counter": ["1"],
+                ], "\(proxy): upstream saw \(seen)")
+            #expect(try UpstreamEcho(verified).target == "/v1/items?page=2")
+
+            // Replayed: the counter in Redis refuses it, and nothing reaches the upstream.
+            let before = try world.upstream.requestCount()
+            let replayed = try Self.send(
+                port: port, "GET", "/v1/items?page=2", headers: app.headers(assertion: assertion))
+            expectDenied(replayed, 401, "counter_replay")
+            // Denied: no assertion at all.
+            expectDenied(try Self.send(port: port, "GET", "/v1/items", headers: []), 401, "assertion_missing")
+            // Tampered: an assertion for another target.
+            let other = try app.assertion(method: "GET", target: "/v1/a")
+            expectDenied(
+                try Self.send(port: port, "GET", "/v1/b", headers: app.headers(assertion: other)), 401,
+                "invalid_signature")
+            // A route whose assertion covers the body: refused explicitly, not as a bad signature.
+            let body = Array("{\"item\":42}".utf8)
+            let posted = try app.assertion(method: "POST", target: "/v1/orders", body: body)
+            expectDenied(
+                try Self.send(
+                    port: port, "POST", "/v1/orders",
+                    headers: app.headers(assertion: posted) + [("Content-Type", "application/json")], body: body),
+                403, "authz_body_required")
+            #expect(try world.upstream.requestCount() == before, "\(proxy): a refused request reached the upstream")
+
+            // Spoofed identity on a route that verifies nothing: the upstream sees `skipped` only.
+            let open = try Self.send(
+                port: port, "GET", "/public/x",
+                headers: spoofed + [
+                    ("X-App-Attest-Status", "verified"), ("X-App-Attest-Key-Id", "dmljdGltLWtleS1pZA=="),
+                    ("X-App-Attest-Counter", "7"),
+                ])
+            #expect(open.status == 200, "\(proxy): \(open)")
+            let openIdentity = try Self.identity(open)
+            #expect(openIdentity == ["x-app-attest-status": ["skipped"]], "\(proxy): \(openIdentity)")
+
+            // The next assertion passes: the state is the inline gateway's.
+            let next = try app.send("GET", "/v1/items", to: gateway)
+            expectVerified(next, app: app, counter: app.counter)
+
+            let metrics = try gateway.metrics()
+            let allowed =
+                metrics["attest_gateway_authz_decisions_total{dialect=\"forward_auth\",decision=\"allowed\"}"] ?? 0
+            let denied =
+                metrics["attest_gateway_authz_decisions_total{dialect=\"forward_auth\",decision=\"denied\"}"] ?? 0
+            #expect(allowed == 2, "\(proxy): allowed \(allowed)")
+            #expect(denied == 4, "\(proxy): denied \(denied)")
+            #expect(try gateway.verdictCount(route: "api", verdict: "counter_replay") == 1)
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func nginxAuthRequestInFrontOfTheUpstream() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let (gateway, authz) = try Self.startGateway(world, name: "authz-nginx")
+            let (nginx, port) = try Self.startNginx(world, authz: authz)
+            defer { nginx.kill() }
+            try Self.exercise(proxy: "nginx", port: port, world: world, gateway: gateway)
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func caddyForwardAuthInFrontOfTheUpstream() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let (gateway, authz) = try Self.startGateway(world, name: "authz-caddy")
+            let (caddy, port) = try Self.startCaddy(world, authz: authz)
+            defer { caddy.kill() }
+            try Self.exercise(proxy: "caddy", port: port, world: world, gateway: gateway)
+        }
+
+        /// Envoy's HTTP ext_authz check requests, as its documentation describes them: the
+        /// original method, `path_prefix` + path, the headers `allowed_headers` lets through, and
+        /// with `with_request_body` the buffered body and `x-envoy-auth-partial-body`.
+        @Test(.timeLimit(.minutes(1)))
+        func envoyExtAuthzTranscripts() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let (gateway, authz) = try Self.startGateway(world, name: "authz-envoy")
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            let body = Array("{\"item\":42}".utf8)
+            let assertion = try app.assertion(method: "POST", target: "/v1/orders?x=1", body: body)
+            let envoyHeaders: [(String, String)] = [
+                ("Host", "api.example.com"), ("x-app-attest-key-id", app.keyID), ("x-app-assertion", assertion),
+                ("content-type", "application/json"), ("x-forwarded-for", "203.0.113.7"),
+                ("x-forwarded-proto", "https"), ("x-request-id", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"),
+                ("x-envoy-expected-rq-timeout-ms", "500"), ("x-envoy-auth-partial-body", "false"),
+                ("x-app-attest-status", "verified"),
+            ]
+            let allowed = try Self.send(
+                port: authz, "POST", "/ext_authz/v1/orders?x=1", headers: envoyHeaders, body: body)
+            #expect(allowed.status == 200, "\(allowed)")
+            #expect(allowed.header("X-App-Attest-Status") == "verified")
+            #expect(allowed.header("X-App-Attest-Key-Id") == app.keyID)
+            #expect(allowed.header("X-App-Attest-App-Id") == TestPolicy.appID)
+            #expect(allowed.header("X-App-Attest-Counter") == "1")
+            #expect(allowed.header("X-App-Assertion") == "")
+            let removed = Set((allowed.header("x-envoy-auth-headers-to-remove") ?? "").split(separator: ","))
+            #expect(removed.contains("x-app-assertion") && removed.contains("x-app-attest-bundle-version"))
+            #expect(allowed.body.isEmpty)
+
+            // Replayed: Envoy passes our status and JSON body to the client.
+            expectDenied(
+                try Self.send(port: authz, "POST", "/ext_authz/v1/orders?x=1", headers: envoyHeaders, body: body),
+                401, "counter_replay")
+            // The body was changed on the way: the assertion does not cover it.
+            let changed = try app.assertion(method: "POST", target: "/v1/orders?x=1", body: body)
+            var changedHeaders = envoyHeaders
+            changedHeaders[2] = ("x-app-assertion", changed)
+            expectDenied(
+                try Self.send(
+                    port: authz, "POST", "/ext_authz/v1/orders?x=1", headers: changedHeaders,
+                    body: Array("{\"item\":43}".utf8)), 401, "invalid_signature")
+            // Envoy cut the body (max_request_bytes with allow_partial_message).
+            let partial = try app.assertion(method: "POST", target: "/v1/orders?x=1", body: body)
+            var partialHeaders = envoyHeaders
+            partialHeaders[2] = ("x-app-assertion", partial)
+            partialHeaders[8] = ("x-envoy-auth-partial-body", "true")
+            expectDenied(
+                try Self.send(
+                    port: authz, "POST", "/ext_authz/v1/orders?x=1", headers: partialHeaders,
+                    body: Array(body.prefix(4))), 403, "authz_body_required")
+            // A client got X-Forwarded-Method through Envoy: refused, never guessed at.
+            expectDenied(
+                try Self.send(
+                    port: authz, "GET", "/ext_authz/v1/orders",
+                    headers: [("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/public/x")]), 400,
+                "authz_ambiguous_request")
+            // An Envoy check of a GET without a body.
+            let get = try app.assertion(method: "GET", target: "/v1/profile")
+            let profile = try Self.send(
+                port: authz, "GET", "/ext_authz/v1/profile",
+                headers: [("Host", "api.example.com"), ("x-app-attest-key-id", app.keyID), ("x-app-assertion", get)])
+            #expect(profile.status == 200, "\(profile)")
+            #expect(profile.header("X-App-Attest-Counter") == String(app.counter))
+
+            let metrics = try gateway.metrics()
+            #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"envoy\",decision=\"allowed\"}"] == 2)
+            #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"envoy\",decision=\"denied\"}"] == 3)
+            #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"unknown\",decision=\"denied\"}"] == 1)
+            // One access-log line per check, with the original request's route and verdict.
+            let logged = eventually(timeout: .seconds(5)) {
+                gateway.child.stdout.split(separator: "\n").filter { $0.contains("/ext_authz/v1/orders") }.count == 5
+            }
+            #expect(logged, "access log: \(gateway.child.stdout.suffix(2000))")
+
+            // Only trusted_proxies may ask: a gateway that trusts another address refuses us.
+            let (strict, strictPort) = try Self.startGateway(world, name: "authz-strict", trusted: "10.9.9.9")
+            _ = strict
+            expectDenied(
+                try Self.send(port: strictPort, "GET", "/ext_authz/v1/profile", headers: []), 403,
+                "authz_untrusted_peer")
+        }
+    }
+}
