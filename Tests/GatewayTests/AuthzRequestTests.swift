@@ -86,7 +86,8 @@ import Testing
         ]
         for (method, target, headers) in cases {
             #expect(
-                self.refusal(self.rebuild(method, target, headers)) == "authz_ambiguous_request", "\(target) \(headers)")
+                self.refusal(self.rebuild(method, target, headers)) == "authz_ambiguous_request", "\(target) \(headers)"
+            )
         }
     }
 
@@ -123,7 +124,8 @@ import Testing
         #expect(answer.headers["X-App-Assertion"] == "")
         #expect(answer.headers["X-App-Attest-App-Id"] == "")
         #expect(answer.headers["Accept"] == nil)
-        let removed = Set((answer.headers["x-envoy-auth-headers-to-remove"] ?? "").split(separator: ",").map(String.init))
+        let removed = Set(
+            (answer.headers["x-envoy-auth-headers-to-remove"] ?? "").split(separator: ",").map(String.init))
         #expect(removed.contains("x-app-assertion"))
         #expect(removed.contains("x-app-attest-app-id"))
         #expect(!removed.contains("x-app-attest-status"))

@@ -73,8 +73,9 @@ package enum AuthzAnswer {
         for byte in body[prefix.count...] {
             if byte == UInt8(ascii: "\"") { return code.isEmpty ? nil : String(decoding: code, as: UTF8.self) }
             // Codes are snake_case ASCII; anything else is not one of ours.
-            guard byte == UInt8(ascii: "_") || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
-                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")), code.count < 64
+            guard
+                byte == UInt8(ascii: "_") || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                    || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")), code.count < 64
             else { return nil }
             code.append(byte)
         }

@@ -161,8 +161,9 @@ package final class GatewayService: Sendable {
             current = policy
             return previous
         }
-        if let previous, previous.listeners != policy.listeners || previous.adminListen != policy.adminListen
-            || previous.authzListener != policy.authzListener
+        if let previous,
+            previous.listeners != policy.listeners || previous.adminListen != policy.adminListen
+                || previous.authzListener != policy.authzListener
         {
             Log.warning("listen_change_needs_restart", [("path", self.configPath)])
         }

@@ -156,7 +156,8 @@ package final class GatewayServer: Sendable {
             } else {
                 context = ListenerContext(
                     name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
-                    checkOnly: checkOnly, trustedProxies: state.trustedProxies, clientSubjectHeaders: state.clientSubjectHeaders)
+                    checkOnly: checkOnly, trustedProxies: state.trustedProxies,
+                    clientSubjectHeaders: state.clientSubjectHeaders)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)

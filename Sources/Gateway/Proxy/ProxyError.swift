@@ -57,7 +57,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             switch self {
             case .bodyBudgetExhausted: 1
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
-                .upstreamBusy, .invalidForwardedHeader, .authzUntrustedPeer, .upstreamTLSError, .upstreamTLSCertificateExpired,
+                .upstreamBusy, .invalidForwardedHeader, .authzUntrustedPeer, .upstreamTLSError,
+                .upstreamTLSCertificateExpired,
                 .upstreamTLSHostnameMismatch, .upstreamTLSUnknownCA:
                 nil
             }
