@@ -35,12 +35,12 @@ extension EndToEnd {
                 .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(upstream)")
         }
 
-        static func startGateway(_ world: E2EWorld, name: String, trusted: String = "127.0.0.1") throws -> (
-            GatewayInstance, UInt16
-        ) {
+        static func startGateway(
+            _ world: E2EWorld, name: String, trusted: String = "127.0.0.1", extra: String = ""
+        ) throws -> (GatewayInstance, UInt16) {
             let authzPort = try freeServerPort()
             let gateway = try world.startGateway(
-                name, extra: "authz_listen: 127.0.0.1:\(authzPort)\ntrusted_proxies: [\(trusted)]",
+                name, extra: "authz_listen: 127.0.0.1:\(authzPort)\ntrusted_proxies: [\(trusted)]\n\(extra)",
                 routes: TestRoutes.standard)
             return (gateway, authzPort)
         }
@@ -123,7 +123,12 @@ extension EndToEnd {
 
         /// The same flows through either proxy: verified, denied, replayed, tampered, spoofed,
         /// body-bound.
-        static func exercise(proxy: String, port: UInt16, world: E2EWorld, gateway: GatewayInstance) throws {
+        /// `signingKey`: the HMAC key file of the gateway's `identity_signature`; the upstream's
+        /// request is then checked with the documented Python verifier
+        /// (docs/identity-signature/verify_signature.py), as an upstream would.
+        static func exercise(
+            proxy: String, port: UInt16, world: E2EWorld, gateway: GatewayInstance, signingKey: String? = nil
+        ) throws {
             let app = try world.app()
             #expect(try app.attest(with: gateway).status == 201)
             // The start-up probe (GET /public/ping through the proxy) was checked too.
@@ -139,7 +144,11 @@ extension EndToEnd {
             let verified = try Self.send(
                 port: port, "GET", "/v1/items?page=2", headers: app.headers(assertion: assertion) + spoofed)
             #expect(verified.status == 200, "\(proxy): \(verified)")
-            let seen = try Self.identity(verified)
+            var seen = try Self.identity(verified)
+            if let signingKey {
+                try Self.verifySignature(of: try UpstreamEcho(verified), keyFile: signingKey, world: world)
+                seen["x-app-attest-signature"] = nil
+            }
             #expect(
                 seen == [
                     "x-app-attest-status": ["verified"], "x-app-attest-key-id": [app.keyID],
@@ -178,7 +187,12 @@ extension EndToEnd {
                     ("X-App-Attest-Counter", "7"),
                 ])
             #expect(open.status == 200, "\(proxy): \(open)")
-            let openIdentity = try Self.identity(open)
+            var openIdentity = try Self.identity(open)
+            if let signingKey {
+                // Signed too (every forward is), so the upstream can tell this `skipped` is ours.
+                try Self.verifySignature(of: try UpstreamEcho(open), keyFile: signingKey, world: world)
+                openIdentity["x-app-attest-signature"] = nil
+            }
             #expect(openIdentity == ["x-app-attest-status": ["skipped"]], "\(proxy): \(openIdentity)")
 
             // The next assertion passes: the state is the inline gateway's.
@@ -193,14 +207,42 @@ extension EndToEnd {
             #expect(try gateway.verdictCount(route: "api", verdict: "counter_replay") == 1)
         }
 
+        /// The upstream's view of the request verified by the documented verifier: the check
+        /// signed the original method and target, and nginx delivered exactly the signed fields.
+        static func verifySignature(of echo: UpstreamEcho, keyFile: String, world: E2EWorld) throws {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            let request = try JSONSerialization.data(
+                withJSONObject: [
+                    "method": echo.method, "target": echo.target, "headers": echo.headers.map { [$0.0, $0.1] },
+                ])
+            let input = try world.directory.write("signed-request.json", String(decoding: request, as: UTF8.self))
+            let script = """
+                import json, sys
+                sys.path.insert(0, \(String(reflecting: root.appendingPathComponent("docs/identity-signature").path)))
+                from verify_signature import verify_signature
+                r = json.load(open(\(String(reflecting: input))))
+                key = open(\(String(reflecting: keyFile)), "rb").read().strip()
+                verify_signature(r["method"], r["target"], [tuple(h) for h in r["headers"]], {"k1": ("hmac-sha256", key)})
+                print("ok")
+                """
+            let run = try ToolRun.run("/usr/bin/python3", ["-c", script], in: world.directory)
+            #expect(run.status == 0 && run.stdout.contains("ok"), "verifier: \(run.stderr)")
+        }
+
         @Test(.timeLimit(.minutes(1)))
         func nginxAuthRequestInFrontOfTheUpstream() throws {
             let world = try E2EWorld()
             defer { world.shutDown() }
-            let (gateway, authz) = try Self.startGateway(world, name: "authz-nginx")
+            let key = try world.directory.write("identity-k1", "authz-e2e-identity-key-0123456789abcdef\n")
+            let (gateway, authz) = try Self.startGateway(
+                world, name: "authz-nginx",
+                extra:
+                    "identity_signature: {algorithm: hmac-sha256, active_kid: k1, keys: [{kid: k1, key_file: \(key)}]}"
+            )
             let (nginx, port) = try Self.startNginx(world, authz: authz)
             defer { nginx.kill() }
-            try Self.exercise(proxy: "nginx", port: port, world: world, gateway: gateway)
+            try Self.exercise(proxy: "nginx", port: port, world: world, gateway: gateway, signingKey: key)
         }
 
         @Test(.timeLimit(.minutes(1)))
