@@ -324,6 +324,7 @@ extension EndToEnd {
 
             let metrics = try gateway.metrics()
             #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"envoy\",decision=\"allowed\"}"] == 2)
+            // (counted before the reload below, which adds checks of its own)
             #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"envoy\",decision=\"denied\"}"] == 3)
             #expect(metrics["attest_gateway_authz_decisions_total{dialect=\"unknown\",decision=\"denied\"}"] == 1)
             // One access-log line per check, with the original request's route and verdict.
@@ -331,6 +332,20 @@ extension EndToEnd {
                 gateway.child.stdout.split(separator: "\n").filter { $0.contains("/ext_authz/v1/orders") }.count == 5
             }
             #expect(logged, "access log: \(gateway.child.stdout.suffix(2000))")
+
+            // SIGHUP: the check-only listener follows the new policy (here /public becomes enforced).
+            let open = try Self.send(port: authz, "GET", "/ext_authz/public/x", headers: [])
+            #expect(open.status == 200 && open.header("X-App-Attest-Status") == "skipped", "\(open)")
+            try gateway.reload(
+                with: world.policy(
+                    ports: gateway.ports,
+                    extra: "authz_listen: 127.0.0.1:\(authz)\ntrusted_proxies: [127.0.0.1]",
+                    routes: TestRoutes.standard.replacingOccurrences(of: "mode: off", with: "mode: enforce")))
+            let reloaded = eventually(timeout: .seconds(10)) {
+                (try? Self.send(port: authz, "GET", "/ext_authz/public/x", headers: []))?.status == 401
+            }
+            #expect(reloaded, "the authz listener still answers with the old policy")
+            #expect(gateway.logEvents("listen_change_needs_restart").isEmpty)
 
             // Only trusted_proxies may ask: a gateway that trusts another address refuses us.
             let (strict, strictPort) = try Self.startGateway(world, name: "authz-strict", trusted: "10.9.9.9")
