@@ -51,12 +51,11 @@ import Foundation
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
 struct PolicyDecoder {
     static let topLevelKeys = [
-        "listen", "admin_listen", "authz_listen", "authz_path_prefix", "redis", "store", "app_ids", "environment",
-        "challenge_ttl_seconds",
+        "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
-        "identity_signature",
+        "identity_signature", "authz_listen", "authz_path_prefix",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
