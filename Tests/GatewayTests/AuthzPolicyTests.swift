@@ -43,6 +43,9 @@ import Testing
         #expect(plain.authzListener?.address == ListenAddress(host: "127.0.0.1", port: 9191))
         #expect(plain.authzListener?.tls == nil)
         #expect(plain.authzPathPrefix == "/check")
+        #expect(PolicySummary.render(plain).contains("authz_listen"))
+        #expect(PolicySummary.render(plain).contains("(envoy path_prefix /check)"))
+        #expect(!PolicySummary.render(try self.load("").0).contains("authz_listen"))
         let (object, _) = try self.load("authz_listen: { address: \"127.0.0.1:9191\", proxy_protocol: true }")
         #expect(object.authzListener?.proxyProtocol == true)
     }

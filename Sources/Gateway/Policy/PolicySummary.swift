@@ -15,6 +15,11 @@ public enum PolicySummary {
             add("", "listen[\(index)].tls " + Self.describe(tls))
         }
         add("admin_listen", policy.adminListen?.description ?? "(none)")
+        if let authz = policy.authzListener {
+            // Only when set: check-config's output for policies without it is unchanged.
+            add("authz_listen", "\(authz.description)  (envoy path_prefix \(policy.authzPathPrefix))")
+            if let tls = authz.tls { add("", "authz_listen.tls " + Self.describe(tls)) }
+        }
         add("store", Self.describe(policy.store))
         add("app_ids", policy.appIDs.isEmpty ? "(none)" : policy.appIDs.joined(separator: ", "))
         add("environment", policy.environment.rawValue)
