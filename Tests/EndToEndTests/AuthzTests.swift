@@ -249,10 +249,15 @@ extension EndToEnd {
         func caddyForwardAuthInFrontOfTheUpstream() throws {
             let world = try E2EWorld()
             defer { world.shutDown() }
-            let (gateway, authz) = try Self.startGateway(world, name: "authz-caddy")
+            let key = try world.directory.write("identity-k1", "authz-e2e-identity-key-0123456789abcdef\n")
+            let (gateway, authz) = try Self.startGateway(
+                world, name: "authz-caddy",
+                extra:
+                    "identity_signature: {algorithm: hmac-sha256, active_kid: k1, keys: [{kid: k1, key_file: \(key)}]}"
+            )
             let (caddy, port) = try Self.startCaddy(world, authz: authz)
             defer { caddy.kill() }
-            try Self.exercise(proxy: "caddy", port: port, world: world, gateway: gateway)
+            try Self.exercise(proxy: "caddy", port: port, world: world, gateway: gateway, signingKey: key)
         }
 
         /// Envoy's HTTP ext_authz check requests, as its documentation describes them: the
