@@ -1,5 +1,5 @@
 import Foundation
-package import Verification
+import Verification
 
 /// The short-lived gateway token a device without App Attest gets from the DeviceCheck
 /// exchange (`DeviceCheckExchangeEndpoint`) and sends as `X-App-Attest-Token` on routes with
@@ -120,7 +120,11 @@ package struct DeviceCheckTokens: Sendable {
     package func check(
         _ text: String, appIDs: [String], environment: AppleEnvironment?, now: Int64
     ) -> Result<Claims, Problem> {
-        guard text.utf8.count <= Self.maximumTextBytes, let bytes = ChallengeTokens.decodeBase64URL(text) else {
+        // Canonical text only: a decoder that ignores the last character's unused bits would
+        // otherwise accept several spellings of one token.
+        guard text.utf8.count <= Self.maximumTextBytes, let bytes = ChallengeTokens.decodeBase64URL(text),
+            EndpointRequests.encodeBase64URL(bytes) == text
+        else {
             return .failure(.malformed)
         }
         guard bytes.count >= Self.fixedBytes + Self.tagBytes else { return .failure(.malformed) }
