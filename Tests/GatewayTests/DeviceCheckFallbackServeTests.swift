@@ -77,7 +77,9 @@ import Testing
         let answer = try EnforcementServeTests.exchange(port: port, "GET", target, headers: headers)
         let json = EnforcementServeTests.json(answer.body)
         var echoed: [String: String] = [:]
-        for pair in (json["headers"] as? [[String]]) ?? [] where pair.count == 2 { echoed[pair[0].lowercased()] = pair[1] }
+        for pair in (json["headers"] as? [[String]]) ?? [] where pair.count == 2 {
+            echoed[pair[0].lowercased()] = pair[1]
+        }
         return (answer.status, json, echoed)
     }
 

@@ -20,9 +20,13 @@ import Verification
     @Test func aMintedTokenChecksWithItsClaimsUntilItExpires() {
         let tokens = DeviceCheckTokens(challengeKeys: [self.key], ttlSeconds: 3600)
         let token = tokens.mint(self.claims())
-        #expect(tokens.check(token, appIDs: [self.appID], environment: .production, now: self.now) == .success(self.claims()))
+        #expect(
+            tokens.check(token, appIDs: [self.appID], environment: .production, now: self.now)
+                == .success(self.claims()))
         #expect((try? tokens.check(token, appIDs: [self.appID], environment: nil, now: self.now + 3599).get()) != nil)
-        #expect(tokens.check(token, appIDs: [self.appID], environment: .production, now: self.now + 3600) == .failure(.expired))
+        #expect(
+            tokens.check(token, appIDs: [self.appID], environment: .production, now: self.now + 3600)
+                == .failure(.expired))
         // The device token is kept only as its SHA-256.
         let minted = tokens.mint(appID: self.appID, environment: .production, deviceToken: "dc-token", now: self.now)
         let checked = try? tokens.check(minted, appIDs: [self.appID], environment: .production, now: self.now).get()
@@ -37,7 +41,8 @@ import Verification
             for flip: UInt8 in [0x01, 0x80] {
                 bytes[index] ^= flip
                 let result = tokens.check(
-                    EndpointRequests.encodeBase64URL(bytes), appIDs: [self.appID], environment: .production, now: self.now)
+                    EndpointRequests.encodeBase64URL(bytes), appIDs: [self.appID], environment: .production,
+                    now: self.now)
                 #expect(throws: DeviceCheckTokens.Problem.self, "byte \(index) ^ \(flip)") { try result.get() }
                 bytes[index] ^= flip
             }
@@ -52,7 +57,9 @@ import Verification
     @Test func anUnknownKidOrAnotherFleetsKeyIsRefused() {
         let ours = DeviceCheckTokens(challengeKeys: [self.key], ttlSeconds: 3600)
         let theirs = DeviceCheckTokens(challengeKeys: [[UInt8](repeating: 0x43, count: 32)], ttlSeconds: 3600)
-        #expect(ours.check(theirs.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now) == .failure(.unknownKey))
+        #expect(
+            ours.check(theirs.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now)
+                == .failure(.unknownKey))
         // Same kid, another secret (a forged kid): the tag decides.
         var forged = ChallengeTokens.decodeBase64URL(theirs.mint(self.claims()))!
         forged.replaceSubrange(2..<6, with: ours.keys[0].kid)
@@ -65,8 +72,12 @@ import Verification
         let newKey = [UInt8](repeating: 0x99, count: 32)
         let old = DeviceCheckTokens(challengeKeys: [self.key], ttlSeconds: 3600)
         let rotated = DeviceCheckTokens(challengeKeys: [newKey, self.key], ttlSeconds: 3600)
-        #expect((try? rotated.check(old.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now).get()) != nil)
-        #expect(old.check(rotated.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now) == .failure(.unknownKey))
+        #expect(
+            (try? rotated.check(old.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now).get())
+                != nil)
+        #expect(
+            old.check(rotated.mint(self.claims()), appIDs: [self.appID], environment: nil, now: self.now)
+                == .failure(.unknownKey))
         #expect(rotated.keys[0].kid != rotated.keys[1].kid)
     }
 
@@ -81,7 +92,9 @@ import Verification
         let tokens = DeviceCheckTokens(challengeKeys: [self.key], ttlSeconds: 3600)
         let other = tokens.mint(self.claims(appID: "ZZZZZ99999.com.other.app"))
         #expect(tokens.check(other, appIDs: [self.appID], environment: nil, now: self.now) == .failure(.wrongAppID))
-        #expect(tokens.check(tokens.mint(self.claims()), appIDs: [self.appID], environment: .development, now: self.now) == .failure(.wrongEnvironment))
+        #expect(
+            tokens.check(tokens.mint(self.claims()), appIDs: [self.appID], environment: .development, now: self.now)
+                == .failure(.wrongEnvironment))
         #expect(DeviceCheckTokens.Problem.wrongAppID.error.code == .appIDMismatch)
         #expect(DeviceCheckTokens.Problem.expired.error.code == .deviceCheckTokenExpired)
         #expect(DeviceCheckTokens.Problem.badTag.error.code == .deviceCheckTokenInvalid)

@@ -384,6 +384,7 @@ struct ClientDataExample: Equatable {
         BuildInfoMetric.export(through: registry)
         ProcessMetrics.export(through: registry)
         _ = ConfigReloadMetrics(registry: registry)
+        _ = AdminGate(metricsText: { "" }, store: { nil }, isPolicyLoaded: { true }, registry: registry)
         AccessLog(fd: -1).exportDroppedLines(through: registry)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(

@@ -65,7 +65,8 @@ package final class AdminGate: RequestGate {
         // The DeviceCheck API reads a JSON body; nothing else here does.
         let reads = self.deviceCheck != nil && head.method == "POST" && DeviceCheckAdminAPI.handles(head.path)
         return GateClassification(
-            routeName: Self.routeName, upstream: nil, bufferBodyUpTo: reads ? DeviceCheckAdminAPI.maximumBodyBytes : nil)
+            routeName: Self.routeName, upstream: nil, bufferBodyUpTo: reads ? DeviceCheckAdminAPI.maximumBodyBytes : nil
+        )
     }
 
     package func decide(

@@ -106,7 +106,9 @@ package struct DeviceCheckAdminAPI: Sendable {
     }
 
     static func parse(_ body: [UInt8], operation: DeviceCheckOperation) throws(Refusal) -> Request {
-        func malformed(_ message: String) -> Refusal { Refusal(status: 400, code: "malformed_request", message: message) }
+        func malformed(_ message: String) -> Refusal {
+            Refusal(status: 400, code: "malformed_request", message: message)
+        }
         guard body.count <= Self.maximumBodyBytes else {
             throw Refusal(status: 413, code: "body_too_large", message: "body exceeds \(Self.maximumBodyBytes) bytes")
         }

@@ -24,7 +24,8 @@ package struct DeviceCheckAdminToken: Sendable {
 
         package var description: String {
             switch self {
-            case .unreadable: "cannot be read (missing, unreadable or over \(DeviceCheckAdminToken.maximumFileBytes) bytes)"
+            case .unreadable:
+                "cannot be read (missing, unreadable or over \(DeviceCheckAdminToken.maximumFileBytes) bytes)"
             case .tooShort(let count):
                 "holds \(count) bytes; the token needs at least \(DeviceCheckAdminToken.minimumBytes) (openssl rand -hex 32)"
             }

@@ -99,7 +99,8 @@ struct DeviceCheckExchangeEndpoint: Sendable {
             }
             if blocked {
                 return .failure(
-                    EnforcementError(.deviceCheckBlocked, "this device is blocked (\(apple.blockedBit.rawValue) is set)"))
+                    EnforcementError(
+                        .deviceCheckBlocked, "this device is blocked (\(apple.blockedBit.rawValue) is set)"))
             }
         case .success(.bitsNeverSet), .success(.accepted):
             break

@@ -211,7 +211,8 @@ extension EnforcementError {
     /// 403: `X-App-Attest-Token` on a route without `fallback: devicecheck`.
     package static func deviceCheckNotAllowed(route: String) -> EnforcementError {
         EnforcementError(
-            .deviceCheckNotAllowed, "route \(route) does not accept \(IdentityHeaders.deviceCheckToken); send an assertion")
+            .deviceCheckNotAllowed,
+            "route \(route) does not accept \(IdentityHeaders.deviceCheckToken); send an assertion")
     }
 
     /// 400: `X-App-Attest-Token` together with an assertion or a debug token (or twice).

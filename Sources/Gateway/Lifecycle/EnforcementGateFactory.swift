@@ -108,7 +108,9 @@ package final class EnforcementGateFactory: Sendable {
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
             isPolicyLoaded: { true },
-            deviceCheck: deviceCheck.flatMap { client in adminToken.map { DeviceCheckAdminAPI(client: client, token: $0) } },
+            deviceCheck: deviceCheck.flatMap { client in
+                adminToken.map { DeviceCheckAdminAPI(client: client, token: $0) }
+            },
             registry: registry
         )
         return (gate, admin)

@@ -434,7 +434,8 @@ struct PolicyDecoder {
             endpoints.deviceCheck = try self.reader.path(n)
             if [endpoints.challenge, endpoints.attest].contains(endpoints.deviceCheck) {
                 throw self.reader.error(
-                    .endpointCollision, n, "the devicecheck endpoint must differ from the challenge and attest endpoints")
+                    .endpointCollision, n,
+                    "the devicecheck endpoint must differ from the challenge and attest endpoints")
             }
         }
         if let n = fields["policy"] {

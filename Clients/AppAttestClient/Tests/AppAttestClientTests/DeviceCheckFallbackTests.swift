@@ -31,7 +31,10 @@ import Testing
         func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
             let url = try #require(request.url)
             func answer(_ status: Int, _ body: String) throws -> (Data, HTTPURLResponse) {
-                (Data(body.utf8), try #require(HTTPURLResponse(url: url, statusCode: status, httpVersion: nil, headerFields: [:])))
+                (
+                    Data(body.utf8),
+                    try #require(HTTPURLResponse(url: url, statusCode: status, httpVersion: nil, headerFields: [:]))
+                )
             }
             switch url.path {
             case "/app-attest/policy":

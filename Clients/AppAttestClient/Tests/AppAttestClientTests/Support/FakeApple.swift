@@ -34,7 +34,8 @@ final class FakeApple: @unchecked Sendable {
         ])
         try await step(["genpkey"] + p256 + ["-out", directory + "/server.key"])
         try await step([
-            "req", "-new", "-key", directory + "/server.key", "-subj", "/CN=localhost", "-out", directory + "/server.csr",
+            "req", "-new", "-key", directory + "/server.key", "-subj", "/CN=localhost", "-out",
+            directory + "/server.csr",
         ])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
             toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
