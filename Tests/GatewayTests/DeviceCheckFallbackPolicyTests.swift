@@ -127,6 +127,21 @@ import Testing
         #expect(moved.endpoints.deviceCheck == "/dc/exchange")
     }
 
+    @Test func aFallbackOnAnOffRouteIsWarnedAbout() throws {
+        let keys = try AppleTestKeys()
+        defer { keys.remove() }
+        let text = Self.yaml(route: ", fallback: devicecheck", apple: Self.apple(keys)).replacingOccurrences(
+            of: "mode: enforce, fallback", with: "mode: off, fallback")
+        var warnings: [PolicyWarning] = []
+        let policy = try PolicyLoader.parse(text, sourcePath: keys.directory + "/policies.yaml", warnings: &warnings)
+        #expect(warnings.map(\.code) == ["setting_without_effect"])
+        #expect(warnings.map(\.field) == ["routes[0].fallback"])
+        // Nothing to fall back from: the policy document does not offer it either.
+        let document = try JSONSerialization.jsonObject(with: Data(PolicyDocumentEndpoint(policy: policy).body))
+        let routes = (document as? [String: Any])?["routes"] as? [[String: Any]]
+        #expect(routes?.first?["device_check_fallback"] as? Bool == false)
+    }
+
     @Test func theAdminTokenIsComparedAsABearerToken() {
         let token = DeviceCheckAdminToken(Array("0123456789abcdef0123".utf8))
         #expect(token.admits(authorization: "Bearer 0123456789abcdef0123"))
