@@ -136,7 +136,7 @@ import Verification
     @Test func documentedVerdictsExist() throws {
         // X-App-Attest-Status values in the doc are the gateway's own.
         let doc = try Self.read("docs/protocol.md")
-        for status in [IdentityHeaders.Status.verified, .skipped, .debug] {
+        for status in [IdentityHeaders.Status.verified, .skipped, .debug, .deviceCheck] {
             #expect(doc.contains("`\(status.headerValue)`"))
         }
         for header in [
@@ -144,6 +144,7 @@ import Verification
             IdentityHeaders.status, IdentityHeaders.appID, IdentityHeaders.environment,
             IdentityHeaders.counter, IdentityHeaders.validationCategory, IdentityHeaders.bundleVersion,
             IdentityHeaders.rolloutArm, IdentityHeaders.debugToken, IdentityHeaders.debugTokenName,
+            IdentityHeaders.deviceCheckToken,
         ] {
             #expect(doc.contains("`\(header)`"), "docs/protocol.md does not name \(header)")
         }
@@ -385,6 +386,7 @@ struct ClientDataExample: Equatable {
         BuildInfoMetric.export(through: registry)
         ProcessMetrics.export(through: registry)
         _ = ConfigReloadMetrics(registry: registry)
+        _ = AdminGate(metricsText: { "" }, store: { nil }, isPolicyLoaded: { true }, registry: registry)
         AccessLog(fd: -1).exportDroppedLines(through: registry)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(

@@ -11,6 +11,8 @@ import Synchronization
 ///   `pingTimeout`; 503 with the reason otherwise (load balancers stop sending traffic).
 /// - `GET /config`: the effective policy in force (`check-config`'s summary: defaults applied,
 ///   secrets masked), text.
+/// - `POST /devicecheck/query`, `/devicecheck/update`: DeviceCheck's two bits for upstream
+///   services, behind a bearer token (`DeviceCheckAdminAPI`); 404 when not configured.
 ///
 /// State is read through closures at request time, so a policy reload that swaps the
 /// store or the policy is seen without rebuilding this gate. Immutable; any queue.
@@ -22,6 +24,9 @@ package final class AdminGate: RequestGate {
     private let store: @Sendable () -> (any AttestStore)?
     private let isPolicyLoaded: @Sendable () -> Bool
     private let pingTimeout: Duration
+    private let deviceCheck: DeviceCheckAdminAPI?
+    /// `attest_gateway_devicecheck_admin_total{operation,result}`; nil in tests without a registry.
+    private let deviceCheckMetrics: (@Sendable (String, String) -> Void)?
     private let timerQueue = DispatchQueue(label: "attest-gateway.admin.readyz")
 
     /// - Parameters:
@@ -35,8 +40,20 @@ package final class AdminGate: RequestGate {
         configText: @escaping @Sendable () -> String = { "" },
         store: @escaping @Sendable () -> (any AttestStore)?,
         isPolicyLoaded: @escaping @Sendable () -> Bool,
-        pingTimeout: Duration = .seconds(1)
+        pingTimeout: Duration = .seconds(1),
+        deviceCheck: DeviceCheckAdminAPI? = nil,
+        registry: MetricsRegistry? = nil
     ) {
+        self.deviceCheck = deviceCheck
+        if let registry {
+            let family = registry.counter(
+                "attest_gateway_devicecheck_admin_total",
+                help: "Admin DeviceCheck API calls, by operation and result (ok, unauthorized or the error code).",
+                labelNames: ["operation", "result"])
+            self.deviceCheckMetrics = { family.labels($0, $1).increment() }
+        } else {
+            self.deviceCheckMetrics = nil
+        }
         self.metricsText = metricsText
         self.configText = configText
         self.store = store
@@ -45,7 +62,11 @@ package final class AdminGate: RequestGate {
     }
 
     package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
-        GateClassification(routeName: Self.routeName, upstream: nil, bufferBodyUpTo: nil)
+        // The DeviceCheck API reads a JSON body; nothing else here does.
+        let reads = self.deviceCheck != nil && head.method == "POST" && DeviceCheckAdminAPI.handles(head.path)
+        return GateClassification(
+            routeName: Self.routeName, upstream: nil, bufferBodyUpTo: reads ? DeviceCheckAdminAPI.maximumBodyBytes : nil
+        )
     }
 
     package func decide(
@@ -56,6 +77,19 @@ package final class AdminGate: RequestGate {
     ) {
         let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
         let path = head.path
+        if DeviceCheckAdminAPI.handles(path) {
+            guard let api = self.deviceCheck else {
+                completion(
+                    .respond(
+                        .jsonError(
+                            status: 404, code: "not_found",
+                            message: "the DeviceCheck API is not configured (apple.device_check.admin_token_file)"),
+                        info))
+                return
+            }
+            api.respond(to: head, body: body, metrics: self.deviceCheckMetrics) { completion(.respond($0, info)) }
+            return
+        }
         guard ["/metrics", "/healthz", "/readyz", "/config"].contains(path) else {
             completion(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
             return

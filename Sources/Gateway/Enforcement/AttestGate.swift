@@ -26,6 +26,7 @@ package final class AttestGate: RequestGate {
         package static let challenge = "_challenge"
         package static let attest = "_attest"
         package static let policy = "_policy"
+        package static let deviceCheck = "_devicecheck"
         package static let none = "-"
     }
 
@@ -43,6 +44,7 @@ package final class AttestGate: RequestGate {
     private let policyDocument: PolicyDocumentEndpoint
     private let challengeEndpoint: ChallengeEndpoint
     private let attestEndpoint: AttestEndpoint
+    private let deviceCheckEndpoint: DeviceCheckExchangeEndpoint
     private let protectedRequests: ProtectedRequestVerifier
     /// Signs every forwarded head (`identity_signature:`); nil = no signature header.
     private let identitySigner: IdentitySigner?
@@ -62,6 +64,8 @@ package final class AttestGate: RequestGate {
     ///   - challengeKeys: challenge signing keys, shared by the fleet (process-wide: kept
     ///     across reloads); nil reads them from `store` now.
     ///   - identitySigner: signs forwarded heads (`identity_signature:`); nil = unsigned.
+    ///   - deviceCheck: DeviceCheck over the Apple client (`apple:`): the fallback exchange
+    ///     and its tokens; nil = the exchange answers 503.
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     package init(
         policy: GatewayPolicy,
@@ -72,6 +76,7 @@ package final class AttestGate: RequestGate {
         challengeKeys: ChallengeKeyring? = nil,
         endpointLimiter: AddressRateLimiter? = nil,
         identitySigner: IdentitySigner? = nil,
+        deviceCheck: DeviceCheckClient? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(VerificationError) {
         self.policy = policy
@@ -116,6 +121,19 @@ package final class AttestGate: RequestGate {
             verificationQueue: Self.verificationQueue,
             now: now
         )
+        let deviceCheckSettings = deviceCheck?.configuration.deviceCheck ?? AppleDeviceCheckSettings()
+        let tokenTTL = Int(deviceCheckSettings.tokenTTL.components.seconds)
+        self.deviceCheckEndpoint = DeviceCheckExchangeEndpoint(
+            path: policy.endpoints.deviceCheck,
+            appIDs: policy.appIDs,
+            apple: deviceCheck.map {
+                DeviceCheckExchangeEndpoint.Apple(
+                    client: $0, blockedBit: deviceCheckSettings.blockedBit, ttlSeconds: tokenTTL)
+            },
+            keyring: keyring,
+            metrics: metrics,
+            now: now
+        )
         self.protectedRequests = ProtectedRequestVerifier(
             environment: policy.environment,
             appIDs: policy.appIDs,
@@ -125,7 +143,12 @@ package final class AttestGate: RequestGate {
             metrics: metrics,
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,
-            now: now
+            now: now,
+            deviceCheckTokens: deviceCheck.map {
+                DeviceCheckTokenCheck(
+                    keyring: keyring, ttlSeconds: tokenTTL, appIDs: policy.appIDs,
+                    environment: $0.configuration.environment)
+            }
         )
     }
 
@@ -163,8 +186,9 @@ package final class AttestGate: RequestGate {
             return GateClassification(routeName: RouteLabel.policy, upstream: nil, bufferBodyUpTo: nil)
         }
         let isChallenge = Self.isEndpoint(path, length: length, self.policy.endpoints.challenge)
-        if isChallenge || Self.isEndpoint(path, length: length, self.policy.endpoints.attest) {
-            let label = isChallenge ? RouteLabel.challenge : RouteLabel.attest
+        let isDeviceCheck = !isChallenge && Self.isEndpoint(path, length: length, self.policy.endpoints.deviceCheck)
+        if isChallenge || isDeviceCheck || Self.isEndpoint(path, length: length, self.policy.endpoints.attest) {
+            let label = isChallenge ? RouteLabel.challenge : isDeviceCheck ? RouteLabel.deviceCheck : RouteLabel.attest
             guard head.method == "POST" else {
                 return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil)
             }
@@ -174,12 +198,13 @@ package final class AttestGate: RequestGate {
                 return self.refuse(
                     EnforcementError(
                         .rateLimited,
-                        "too many \(label == RouteLabel.challenge ? "challenge" : "attest") requests from this address (limits.challenge_rate_per_second)",
+                        "too many \(label.dropFirst()) requests from this address (limits.challenge_rate_per_second)",
                         retryAfterSeconds: seconds),
                     route: label, limit: "challenge_rate")
             }
-            // The challenge endpoint reads no body; the attest endpoint's is its JSON request.
-            let buffer = label == RouteLabel.attest ? EndpointRequests.maxEndpointBodyBytes : nil
+            // The challenge endpoint reads no body; the attest and DeviceCheck endpoints' is
+            // their JSON request.
+            let buffer = label == RouteLabel.challenge ? nil : EndpointRequests.maxEndpointBodyBytes
             return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer)
         }
         let index: Int
@@ -199,6 +224,19 @@ package final class AttestGate: RequestGate {
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
         case .enforce, .monitor:
+            // A DeviceCheck token is checked without the body, like a debug token.
+            if head.headers[IdentityHeaders.deviceCheckToken] != nil {
+                if route.fallback != .deviceCheck && route.mode == .enforce && route.enforcePercent >= 100 {
+                    self.metrics.deviceCheckDecided(
+                        stage: .token, result: EnforcementError.Code.deviceCheckNotAllowed.rawValue)
+                    return self.refuse(
+                        .deviceCheckNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
+                }
+                var classification = GateClassification(
+                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
+                classification.client = client
+                return classification
+            }
             // A debug token is checked without the body: stream it (or refuse at once where the
             // route does not accept tokens).
             if head.headers[IdentityHeaders.debugToken] != nil {
@@ -335,6 +373,8 @@ package final class AttestGate: RequestGate {
             self.challengeEndpoint.respond(to: head, completion: completion)
         case RouteLabel.attest:
             self.attestEndpoint.respond(to: head, body: body, completion: completion)
+        case RouteLabel.deviceCheck:
+            self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
         default:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")

@@ -34,6 +34,13 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case debug
     /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
     case debugTokenInvalid = "debug_token_invalid"
+    /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`): lower assurance
+    /// than `verified` (a genuine device, not a proven app instance).
+    case deviceCheck = "devicecheck"
+    /// A DeviceCheck token or exchange refused (invalid, expired, not allowed, blocked bit).
+    case deviceCheckRefused = "devicecheck_refused"
+    /// Apple's DeviceCheck servers could not be asked during an exchange.
+    case appleUnavailable = "apple_unavailable"
 
     // MARK: Access-log labels of the proxy layer (no gate decides these)
 

@@ -70,7 +70,7 @@ package enum EndpointRequests {
         return text
     }
 
-    private static func jsonObject(_ body: [UInt8], maxBytes: Int) throws(EnforcementError) -> [String: Any] {
+    static func jsonObject(_ body: [UInt8], maxBytes: Int) throws(EnforcementError) -> [String: Any] {
         guard !body.isEmpty else {
             throw EnforcementError(.malformedRequest, "body is empty; expected a JSON object")
         }

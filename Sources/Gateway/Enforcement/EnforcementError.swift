@@ -70,6 +70,24 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         /// 503: the store failed and the route says `on_store_error: deny`.
         package static let storeError = Code("store_error", 503, .storeError)
 
+        // MARK: DeviceCheck fallback (`fallback: devicecheck`, the exchange endpoint)
+
+        /// 401: `X-App-Attest-Token` is not a token of this fleet (format, kid, HMAC, kind),
+        /// or the exchange's device token was refused by Apple (400).
+        package static let deviceCheckTokenInvalid = Code("devicecheck_token_invalid", 401, .deviceCheckRefused)
+        /// 401: the gateway token expired: exchange a fresh DeviceCheck token.
+        package static let deviceCheckTokenExpired = Code("devicecheck_token_expired", 401, .deviceCheckRefused)
+        /// 403: `X-App-Attest-Token` on a route without `fallback: devicecheck`.
+        package static let deviceCheckNotAllowed = Code("devicecheck_not_allowed", 403, .deviceCheckRefused)
+        /// 403: the exchange refused a device whose configured blocked bit is set.
+        package static let deviceCheckBlocked = Code("devicecheck_blocked", 403, .deviceCheckRefused)
+        /// 503: Apple's DeviceCheck servers could not be asked (down, slow, throttling, our
+        /// credentials refused), or no `apple:` block is configured.
+        package static let deviceCheckUnavailable = Code("devicecheck_unavailable", 503, .appleUnavailable)
+        /// 400: the request carries both `X-App-Attest-Token` and an assertion or debug token:
+        /// which one the gateway judged would be ambiguous.
+        package static let credentialsAmbiguous = Code("credentials_ambiguous", 400, .malformed)
+
         // MARK: Endpoints (challenge / attest) and routing
 
         /// 400: the attest request body is not the expected JSON object, or a field is bad.
@@ -202,6 +220,20 @@ extension EnforcementError {
     /// 403: a debug token on a route without `allow_debug_tokens: true`.
     package static func debugTokenNotAllowed(route: String) -> EnforcementError {
         EnforcementError(.debugTokenNotAllowed, "route \(route) does not accept \(IdentityHeaders.debugToken)")
+    }
+
+    /// 403: `X-App-Attest-Token` on a route without `fallback: devicecheck`.
+    package static func deviceCheckNotAllowed(route: String) -> EnforcementError {
+        EnforcementError(
+            .deviceCheckNotAllowed,
+            "route \(route) does not accept \(IdentityHeaders.deviceCheckToken); send an assertion")
+    }
+
+    /// 400: `X-App-Attest-Token` together with an assertion or a debug token (or twice).
+    package static func credentialsAmbiguous() -> EnforcementError {
+        EnforcementError(
+            .credentialsAmbiguous,
+            "send exactly one of \(IdentityHeaders.deviceCheckToken), an assertion, or \(IdentityHeaders.debugToken)")
     }
 
     /// 405: an endpoint (challenge, attest) called with another method than POST.

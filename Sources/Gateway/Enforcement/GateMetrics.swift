@@ -22,11 +22,21 @@ package protocol GateMetrics: Sendable {
     func launchValidation(category: UInt32?, bundleVersion: String?)
     /// One request on an enforce route with `enforce_percent` < 100: its arm and verdict.
     func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict)
+    /// One DeviceCheck fallback decision: an exchange (`issued` or its error code) or a
+    /// gateway token presented on a route (`accepted` or its error code).
+    func deviceCheckDecided(stage: DeviceCheckStage, result: String)
+}
+
+/// Where a DeviceCheck fallback decision was made (the `stage` label).
+package enum DeviceCheckStage: String, Sendable {
+    case exchange
+    case token
 }
 
 extension GateMetrics {
     package func launchValidation(category: UInt32?, bundleVersion: String?) {}
     package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {}
+    package func deviceCheckDecided(stage: DeviceCheckStage, result: String) {}
 }
 
 /// Metrics that go nowhere (tools, tests that do not look at metrics).

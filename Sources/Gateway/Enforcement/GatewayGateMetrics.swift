@@ -37,6 +37,7 @@ package final class GatewayGateMetrics: GateMetrics {
     private let versionHandles: BoundedLabels
     private let versionNone: Counter
     private let rollout: CounterFamily
+    private let deviceCheck: CounterFamily
 
     /// Distinct bundle versions labelled by name before the rest go to `other`.
     package static let bundleVersionLabelLimit = 20
@@ -103,9 +104,17 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Requests on enforce routes in gradual rollout, by arm and verdict.",
             labelNames: ["route", "arm", "verdict"]
         )
+        self.deviceCheck = registry.counter(
+            "attest_gateway_devicecheck_total",
+            help: "DeviceCheck fallback decisions: exchanges and gateway-token checks, by stage and result.",
+            labelNames: ["stage", "result"]
+        )
         var handles: [String: [Counter]] = [:]
         let labels =
-            routeNames + [AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.none]
+            routeNames + [
+                AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.deviceCheck,
+                AttestGate.RouteLabel.none,
+            ]
         for route in labels where handles[route] == nil {
             handles[route] = AttestVerdict.gateVerdicts.map { verdicts.labels(route, $0.rawValue) }
         }
@@ -122,6 +131,10 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func attestation(result: String) {
         self.attestations.labels(result).increment()
+    }
+
+    package func deviceCheckDecided(stage: DeviceCheckStage, result: String) {
+        self.deviceCheck.labels(stage.rawValue, result).increment()
     }
 
     package func challengeIssued() {

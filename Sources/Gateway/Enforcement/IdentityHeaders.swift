@@ -14,6 +14,9 @@ package enum IdentityHeaders {
     /// A debug token (`attest-gateway debug-tokens create`), instead of key ID and assertion,
     /// on routes with `allow_debug_tokens: true`.
     package static let debugToken = "X-App-Attest-Debug-Token"
+    /// A gateway DeviceCheck token (`POST <endpoints.devicecheck>`), instead of key ID and
+    /// assertion, on routes with `fallback: devicecheck`.
+    package static let deviceCheckToken = "X-App-Attest-Token"
 
     // MARK: Added by the gateway
 
@@ -69,6 +72,8 @@ package enum IdentityHeaders {
         case skipped
         /// Admitted by a debug token (`allow_debug_tokens: true`).
         case debug
+        /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`): lower assurance.
+        case deviceCheck
         /// Monitor mode: the request failed enforcement with this code and was forwarded anyway.
         case failed(reason: String)
         /// The store could not be asked (`on_store_error: allow`, or monitor mode).
@@ -79,6 +84,7 @@ package enum IdentityHeaders {
             case .verified: return "verified"
             case .skipped: return "skipped"
             case .debug: return "debug"
+            case .deviceCheck: return "devicecheck"
             case .failed(let reason): return "failed; reason=\(reason)"
             case .unverified(let reason): return "unverified; reason=\(reason)"
             }

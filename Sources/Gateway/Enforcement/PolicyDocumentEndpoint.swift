@@ -18,7 +18,7 @@ import Verification
 /// ```json
 /// {"version": 1,
 ///  "endpoints": {"challenge": "/app-attest/challenge", "attest": "/app-attest/attest",
-///                "policy": "/app-attest/policy"},
+///                "policy": "/app-attest/policy", "devicecheck": "/app-attest/devicecheck"},
 ///  "app_ids": ["ABCDE12345.com.example.app"],   // public anyway (in every copy of the app)
 ///  "environment": "production",            // production | development | any
 ///  "challenge_ttl_seconds": 300,
@@ -31,7 +31,7 @@ import Verification
 ///     "max_body_bytes": 1048576,
 ///     "counter_window": 0,                  // 0 = strictly increasing counters
 ///     "allow_debug_tokens": false,
-///     "device_check_fallback": false}]}
+///     "device_check_fallback": false}]}   // true: X-App-Attest-Token accepted (fallback: devicecheck)
 /// ```
 /// `methods` is null when every method matches; a route listing GET lists HEAD too (the
 /// gateway applies a GET route to HEAD). Readers ignore fields they do not know; a change a
@@ -43,8 +43,7 @@ package struct PolicyDocumentEndpoint: Sendable {
     package static let maxAgeSeconds = 300
 
     /// What a route offers the app beyond the route's mode, challenge and binding. These are
-    /// the values the gateway enforces today; issue 12 (`counter_window`, `allow_debug_tokens`)
-    /// and issue 13 (DeviceCheck fallback) replace each constant with the route's field.
+    /// the route's own fields (`counter_window`, `allow_debug_tokens`, `fallback`).
     package struct RouteFeatures: Sendable, Hashable {
         /// Out-of-order counters accepted within this many below the highest (0: strictly increasing).
         package var counterWindow: Int
@@ -56,7 +55,7 @@ package struct PolicyDocumentEndpoint: Sendable {
         RouteFeatures(
             counterWindow: route.counterWindow,
             allowsDebugTokens: route.allowDebugTokens,
-            allowsDeviceCheckFallback: false  // issue 13: the DeviceCheck fallback is not built yet
+            allowsDeviceCheckFallback: route.fallback == .deviceCheck && route.mode != .off
         )
     }
 
@@ -110,6 +109,7 @@ package struct PolicyDocumentEndpoint: Sendable {
             ("challenge", JSONText.quote(policy.endpoints.challenge)),
             ("attest", JSONText.quote(policy.endpoints.attest)),
             ("policy", JSONText.quote(policy.endpoints.policy)),
+            ("devicecheck", JSONText.quote(policy.endpoints.deviceCheck)),
         ])
         let routes = policy.routes.map { route -> String in
             let features = Self.features(of: route)

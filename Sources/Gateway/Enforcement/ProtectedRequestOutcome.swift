@@ -5,6 +5,8 @@ enum ProtectedRequestOutcome: Sendable {
     case verified(IdentityHeaders.Identity)
     /// Admitted by the named debug token.
     case debug(name: String)
+    /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`).
+    case deviceCheck(DeviceCheckTokens.Claims)
     case failed(EnforcementError, keyIDPrefix: String?)
     /// The store could not answer `operation`: the route's `on_store_error` decides.
     case storeFailed(StoreError, operation: String, keyIDPrefix: String?)
@@ -14,6 +16,7 @@ enum ProtectedRequestOutcome: Sendable {
         switch self {
         case .verified: return .verified
         case .debug: return .debug
+        case .deviceCheck: return .deviceCheck
         case .failed(let error, _): return error.verdict
         case .storeFailed: return .storeError
         }
@@ -33,6 +36,14 @@ enum ProtectedRequestOutcome: Sendable {
         case .debug(let name):
             var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
             forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+        case .deviceCheck(let claims):
+            // App ID and environment as the token says; no key ID or counter: the upstream
+            // sees `devicecheck` and knows the assurance is a genuine device, not an attested
+            // app instance.
+            var forwarded = IdentityHeaders.forwarded(head, status: .deviceCheck, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
+            forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment.rawValue)
             return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
         case .failed(let error, let prefix):
             let info = GateLogInfo(verdict: self.verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)

@@ -54,6 +54,8 @@ final class ProtectedRequestVerifier: Sendable {
     private let storeFailures: StoreFailureReporter
     private let verificationQueue: DispatchQueue
     private let now: @Sendable () -> Date
+    /// Gateway DeviceCheck tokens on `fallback: devicecheck` routes; nil without `apple:`.
+    private let deviceCheckTokens: DeviceCheckTokenCheck?
 
     /// - Parameters:
     ///   - keyCacheCapacity: how many keys the in-process cache holds (LRU beyond).
@@ -68,8 +70,10 @@ final class ProtectedRequestVerifier: Sendable {
         metrics: any GateMetrics,
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
-        now: @escaping @Sendable () -> Date
+        now: @escaping @Sendable () -> Date,
+        deviceCheckTokens: DeviceCheckTokenCheck? = nil
     ) {
+        self.deviceCheckTokens = deviceCheckTokens
         self.environment = environment
         self.acceptedAppIDs = Set(appIDs)
         self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
@@ -106,6 +110,10 @@ final class ProtectedRequestVerifier: Sendable {
             conclude(
                 .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil)
             )
+            return
+        }
+        if let token = head.headers[IdentityHeaders.deviceCheckToken] {
+            self.verifyDeviceCheckToken(token, head: head, route: route, conclude: conclude)
             return
         }
         if let token = head.headers[IdentityHeaders.debugToken] {
@@ -241,6 +249,50 @@ final class ProtectedRequestVerifier: Sendable {
                     .failed(
                         EnforcementError(.debugTokenInvalid, "unknown or revoked debug token"), keyIDPrefix: nil))
             }
+        }
+    }
+
+    /// `X-App-Attest-Token` instead of an assertion: only where the route allows the
+    /// DeviceCheck fallback, and only alone (with an assertion or a debug token as well, which
+    /// one was judged would be ambiguous).
+    private func verifyDeviceCheckToken(
+        _ token: String,
+        head: HTTPRequestHead,
+        route: RoutePolicy,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
+        let metrics = self.metrics
+        let refuse: (EnforcementError) -> Void = { error in
+            metrics.deviceCheckDecided(stage: .token, result: error.code.rawValue)
+            conclude(.failed(error, keyIDPrefix: nil))
+        }
+        guard route.fallback == .deviceCheck else {
+            refuse(.deviceCheckNotAllowed(route: route.name))
+            return
+        }
+        let others = [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.debugToken]
+        guard IdentityHeaders.occurrences(of: IdentityHeaders.deviceCheckToken, in: head.headers) == 1,
+            others.allSatisfy({ head.headers[$0] == nil })
+        else {
+            refuse(.credentialsAmbiguous())
+            return
+        }
+        guard let check = self.deviceCheckTokens else {
+            refuse(EnforcementError(.deviceCheckUnavailable, "DeviceCheck is not configured (apple:)"))
+            return
+        }
+        switch check.check(token, now: self.now()) {
+        case nil:
+            metrics.deviceCheckDecided(stage: .token, result: AttestVerdict.storeError.rawValue)
+            conclude(
+                .storeFailed(
+                    StoreError(.unavailable, "the shared challenge key is not loaded"), operation: "challenge_key",
+                    keyIDPrefix: nil))
+        case .failure(let problem)?:
+            refuse(problem.error)
+        case .success(let claims)?:
+            metrics.deviceCheckDecided(stage: .token, result: "accepted")
+            conclude(.deviceCheck(claims))
         }
     }
 

@@ -23,6 +23,9 @@ package final class EnforcementGateFactory: Sendable {
     private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
     /// The serving store's health on `/metrics`, read at each scrape.
     private let storeHealth = StoreHealthMetrics()
+    /// The HTTPS client to Apple (`apple:`), kept across reloads while the block is unchanged
+    /// (its keep-alive connections and cached JWT survive a reload).
+    private let apple = Mutex<(configuration: AppleConfiguration, client: AppleHTTPClient)?>(nil)
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
@@ -77,11 +80,22 @@ package final class EnforcementGateFactory: Sendable {
                 throw BuildError(description: "identity_signature: \(problem.description) (\(problem.code))")
             }
         }
+        let deviceCheck = try self.deviceCheckClient(for: policy.apple)
+        // Read again at every build: a reload picks up a rotated admin token.
+        var adminToken: DeviceCheckAdminToken?
+        if let path = policy.apple?.deviceCheck.adminTokenFile {
+            switch DeviceCheckAdminToken.read(path: path) {
+            case .success(let token): adminToken = token
+            case .failure(let problem):
+                throw BuildError(description: "apple.device_check.admin_token_file \(path) \(problem)")
+            }
+        }
         let gate: AttestGate
         do {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
-                challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner)
+                challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner,
+                deviceCheck: deviceCheck)
         } catch {
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
@@ -93,9 +107,37 @@ package final class EnforcementGateFactory: Sendable {
             configText: { PolicySummary.render(policy) },
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
-            isPolicyLoaded: { true }
+            isPolicyLoaded: { true },
+            deviceCheck: deviceCheck.flatMap { client in
+                adminToken.map { DeviceCheckAdminAPI(client: client, token: $0) }
+            },
+            registry: registry
         )
         return (gate, admin)
+    }
+
+    /// DeviceCheck over the Apple client of `configuration` (nil without `apple:`, or in tools
+    /// and tests that run no event loops). The client is reused while the block is unchanged.
+    private func deviceCheckClient(for configuration: AppleConfiguration?) throws -> DeviceCheckClient? {
+        guard let configuration, !self.loops.isEmpty else { return nil }
+        if let existing = self.apple.withLock({ $0 }), existing.configuration == configuration {
+            return DeviceCheckClient(client: existing.client, configuration: configuration)
+        }
+        let client: AppleHTTPClient
+        do {
+            client = try AppleClientFactory.make(
+                configuration, loops: self.loops, metrics: AppleClientMetrics(registry: self.registry))
+        } catch {
+            throw BuildError(description: "apple: \(error.reason) (\(error.code))")
+        }
+        let previous = self.apple.withLock { state in
+            defer { state = (configuration, client) }
+            return state?.client
+        }
+        // A changed apple: block (rare): calls still queued on the old client fail with
+        // apple_unreachable (an exchange answers 503 and the app retries).
+        previous?.shutdown()
+        return DeviceCheckClient(client: client, configuration: configuration)
     }
 
     /// From `challenge_key_file` (read now: a reload picks up a rotated file), or shared through

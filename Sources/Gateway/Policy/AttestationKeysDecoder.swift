@@ -11,6 +11,7 @@
 /// | `counter_window` | top level, `routes[i]` | integer 0-1024 | `0` (strict) |
 /// | `enforce_percent` | `routes[i]` (enforce) | integer 0-100 | `100` |
 /// | `allow_debug_tokens` | `routes[i]` | boolean | `false` |
+/// | `fallback` | `routes[i]` | `none` \| `devicecheck` | `none` |
 struct AttestationKeysDecoder {
     static let appValidationKeys = [
         "categories", "when_absent", "min_bundle_version", "bundle_versions", "macos_full_security",
@@ -49,6 +50,9 @@ struct AttestationKeysDecoder {
         }
         if let node = fields["allow_debug_tokens"] {
             route.allowDebugTokens = try self.reader.bool(node)
+        }
+        if let node = fields["fallback"] {
+            route.fallback = try self.reader.oneOf(node)
         }
     }
 

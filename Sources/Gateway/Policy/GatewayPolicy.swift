@@ -115,6 +115,8 @@ public struct EndpointPaths: Sendable, Hashable {
     public var attest: String
     /// The route discovery document (`GET`, unauthenticated): `PolicyDocumentEndpoint`.
     public var policy: String
+    /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
+    public var deviceCheck: String = "/app-attest/devicecheck"
     public init(
         challenge: String = "/app-attest/challenge",
         attest: String = "/app-attest/attest",
@@ -201,6 +203,15 @@ public struct RoutePolicy: Sendable, Hashable {
     public var enforcePercent: Int = 100
     /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
     public var allowDebugTokens: Bool = false
+    /// `fallback: devicecheck`: accept a gateway DeviceCheck token (`X-App-Attest-Token`)
+    /// from devices without App Attest, instead of an assertion. `none` by default.
+    public var fallback: Fallback = .none
+
+    /// What a route accepts from a device where App Attest is unsupported.
+    public enum Fallback: String, Sendable, Hashable, CaseIterable {
+        case none
+        case deviceCheck = "devicecheck"
+    }
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
     /// store's script on every request).

@@ -6,7 +6,7 @@ extension PolicyDecoder {
         "team_id", "key_id", "private_key_file", "environment", "devicecheck_url", "attest_data_url", "ca_file",
         "device_check", "fraud_risk",
     ]
-    static let appleDeviceCheckKeys = ["timeout", "blocked_bit"]
+    static let appleDeviceCheckKeys = ["timeout", "blocked_bit", "token_ttl", "admin_token_file"]
     static let appleFraudRiskKeys = ["enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout"]
 
     func decodeApple(_ top: Fields, environment: EnvironmentPolicy) throws(PolicyError) -> AppleConfiguration? {
@@ -67,6 +67,17 @@ extension PolicyDecoder {
             let dc = try self.reader.mapping(dcNode, keys: Self.appleDeviceCheckKeys)
             if let n = dc["timeout"] { configuration.deviceCheck.timeout = try self.reader.duration(n) }
             if let n = dc["blocked_bit"] { configuration.deviceCheck.blockedBit = try self.reader.oneOf(n) }
+            if let n = dc["token_ttl"] {
+                configuration.deviceCheck.tokenTTL = try self.reader.duration(
+                    n, in: AppleDeviceCheckSettings.tokenTTLRange)
+            }
+            if let n = dc["admin_token_file"] {
+                let path = self.resolve(try self.reader.string(n, expected: "a file path"))
+                if case .failure(let problem) = DeviceCheckAdminToken.read(path: path) {
+                    throw self.reader.error(.secretUnavailable, n, "admin token file \(path) \(problem)")
+                }
+                configuration.deviceCheck.adminTokenFile = path
+            }
         }
         if let frNode = fields["fraud_risk"] {
             let fr = try self.reader.mapping(frNode, keys: Self.appleFraudRiskKeys)

@@ -67,11 +67,12 @@ struct PolicyDecoder {
     ]
     static let upstreamKeys =
         ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
-    static let endpointKeys = ["challenge", "attest", "policy"]
+    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
+        "fallback",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 
@@ -154,6 +155,15 @@ struct PolicyDecoder {
         )
         let (routes, routeSources) = try routeDecoder.decodeRoutes(top)
         let apple = try self.decodeApple(top, environment: environment)
+        // The fallback exchange asks Apple: a route that offers it needs the credentials.
+        if apple == nil, let index = routes.firstIndex(where: { $0.fallback == .deviceCheck }),
+            let node = routeSources[index]["fallback"]
+        {
+            throw self.reader.error(
+                .missingKey, node,
+                "fallback: devicecheck needs an apple: block (team_id, key_id, private_key_file) to validate DeviceCheck tokens"
+            )
+        }
         let identitySignature = try IdentitySignatureDecoder(
             reader: self.reader, files: PolicyFilePath(reader: self.reader, baseDirectory: self.baseDirectory)
         ).decode(top)
@@ -454,13 +464,23 @@ struct PolicyDecoder {
                 "the challenge endpoint must differ from the attest endpoint \(endpoints.attest)"
             )
         }
+        if let n = fields["devicecheck"] {
+            endpoints.deviceCheck = try self.reader.path(n)
+            if [endpoints.challenge, endpoints.attest].contains(endpoints.deviceCheck) {
+                throw self.reader.error(
+                    .endpointCollision, n,
+                    "the devicecheck endpoint must differ from the challenge and attest endpoints")
+            }
+        }
         if let n = fields["policy"] {
             endpoints.policy = try self.reader.path(n)
-            if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest {
+            if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest
+                || endpoints.policy == endpoints.deviceCheck
+            {
                 throw self.reader.error(
                     .endpointCollision,
                     n,
-                    "the policy endpoint must differ from the challenge and attest endpoints"
+                    "the policy endpoint must differ from the challenge, attest and devicecheck endpoints"
                 )
             }
         } else if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest {

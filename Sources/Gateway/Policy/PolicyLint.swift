@@ -136,7 +136,8 @@ struct PolicyLint {
             )
         }
         if route.mode == .off {
-            for key in ["challenge", "binding", "challenge_field", "on_store_error"] where fields[key] != nil {
+            for key in ["challenge", "binding", "challenge_field", "on_store_error", "fallback"]
+            where fields[key] != nil {
                 warn(
                     "setting_without_effect",
                     key,

@@ -169,6 +169,7 @@ public enum PolicySummary {
         if route.counterWindow > 0 { out += " counter_window=\(route.counterWindow)" }
         if route.mode == .enforce && route.enforcePercent < 100 { out += " enforce_percent=\(route.enforcePercent)" }
         if route.allowDebugTokens { out += " allow_debug_tokens=true" }
+        if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
         if let validation = route.appValidation {
             var parts: [String] = []
             if let categories = validation.categories {

@@ -59,6 +59,9 @@ public actor AttestedClient {
         )
         /// How long to wait before asking again for a policy document that could not be fetched.
         public var policyRetryInterval: Duration = .seconds(30)
+        /// A cached gateway DeviceCheck token is exchanged again this long before it expires
+        /// (clock differences, time in flight). Default 60 s.
+        public var deviceCheckRenewalMargin: Duration = .seconds(60)
         #if DEBUG
             /// A debug token registered with the gateway's operator (DEBUG builds only). Sent as
             /// `X-App-Attest-Debug-Token` instead of an assertion on routes whose policy says
@@ -75,6 +78,8 @@ public actor AttestedClient {
         public static let assertion = "X-App-Assertion"
         public static let challenge = "X-App-Attest-Challenge"
         public static let debugToken = "X-App-Attest-Debug-Token"
+        /// The gateway DeviceCheck token (fallback routes, devices without App Attest).
+        public static let deviceCheckToken = "X-App-Attest-Token"
     }
 
     public let gateway: URL
@@ -93,6 +98,9 @@ public actor AttestedClient {
     private var enrollmentBlocked: (until: Date, error: AttestedClientError)?
     private var windows: [String: AssertionWindow] = [:]
     private var windowWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The gateway DeviceCheck token, until `renewAt`; one exchange at a time.
+    private var deviceCheckToken: (token: String, renewAt: Date)?
+    private var deviceCheckExchange: Task<String, any Error>?
 
     private struct CachedPolicy {
         var document: GatewayPolicyDocument
@@ -211,11 +219,8 @@ public actor AttestedClient {
                 }
             #endif
             if !self.service.isSupported {
-                if current.deviceCheckFallback, self.deviceCheck?.isSupported == true {
-                    throw AttestedClientError(
-                        .deviceCheckFallbackUnavailable,
-                        "the route allows the DeviceCheck fallback, but the gateway's exchange is not available yet"
-                    )
+                if current.deviceCheckFallback, let deviceCheck = self.deviceCheck, deviceCheck.isSupported {
+                    return try await self.sendWithDeviceCheckToken(original, provider: deviceCheck)
                 }
                 if current.mode == .monitor {
                     // Monitor routes forward unverified requests; the upstream sees the failure.
@@ -382,7 +387,7 @@ public actor AttestedClient {
     /// `request` without any protocol header the caller may have set.
     private static func stripped(_ request: URLRequest) -> URLRequest {
         var copy = request
-        for name in [Header.keyID, Header.assertion, Header.challenge, Header.debugToken] {
+        for name in [Header.keyID, Header.assertion, Header.challenge, Header.debugToken, Header.deviceCheckToken] {
             copy.setValue(nil, forHTTPHeaderField: name)
         }
         return copy
@@ -403,6 +408,73 @@ public actor AttestedClient {
         parts.percentEncodedPath = path
         parts.percentEncodedQuery = nil
         return parts.url ?? self.gateway
+    }
+
+    // MARK: - DeviceCheck fallback
+
+    /// `original` with `X-App-Attest-Token`: the cached gateway token, or one exchanged now.
+    /// A `devicecheck_token_expired` / `devicecheck_token_invalid` answer (the gateway's key
+    /// rotated, the clock jumped) drops the token and exchanges once more; a second refusal is
+    /// thrown.
+    private func sendWithDeviceCheckToken(
+        _ original: URLRequest, provider: any DeviceCheckTokenProvider
+    ) async throws -> (Data, HTTPURLResponse) {
+        var reexchanged = false
+        while true {
+            let token = try await self.gatewayDeviceCheckToken(provider: provider)
+            var request = Self.stripped(original)
+            request.setValue(token, forHTTPHeaderField: Header.deviceCheckToken)
+            let result = try await self.send(request)
+            guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
+            if refusal.code == .deviceCheckTokenExpired || refusal.code == .deviceCheckTokenInvalid, !reexchanged {
+                reexchanged = true
+                if self.deviceCheckToken?.token == token { self.deviceCheckToken = nil }
+                continue
+            }
+            throw refusal
+        }
+    }
+
+    /// The cached gateway token while it is not due for renewal, else a fresh exchange (shared
+    /// by every request that arrives meanwhile).
+    private func gatewayDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
+        if let cached = self.deviceCheckToken, self.clock.now() < cached.renewAt { return cached.token }
+        if let running = self.deviceCheckExchange { return try await running.value }
+        let task = Task { try await self.exchangeDeviceCheckToken(provider: provider) }
+        self.deviceCheckExchange = task
+        defer { self.deviceCheckExchange = nil }
+        return try await task.value
+    }
+
+    /// `DCDevice.generateToken()`, then `POST <endpoints.devicecheck>` `{"device_token"}`.
+    private func exchangeDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
+        let deviceToken: Data
+        do {
+            deviceToken = try await provider.generateToken()
+        } catch {
+            throw AttestedClientError(.appAttestFailed, "DCDevice could not generate a token", underlying: error)
+        }
+        let path = self.policy?.document.endpoints.devicecheck ?? "/app-attest/devicecheck"
+        var request = URLRequest(url: self.endpointURL(path))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        var fields = ["device_token": deviceToken.base64EncodedString()]
+        if let appID = self.appID { fields["app_id"] = appID }
+        request.httpBody = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        let (data, response) = try await self.send(request)
+        if let refusal = AttestedClientError.gatewayError(data, response) { throw refusal }
+        guard response.statusCode == 200,
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let token = object["token"] as? String, !token.isEmpty,
+            let expiresIn = (object["expires_in"] as? NSNumber)?.doubleValue, expiresIn > 0
+        else {
+            throw AttestedClientError(
+                .unexpectedResponse, "the DeviceCheck exchange answered \(response.statusCode) without a token",
+                status: response.statusCode)
+        }
+        let margin = min(Self.seconds(self.configuration.deviceCheckRenewalMargin), expiresIn / 2)
+        self.deviceCheckToken = (token, self.clock.now().addingTimeInterval(expiresIn - margin))
+        return token
     }
 
     // MARK: - Assertion window

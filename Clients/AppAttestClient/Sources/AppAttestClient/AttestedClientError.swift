@@ -130,6 +130,18 @@ public struct AttestedClientError: Error, Hashable, Sendable, CustomStringConver
         /// The route allows the DeviceCheck fallback, but this client cannot use it yet: the
         /// gateway's exchange endpoint is issue 13. Recovery: none until then.
         public static let deviceCheckFallbackUnavailable = Code(rawValue: "device_check_fallback_unavailable")
+        /// The gateway token is not one of the fleet's (the client re-exchanges once).
+        public static let deviceCheckTokenInvalid = Code(rawValue: "devicecheck_token_invalid", gatewayStatus: 401)
+        /// The gateway token expired (the client re-exchanges once).
+        public static let deviceCheckTokenExpired = Code(rawValue: "devicecheck_token_expired", gatewayStatus: 401)
+        /// The route does not accept the DeviceCheck fallback (the policy document was stale).
+        public static let deviceCheckNotAllowed = Code(rawValue: "devicecheck_not_allowed", gatewayStatus: 403)
+        /// The operator's blocked bit is set for this device: final.
+        public static let deviceCheckBlocked = Code(rawValue: "devicecheck_blocked", gatewayStatus: 403)
+        /// Apple's DeviceCheck servers could not be asked; retry later.
+        public static let deviceCheckUnavailable = Code(rawValue: "devicecheck_unavailable", gatewayStatus: 503)
+        /// The request carried a gateway token and another credential.
+        public static let credentialsAmbiguous = Code(rawValue: "credentials_ambiguous", gatewayStatus: 400)
         /// The request has an `httpBodyStream`: the assertion must cover the exact body bytes,
         /// which a stream cannot give up front. Recovery: set `httpBody` (read the file first).
         public static let streamedBody = Code(rawValue: "streamed_body")
@@ -164,7 +176,8 @@ public struct AttestedClientError: Error, Hashable, Sendable, CustomStringConver
                 .storeError, .bodyBudgetExhausted, .rateLimited, .ambiguousTarget, .malformedRequest, .methodNotAllowed,
                 .keyAlreadyAttested,
                 .internalError, .noRoute, .upstreamUnavailable, .upstreamTimeout, .upstreamBusy,
-                .upstreamInvalidResponse, .requestTimeout,
+                .upstreamInvalidResponse, .requestTimeout, .deviceCheckTokenInvalid, .deviceCheckTokenExpired,
+                .deviceCheckNotAllowed, .deviceCheckBlocked, .deviceCheckUnavailable, .credentialsAmbiguous,
             ]
             var map: [String: Code] = [:]
             for code in all { map[code.rawValue] = code }

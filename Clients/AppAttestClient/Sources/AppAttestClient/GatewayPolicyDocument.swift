@@ -13,6 +13,8 @@ public struct GatewayPolicyDocument: Decodable, Sendable, Hashable {
         public var challenge: String
         public var attest: String
         public var policy: String?
+        /// The DeviceCheck fallback exchange (absent from older gateways).
+        public var devicecheck: String?
     }
 
     public struct Route: Decodable, Sendable, Hashable {

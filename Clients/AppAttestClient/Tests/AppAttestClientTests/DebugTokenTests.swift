@@ -8,9 +8,8 @@ import Testing
 #endif
 
 /// What the client sends when App Attest is unavailable, on routes whose policy document
-/// allows a debug token or the DeviceCheck fallback. The gateway side is issue 12 (debug
-/// tokens) and issue 13 (DeviceCheck): the real gateway emits `false` for both today, so
-/// these tests serve a version-1 document in process and record what the client sends.
+/// allows a debug token (the DeviceCheck fallback has its own suite, `DeviceCheckFallbackTests`).
+/// These tests serve a version-1 document in process and record what the client sends.
 @Suite struct DebugTokenTests {
     /// Answers the policy document with one route, and records every other request.
     final class RecordingTransport: HTTPTransport, @unchecked Sendable {
@@ -92,10 +91,17 @@ import Testing
         #expect(transport.requests.isEmpty)
     }
 
-    @Test func deviceCheckFallbackRoutesReportThatTheExchangeIsNotAvailableYet() async throws {
+    @Test func aDeviceCheckProviderThatIsNotSupportedLeavesTheTypedError() async throws {
         let route = #"{"match":{"path_prefix":"/v1"},"mode":"enforce","device_check_fallback":true}"#
-        let (client, transport) = self.client(route: route, debugToken: nil)
-        await #expect(throws: AttestedClientError(.deviceCheckFallbackUnavailable, "")) {
+        let transport = RecordingTransport(route: route)
+        struct Unsupported: DeviceCheckTokenProvider {
+            var isSupported: Bool { false }
+            func generateToken() async throws -> Data { Data() }
+        }
+        let client = AttestedClient(
+            gateway: URL(string: "http://gateway.test")!, service: UnsupportedService(), keyStore: InMemoryKeyStore(),
+            deviceCheck: Unsupported(), transport: transport)
+        await #expect(throws: AttestedClientError(.appAttestUnsupported, "")) {
             try await client.data(for: URLRequest(url: URL(string: "http://gateway.test/v1/items")!))
         }
         #expect(transport.requests.isEmpty)

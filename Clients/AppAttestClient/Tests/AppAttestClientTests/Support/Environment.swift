@@ -59,9 +59,16 @@ final class GatewayEnvironment: @unchecked Sendable {
 
     /// The gateway's `challenge_ttl_seconds`.
     let challengeTTLSeconds: Int
+    /// With `withFakeApple`: Apple's DeviceCheck servers, and a `fallback: devicecheck` route
+    /// at `/v1/dc/` whose gateway tokens live `deviceCheckTokenTTL`.
+    private(set) var apple: FakeApple?
+    private let deviceCheckTokenTTL: String
 
-    init(challengeTTLSeconds: Int = 300) async throws {
+    init(challengeTTLSeconds: Int = 300, withFakeApple: Bool = false, deviceCheckTokenTTL: String = "1h")
+        async throws
+    {
         self.challengeTTLSeconds = challengeTTLSeconds
+        self.deviceCheckTokenTTL = deviceCheckTokenTTL
         self.scratch = try Scratch()
         self.binary = try Paths.gatewayBinary()
         self.simDirectory = self.scratch.file("sim")
@@ -83,11 +90,18 @@ final class GatewayEnvironment: @unchecked Sendable {
         )
         let listening = await eventually(timeout: .seconds(15)) { (try? await self.upstreamRequests()) != nil }
         guard listening else { throw TestError("upstream.py did not start: \(self.upstream?.stderr ?? "")") }
+        if withFakeApple {
+            self.apple = try await FakeApple(in: self.scratch)
+            self.currentRoutes =
+                "  - name: devicecheck\n    match: { path_prefix: /v1/dc/ }\n    upstream: api\n"
+                + "    mode: enforce\n    fallback: devicecheck\n" + Self.routes
+        }
         try await self.startGateway()
     }
 
     func shutDown() {
         self.gateway?.kill()
+        self.apple?.stop()
         self.upstream?.kill()
         self.redis?.kill()
         self.scratch.remove()
@@ -152,6 +166,7 @@ final class GatewayEnvironment: @unchecked Sendable {
           api: { url: "http://127.0.0.1:\(self.upstreamPort)", max_connections: 32 }
         routes:
         \(self.currentRoutes)
+        \(self.apple?.policyBlock(tokenTTL: self.deviceCheckTokenTTL) ?? "")
         """
     }
 
@@ -221,6 +236,7 @@ final class GatewayEnvironment: @unchecked Sendable {
         service: SimulatorAppAttestService,
         keyStore: InMemoryKeyStore = InMemoryKeyStore(),
         clock: RecordingClock = RecordingClock(),
+        deviceCheck: (any DeviceCheckTokenProvider)? = nil,
         configure: (inout AttestedClient.Configuration) -> Void = { _ in }
     ) -> AttestedClient {
         var configuration = AttestedClient.Configuration()
@@ -241,6 +257,7 @@ final class GatewayEnvironment: @unchecked Sendable {
             appID: Self.appID,
             service: service,
             keyStore: keyStore,
+            deviceCheck: deviceCheck,
             clock: clock,
             configuration: configuration
         )
