@@ -93,7 +93,9 @@ package final class EnforcementGateFactory: Sendable {
             configText: { PolicySummary.render(policy) },
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
-            isPolicyLoaded: { true }
+            isPolicyLoaded: { true },
+            pingTimeout: policy.readiness.storePingTimeout,
+            storeRequired: policy.readiness.storeRequired(routes: policy.routes)
         )
         return (gate, admin)
     }

@@ -68,7 +68,9 @@ package final class GatewayService: Sendable {
     package func start() throws -> [(listener: String, address: SocketAddress)] {
         let policy = try self.load(self.configPath)
         let gates = try self.makeGates(policy, self.server)
+        let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
+        self.server.update(accessLogKeyID: keyIDFormat)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         self.server.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
         var bound: [(String, SocketAddress)] = []
@@ -125,12 +127,15 @@ package final class GatewayService: Sendable {
             policy = try self.load(self.configPath)
             // New certificates are read before anything changes: a bad file keeps them all.
             let contexts = try self.reloadTLSContexts(policy)
+            // The hash key file is read again: a rotated key takes effect, a bad one keeps all.
+            let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
             let gates = try self.makeGates(policy, self.server)
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
             // Upstreams (names, https contexts from their CA and client certificate files)
             // are built before anything is swapped: a bad upstream file keeps everything.
             try self.server.update(policy: policy, gates: newGates)
+            self.server.update(accessLogKeyID: keyIDFormat)
             for (tls, context) in contexts { tls.replace(context) }
         } catch {
             self.reloadMetrics?.reloadFailed()

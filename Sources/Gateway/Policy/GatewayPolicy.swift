@@ -30,6 +30,10 @@ public struct GatewayPolicy: Sendable {
     public var apple: AppleConfiguration? = nil
     /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
     public var identitySignature: IdentitySignatureConfiguration? = nil
+    /// `readiness:`: what `/readyz` requires.
+    public var readiness = ReadinessPolicy()
+    /// `access_log:`: how the access log writes key IDs.
+    public var accessLog = AccessLogPolicy()
 
     public init(
         listen: [ListenAddress],
