@@ -64,7 +64,9 @@ public func fuzzCorrelation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         check(scanned.requestID == marker && generateCalls == 1, "client ID kept: \(scanned.requestID.text)")
     }
     let parent = parents.count == 1 && referenceTraceParent(parents[0].value) ? parents[0].value : nil
-    check(scanned.traceparent == parent, "traceparent \(String(describing: scanned.traceparent)) != \(String(describing: parent))")
+    check(
+        scanned.traceparent == parent,
+        "traceparent \(String(describing: scanned.traceparent)) != \(String(describing: parent))")
     check(scanned.traceID.map(String.init) == parent.map { String($0.utf8.dropFirst(3).prefix(32))! }, "trace ID")
     check(scanned.userAgent == agent, "user agent")
     return 0

@@ -86,7 +86,9 @@ extension EndToEnd {
                     atPath: volume + "/" + directory, withIntermediateDirectories: true)
                 try Data(text.utf8).write(to: URL(fileURLWithPath: volume + "/" + directory + "/policies.yaml"))
                 guard symlink(directory, volume + "/..data_tmp") == 0 else { throw E2EError("symlink: \(errno)") }
-                guard rename(volume + "/..data_tmp", volume + "/..data") == 0 else { throw E2EError("rename: \(errno)") }
+                guard rename(volume + "/..data_tmp", volume + "/..data") == 0 else {
+                    throw E2EError("rename: \(errno)")
+                }
                 if generation > 1 {
                     try FileManager.default.removeItem(atPath: volume + "/..2026_11_24_\(generation - 1)")
                 } else {

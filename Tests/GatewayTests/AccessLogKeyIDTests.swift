@@ -44,7 +44,8 @@ import Testing
         let directory = try TemporaryDirectory()
         let keyFile = directory.path + "/log-key"
         try Data(Self.hashKey).write(to: URL(fileURLWithPath: keyFile))
-        #expect(try PolicyLoader.parse(Self.base, sourcePath: directory.path + "/p.yaml").accessLog == AccessLogPolicy())
+        #expect(
+            try PolicyLoader.parse(Self.base, sourcePath: directory.path + "/p.yaml").accessLog == AccessLogPolicy())
         let policy = try PolicyLoader.parse(
             Self.base + "access_log: { key_id: hashed, key_id_hash_key_file: log-key }",
             sourcePath: directory.path + "/p.yaml")
@@ -65,12 +66,18 @@ import Testing
         let cases: [(String, PolicyError.Code, String)] = [
             ("access_log: { key_id: sha1 }", .invalidValue, "access_log.key_id"),
             ("access_log: { key_id: hashed }", .missingKey, "access_log.key_id_hash_key_file"),
-            ("access_log: { key_id: hashed, key_id_hash_key_file: short }", .secretUnavailable,
-             "access_log.key_id_hash_key_file"),
-            ("access_log: { key_id: hashed, key_id_hash_key_file: absent }", .secretUnavailable,
-             "access_log.key_id_hash_key_file"),
-            ("access_log: { key_id: full, key_id_hash_key_file: good }", .conflictingKeys,
-             "access_log.key_id_hash_key_file"),
+            (
+                "access_log: { key_id: hashed, key_id_hash_key_file: short }", .secretUnavailable,
+                "access_log.key_id_hash_key_file"
+            ),
+            (
+                "access_log: { key_id: hashed, key_id_hash_key_file: absent }", .secretUnavailable,
+                "access_log.key_id_hash_key_file"
+            ),
+            (
+                "access_log: { key_id: full, key_id_hash_key_file: good }", .conflictingKeys,
+                "access_log.key_id_hash_key_file"
+            ),
             ("access_log: { keyid: full }", .unknownKey, "access_log.keyid"),
         ]
         for (block, code, field) in cases {

@@ -42,7 +42,8 @@ import Testing
         let policy = try PolicyLoader.parse(
             Self.base + "readiness: { require_store: auto, store_ping_timeout: 250ms }", sourcePath: "/p.yaml")
         #expect(policy.readiness == ReadinessPolicy(requireStore: .auto, storePingTimeout: .milliseconds(250)))
-        #expect(PolicySummary.render(policy).contains("readiness             require_store=auto store_ping_timeout=250ms"))
+        #expect(
+            PolicySummary.render(policy).contains("readiness             require_store=auto store_ping_timeout=250ms"))
         #expect(try PolicyLoader.parse(Self.base, sourcePath: "/p.yaml").readiness == ReadinessPolicy())
         let cases: [(String, PolicyError.Code, String)] = [
             ("readiness: { require_store: sometimes }", .invalidValue, "readiness.require_store"),

@@ -33,7 +33,8 @@ package struct AccessLogKeyIDFormat: Sendable {
         case .omitted: return .success(AccessLogKeyIDFormat(mode: .omitted))
         case .hashed:
             guard let path = policy.hashKeyFile, let data = FileManager.default.contents(atPath: path) else {
-                return .failure(LoadError(description: "key_id_hash_key_file \(policy.hashKeyFile ?? "-") cannot be read"))
+                return .failure(
+                    LoadError(description: "key_id_hash_key_file \(policy.hashKeyFile ?? "-") cannot be read"))
             }
             let range = AccessLogPolicy.minimumHashKeyBytes...AccessLogPolicy.maximumHashKeyBytes
             guard range.contains(data.count) else {
