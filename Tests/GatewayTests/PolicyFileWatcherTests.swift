@@ -85,6 +85,35 @@ import Testing
         #expect(Self.eventually { changes.value == 2 })
     }
 
+    /// The edit lost before the fix: made after the policy was loaded but before the watch
+    /// began (the start of `serve --watch` on a busy machine). Compared with the loaded bytes,
+    /// it is one change; with no edit in between, none.
+    @Test func anEditBetweenTheLoadAndTheWatchIsReported() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/policies.yaml"
+        try Self.write(Self.policy(prefix: "/a"), to: path)
+        let loaded = try #require(PolicyFileWatcher.content(of: path))
+        try Self.write(Self.policy(prefix: "/b"), to: path)
+        let changes = Changes()
+        let watcher = PolicyFileWatcher(
+            path: path, debounce: Self.debounce, queue: DispatchQueue(label: "watcher-test")
+        ) { changes.count.withLock { $0 += 1 } }
+        try watcher.start(baseline: loaded)
+        defer { watcher.stop() }
+        #expect(Self.eventually { changes.value == 1 })
+        Self.settle()
+        #expect(changes.value == 1)
+
+        let unchanged = Changes()
+        let quiet = PolicyFileWatcher(
+            path: path, debounce: Self.debounce, queue: DispatchQueue(label: "watcher-test-2")
+        ) { unchanged.count.withLock { $0 += 1 } }
+        try quiet.start(baseline: try #require(PolicyFileWatcher.content(of: path)))
+        defer { quiet.stop() }
+        Self.settle()
+        #expect(unchanged.value == 0)
+    }
+
     @Test func aKubernetesConfigMapSwapIsOneChange() throws {
         let directory = try TemporaryDirectory()
         let root = directory.path

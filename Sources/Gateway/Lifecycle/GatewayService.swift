@@ -40,6 +40,8 @@ package final class GatewayService: Sendable {
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
     /// Written once by `installSignalHandlers` (keeps the sources alive).
     private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+    /// The policy file's bytes as read just before `start` loaded it: the watcher's baseline.
+    private let loadedContent = Mutex<[UInt8]?>(nil)
     /// Set once by `watchPolicyFile` (keeps the watcher alive).
     private let watcher = Mutex<PolicyFileWatcher?>(nil)
 
@@ -66,7 +68,10 @@ package final class GatewayService: Sendable {
     /// Loads the policy and starts listening. Returns the bound addresses by listener name.
     @discardableResult
     package func start() throws -> [(listener: String, address: SocketAddress)] {
+        // Read before the load: an edit in between then shows as a change to `--watch`.
+        let content = PolicyFileWatcher.content(of: self.configPath)
         let policy = try self.load(self.configPath)
+        self.loadedContent.withLock { $0 = content }
         let gates = try self.makeGates(policy, self.server)
         let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
@@ -197,7 +202,7 @@ package final class GatewayService: Sendable {
             Log.info("policy_file_changed", [("path", path)])
             self.reload()
         }
-        try watcher.start()
+        try watcher.start(baseline: self.loadedContent.withLock { $0 })
         let previous = self.watcher.withLock { current -> PolicyFileWatcher? in
             let previous = current
             current = watcher

@@ -59,11 +59,13 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         self.readSource?.cancel()
     }
 
-    /// Starts watching; the content seen now is the baseline (a change between the caller's
-    /// load and this call is not reported). Call it, and `stop`, from outside `queue`: both
+    /// Starts watching. `baseline`: the bytes the running policy was loaded from, read before the
+    /// load (`GatewayService.start`), so that a change made between the load and this call is
+    /// reported (it used to be lost: an edit right after start-up never applied). nil: the
+    /// content seen now. Call it, and `stop`, from outside `queue`: both
     /// hop onto it synchronously. Throws the errno of `inotify_init1`/`inotify_add_watch` (ENOSPC: the
     /// `fs.inotify.max_user_watches` limit; ENOENT: the directory is missing).
-    package func start() throws(PolicyFileWatcherError) {
+    package func start(baseline: [UInt8]? = nil) throws(PolicyFileWatcherError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw PolicyFileWatcherError(operation: "inotify_init1", errno: errno) }
         let mask: UInt32 =
@@ -76,10 +78,11 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         }
         self.queue.sync {
             self.fd = fd
-            self.lastContent = Self.content(of: self.path)
+            self.lastContent = baseline ?? Self.content(of: self.path)
+            // Compared once now: a change already made is reported after the quiet time.
             let timer = DispatchSource.makeTimerSource(queue: self.queue)
             timer.setEventHandler { [weak self] in self?.settled() }
-            timer.schedule(deadline: .distantFuture)
+            timer.schedule(deadline: baseline == nil ? .distantFuture : .now() + Self.interval(self.debounce))
             timer.activate()
             self.timer = timer
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: self.queue)
@@ -116,10 +119,11 @@ package final class PolicyFileWatcher: @unchecked Sendable {
             break  // EAGAIN: drained (or an error: the next event retries)
         }
         guard sawEvent, let timer = self.timer else { return }
-        let nanoseconds =
-            self.debounce.components.seconds * 1_000_000_000
-            + self.debounce.components.attoseconds / 1_000_000_000
-        timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)))
+        timer.schedule(deadline: .now() + Self.interval(self.debounce))
+    }
+
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        .nanoseconds(Int(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000))
     }
 
     /// The directory has been quiet for `debounce`: compare the file and report a change.
@@ -136,7 +140,7 @@ package final class PolicyFileWatcher: @unchecked Sendable {
 
     /// The file's bytes through any symlinks, or nil when unreadable. Bounded by the policy
     /// size limit (a bigger file changes too, and the reload reports it as too large).
-    private static func content(of path: String) -> [UInt8]? {
+    package static func content(of path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
