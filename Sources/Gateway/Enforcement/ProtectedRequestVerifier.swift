@@ -272,7 +272,9 @@ final class ProtectedRequestVerifier: Sendable {
                             keyAccessPolicy: record.keyAccessPolicy
                         )
                     } catch {
-                        Log.error("key_record_invalid", [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
+                        Log.error(
+                            "key_record_invalid",
+                            [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
                         conclude(
                             .failed(
                                 EnforcementError(.internalError, "stored public key is invalid"),
@@ -321,7 +323,9 @@ final class ProtectedRequestVerifier: Sendable {
         } catch {
             let code = EnforcementError.Code.assertion(error.code)
             if code == .internalError {
-                Log.error("assertion_internal_error", [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
+                Log.error(
+                    "assertion_internal_error",
+                    [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
             }
             conclude(.failed(EnforcementError(code, error.reason), keyID: loggedKeyID))
             return
