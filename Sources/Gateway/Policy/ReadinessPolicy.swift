@@ -11,8 +11,9 @@
 /// - `always`: yes. Load balancers stop sending traffic while Redis is down.
 /// - `auto`: only when some route fails closed without it (`mode: enforce` or `monitor` with
 ///   `on_store_error: deny`). With every protected route on `on_store_error: allow`, public and
-///   protected routes keep being served while Redis is down, so the instance stays ready (the
-///   challenge and attest endpoints still answer 503 `store_error` then).
+///   protected routes keep being served while Redis is down, so the instance stays ready
+///   (challenges are still issued, being stateless; the attest endpoint answers 503
+///   `store_error` then).
 /// - `never`: no (for a store the instance cannot fail over from anyway).
 public struct ReadinessPolicy: Sendable, Hashable {
     public enum StoreRequirement: String, Sendable, Hashable, CaseIterable {
