@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | test | run | bench | bench-verify | bench-http | fuzz
+# attest-gateway: make deps | build | test | run | bench | bench-verify | bench-http | fuzz | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -7,8 +7,12 @@ SHELL := /bin/bash
 SWIFT ?= swift
 APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh
 BENCH_PACKAGES := nginx haproxy wrk
+# The soak's plot: Debian's matplotlib, for Debian's python3 (/usr/bin/python3).
+SOAK_PACKAGES := python3-matplotlib
+SOAK_SECONDS ?= 1800
+SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps build release test run bench bench-verify bench-http fuzz clean
+.PHONY: deps bench-deps soak-deps build release test run bench bench-verify bench-http fuzz soak clean
 
 # Installs the system packages only when one is missing (idempotent, no prompt).
 deps:
@@ -20,6 +24,13 @@ deps:
 
 bench-deps: deps
 	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+soak-deps: deps
+	@missing=""; for p in $(SOAK_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -57,5 +68,12 @@ bench-http: deps
 fuzz: deps
 	bash scripts/fuzz.sh
 
+# 30 minutes (SOAK_SECONDS) of mixed traffic against the debug build, with a reload a minute
+# and a Redis restart at half time; fails on growth, unexpected statuses, leaks or a crash.
+# Samples, logs and the summary in .soak/run/, the plot in .soak/soak.png (RELIABILITY.md).
+soak: soak-deps build
+	rm -rf .soak/run
+	$(SOAK_PYTHON) scripts/soak.py --seconds $(SOAK_SECONDS) --dir .soak/run --plot .soak/soak.png
+
 clean:
-	rm -rf .build .fuzz Benchmarks/.build
+	rm -rf .build .fuzz .soak Benchmarks/.build

@@ -57,7 +57,7 @@ import Testing
     }
 
     @Test func failuresAreDeniedWhenEnforcedAndMarkedWhenMonitored() {
-        let outcome = ProtectedRequestOutcome.failed(.unknownKey(), keyIDPrefix: "abcdefgh")
+        let outcome = ProtectedRequestOutcome.failed(.unknownKey(), keyID: "abcdefgh")
         let denied = outcome.decision(for: Self.head, route: Self.route(.enforce), arm: nil)
         #expect(denied.status == 401)
         #expect(denied.errorCode == "unknown_key")
@@ -65,18 +65,18 @@ import Testing
         #expect(marked.forwardedHead?.headers.values(for: "X-App-Attest-Status") == ["failed; reason=unknown_key"])
         #expect(marked.forwardedHead?.headers["X-App-Attest-Rollout-Arm"] == "monitor")
         guard case .forward(_, let info) = marked else { return }
-        #expect(info.verdict == "unknown_key" && info.keyIDPrefix == "abcdefgh" && info.arm == "monitor")
+        #expect(info.verdict == "unknown_key" && info.keyID == "abcdefgh" && info.arm == "monitor")
     }
 
     @Test func aBodyOverTheCapIsRefusedEvenWhenMonitored() {
         let outcome = ProtectedRequestOutcome.failed(
-            EnforcementError(.bodyTooLarge, "body exceeds 1 bytes"), keyIDPrefix: nil)
+            EnforcementError(.bodyTooLarge, "body exceeds 1 bytes"), keyID: nil)
         #expect(outcome.decision(for: Self.head, route: Self.route(.monitor), arm: nil).status == 413)
     }
 
     @Test func storeFailuresFollowOnStoreError() {
         let outcome = ProtectedRequestOutcome.storeFailed(
-            StoreError(.timeout, "slow"), operation: "fetch_key", keyIDPrefix: nil)
+            StoreError(.timeout, "slow"), operation: "fetch_key", keyID: nil)
         #expect(outcome.verdict == .storeError)
         let denied = outcome.decision(for: Self.head, route: Self.route(.enforce), arm: nil)
         #expect(denied.status == 503)

@@ -215,7 +215,7 @@ struct EnforcementHarness {
         #expect(forwarded.headers["X-App-Attest-Environment"] == "production")
         #expect(forwarded.headers["X-App-Attest-Counter"] == "1")
         #expect(decision.logInfo.verdict == "verified")
-        #expect(decision.logInfo.keyIDPrefix == String(keyID.prefix(8)))
+        #expect(decision.logInfo.keyID == keyID)
         #expect(probe.count == 1)
 
         let counts = h.metrics.snapshot

@@ -85,6 +85,83 @@ import Testing
         #expect(Self.eventually { changes.value == 2 })
     }
 
+    /// A log written next to the policy on every request used to restart the quiet timer
+    /// forever: under traffic, no edit applied. Now only the policy's own names count.
+    @Test func aBusySiblingFileDoesNotHoldBackAChange() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/policies.yaml"
+        try Self.write(Self.policy(prefix: "/a"), to: path)
+        let changes = Changes()
+        let watcher = try self.watcher(path, changes)
+        defer { watcher.stop() }
+        let log = try #require(
+            FileHandle(forWritingAtPath: directory.path + "/access.log")
+                ?? {
+                    FileManager.default.createFile(atPath: directory.path + "/access.log", contents: nil)
+                    return FileHandle(forWritingAtPath: directory.path + "/access.log")
+                }())
+        let writing = Changes()
+        let writer = Thread {
+            // Every 20 ms, far inside the 400 ms quiet time, for as long as the test runs.
+            while writing.value == 0 {
+                log.write(Data("{\"status\":200}\n".utf8))
+                usleep(20_000)
+            }
+        }
+        writer.start()
+        defer { writing.count.withLock { $0 = 1 } }
+        usleep(100_000)
+        try Self.write(Self.policy(prefix: "/b"), to: path + ".tmp")
+        #expect(rename(path + ".tmp", path) == 0)
+        #expect(Self.eventually(.seconds(3)) { changes.value == 1 }, "the edit never applied while the log was busy")
+    }
+
+    @Test func theWatchedNamesFollowTheSymlink() throws {
+        let directory = try TemporaryDirectory()
+        let root = directory.path
+        try FileManager.default.createDirectory(atPath: root + "/..2026_01", withIntermediateDirectories: true)
+        try Self.write(Self.policy(prefix: "/a"), to: root + "/..2026_01/policies.yaml")
+        #expect(symlink("..2026_01", root + "/..data") == 0)
+        #expect(symlink("..data/policies.yaml", root + "/policies.yaml") == 0)
+        #expect(symlink(root + "/sibling.yaml", root + "/absolute.yaml") == 0)
+        #expect(symlink("/etc/elsewhere.yaml", root + "/elsewhere.yaml") == 0)
+        #expect(PolicyFileWatcher.relevantNames(of: root + "/policies.yaml", in: root) == ["policies.yaml", "..data"])
+        #expect(
+            PolicyFileWatcher.relevantNames(of: root + "/absolute.yaml", in: root) == ["absolute.yaml", "sibling.yaml"])
+        #expect(PolicyFileWatcher.relevantNames(of: root + "/elsewhere.yaml", in: root) == ["elsewhere.yaml"])
+        #expect(PolicyFileWatcher.relevantNames(of: root + "/plain.yaml", in: root) == ["plain.yaml"])
+    }
+
+    /// The edit lost before the fix: made after the policy was loaded but before the watch
+    /// began (the start of `serve --watch` on a busy machine). Compared with the loaded bytes,
+    /// it is one change; with no edit in between, none.
+    @Test func anEditBetweenTheLoadAndTheWatchIsReported() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/policies.yaml"
+        try Self.write(Self.policy(prefix: "/a"), to: path)
+        let loaded = try #require(PolicyFileWatcher.content(of: path))
+        try Self.write(Self.policy(prefix: "/b"), to: path)
+        let changes = Changes()
+        let watcher = PolicyFileWatcher(
+            path: path, debounce: Self.debounce, queue: DispatchQueue(label: "watcher-test")
+        ) { changes.count.withLock { $0 += 1 } }
+        try watcher.start(baseline: loaded)
+        defer { watcher.stop() }
+        #expect(Self.eventually { changes.value == 1 })
+        Self.settle()
+        #expect(changes.value == 1)
+
+        let unchanged = Changes()
+        let quiet = PolicyFileWatcher(
+            path: path, debounce: Self.debounce, queue: DispatchQueue(label: "watcher-test-2")
+        ) { unchanged.count.withLock { $0 += 1 } }
+        let current = try #require(PolicyFileWatcher.content(of: path))
+        try quiet.start(baseline: current)
+        defer { quiet.stop() }
+        Self.settle()
+        #expect(unchanged.value == 0)
+    }
+
     @Test func aKubernetesConfigMapSwapIsOneChange() throws {
         let directory = try TemporaryDirectory()
         let root = directory.path

@@ -308,6 +308,8 @@ struct ClientDataExample: Equatable {
             ("`apple`", PolicyDecoder.appleKeys, ""),
             ("`apple.device_check`", PolicyDecoder.appleDeviceCheckKeys, ""),
             ("`apple.fraud_risk`", PolicyDecoder.appleFraudRiskKeys, ""),
+            ("`readiness`", PolicyDecoder.readinessKeys, ""),
+            ("`access_log`", PolicyDecoder.accessLogKeys, ""),
             ("`listen[i]`", ListenerDecoder.listenerKeys, ""),
             ("`listen[i]`", ListenerDecoder.tlsKeys, "tls."),
             ("`listen[i]`", ListenerDecoder.serverNameKeys, "tls.sni[i]."),

@@ -617,7 +617,7 @@ struct BufferingTestGate: RequestGate {
         DispatchQueue.global().async {
             var forwarded = head
             forwarded.headers.add(name: "X-Gate-Body-Bytes", value: String(body?.count ?? -1))
-            completion(.forward(forwarded, GateLogInfo(verdict: "verified", keyIDPrefix: "testkey1")))
+            completion(.forward(forwarded, GateLogInfo(verdict: "verified", keyID: "testkey1")))
         }
     }
 }

@@ -75,11 +75,11 @@ import Testing
         buffer.append(
             .init(
                 method: "POST", path: "/v1/a\"b", route: "premium", status: 201, verdict: "verified",
-                keyIDPrefix: "AbCd1234",
+                keyID: "AbCd1234",
                 upstreamNanoseconds: 1_234_567, totalNanoseconds: 2_000_999, client: "2001:db8::7"))
         buffer.append(
             .init(
-                method: "GET", path: "/x", route: "-", status: 404, verdict: "no_route", keyIDPrefix: nil,
+                method: "GET", path: "/x", route: "-", status: 404, verdict: "no_route", keyID: nil,
                 upstreamNanoseconds: nil, totalNanoseconds: 999))
         let (bytes, lines) = buffer.take()
         #expect(lines == 2)

@@ -151,7 +151,7 @@ import Testing
     @Test func accessLogHasTheCorrelationFields() throws {
         let (_, json) = try Self.line(
             .init(
-                method: "GET", path: "/", route: "api", status: 200, verdict: "skipped", keyIDPrefix: nil,
+                method: "GET", path: "/", route: "api", status: 200, verdict: "skipped", keyID: nil,
                 upstreamNanoseconds: 1000, totalNanoseconds: 2000, client: "203.0.113.9",
                 requestID: RequestID(high: 0xab, low: 0xcd), traceparent: Self.valid, userAgent: "app/1.0 (iOS 18)",
                 bytesIn: 12, bytesOut: 345, upstreamAddress: "127.0.0.1:8080", tlsVersion: "TLSv1.3"))
@@ -168,7 +168,7 @@ import Testing
     @Test func absentFieldsAreNull() throws {
         let (_, json) = try Self.line(
             .init(
-                method: "GET", path: "/", route: "-", status: 400, verdict: "malformed", keyIDPrefix: nil,
+                method: "GET", path: "/", route: "-", status: 400, verdict: "malformed", keyID: nil,
                 upstreamNanoseconds: nil, totalNanoseconds: 0))
         for key in ["request_id", "trace_id", "user_agent", "upstream_addr", "tls"] {
             #expect(json[key] is NSNull, "\(key)")
@@ -182,7 +182,7 @@ import Testing
         let nasty = "a\"b\\c\u{01}\u{1F}\u{7F}\n\r\t caf\u{E9} \u{1F600} \u{2028}}"
         let (text, json) = try Self.line(
             .init(
-                method: nasty, path: nasty[...], route: "r", status: 200, verdict: "v", keyIDPrefix: nasty,
+                method: nasty, path: nasty[...], route: "r", status: 200, verdict: "v", keyID: nasty,
                 upstreamNanoseconds: nil, totalNanoseconds: 0, arm: nasty, client: nasty,
                 requestID: RequestID(accepting: "id-1"), userAgent: nasty, upstreamAddress: "[::1]:80",
                 tlsVersion: nasty))
@@ -199,7 +199,7 @@ import Testing
         let agent = String(repeating: "u", count: 255) + "\u{E9}" + String(repeating: "v", count: 100)
         let (_, json) = try Self.line(
             .init(
-                method: "GET", path: "/", route: "r", status: 200, verdict: "v", keyIDPrefix: nil,
+                method: "GET", path: "/", route: "r", status: 200, verdict: "v", keyID: nil,
                 upstreamNanoseconds: nil, totalNanoseconds: 0, userAgent: agent))
         #expect(json["user_agent"] as? String == String(repeating: "u", count: 255))
         #expect(AccessLogBuffer.bounded("short", to: 256) == "short")

@@ -7,8 +7,11 @@ import Synchronization
 ///
 /// - `GET /metrics`: Prometheus text exposition format 0.0.4.
 /// - `GET /healthz`: 200 while the process runs.
-/// - `GET /readyz`: 200 only when a policy is loaded and the store answers `ping` within
-///   `pingTimeout`; 503 with the reason otherwise (load balancers stop sending traffic).
+/// - `GET /readyz`: 200 only when a policy is loaded and, when `storeRequired`
+///   (`readiness.require_store`, `ReadinessPolicy`), the store answers `ping` within
+///   `pingTimeout`; 503 with the reason otherwise (load balancers stop sending traffic). The
+///   store is pinged either way: `"store":"ok"` or `"store":"unavailable"` (with the reason)
+///   is in the answer, so a probe shows a degraded instance that stays ready.
 /// - `GET /config`: the effective policy in force (`check-config`'s summary: defaults applied,
 ///   secrets masked), text.
 /// - `POST /devicecheck/query`, `/devicecheck/update`: DeviceCheck's two bits for upstream
@@ -27,6 +30,7 @@ package final class AdminGate: RequestGate {
     private let deviceCheck: DeviceCheckAdminAPI?
     /// `attest_gateway_devicecheck_admin_total{operation,result}`; nil in tests without a registry.
     private let deviceCheckMetrics: (@Sendable (String, String) -> Void)?
+    private let storeRequired: Bool
     private let timerQueue = DispatchQueue(label: "attest-gateway.admin.readyz")
 
     /// - Parameters:
@@ -35,6 +39,8 @@ package final class AdminGate: RequestGate {
     ///   - isPolicyLoaded: true once a valid policy is serving.
     ///   - pingTimeout: default 1 s (a readiness probe must answer before the prober gives up).
     ///   - configText: the effective policy, secrets masked (called per request).
+    ///   - storeRequired: a store that does not answer makes the instance unready
+    ///     (`ReadinessPolicy.storeRequired(routes:)`).
     package init(
         metricsText: @escaping @Sendable () -> String,
         configText: @escaping @Sendable () -> String = { "" },
@@ -42,8 +48,10 @@ package final class AdminGate: RequestGate {
         isPolicyLoaded: @escaping @Sendable () -> Bool,
         pingTimeout: Duration = .seconds(1),
         deviceCheck: DeviceCheckAdminAPI? = nil,
-        registry: MetricsRegistry? = nil
+        registry: MetricsRegistry? = nil,
+        storeRequired: Bool = true
     ) {
+        self.storeRequired = storeRequired
         self.deviceCheck = deviceCheck
         if let registry {
             let family = registry.counter(
@@ -116,43 +124,70 @@ package final class AdminGate: RequestGate {
         case "/healthz":
             completion(.respond(Self.status(200, "ok", reason: nil), info))
         default:
-            self.readiness { ready, reason in
-                completion(
-                    .respond(Self.status(ready ? 200 : 503, ready ? "ready" : "not_ready", reason: reason), info)
-                )
+            self.readiness { readiness in
+                completion(.respond(readiness.response, info))
             }
         }
     }
 
     /// Completes exactly once: with the ping's answer or at the timeout, whichever is first.
-    private func readiness(_ completion: @escaping @Sendable (Bool, String?) -> Void) {
+    private func readiness(_ completion: @escaping @Sendable (Readiness) -> Void) {
         guard self.isPolicyLoaded() else {
-            completion(false, "no policy loaded")
+            completion(Readiness(storeRequired: true, storeProblem: "no policy loaded", policyLoaded: false))
             return
         }
+        let required = self.storeRequired
         guard let store = self.store() else {
-            completion(false, "store not configured")
+            completion(Readiness(storeRequired: required, storeProblem: "store not configured"))
             return
         }
         let once = OnceFlag()
         let timeout = self.pingTimeout
         self.timerQueue.asyncAfter(deadline: .now() + Self.dispatchInterval(timeout)) {
             if once.claim() {
-                completion(false, "store did not answer ping within \(timeout)")
+                completion(
+                    Readiness(storeRequired: required, storeProblem: "store did not answer ping within \(timeout)"))
             }
         }
         store.ping { result in
             guard once.claim() else { return }
             switch result {
-            case .success: completion(true, nil)
-            case .failure(let error): completion(false, "store ping failed: \(error.kind.rawValue): \(error.reason)")
+            case .success: completion(Readiness(storeRequired: required, storeProblem: nil))
+            case .failure(let error):
+                completion(
+                    Readiness(
+                        storeRequired: required,
+                        storeProblem: "store ping failed: \(error.kind.rawValue): \(error.reason)"))
             }
         }
     }
 
-    private static func status(_ status: Int, _ text: String, reason: String?) -> LocalResponse {
+    /// One `/readyz` verdict: the policy, the store's answer, and whether the store counts.
+    private struct Readiness {
+        var storeRequired: Bool
+        var storeProblem: String?
+        var policyLoaded = true
+
+        var isReady: Bool { self.policyLoaded && (self.storeProblem == nil || !self.storeRequired) }
+
+        var response: LocalResponse {
+            var extra: [(String, String)] = []
+            if self.policyLoaded {
+                extra.append(("store", JSONText.quote(self.storeProblem == nil ? "ok" : "unavailable")))
+                extra.append(("store_required", self.storeRequired ? "true" : "false"))
+            }
+            return AdminGate.status(
+                self.isReady ? 200 : 503, self.isReady ? "ready" : "not_ready", reason: self.storeProblem,
+                extra: extra)
+        }
+    }
+
+    private static func status(
+        _ status: Int, _ text: String, reason: String?, extra: [(String, String)] = []
+    ) -> LocalResponse {
         var pairs = [("status", JSONText.quote(text))]
         if let reason { pairs.append(("reason", JSONText.quote(reason))) }
+        pairs += extra
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Cache-Control", value: "no-store")

@@ -9,10 +9,10 @@ struct AssertionCredentials: Sendable {
     var keyID: String
     var assertion: [UInt8]
 
-    /// Why a protected request's credentials cannot verify, with the key ID's prefix when known.
+    /// Why a protected request's credentials cannot verify, with the key ID when known.
     struct Failure: Error {
         var error: EnforcementError
-        var keyIDPrefix: String?
+        var keyID: String?
     }
 
     /// The credential headers of `head`, decoded, or why they cannot verify.
@@ -38,7 +38,7 @@ struct AssertionCredentials: Sendable {
         let keyID = EndpointRequests.encodeBase64(keyIDBytes)
         guard let assertion = EndpointRequests.decodeBase64(assertionText) else {
             let error = EnforcementError(.malformedAssertion, "\(IdentityHeaders.assertion) is not standard base64")
-            return .failure(Failure(error: error, keyIDPrefix: String(keyID.prefix(8))))
+            return .failure(Failure(error: error, keyID: keyID))
         }
         return .success(AssertionCredentials(keyID: keyID, assertion: assertion))
     }

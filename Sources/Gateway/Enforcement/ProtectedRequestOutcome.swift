@@ -7,9 +7,9 @@ enum ProtectedRequestOutcome: Sendable {
     case debug(name: String)
     /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`).
     case deviceCheck(DeviceCheckTokens.Claims)
-    case failed(EnforcementError, keyIDPrefix: String?)
+    case failed(EnforcementError, keyID: String?)
     /// The store could not answer `operation`: the route's `on_store_error` decides.
-    case storeFailed(StoreError, operation: String, keyIDPrefix: String?)
+    case storeFailed(StoreError, operation: String, keyID: String?)
 
     /// The verdict label of the outcome (metrics and the access log).
     var verdict: AttestVerdict {
@@ -31,7 +31,7 @@ enum ProtectedRequestOutcome: Sendable {
             return .forward(
                 IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
                 GateLogInfo(
-                    verdict: self.verdict.rawValue, keyIDPrefix: String(identity.keyID.prefix(8)), arm: arm?.rawValue)
+                    verdict: self.verdict.rawValue, keyID: identity.keyID, arm: arm?.rawValue)
             )
         case .debug(let name):
             var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
@@ -45,16 +45,16 @@ enum ProtectedRequestOutcome: Sendable {
             forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
             forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment.rawValue)
             return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
-        case .failed(let error, let prefix):
-            let info = GateLogInfo(verdict: self.verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
+        case .failed(let error, let keyID):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
             // A body over the cap is refused in every mode: the cap bounds memory.
             if route.mode == .monitor && error.code != .bodyTooLarge {
                 return .forward(
                     IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue), arm: arm), info)
             }
             return .respond(error.response, info)
-        case .storeFailed(_, _, let prefix):
-            let info = GateLogInfo(verdict: self.verdict.rawValue, keyIDPrefix: prefix, arm: arm?.rawValue)
+        case .storeFailed(_, _, let keyID):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
             if route.onStoreError == .allow || route.mode == .monitor {
                 return .forward(
                     IdentityHeaders.forwarded(

@@ -41,7 +41,6 @@ final class ProtectedRequestVerifier: Sendable {
         /// Required by the route, present and checked; nil when the route needs none.
         var challenge: ChallengeTokens.Checked?
 
-        var keyIDPrefix: String { String(self.keyID.prefix(8)) }
     }
 
     private let environment: EnvironmentPolicy
@@ -108,7 +107,7 @@ final class ProtectedRequestVerifier: Sendable {
         }
         guard body.count <= route.maxBodyBytes else {
             conclude(
-                .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyIDPrefix: nil)
+                .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyID: nil)
             )
             return
         }
@@ -123,13 +122,13 @@ final class ProtectedRequestVerifier: Sendable {
         let credentials: AssertionCredentials
         switch AssertionCredentials.decode(head) {
         case .failure(let failure):
-            conclude(.failed(failure.error, keyIDPrefix: failure.keyIDPrefix))
+            conclude(.failed(failure.error, keyID: failure.keyID))
             return
         case .success(let decoded):
             credentials = decoded
         }
         let keyID = credentials.keyID
-        let prefix = String(keyID.prefix(8))
+        let loggedKeyID = keyID
 
         var challenge: String? = nil
         if route.challenge == .required {
@@ -148,7 +147,7 @@ final class ProtectedRequestVerifier: Sendable {
                     .challengeMissing,
                     "route \(route.name) requires a challenge in the \(place)"
                 )
-                conclude(.failed(error, keyIDPrefix: prefix))
+                conclude(.failed(error, keyID: loggedKeyID))
                 return
             }
         }
@@ -161,9 +160,9 @@ final class ProtectedRequestVerifier: Sendable {
                     conclude(
                         .storeFailed(
                             StoreError(.unavailable, "the shared challenge key is not loaded"),
-                            operation: "challenge_key", keyIDPrefix: prefix))
+                            operation: "challenge_key", keyID: loggedKeyID))
                 } else {
-                    conclude(.failed(error, keyIDPrefix: prefix))
+                    conclude(.failed(error, keyID: loggedKeyID))
                 }
                 return
             case .success(let checked):
@@ -221,7 +220,7 @@ final class ProtectedRequestVerifier: Sendable {
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) {
         guard route.allowDebugTokens else {
-            conclude(.failed(.debugTokenNotAllowed(route: route.name), keyIDPrefix: nil))
+            conclude(.failed(.debugTokenNotAllowed(route: route.name), keyID: nil))
             return
         }
         guard IdentityHeaders.occurrences(of: IdentityHeaders.debugToken, in: head.headers) == 1,
@@ -229,25 +228,25 @@ final class ProtectedRequestVerifier: Sendable {
         else {
             let error = EnforcementError(
                 .debugTokenInvalid, "\(IdentityHeaders.debugToken) is not one token made by debug-tokens create")
-            conclude(.failed(error, keyIDPrefix: nil))
+            conclude(.failed(error, keyID: nil))
             return
         }
         let routeName = route.name
         self.store.useDebugToken(digest: DebugTokens.digest(token), now: self.now()) { result in
             switch result {
             case .failure(let error):
-                conclude(.storeFailed(error, operation: "use_debug_token", keyIDPrefix: nil))
+                conclude(.storeFailed(error, operation: "use_debug_token", keyID: nil))
             case .success(.accepted(let name)):
                 Log.info("debug_token_used", [("name", name), ("route", routeName)])
                 conclude(.debug(name: name))
             case .success(.expired(let name)):
                 Log.warning("debug_token_expired", [("name", name), ("route", routeName)])
                 conclude(
-                    .failed(EnforcementError(.debugTokenInvalid, "debug token \(name) has expired"), keyIDPrefix: nil))
+                    .failed(EnforcementError(.debugTokenInvalid, "debug token \(name) has expired"), keyID: nil))
             case .success(.unknown):
                 conclude(
                     .failed(
-                        EnforcementError(.debugTokenInvalid, "unknown or revoked debug token"), keyIDPrefix: nil))
+                        EnforcementError(.debugTokenInvalid, "unknown or revoked debug token"), keyID: nil))
             }
         }
     }
@@ -299,17 +298,17 @@ final class ProtectedRequestVerifier: Sendable {
     /// The key from the store (not cached in this process yet), parsed and cached.
     private func fetchKey(_ request: Request, conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void) {
         let keyID = request.keyID
-        let prefix = request.keyIDPrefix
+        let loggedKeyID = request.keyID
         self.store.fetchKey(keyID: keyID) { [self] result in
             // On the store's queue: only classify the reply, then hop.
             switch result {
             case .failure(let error):
-                conclude(.storeFailed(error, operation: "fetch_key", keyIDPrefix: prefix))
+                conclude(.storeFailed(error, operation: "fetch_key", keyID: loggedKeyID))
             case .success(nil):
-                conclude(.failed(.unknownKey(), keyIDPrefix: prefix))
+                conclude(.failed(.unknownKey(), keyID: loggedKeyID))
             case .success(let record?):
                 if record.status == .revoked {
-                    conclude(.failed(.revokedKey(), keyIDPrefix: prefix))
+                    conclude(.failed(.revokedKey(), keyID: loggedKeyID))
                     return
                 }
                 self.verificationQueue.async { [self] in
@@ -325,11 +324,13 @@ final class ProtectedRequestVerifier: Sendable {
                             keyAccessPolicy: record.keyAccessPolicy
                         )
                     } catch {
-                        Log.error("key_record_invalid", [("key_id_prefix", prefix), ("reason", error.reason)])
+                        Log.error(
+                            "key_record_invalid",
+                            [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
                         conclude(
                             .failed(
                                 EnforcementError(.internalError, "stored public key is invalid"),
-                                keyIDPrefix: prefix
+                                keyID: loggedKeyID
                             )
                         )
                         return
@@ -347,9 +348,9 @@ final class ProtectedRequestVerifier: Sendable {
         key: CachedKey,
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) {
-        let prefix = request.keyIDPrefix
+        let loggedKeyID = request.keyID
         if let mismatch = self.environmentMismatch(key.environment) {
-            conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyIDPrefix: prefix))
+            conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyID: loggedKeyID))
             return
         }
         guard self.acceptedAppIDs.contains(key.appID.value) else {
@@ -357,7 +358,7 @@ final class ProtectedRequestVerifier: Sendable {
                 .appIDMismatch,
                 "key's App ID \(key.appID.value) is not accepted by the policy"
             )
-            conclude(.failed(error, keyIDPrefix: prefix))
+            conclude(.failed(error, keyID: loggedKeyID))
             return
         }
         let result: AssertionResult
@@ -374,9 +375,11 @@ final class ProtectedRequestVerifier: Sendable {
         } catch {
             let code = EnforcementError.Code.assertion(error.code)
             if code == .internalError {
-                Log.error("assertion_internal_error", [("key_id_prefix", prefix), ("reason", error.reason)])
+                Log.error(
+                    "assertion_internal_error",
+                    [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
             }
-            conclude(.failed(EnforcementError(code, error.reason), keyIDPrefix: prefix))
+            conclude(.failed(EnforcementError(code, error.reason), keyID: loggedKeyID))
             return
         }
         let launch = result.launchValidation
@@ -387,7 +390,7 @@ final class ProtectedRequestVerifier: Sendable {
                 .validationCategoryMismatch,
                 "the assertion's launch validation category (\(found)) differs from the key's attested \(LaunchValidationCategory.name(of: attested)): the binary was re-signed"
             )
-            conclude(.failed(error, keyIDPrefix: prefix))
+            conclude(.failed(error, keyID: loggedKeyID))
             return
         }
         let category = launch.category ?? key.validationCategory
@@ -395,7 +398,7 @@ final class ProtectedRequestVerifier: Sendable {
         if let refusal = request.route.appValidation?.refusal(
             category: category, bundleVersion: bundleVersion, keyAccessPolicy: key.keyAccessPolicy)
         {
-            conclude(.failed(refusal, keyIDPrefix: prefix))
+            conclude(.failed(refusal, keyID: loggedKeyID))
             return
         }
         let identity = IdentityHeaders.Identity(
@@ -414,9 +417,9 @@ final class ProtectedRequestVerifier: Sendable {
         self.challenges.redeem(challenge) { [self] redeemed in
             switch redeemed {
             case .failure(let error):
-                conclude(.storeFailed(error, operation: "redeem_challenge", keyIDPrefix: prefix))
+                conclude(.storeFailed(error, operation: "redeem_challenge", keyID: loggedKeyID))
             case .success(false):
-                conclude(.failed(.challengeAlreadyUsed(), keyIDPrefix: prefix))
+                conclude(.failed(.challengeAlreadyUsed(), keyID: loggedKeyID))
             case .success(true):
                 self.advanceCounter(request, identity: identity, conclude: conclude)
             }
@@ -429,13 +432,13 @@ final class ProtectedRequestVerifier: Sendable {
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) {
         let keyID = request.keyID
-        let prefix = request.keyIDPrefix
+        let loggedKeyID = request.keyID
         let counter = identity.counter
         let window = request.route.counterWindow
         self.store.advanceCounter(keyID: keyID, to: counter, window: window) { [self] result in
             switch result {
             case .failure(let error):
-                conclude(.storeFailed(error, operation: "advance_counter", keyIDPrefix: prefix))
+                conclude(.storeFailed(error, operation: "advance_counter", keyID: loggedKeyID))
             case .success(.advanced), .success(.acceptedOutOfOrder):
                 self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
                 conclude(.verified(identity))
@@ -445,13 +448,13 @@ final class ProtectedRequestVerifier: Sendable {
                     window == 0
                     ? "assertion counter \(counter) is not greater than stored counter \(stored)"
                     : "assertion counter \(counter) was already used, or is not within the window of \(window) counters up to the highest stored \(stored)"
-                conclude(.failed(EnforcementError(.counterReplay, reason), keyIDPrefix: prefix))
+                conclude(.failed(EnforcementError(.counterReplay, reason), keyID: loggedKeyID))
             case .success(.unknownKey):
                 self.keys.remove(keyID)
-                conclude(.failed(.unknownKey(), keyIDPrefix: prefix))
+                conclude(.failed(.unknownKey(), keyID: loggedKeyID))
             case .success(.revoked):
                 self.keys.remove(keyID)
-                conclude(.failed(.revokedKey(), keyIDPrefix: prefix))
+                conclude(.failed(.revokedKey(), keyID: loggedKeyID))
             }
         }
     }

@@ -108,10 +108,12 @@ package final class EnforcementGateFactory: Sendable {
             store: { store },
             // This admin gate exists only alongside a gate built from a loaded policy.
             isPolicyLoaded: { true },
+            pingTimeout: policy.readiness.storePingTimeout,
             deviceCheck: deviceCheck.flatMap { client in
                 adminToken.map { DeviceCheckAdminAPI(client: client, token: $0) }
             },
-            registry: registry
+            registry: registry,
+            storeRequired: policy.readiness.storeRequired(routes: policy.routes)
         )
         return (gate, admin)
     }

@@ -45,6 +45,8 @@ package final class GatewayService: Sendable {
     private let signalQueue = DispatchQueue(label: "attest-gateway.signals")
     /// Written once by `installSignalHandlers` (keeps the sources alive).
     private nonisolated(unsafe) var signalSources: [any DispatchSourceSignal] = []
+    /// The policy file's bytes as read just before `start` loaded it: the watcher's baseline.
+    private let loadedContent = Mutex<[UInt8]?>(nil)
     /// Set once by `watchPolicyFile` (keeps the watcher alive).
     private let watcher = Mutex<PolicyFileWatcher?>(nil)
 
@@ -71,9 +73,14 @@ package final class GatewayService: Sendable {
     /// Loads the policy and starts listening. Returns the bound addresses by listener name.
     @discardableResult
     package func start() throws -> [(listener: String, address: SocketAddress)] {
+        // Read before the load: an edit in between then shows as a change to `--watch`.
+        let content = PolicyFileWatcher.content(of: self.configPath)
         let policy = try self.load(self.configPath)
+        self.loadedContent.withLock { $0 = content }
         let gates = try self.makeGates(policy, self.server)
+        let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
         try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
+        self.server.update(accessLogKeyID: keyIDFormat)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         self.server.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
         var bound: [(String, SocketAddress)] = []
@@ -138,6 +145,8 @@ package final class GatewayService: Sendable {
             policy = try self.load(self.configPath)
             // New certificates are read before anything changes: a bad file keeps them all.
             let contexts = try self.reloadTLSContexts(policy)
+            // The hash key file is read again: a rotated key takes effect, a bad one keeps all.
+            let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
             let gates = try self.makeGates(policy, self.server)
             var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
             if let admin = gates.admin { newGates[Self.adminListener] = admin }
@@ -145,6 +154,7 @@ package final class GatewayService: Sendable {
             // Upstreams (names, https contexts from their CA and client certificate files)
             // are built before anything is swapped: a bad upstream file keeps everything.
             try self.server.update(policy: policy, gates: newGates)
+            self.server.update(accessLogKeyID: keyIDFormat)
             for (tls, context) in contexts { tls.replace(context) }
         } catch {
             self.reloadMetrics?.reloadFailed()
@@ -231,7 +241,7 @@ package final class GatewayService: Sendable {
             Log.info("policy_file_changed", [("path", path)])
             self.reload()
         }
-        try watcher.start()
+        try watcher.start(baseline: self.loadedContent.withLock { $0 })
         let previous = self.watcher.withLock { current -> PolicyFileWatcher? in
             let previous = current
             current = watcher

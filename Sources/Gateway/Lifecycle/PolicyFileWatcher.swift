@@ -8,11 +8,14 @@ import Glibc
 /// changes in place).
 ///
 /// How: inotify on the file's *directory* (a watch on the file itself would follow the old
-/// inode and go quiet after the first rename), every event restarts a `debounce` timer, and
-/// when the timer fires the file is read again and compared with the content seen last:
-/// `onChange` runs only when the bytes differ. So a burst (an editor's write-rename-chmod, the
-/// kubelet's several renames) gives one call, and events about other files in the directory
-/// give none.
+/// inode and go quiet after the first rename); every event about the file's name, or about the
+/// first step of its symlink in that directory (`..data` for a ConfigMap's
+/// `policies.yaml -> ..data/policies.yaml`), restarts a `debounce` timer, and when the timer
+/// fires the file is read again and compared with the content seen last: `onChange` runs only
+/// when the bytes differ. So a burst (an editor's write-rename-chmod, the kubelet's several
+/// renames) gives one call. Events about other files are ignored: a log file written on every
+/// request in the same directory used to restart the timer forever, and no edit ever applied
+/// under traffic.
 ///
 /// Everything runs on `queue` (the caller's: `GatewayService` passes its signal queue so that
 /// watch reloads and SIGHUP reloads never overlap). The file is read there, never on an event
@@ -34,6 +37,8 @@ package final class PolicyFileWatcher: @unchecked Sendable {
     private var readSource: (any DispatchSourceRead)?
     private var timer: (any DispatchSourceTimer)?
     private var lastContent: [UInt8]?
+    /// The directory entries whose events matter (`relevantNames`), refreshed at every compare.
+    private var watchedNames: Set<String> = []
 
     /// - Parameters:
     ///   - path: the policy file as given to `serve --config`.
@@ -59,11 +64,13 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         self.readSource?.cancel()
     }
 
-    /// Starts watching; the content seen now is the baseline (a change between the caller's
-    /// load and this call is not reported). Call it, and `stop`, from outside `queue`: both
+    /// Starts watching. `baseline`: the bytes the running policy was loaded from, read before the
+    /// load (`GatewayService.start`), so that a change made between the load and this call is
+    /// reported (it used to be lost: an edit right after start-up never applied). nil: the
+    /// content seen now. Call it, and `stop`, from outside `queue`: both
     /// hop onto it synchronously. Throws the errno of `inotify_init1`/`inotify_add_watch` (ENOSPC: the
     /// `fs.inotify.max_user_watches` limit; ENOENT: the directory is missing).
-    package func start() throws(PolicyFileWatcherError) {
+    package func start(baseline: [UInt8]? = nil) throws(PolicyFileWatcherError) {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { throw PolicyFileWatcherError(operation: "inotify_init1", errno: errno) }
         let mask: UInt32 =
@@ -76,10 +83,12 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         }
         self.queue.sync {
             self.fd = fd
-            self.lastContent = Self.content(of: self.path)
+            self.lastContent = baseline ?? Self.content(of: self.path)
+            self.watchedNames = Self.relevantNames(of: self.path, in: self.directory)
+            // Compared once now: a change already made is reported after the quiet time.
             let timer = DispatchSource.makeTimerSource(queue: self.queue)
             timer.setEventHandler { [weak self] in self?.settled() }
-            timer.schedule(deadline: .distantFuture)
+            timer.schedule(deadline: baseline == nil ? .distantFuture : .now() + Self.interval(self.debounce))
             timer.activate()
             self.timer = timer
             let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: self.queue)
@@ -100,8 +109,8 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         }
     }
 
-    /// Reads every queued inotify event (their content does not matter: any event in the
-    /// directory may be the file) and restarts the quiet timer.
+    /// Reads every queued inotify event and restarts the quiet timer when one is about a
+    /// watched name (or the queue overflowed: then any of them may have been).
     private func drain() {
         dispatchPrecondition(condition: .onQueue(self.queue))
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -109,17 +118,66 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(self.fd, $0.baseAddress, $0.count) }
             if count > 0 {
-                sawEvent = true
+                if !sawEvent { sawEvent = Self.names(in: buffer[..<count]).contains { self.matters($0) } }
                 continue
             }
             if count < 0, errno == EINTR { continue }
             break  // EAGAIN: drained (or an error: the next event retries)
         }
         guard sawEvent, let timer = self.timer else { return }
-        let nanoseconds =
-            self.debounce.components.seconds * 1_000_000_000
-            + self.debounce.components.attoseconds / 1_000_000_000
-        timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)))
+        timer.schedule(deadline: .now() + Self.interval(self.debounce))
+    }
+
+    /// nil stands for an event without a name (the queue overflowed): it always matters.
+    private func matters(_ name: String?) -> Bool {
+        guard let name else { return true }
+        return self.watchedNames.contains(name)
+    }
+
+    /// The names of the events in `bytes` (whole `struct inotify_event`s, as `read` returns
+    /// them: wd, mask, cookie, len, then `len` bytes of NUL-padded name); nil for a nameless one.
+    static func names(in bytes: ArraySlice<UInt8>) -> [String?] {
+        var names: [String?] = []
+        var offset = bytes.startIndex
+        let header = 16
+        while offset + header <= bytes.endIndex {
+            let length = Int(
+                UInt32(bytes[offset + 12]) | UInt32(bytes[offset + 13]) << 8 | UInt32(bytes[offset + 14]) << 16
+                    | UInt32(bytes[offset + 15]) << 24)
+            let start = offset + header
+            guard length > 0, start + length <= bytes.endIndex else {
+                names.append(nil)
+                offset = start + length
+                continue
+            }
+            let field = bytes[start..<(start + length)]
+            names.append(String(decoding: field.prefix { $0 != 0 }, as: UTF8.self))
+            offset = start + length
+        }
+        return names
+    }
+
+    /// The entries of `directory` whose changes can change what `path` reads: its own name and,
+    /// when it is a symlink into the same directory, the first step of the link's target
+    /// (`..data` for `policies.yaml -> ..data/policies.yaml`; `other.yaml` for a link to a
+    /// sibling). A target elsewhere is not watched (see the type's limits).
+    static func relevantNames(of path: String, in directory: String) -> Set<String> {
+        let name = String(path.split(separator: "/").last ?? Substring(path))
+        var names: Set<String> = [name]
+        var target = [CChar](repeating: 0, count: 4096)
+        let count = readlink(path, &target, target.count - 1)
+        guard count > 0 else { return names }
+        var text = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.hasPrefix("/") {
+            guard text.hasPrefix(directory + "/") else { return names }
+            text = String(text.dropFirst(directory.count + 1))
+        }
+        if let first = text.split(separator: "/").first, first != ".." { names.insert(String(first)) }
+        return names
+    }
+
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        .nanoseconds(Int(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000))
     }
 
     /// The directory has been quiet for `debounce`: compare the file and report a change.
@@ -129,6 +187,7 @@ package final class PolicyFileWatcher: @unchecked Sendable {
         let content = Self.content(of: self.path)
         // A missing file (mid-swap, or deleted) is not a change: the next event retries, and
         // the running policy stays (a reload would fail anyway).
+        self.watchedNames = Self.relevantNames(of: self.path, in: self.directory)
         guard let content, content != self.lastContent else { return }
         self.lastContent = content
         self.onChange()
@@ -136,7 +195,7 @@ package final class PolicyFileWatcher: @unchecked Sendable {
 
     /// The file's bytes through any symlinks, or nil when unreadable. Bounded by the policy
     /// size limit (a bigger file changes too, and the reload reports it as too large).
-    private static func content(of path: String) -> [UInt8]? {
+    package static func content(of path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -37,6 +37,10 @@ public struct GatewayPolicy: Sendable {
     /// with it (then `/`) is read as Envoy's, any other as forward auth.
     public var authzPathPrefix: String = GatewayPolicy.defaultAuthzPathPrefix
     public static let defaultAuthzPathPrefix = "/ext_authz"
+    /// `readiness:`: what `/readyz` requires.
+    public var readiness = ReadinessPolicy()
+    /// `access_log:`: how the access log writes key IDs.
+    public var accessLog = AccessLogPolicy()
 
     public init(
         listen: [ListenAddress],

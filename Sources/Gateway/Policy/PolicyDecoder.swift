@@ -46,6 +46,8 @@ import Foundation
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
+/// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
+/// | `access_log.key_id` / `.key_id_hash_key_file` | `prefix` \| `full` \| `hashed` \| `omitted`; file (hashed only): see `AccessLogPolicy` | `prefix` |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
@@ -55,7 +57,7 @@ struct PolicyDecoder {
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
-        "identity_signature", "authz_listen", "authz_path_prefix",
+        "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -187,6 +189,8 @@ struct PolicyDecoder {
         )
         policy.apple = apple
         policy.identitySignature = identitySignature
+        policy.readiness = try self.decodeReadiness(top)
+        policy.accessLog = try self.decodeAccessLog(top)
         policy.listeners = listeners
         policy.authzListener = authzListener
         policy.authzPathPrefix = authzPathPrefix

@@ -41,6 +41,17 @@ public enum PolicySummary {
             add("identity_signature", "(none: identity headers are not signed)")
         }
         add(
+            "readiness",
+            "require_store=\(policy.readiness.requireStore.rawValue) "
+                + "store_ping_timeout=\(PolicyValues.format(policy.readiness.storePingTimeout))"
+        )
+        // The hash key's path only: the key is read by the access log, never kept in the policy.
+        add(
+            "access_log",
+            "key_id=\(policy.accessLog.keyID.rawValue)"
+                + (policy.accessLog.hashKeyFile.map { " key_id_hash_key_file=\($0)" } ?? "")
+        )
+        add(
             "endpoints",
             "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"
         )

@@ -19,10 +19,6 @@ package struct ClientSubjectHeaders: Sendable, Hashable {
         self.names = unique
     }
 
-    package init(policy: GatewayPolicy) {
-        self.init(policy.clientSubjectHeaderNames)
-    }
-
     /// True for a field no client may send (ASCII case-insensitive).
     @inline(__always)
     package func isReserved(_ name: String) -> Bool {

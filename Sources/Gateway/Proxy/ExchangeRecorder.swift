@@ -25,9 +25,11 @@ struct ExchangeRecorder {
     }
 
     /// The exchange is over (answered by the upstream or the gateway, or abandoned).
-    /// `bytesOut`: what was queued to the client for it; `tlsVersion`: the connection's, if TLS.
+    /// `bytesOut`: what was queued to the client for it; `tlsVersion`: the connection's, if TLS;
+    /// `keyIDFormat`: the policy's `access_log.key_id`.
     mutating func exchangeFinished(
-        _ exchange: borrowing RequestExchange, at now: UInt64, bytesOut: UInt64, tlsVersion: String?
+        _ exchange: borrowing RequestExchange, at now: UInt64, bytesOut: UInt64, tlsVersion: String?,
+        keyIDFormat: AccessLogKeyIDFormat = .prefix
     ) {
         let total = exchange.requestStart == 0 ? 0 : now &- exchange.requestStart
         let upstreamTime: UInt64? = exchange.upstreamStart == 0 ? nil : now &- exchange.upstreamStart
@@ -40,7 +42,7 @@ struct ExchangeRecorder {
             AccessLogBuffer.Entry(
                 method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
                 status: exchange.responseStatus, verdict: exchange.logInfo?.verdict ?? "-",
-                keyIDPrefix: exchange.logInfo?.keyIDPrefix, upstreamNanoseconds: upstreamTime,
+                keyID: keyIDFormat.render(exchange.logInfo?.keyID), upstreamNanoseconds: upstreamTime,
                 totalNanoseconds: total, arm: exchange.logInfo?.arm, client: exchange.clientAddress,
                 requestID: exchange.correlation?.requestID, traceparent: exchange.correlation?.traceparent,
                 userAgent: exchange.correlation?.userAgent, bytesIn: exchange.bodyBytesIn, bytesOut: bytesOut,

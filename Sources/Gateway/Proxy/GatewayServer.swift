@@ -43,6 +43,7 @@ package final class GatewayServer: Sendable {
         var limits: GatewayLimits
         var trustedProxies = TrustedProxies([])
         var clientSubjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader])
+        var accessLogKeyID = AccessLogKeyIDFormat.prefix
     }
 
     /// - Parameters:
@@ -119,6 +120,14 @@ package final class GatewayServer: Sendable {
         }
     }
 
+    /// Replaces how access-log lines write key IDs (`access_log.key_id`).
+    package func update(accessLogKeyID: AccessLogKeyIDFormat) {
+        self.state.withLock { state in
+            state.accessLogKeyID = accessLogKeyID
+            for context in state.contexts.values { context.replace(accessLogKeyID: accessLogKeyID) }
+        }
+    }
+
     /// Swaps the gate of the listener(s) named `listenerName`.
     package func update(gate: any RequestGate, forListener listenerName: String) {
         self.state.withLock { state in
@@ -157,7 +166,8 @@ package final class GatewayServer: Sendable {
                 context = ListenerContext(
                     name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
                     checkOnly: checkOnly, trustedProxies: state.trustedProxies,
-                    clientSubjectHeaders: state.clientSubjectHeaders)
+                    clientSubjectHeaders: state.clientSubjectHeaders,
+                    accessLogKeyID: state.accessLogKeyID)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)

@@ -10,6 +10,8 @@ final class ListenerContext: Sendable {
         var trustedProxies: TrustedProxies
         /// Header names no client may send, on any listener (`GatewayPolicy.clientSubjectHeaderNames`).
         var clientSubjectHeaders: ClientSubjectHeaders
+        /// How access-log lines write key IDs (`access_log.key_id`).
+        var accessLogKeyID: AccessLogKeyIDFormat
     }
 
     let name: String
@@ -24,18 +26,24 @@ final class ListenerContext: Sendable {
         checkOnly: Bool = false, trustedProxies: TrustedProxies = TrustedProxies([]),
         clientSubjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
             ListenerTLSConfiguration.defaultClientSubjectHeader
-        ])
+        ]),
+        accessLogKeyID: AccessLogKeyIDFormat = .prefix
     ) {
         self.name = name
         self.checkOnly = checkOnly
         self.snapshotBox = Mutex(
             Snapshot(
                 gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies,
-                clientSubjectHeaders: clientSubjectHeaders))
+                clientSubjectHeaders: clientSubjectHeaders, accessLogKeyID: accessLogKeyID))
     }
 
     func replace(clientSubjectHeaders: ClientSubjectHeaders) {
         self.snapshotBox.withLock { $0.clientSubjectHeaders = clientSubjectHeaders }
+        self.generationCounter.increment()
+    }
+
+    func replace(accessLogKeyID: AccessLogKeyIDFormat) {
+        self.snapshotBox.withLock { $0.accessLogKeyID = accessLogKeyID }
         self.generationCounter.increment()
     }
 

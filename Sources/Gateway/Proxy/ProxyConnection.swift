@@ -354,7 +354,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         swap(&finished, &self.exchange)
         self.recorder.exchangeFinished(
             finished, at: SystemCalls.monotonicNanoseconds(), bytesOut: queuedBytes &- finished.queuedBytesAtStart,
-            tlsVersion: self.tlsVersion)
+            tlsVersion: self.tlsVersion, keyIDFormat: self.snapshot.accessLogKeyID)
         // A buffered body went out through these bytes: do not keep its capacity for the
         // connection's lifetime (it is outside the budget once released).
         if self.requestBytes.capacity > Self.retainedRequestBytesCapacity { self.requestBytes = [] }

@@ -70,14 +70,15 @@ package enum GateDecision: Sendable {
 package struct GateLogInfo: Sendable {
     /// `verified`, `skipped`, `missing`, `invalid_signature`, ... (the metrics verdict label).
     package var verdict: String
-    /// First 8 characters of the key ID, or nil.
-    package var keyIDPrefix: String?
+    /// The key ID (base64) when the request named one, or nil. The access log writes it as
+    /// `access_log.key_id` says (`AccessLogKeyIDFormat`).
+    package var keyID: String?
     /// The rollout arm (`enforce` | `monitor`) on routes with `enforce_percent` < 100.
     package var arm: String?
 
-    package init(verdict: String, keyIDPrefix: String? = nil, arm: String? = nil) {
+    package init(verdict: String, keyID: String? = nil, arm: String? = nil) {
         self.verdict = verdict
-        self.keyIDPrefix = keyIDPrefix
+        self.keyID = keyID
         self.arm = arm
     }
 }

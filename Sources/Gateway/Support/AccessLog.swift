@@ -88,7 +88,8 @@ package struct AccessLogBuffer {
         package var route: String
         package var status: Int
         package var verdict: String
-        package var keyIDPrefix: String?
+        /// The key ID as the line shows it (`AccessLogKeyIDFormat`: a prefix, whole, hashed), or nil.
+        package var keyID: String?
         /// nil when no upstream was involved.
         package var upstreamNanoseconds: UInt64?
         package var totalNanoseconds: UInt64
@@ -113,7 +114,7 @@ package struct AccessLogBuffer {
         package var tlsVersion: String?
 
         package init(
-            method: String, path: Substring, route: String, status: Int, verdict: String, keyIDPrefix: String?,
+            method: String, path: Substring, route: String, status: Int, verdict: String, keyID: String?,
             upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil, client: String = "-",
             requestID: RequestID? = nil, traceparent: String? = nil, userAgent: String? = nil, bytesIn: UInt64 = 0,
             bytesOut: UInt64 = 0, upstreamAddress: String? = nil, tlsVersion: String? = nil
@@ -132,7 +133,7 @@ package struct AccessLogBuffer {
             self.route = route
             self.status = status
             self.verdict = verdict
-            self.keyIDPrefix = keyIDPrefix
+            self.keyID = keyID
             self.upstreamNanoseconds = upstreamNanoseconds
             self.totalNanoseconds = totalNanoseconds
         }
@@ -141,7 +142,7 @@ package struct AccessLogBuffer {
         var lineBound: Int {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
-                + (self.keyIDPrefix?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0) + self.client.utf8.count
+                + (self.keyID?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0) + self.client.utf8.count
                 + min(self.userAgent?.utf8.count ?? 0, AccessLogBuffer.maxUserAgentBytes)
                 + (self.requestID?.utf8Count ?? 0) + (self.upstreamAddress?.utf8.count ?? 0)
                 + (self.tlsVersion?.utf8.count ?? 0) + 32
@@ -190,8 +191,8 @@ package struct AccessLogBuffer {
         out.write(#","verdict":"#)
         writeQuoted(entry.verdict, into: &out)
         out.write(#","key_id":"#)
-        if let prefix = entry.keyIDPrefix {
-            writeQuoted(prefix, into: &out)
+        if let keyID = entry.keyID {
+            writeQuoted(keyID, into: &out)
         } else {
             out.write("null")
         }

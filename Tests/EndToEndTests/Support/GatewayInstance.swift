@@ -17,13 +17,16 @@ final class GatewayInstance: @unchecked Sendable {
     let child: ChildProcess
     private let directory: TemporaryDirectory
 
-    /// Writes `policy(ports)` to `<name>.yaml` and starts serving it; returns once the admin
-    /// listener answers `/healthz` (and `/readyz` when `waitForReady`). Tries other ports
+    /// Writes `policy(ports)` to `<name>.yaml` (or where `place` puts it: it returns the path to
+    /// serve) and starts serving it with `serve --config PATH` and `arguments`; returns once the
+    /// admin listener answers `/healthz` (and `/readyz` when `waitForReady`). Tries other ports
     /// when the chosen ones were taken in the meantime.
     static func start(
         _ name: String,
         in directory: TemporaryDirectory,
         waitForReady: Bool = true,
+        arguments: [String] = [],
+        place: ((String) throws -> String)? = nil,
         policy: (GatewayPorts) -> String
     ) throws -> GatewayInstance {
         let binary = try E2EPaths.gatewayBinary()
@@ -31,11 +34,11 @@ final class GatewayInstance: @unchecked Sendable {
         for attempt in 0..<4 {
             let ports = GatewayPorts(proxy: try freeServerPort(), admin: try freeServerPort())
             guard ports.proxy != ports.admin else { continue }
-            let policyPath = try directory.write("\(name).yaml", policy(ports))
+            let policyPath = try place?(policy(ports)) ?? directory.write("\(name).yaml", policy(ports))
             let child = try ChildProcess(
                 label: "\(name)-\(attempt)",
                 executable: binary,
-                arguments: ["serve", "--config", policyPath],
+                arguments: ["serve", "--config", policyPath] + arguments,
                 directory: directory
             )
             let instance = GatewayInstance(

@@ -168,9 +168,13 @@ final class E2EWorld: @unchecked Sendable {
         challengeTTLSeconds: Int = 300,
         waitForReady: Bool = true,
         extra: String = "",
+        arguments: [String] = [],
+        place: ((String) throws -> String)? = nil,
         routes: String
     ) throws -> GatewayInstance {
-        let gateway = try GatewayInstance.start(name, in: self.directory, waitForReady: waitForReady) { ports in
+        let gateway = try GatewayInstance.start(
+            name, in: self.directory, waitForReady: waitForReady, arguments: arguments, place: place
+        ) { ports in
             self.policy(
                 ports: ports,
                 environment: environment,
