@@ -263,7 +263,7 @@ final class ProtectedRequestVerifier: Sendable {
         let metrics = self.metrics
         let refuse: (EnforcementError) -> Void = { error in
             metrics.deviceCheckDecided(stage: .token, result: error.code.rawValue)
-            conclude(.failed(error, keyIDPrefix: nil))
+            conclude(.failed(error, keyID: nil))
         }
         guard route.fallback == .deviceCheck else {
             refuse(.deviceCheckNotAllowed(route: route.name))
@@ -286,7 +286,7 @@ final class ProtectedRequestVerifier: Sendable {
             conclude(
                 .storeFailed(
                     StoreError(.unavailable, "the shared challenge key is not loaded"), operation: "challenge_key",
-                    keyIDPrefix: nil))
+                    keyID: nil))
         case .failure(let problem)?:
             refuse(problem.error)
         case .success(let claims)?:
