@@ -47,7 +47,8 @@ enum ServeCommand: Subcommand {
                 let built = try gates.makeGates(for: policy)
                 return GatewayGates(main: built.main, admin: built.admin)
             },
-            reloadMetrics: ConfigReloadMetrics(registry: metrics))
+            reloadMetrics: ConfigReloadMetrics(registry: metrics),
+            onShutdown: { gates.shutdownApple() })
         do {
             try service.start()
         } catch let error as PolicyError {

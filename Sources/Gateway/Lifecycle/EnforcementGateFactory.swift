@@ -23,6 +23,9 @@ package final class EnforcementGateFactory: Sendable {
     private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
     /// The serving store's health on `/metrics`, read at each scrape.
     private let storeHealth = StoreHealthMetrics()
+    /// The `apple:` block's client and refresher, kept across reloads while the block and the
+    /// store are unchanged (`AppleServices`); nil without `apple:`.
+    private let apple = Mutex<AppleServices?>(nil)
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
@@ -77,14 +80,17 @@ package final class EnforcementGateFactory: Sendable {
                 throw BuildError(description: "identity_signature: \(problem.description) (\(problem.code))")
             }
         }
+        let apple = try self.appleServices(for: policy, store: store, trustRootsPEM: trustRoots)
         let gate: AttestGate
         do {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
                 challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner)
         } catch {
+            if let fresh = apple.fresh { fresh.shutdown() }
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
+        self.install(apple)
         // Registered after the gate's families, so the store's come last in the exposition.
         self.storeHealth.export(store, through: self.registry)
         let registry = self.registry
@@ -97,6 +103,54 @@ package final class EnforcementGateFactory: Sendable {
         )
         return (gate, admin)
     }
+
+    /// The running `AppleServices` when the policy's `apple:` block and the store are the same,
+    /// else new ones, built but not started (`install` starts them once the gate is built).
+    private func appleServices(
+        for policy: GatewayPolicy, store: any AttestStore, trustRootsPEM: [String]
+    ) throws -> (services: AppleServices?, fresh: AppleServices?) {
+        guard let configuration = policy.apple else { return (nil, nil) }
+        if let running = self.apple.withLock({ $0 }), running.configuration == configuration,
+            running.storeIdentity == ObjectIdentifier(store)
+        {
+            return (running, nil)
+        }
+        do {
+            let verifier = try ReceiptVerifier(additionalTrustRootsPEM: trustRootsPEM)
+            let services = try AppleServices(
+                configuration: configuration, store: store, loops: self.loops, receiptVerifier: verifier,
+                registry: self.registry)
+            return (services, services)
+        } catch {
+            throw BuildError(description: "apple: \(error)")
+        }
+    }
+
+    /// Makes `apple` the running services: a new one starts, the one it replaces (or the one a
+    /// policy without `apple:` leaves behind) stops, so a reload never runs two refreshers.
+    private func install(_ apple: (services: AppleServices?, fresh: AppleServices?)) {
+        let previous = self.apple.withLock { current -> AppleServices? in
+            let previous = current
+            current = apple.services
+            return previous
+        }
+        guard previous !== apple.services else { return }
+        previous?.shutdown()
+        apple.fresh?.start()
+    }
+
+    /// Stops the refresher and closes the connections to Apple (`serve` after draining).
+    package func shutdownApple() {
+        let running = self.apple.withLock { current -> AppleServices? in
+            let previous = current
+            current = nil
+            return previous
+        }
+        running?.shutdown()
+    }
+
+    /// The running client to Apple (tests), nil without `apple:`.
+    package var appleServices: AppleServices? { self.apple.withLock { $0 } }
 
     /// From `challenge_key_file` (read now: a reload picks up a rotated file), or shared through
     /// the store (kept while the store is the same; waited for here, off the event loops).

@@ -7,7 +7,8 @@ extension PolicyDecoder {
         "device_check", "fraud_risk",
     ]
     static let appleDeviceCheckKeys = ["timeout", "blocked_bit"]
-    static let appleFraudRiskKeys = ["enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout"]
+    static let appleFraudRiskKeys = ["enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout", "sweep_interval",
+    ]
 
     func decodeApple(_ top: Fields, environment: EnvironmentPolicy) throws(PolicyError) -> AppleConfiguration? {
         guard let node = top["apple"] else { return nil }
@@ -83,6 +84,9 @@ extension PolicyDecoder {
             }
             if let n = fr["timeout"] {
                 settings.timeout = try self.reader.duration(n, in: .seconds(1) ... .seconds(60))
+            }
+            if let n = fr["sweep_interval"] {
+                settings.sweepInterval = try self.reader.duration(n, in: AppleFraudRiskSettings.sweepIntervalRange)
             }
             configuration.fraudRisk = settings
         }
