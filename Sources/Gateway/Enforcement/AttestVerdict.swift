@@ -32,6 +32,8 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case launchValidationRefused = "launch_validation_refused"
     /// Admitted by a debug token (`allow_debug_tokens: true`), not by App Attest.
     case debug
+    /// The key's fraud-risk metric is above `max_risk_metric` on an `action: deny` route.
+    case riskMetricExceeded = "risk_metric_exceeded"
     /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
     case debugTokenInvalid = "debug_token_invalid"
 

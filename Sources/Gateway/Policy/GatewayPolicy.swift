@@ -194,6 +194,8 @@ public struct RoutePolicy: Sendable, Hashable {
     public var enforcePercent: Int = 100
     /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
     public var allowDebugTokens: Bool = false
+    /// `max_risk_metric` and `action` (issue 13); nil = no fraud-risk rule.
+    public var riskMetric: RiskMetricRule?
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
     /// store's script on every request).
