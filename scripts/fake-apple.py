@@ -21,8 +21,8 @@ It speaks HTTPS with a certificate from a test CA and behaves as Apple documents
 
 Control (no JWT; tests only): `POST /_fake/mode` `{"delay": SECONDS, "status": 429|503|null,
 "retry_after": N, "down": true|false}` (slow, throttling, failing, or closing every
-connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log` (the requests seen,
-with the JWT verdict, the Unix time and the SHA-256 of the body).
+connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log[?offset=N&limit=M]` (the
+requests seen, with the JWT verdict, the Unix time and the SHA-256 of the body).
 
 Usage: fake-apple.py serve --cert CERT --key KEY --public-key PEM --team-id T --key-id K
        [--host 127.0.0.1] [--port 0] [--script FILE.json]
@@ -216,9 +216,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path == "/_fake/log":
+        path, _, query = self.path.partition("?")
+        if path == "/_fake/log":
+            # `?offset=N&limit=M` pages a long log (a client may bound the answer's size).
+            params = dict(pair.partition("=")[::2] for pair in query.split("&") if pair)
+            offset = int(params.get("offset") or 0)
+            limit = int(params.get("limit") or 1 << 30)
             with self.fake.lock:
-                body = json.dumps(self.fake.log)
+                body = json.dumps(self.fake.log[offset : offset + limit])
             return self.answer(200, body, "application/json")
         return self.answer(404, "Not Found")
 
