@@ -109,7 +109,8 @@ package final class EnforcementGateFactory: Sendable {
     private func appleServices(
         for policy: GatewayPolicy, store: any AttestStore, trustRootsPEM: [String]
     ) throws -> (services: AppleServices?, fresh: AppleServices?) {
-        guard let configuration = policy.apple else { return (nil, nil) }
+        // Tools that build gates without event loops (no `serve`) get no client to Apple.
+        guard let configuration = policy.apple, !self.loops.isEmpty else { return (nil, nil) }
         if let running = self.apple.withLock({ $0 }), running.configuration == configuration,
             running.storeIdentity == ObjectIdentifier(store)
         {
