@@ -41,9 +41,11 @@ extension FakeAppleServer {
 
     static func policy(fake: FakeAppleServer) -> GatewayPolicy {
         var policy = EnforcementHarness.policy()
-        var flagged = RoutePolicy(name: "flagged", match: .init(pathPrefix: "/v1/flagged"), upstream: "api", mode: .enforce)
+        var flagged = RoutePolicy(
+            name: "flagged", match: .init(pathPrefix: "/v1/flagged"), upstream: "api", mode: .enforce)
         flagged.riskMetric = RiskMetricRule(maximum: 10)
-        var denied = RoutePolicy(name: "denied", match: .init(pathPrefix: "/v1/denied"), upstream: "api", mode: .enforce)
+        var denied = RoutePolicy(
+            name: "denied", match: .init(pathPrefix: "/v1/denied"), upstream: "api", mode: .enforce)
         denied.riskMetric = RiskMetricRule(maximum: 10, action: .deny)
         var lenient = RoutePolicy(name: "roomy", match: .init(pathPrefix: "/v1/roomy"), upstream: "api", mode: .enforce)
         lenient.riskMetric = RiskMetricRule(maximum: 100, action: .deny)
@@ -90,7 +92,8 @@ extension FakeAppleServer {
         // receipt) and the key is due at once.
         try await Self.eventually { Self.text(try redis.command("HGET", record, "fraud_risk")) != nil }
         let state = try JSONDecoder().decode(
-            FraudRiskRefresh.self, from: Data(try #require(Self.text(try redis.command("HGET", record, "fraud_risk"))).utf8))
+            FraudRiskRefresh.self,
+            from: Data(try #require(Self.text(try redis.command("HGET", record, "fraud_risk"))).utf8))
         #expect(state.receiptExpiration != nil, "the attestation's receipt was verified and its fields recorded")
         #expect(state.riskMetric == nil)
         #expect(Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)) != nil)
@@ -112,7 +115,8 @@ extension FakeAppleServer {
             try authority.attestation(for: device, appID: Self.appID, clientDataHash: [1], environment: .production)
         ).receipt
         let verifier = try ReceiptVerifier(additionalTrustRootsPEM: [authority.rootCertificatePEM])
-        let payload = try verifier.verify(receipt: attestedReceipt, appID: Self.appID, publicKey: device.publicKey, at: nil)
+        let payload = try verifier.verify(
+            receipt: attestedReceipt, appID: Self.appID, publicKey: device.publicKey, at: nil)
         var options = ReceiptOptions()
         options.type = .receipt
         options.riskMetric = 42
@@ -137,8 +141,10 @@ extension FakeAppleServer {
 
         // The upstream sees the metric and its age; the flag route marks it, deny refuses.
         let flagged = try #require(
-            await runGate(gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/flagged/a"))
-                .1.forwardedHead)
+            await runGate(
+                gate, try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/flagged/a")
+            )
+            .1.forwardedHead)
         #expect(flagged.headers["X-App-Attest-Risk-Metric"] == "42")
         let age = try #require(flagged.headers["X-App-Attest-Risk-Metric-Age"].flatMap { Int($0) })
         #expect((29...120).contains(age))
@@ -159,10 +165,13 @@ extension FakeAppleServer {
         _ = try redis.command("HSET", record, "risk_next", "1")
         let used = Date()
         #expect(
-            await runGate(gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/flagged/b"))
-                .1.forwardedHead != nil)
+            await runGate(
+                gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/flagged/b")
+            )
+            .1.forwardedHead != nil)
         try await Self.eventually { Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)) != nil }
-        let score = try #require(Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)).flatMap(Double.init))
+        let score = try #require(
+            Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)).flatMap(Double.init))
         #expect(abs(score - used.timeIntervalSince1970) < 5)
         // ... once per quiet period: the next request does not wake it again.
         let quiet = try #require(Self.text(try redis.command("HGET", record, "risk_next")).flatMap(Int.init))
@@ -188,9 +197,10 @@ extension FakeAppleServer {
         ]
         defer { for store in stores { store.close() } }
         let now = Date()
-        let expected = Set((0..<keyCount).map { index in
-            SHA256.hash(Array(Data(Array("receipt-\(index)".utf8)).base64EncodedString().utf8)).hexString
-        })
+        let expected = Set(
+            (0..<keyCount).map { index in
+                SHA256.hash(Array(Data(Array("receipt-\(index)".utf8)).base64EncodedString().utf8)).hexString
+            })
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<keyCount {
                 let receipt = Array("receipt-\(index)".utf8)
@@ -239,7 +249,10 @@ extension FakeAppleServer {
         for sweeper in sweepers { sweeper.start() }
         try await Self.eventually(timeout: .seconds(60)) {
             // Every key answered 304: rescheduled 6 h on, none due now.
-            guard case .integer(let due) = try redis.command("ZCOUNT", "appattest:fraudrisk:due", "-inf", String(Int(now.timeIntervalSince1970) + 60)) else { return false }
+            guard
+                case .integer(let due) = try redis.command(
+                    "ZCOUNT", "appattest:fraudrisk:due", "-inf", String(Int(now.timeIntervalSince1970) + 60))
+            else { return false }
             return due == 0
         }
         for sweeper in sweepers { sweeper.stop() }

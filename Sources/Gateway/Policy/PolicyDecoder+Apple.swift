@@ -7,7 +7,8 @@ extension PolicyDecoder {
         "device_check", "fraud_risk",
     ]
     static let appleDeviceCheckKeys = ["timeout", "blocked_bit"]
-    static let appleFraudRiskKeys = ["enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout", "sweep_interval",
+    static let appleFraudRiskKeys = [
+        "enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout", "sweep_interval",
     ]
 
     func decodeApple(_ top: Fields, environment: EnvironmentPolicy) throws(PolicyError) -> AppleConfiguration? {

@@ -56,7 +56,9 @@ package enum KeyAdministration {
         var fields: [(String, String)] = []
         if let metric = state.riskMetric {
             fields.append(("risk_metric", String(metric)))
-            if let time = state.riskMetricTime { fields.append(("risk_metric_time", JSONText.quote(Self.rfc3339(time)))) }
+            if let time = state.riskMetricTime {
+                fields.append(("risk_metric_time", JSONText.quote(Self.rfc3339(time))))
+            }
         }
         var refresh: [(String, String)] = [
             ("status", JSONText.quote(state.status.rawValue)),

@@ -204,7 +204,8 @@ extension RedisStore {
         self.callerConnection.send(arguments, key: Self.fraudRiskDueKey) { result in
             if case .failure(let error) = Self.interpret(result, command: "ZADD LT", { _ in () }) {
                 Log.warning(
-                    "fraud_risk_wake_failed", [("key_id_prefix", String(keyID.prefix(8))), ("error", error.description)])
+                    "fraud_risk_wake_failed",
+                    [("key_id_prefix", String(keyID.prefix(8))), ("error", error.description)])
             }
         }
     }
