@@ -160,13 +160,30 @@ extension FakeAppleServer {
         #expect(denied.status == 403)
         #expect(denied.errorCode == "risk_metric_exceeded")
 
+        // Apple down: a refresh pass fails (the key backs off, its metric kept) and the request
+        // path is unchanged (it never calls Apple).
+        try fake.control("/_fake/mode", #"{"down":true}"#)
+        _ = try redis.command("ZADD", "appattest:fraudrisk:due", "1", keyID)
+        let failed = try await refresher.runOnce(now: Date().addingTimeInterval(2), jitter: { 0 }).get()
+        #expect(failed.outcomes == ["apple_unreachable": 1])
+        let during = try #require(
+            await runGate(gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/roomy/b"))
+                .1.forwardedHead)
+        #expect(during.headers["X-App-Attest-Status"] == "verified")
+        #expect(during.headers["X-App-Attest-Risk-Metric"] == "42")
+        let deniedDuring = await runGate(
+            gate, try EnforcementHarness.signed(device, counter: 6, method: "GET", target: "/v1/denied/b")
+        ).1
+        #expect(deniedDuring.errorCode == "risk_metric_exceeded")
+        try fake.control("/_fake/mode", #"{"down":false}"#)
+
         // Lazy refresh: the key left the due set (a crash, a halt); its next use brings it back, now.
         _ = try redis.command("ZREM", "appattest:fraudrisk:due", keyID)
         _ = try redis.command("HSET", record, "risk_next", "1")
         let used = Date()
         #expect(
             await runGate(
-                gate, try EnforcementHarness.signed(device, counter: 5, method: "GET", target: "/v1/flagged/b")
+                gate, try EnforcementHarness.signed(device, counter: 7, method: "GET", target: "/v1/flagged/b")
             )
             .1.forwardedHead != nil)
         try await Self.eventually { Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)) != nil }
