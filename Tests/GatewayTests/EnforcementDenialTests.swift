@@ -42,6 +42,7 @@ import Testing
                 "verified", "skipped", "missing", "malformed", "invalid_signature", "counter_replay", "unknown_key",
                 "revoked_key", "challenge_invalid", "store_error", "app_id_mismatch", "environment_mismatch",
                 "internal_error", "rate_limited", "launch_validation_refused", "debug", "debug_token_invalid",
+                "risk_metric_exceeded",
             ])
     }
 

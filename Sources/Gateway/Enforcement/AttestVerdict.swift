@@ -32,10 +32,10 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case launchValidationRefused = "launch_validation_refused"
     /// Admitted by a debug token (`allow_debug_tokens: true`), not by App Attest.
     case debug
-    /// The key's fraud-risk metric is above `max_risk_metric` on an `action: deny` route.
-    case riskMetricExceeded = "risk_metric_exceeded"
     /// A debug token that is unknown, expired or revoked, or sent where none is allowed.
     case debugTokenInvalid = "debug_token_invalid"
+    /// The key's fraud-risk metric is above `max_risk_metric` on an `action: deny` route.
+    case riskMetricExceeded = "risk_metric_exceeded"
 
     // MARK: Access-log labels of the proxy layer (no gate decides these)
 
