@@ -21,8 +21,8 @@ It speaks HTTPS with a certificate from a test CA and behaves as Apple documents
 
 Control (no JWT; tests only): `POST /_fake/mode` `{"delay": SECONDS, "status": 429|503|null,
 "retry_after": N, "down": true|false}` (slow, throttling, failing, or closing every
-connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log` (the requests seen,
-with the JWT verdict).
+connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log[?offset=N&limit=M]` (the
+requests seen, with the JWT verdict, the Unix time and the SHA-256 of the body).
 
 Usage: fake-apple.py serve --cert CERT --key KEY --public-key PEM --team-id T --key-id K
        [--host 127.0.0.1] [--port 0] [--script FILE.json]
@@ -131,6 +131,7 @@ class FakeApple:
         self.script = script or [{"status": 404}]
         self.mode = {}
         self.log = []
+        self.verified_tokens = set()
 
     def jwt_problem(self, header_value):
         """None when the Authorization value holds a valid JWT, else why not (plain text)."""
@@ -163,8 +164,15 @@ class FakeApple:
         if now - iat > 3600:
             return "Unable to verify authorization token: token expired"
         signing_input = (parts[0] + "." + parts[1]).encode()
-        if not ecdsa_p256_verify(self.public_point, signing_input, signature):
-            return "Unable to verify authorization token: bad signature"
+        # The pure-Python verify costs milliseconds; a token already verified is the same
+        # bytes, so its signature need not be checked again (its iat still is, above).
+        with self.lock:
+            known = token in self.verified_tokens
+        if not known:
+            if not ecdsa_p256_verify(self.public_point, signing_input, signature):
+                return "Unable to verify authorization token: bad signature"
+            with self.lock:
+                self.verified_tokens.add(token)
         return None
 
     def next_step(self):
@@ -208,9 +216,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path == "/_fake/log":
+        path, _, query = self.path.partition("?")
+        if path == "/_fake/log":
+            # `?offset=N&limit=M` pages a long log (a client may bound the answer's size).
+            params = dict(pair.partition("=")[::2] for pair in query.split("&") if pair)
+            offset = int(params.get("offset") or 0)
+            limit = int(params.get("limit") or 1 << 30)
             with self.fake.lock:
-                body = json.dumps(self.fake.log)
+                body = json.dumps(self.fake.log[offset : offset + limit])
             return self.answer(200, body, "application/json")
         return self.answer(404, "Not Found")
 
@@ -239,7 +252,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(float(mode["delay"]))
         problem = fake.jwt_problem(self.headers.get("Authorization"))
         with fake.lock:
-            fake.log.append({"path": self.path, "jwt": problem or "valid", "bytes": len(body)})
+            fake.log.append(
+                {
+                    "path": self.path,
+                    "jwt": problem or "valid",
+                    "bytes": len(body),
+                    "time": time.time(),
+                    "body_sha256": hashlib.sha256(body).hexdigest(),
+                }
+            )
         if mode.get("status"):
             headers = {"Retry-After": str(mode["retry_after"])} if mode.get("retry_after") else None
             return self.answer(int(mode["status"]), "Service Unavailable", headers=headers)

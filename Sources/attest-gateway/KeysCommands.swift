@@ -8,7 +8,10 @@ enum KeysShowCommand: Subcommand {
     static let usage = """
         usage: attest-gateway keys show KEYID (--redis URL | --config FILE)
           Prints one JSON object: key_id, app_id, environment, counter, status, attested_at,
-          public_key (base64), receipt_bytes. KEYID is the base64 key ID (standard or URL-safe).
+          public_key (base64), receipt_bytes; with fraud risk (apple.fraud_risk), risk_metric and
+          risk_metric_time when Apple gave one, and fraud_risk: the refresh state (status,
+          failures, next_attempt, last_attempt, last_outcome, receipt_not_before,
+          receipt_expiration). KEYID is the base64 key ID (standard or URL-safe).
           The store is --redis URL (redis://[:password@]host:port/db or unix:///path?db=N) or
           the redis: of the policy FILE. Exit 0 when found, 1 when not found or on a store error.
         """
@@ -25,7 +28,8 @@ enum KeysShowCommand: Subcommand {
             printError("attest-gateway keys show: no attested key \(keyID)")
             return 1
         }
-        print(KeyAdministration.json(record))
+        let fraudRisk = try KeyAdministration.fetchFraudRisk(store, keyID: keyID, timeout: KeysCommandSupport.timeout)
+        print(KeyAdministration.json(record, fraudRisk: fraudRisk))
         return 0
     }
 }

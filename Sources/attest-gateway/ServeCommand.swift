@@ -53,7 +53,8 @@ enum ServeCommand: Subcommand {
                 }
                 return GatewayGates(main: built.main, admin: built.admin, authz: authz)
             },
-            reloadMetrics: ConfigReloadMetrics(registry: metrics))
+            reloadMetrics: ConfigReloadMetrics(registry: metrics),
+            onShutdown: { gates.shutdownApple() })
         do {
             try service.start()
         } catch let error as PolicyError {

@@ -5,9 +5,14 @@
 ///   when there was no answer: `apple_timeout`, `apple_tls_failed`, `apple_unreachable`, …).
 /// - `attest_gateway_apple_request_duration_seconds{service}`: time from queueing to the
 ///   outcome, answers and failures alike.
+/// - `attest_gateway_apple_requests_rejected_total{service,reason}`: calls refused by the
+///   gateway itself before reaching Apple (`breaker_open`, `rate_limited`).
+/// - `attest_gateway_apple_breaker_state`: the circuit breaker, 0 closed, 1 open, 2 half-open.
 package struct AppleClientMetrics: Sendable {
     package let requests: CounterFamily
     package let duration: HistogramFamily
+    package let rejections: CounterFamily
+    package let breaker: GaugeFamily
 
     package init(registry: MetricsRegistry) {
         self.requests = registry.counter(
@@ -16,7 +21,16 @@ package struct AppleClientMetrics: Sendable {
         self.duration = registry.histogram(
             "attest_gateway_apple_request_duration_seconds", help: "Latency of calls to Apple's servers",
             labelNames: ["service"], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        self.rejections = registry.counter(
+            "attest_gateway_apple_requests_rejected_total",
+            help: "Calls to Apple refused by the gateway (open breaker, rate limit)", labelNames: ["service", "reason"])
+        self.breaker = registry.gauge(
+            "attest_gateway_apple_breaker_state", help: "Circuit breaker towards Apple: 0 closed, 1 open, 2 half-open")
     }
+
+    func rejected(service: String, outcome: String) { self.rejections.labels(service, outcome).increment() }
+
+    func breakerState(_ state: AppleCircuitBreaker.State) { self.breaker.labels().set(state.gaugeValue) }
 
     /// `devicecheck` or `fraud_risk`, from the request's path.
     package static func service(path: String) -> String {

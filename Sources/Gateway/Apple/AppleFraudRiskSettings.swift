@@ -8,11 +8,16 @@ public struct AppleFraudRiskSettings: Sendable, Hashable {
     public var requestsPerSecond = 10
     /// `timeout`: one refresh call (connect, TLS, answer). Default 10s.
     public var timeout: Duration = .seconds(10)
+    /// `sweep_interval`: how often `serve` runs a refresher pass over the due set. Default 5s.
+    public var sweepInterval: Duration = .seconds(5)
 
     /// Bounds of `refresh_interval`: Apple asks for at most one refresh a day per key.
     public static let refreshIntervalRange = Duration.seconds(86_400)...Duration.seconds(30 * 86_400)
     /// Bounds of `max_backoff`.
     public static let maximumBackoffRange = Duration.seconds(86_400)...Duration.seconds(90 * 86_400)
+
+    /// Bounds of `sweep_interval`.
+    public static let sweepIntervalRange = Duration.milliseconds(100)...Duration.seconds(3600)
 
     public init() {}
 }

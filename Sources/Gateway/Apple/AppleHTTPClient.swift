@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The gateway's HTTPS/1.1 client for Apple's servers (DeviceCheck, fraud-risk receipts), on
 /// the event loops: one keep-alive connection per host per loop (`AppleHTTPConnection`),
@@ -24,11 +25,19 @@ package final class AppleHTTPClient: Sendable {
     /// Per loop (same index): the connections by "host:port"; each dictionary used only on
     /// its loop's queue.
     private let pools: [AppleConnectionPool]
+    /// The breaker and the global token bucket (nil: no rate limit), shared by every loop.
+    private let guards: Mutex<(breaker: AppleCircuitBreaker, bucket: AppleTokenBucket?)>
 
+    /// - Parameters:
+    ///   - requestsPerSecond: the global rate limit of this client (DeviceCheck and fraud-risk
+    ///     calls together); nil = none (the CLI's one-off calls).
+    ///   - breaker: the circuit breaker's thresholds (`AppleCircuitBreaker`).
     package init(
         loops: [EventLoop], jwt: AppleJWTCache, caFile: String?, metrics: AppleClientMetrics,
         idleTimeout: Duration = AppleHTTPClient.defaultIdleTimeout,
-        maximumQueuedPerHost: Int = AppleHTTPClient.defaultMaximumQueuedPerHost
+        maximumQueuedPerHost: Int = AppleHTTPClient.defaultMaximumQueuedPerHost,
+        requestsPerSecond: Int? = nil,
+        breaker: AppleCircuitBreaker = AppleCircuitBreaker()
     ) throws(AppleError) {
         precondition(!loops.isEmpty, "an Apple client needs a loop")
         do {
@@ -42,7 +51,12 @@ package final class AppleHTTPClient: Sendable {
         self.idleTimeout = idleTimeout
         self.maximumQueuedPerHost = maximumQueuedPerHost
         self.pools = loops.map { _ in AppleConnectionPool() }
+        self.guards = Mutex((breaker, requestsPerSecond.map { AppleTokenBucket(ratePerSecond: $0) }))
+        metrics.breakerState(.closed)
     }
+
+    /// The breaker's state now (tests, `apple check`).
+    package var breakerState: AppleCircuitBreaker.State { self.guards.withLock { $0.breaker.state } }
 
     /// Sends `request` on `loop` (default: the first) and calls `completion` on that loop's
     /// queue with Apple's answer (any status) or why there was none.
@@ -55,13 +69,58 @@ package final class AppleHTTPClient: Sendable {
             preconditionFailure("loop not served by this client")
         }
         let pool = self.pools[index]
-        loop.execute {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let maximumWait = UInt64(max(0, timeout.components.seconds)) * 1_000_000_000 / 2
+        // Breaker first (an open breaker spends no token), then the bucket.
+        let admission = self.guards.withLock { guards -> (AppleCircuitBreaker.Admission, UInt64?) in
+            let admission = guards.breaker.admit(now: now)
+            guard admission != .reject else { return (admission, 0) }
+            guard var bucket = guards.bucket else { return (admission, 0) }
+            let wait = bucket.take(now: now, maximumWait: maximumWait)
+            guards.bucket = bucket
+            if wait == nil, admission == .probe {
+                // The probe never went out: let the next call probe instead.
+                guards.breaker.record(success: false, now: now)
+            }
+            return (admission, wait)
+        }
+        let service = AppleClientMetrics.service(path: request.endpoint.path)
+        guard admission.0 != .reject else {
+            self.metrics.rejected(service: service, outcome: "breaker_open")
+            loop.execute { completion(.failure(AppleError(.unreachable, "circuit breaker open: Apple is failing"))) }
+            return
+        }
+        guard let wait = admission.1 else {
+            self.metrics.rejected(service: service, outcome: "rate_limited")
+            loop.execute {
+                completion(.failure(AppleError(.throttled, "the gateway's requests_per_second towards Apple is spent")))
+            }
+            return
+        }
+        let finish: @Sendable (Result<AppleHTTPResponse, AppleError>) -> Void = { [self] result in
+            let changed = self.guards.withLock {
+                $0.breaker.record(
+                    success: !AppleCircuitBreaker.isFailure(result), now: DispatchTime.now().uptimeNanoseconds)
+            }
+            if let changed {
+                self.metrics.breakerState(changed)
+                Log.warning("apple_breaker_\(changed.rawValue)", [("service", service)])
+            }
+            completion(result)
+        }
+        let enqueue: @Sendable () -> Void = { [self] in
             let connection = pool.connection(for: request.endpoint) {
                 AppleHTTPConnection(
                     loop: loop, host: request.endpoint.host, port: request.endpoint.port, tls: self.tls, jwt: self.jwt,
                     metrics: self.metrics, idleTimeout: self.idleTimeout, maximumQueued: self.maximumQueuedPerHost)
             }
-            connection.enqueue(request, timeout: timeout, completion: completion)
+            connection.enqueue(request, timeout: timeout, completion: finish)
+        }
+        if wait == 0 {
+            loop.execute(enqueue)
+        } else {
+            // Deferred on the loop's queue: a timer, never a sleep.
+            loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait)), execute: enqueue)
         }
     }
 

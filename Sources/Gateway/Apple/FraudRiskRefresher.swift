@@ -73,6 +73,8 @@ package final class FraudRiskRefresher: Sendable {
         let spacing = Duration.seconds(1) / max(1, self.configuration.fraudRisk.requestsPerSecond)
         for (index, keyID) in keyIDs.enumerated() {
             if index > 0 { try? await Task.sleep(for: spacing) }
+            // A stopped sweeper (drain, reload): leave the rest due for the next holder.
+            if Task.isCancelled { return .success(pass) }
             let outcome = await self.refresh(keyID: keyID, now: now, jitter: jitter())
             switch outcome {
             case .failure(let error): return .failure(error)

@@ -19,6 +19,7 @@ final class AttestEndpoint: Sendable {
     private let verifier: AttestationVerifier?
     private let challenges: IssuedChallenges
     private let store: any AttestStore
+    private let fraudRisk: FraudRiskGateHooks
     private let metrics: any GateMetrics
     private let storeFailures: StoreFailureReporter
     private let verificationQueue: DispatchQueue
@@ -31,6 +32,7 @@ final class AttestEndpoint: Sendable {
         verifier: AttestationVerifier?,
         challenges: IssuedChallenges,
         store: any AttestStore,
+        fraudRisk: FraudRiskGateHooks,
         metrics: any GateMetrics,
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
@@ -40,6 +42,7 @@ final class AttestEndpoint: Sendable {
         self.verifier = verifier
         self.challenges = challenges
         self.store = store
+        self.fraudRisk = fraudRisk
         self.metrics = metrics
         self.storeFailures = storeFailures
         self.verificationQueue = verificationQueue
@@ -135,6 +138,8 @@ final class AttestEndpoint: Sendable {
             finish(.failure(EnforcementError(code, error.reason)))
             return
         }
+        // On the verification queue, like the attestation's own chain check.
+        let receipt = self.fraudRisk.verifyReceipt(of: attested, at: attestedAt, metrics: self.metrics)
         let record = KeyRecord(
             keyID: EndpointRequests.encodeBase64(attested.keyID),
             publicKey: attested.publicKey,
@@ -155,7 +160,7 @@ final class AttestEndpoint: Sendable {
             case .success(false):
                 finish(.failure(.challengeAlreadyUsed()))
             case .success(true):
-                self.createKey(record, attested: attested, finish: finish)
+                self.createKey(record, attested: attested, receipt: receipt, finish: finish)
             }
         }
     }
@@ -163,6 +168,7 @@ final class AttestEndpoint: Sendable {
     private func createKey(
         _ record: KeyRecord,
         attested: AttestedKey,
+        receipt: Receipt?,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
         self.store.createKey(record) { [self] created in
@@ -173,6 +179,7 @@ final class AttestEndpoint: Sendable {
             case .success(.alreadyExists):
                 finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
             case .success(.created):
+                self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
                 finish(.success(attested))
             }
         }

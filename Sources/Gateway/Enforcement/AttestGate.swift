@@ -100,6 +100,10 @@ package final class AttestGate: RequestGate {
         let challenges = IssuedChallenges(
             keyring: keyring, ttlSeconds: policy.challengeTTLSeconds, store: store, now: now)
         let storeFailures = StoreFailureReporter(metrics: metrics)
+        let fraudRisk = FraudRiskGateHooks(
+            receipts: try ReceiptVerifier(additionalTrustRootsPEM: trustRootsPEM),
+            store: store as? RedisStore,
+            refreshEnabled: policy.apple?.fraudRisk.isEnabled ?? false)
         self.challengeEndpoint = ChallengeEndpoint(
             path: policy.endpoints.challenge, ttlSeconds: policy.challengeTTLSeconds, challenges: challenges,
             metrics: metrics)
@@ -116,6 +120,7 @@ package final class AttestGate: RequestGate {
                 ),
             challenges: challenges,
             store: store,
+            fraudRisk: fraudRisk,
             metrics: metrics,
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,
@@ -140,6 +145,7 @@ package final class AttestGate: RequestGate {
             keyCacheCapacity: keyCacheCapacity,
             challenges: challenges,
             store: store,
+            fraudRisk: fraudRisk,
             metrics: metrics,
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,

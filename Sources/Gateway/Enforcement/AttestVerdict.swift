@@ -41,6 +41,8 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case deviceCheckRefused = "devicecheck_refused"
     /// Apple's DeviceCheck servers could not be asked during an exchange.
     case appleUnavailable = "apple_unavailable"
+    /// The key's fraud-risk metric is above `max_risk_metric` on an `action: deny` route.
+    case riskMetricExceeded = "risk_metric_exceeded"
 
     // MARK: Access-log labels of the proxy layer (no gate decides these)
 

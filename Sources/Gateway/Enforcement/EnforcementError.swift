@@ -65,6 +65,9 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let debugTokenInvalid = Code("debug_token_invalid", 401, .debugTokenInvalid)
         /// 403: a debug token was sent on a route without `allow_debug_tokens: true`.
         package static let debugTokenNotAllowed = Code("debug_token_not_allowed", 403, .debugTokenInvalid)
+        /// 403: the key's fraud-risk metric is above the route's `max_risk_metric` and the
+        /// route says `action: deny`.
+        package static let riskMetricExceeded = Code("risk_metric_exceeded", 403, .riskMetricExceeded)
         /// 413: the body exceeds the route's `max_body_bytes` (or 64 KiB on the endpoints).
         package static let bodyTooLarge = Code("body_too_large", 413, .malformed)
         /// 503: the store failed and the route says `on_store_error: deny`.

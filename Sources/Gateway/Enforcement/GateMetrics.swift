@@ -22,6 +22,11 @@ package protocol GateMetrics: Sendable {
     func launchValidation(category: UInt32?, bundleVersion: String?)
     /// One request on an enforce route with `enforce_percent` < 100: its arm and verdict.
     func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict)
+    /// The receipt of one verified attestation: `verified` or the verification code.
+    func attestReceipt(outcome: String)
+    /// A protected request whose key's risk metric is above the route's `max_risk_metric`
+    /// (`action`: flag or deny), or whose metric is unknown while the route has a rule.
+    func riskMetricJudged(route: String, outcome: String)
     /// One DeviceCheck fallback decision: an exchange (`issued` or its error code) or a
     /// gateway token presented on a route (`accepted` or its error code).
     func deviceCheckDecided(stage: DeviceCheckStage, result: String)
@@ -37,6 +42,8 @@ extension GateMetrics {
     package func launchValidation(category: UInt32?, bundleVersion: String?) {}
     package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {}
     package func deviceCheckDecided(stage: DeviceCheckStage, result: String) {}
+    package func attestReceipt(outcome: String) {}
+    package func riskMetricJudged(route: String, outcome: String) {}
 }
 
 /// Metrics that go nowhere (tools, tests that do not look at metrics).

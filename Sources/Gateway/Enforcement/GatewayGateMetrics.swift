@@ -38,6 +38,8 @@ package final class GatewayGateMetrics: GateMetrics {
     private let versionNone: Counter
     private let rollout: CounterFamily
     private let deviceCheck: CounterFamily
+    private let attestReceipts: CounterFamily
+    private let riskJudgements: CounterFamily
 
     /// Distinct bundle versions labelled by name before the rest go to `other`.
     package static let bundleVersionLabelLimit = 20
@@ -104,6 +106,16 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Requests on enforce routes in gradual rollout, by arm and verdict.",
             labelNames: ["route", "arm", "verdict"]
         )
+        self.attestReceipts = registry.counter(
+            "attest_gateway_attest_receipts_total",
+            help: "Receipts of verified attestations, by outcome (verified or the verification code).",
+            labelNames: ["outcome"]
+        )
+        self.riskJudgements = registry.counter(
+            "attest_gateway_risk_metric_checks_total",
+            help: "Verified requests on routes with max_risk_metric, by route and outcome (pass, flag, deny, unknown).",
+            labelNames: ["route", "outcome"]
+        )
         self.deviceCheck = registry.counter(
             "attest_gateway_devicecheck_total",
             help: "DeviceCheck fallback decisions: exchanges and gateway-token checks, by stage and result.",
@@ -119,6 +131,12 @@ package final class GatewayGateMetrics: GateMetrics {
             handles[route] = AttestVerdict.gateVerdicts.map { verdicts.labels(route, $0.rawValue) }
         }
         self.routeHandles = handles
+    }
+
+    package func attestReceipt(outcome: String) { self.attestReceipts.labels(outcome).increment() }
+
+    package func riskMetricJudged(route: String, outcome: String) {
+        self.riskJudgements.labels(route, outcome).increment()
     }
 
     package func requestDecided(route: String, verdict: AttestVerdict) {

@@ -34,6 +34,13 @@ package enum IdentityHeaders {
     package static let keyAccessPolicy = "X-App-Attest-Key-Access-Policy"
     /// `enforce` | `monitor`: the rollout arm, on enforce routes with `enforce_percent` < 100.
     package static let rolloutArm = "X-App-Attest-Rollout-Arm"
+    /// The key's fraud-risk metric (Apple's receipt field 17, decimal), when a verified
+    /// refreshed receipt gave one.
+    package static let riskMetric = "X-App-Attest-Risk-Metric"
+    /// Whole seconds since the receipt that carried the metric was made.
+    package static let riskMetricAge = "X-App-Attest-Risk-Metric-Age"
+    /// The route's `max_risk_metric` the metric is above (`action: flag`).
+    package static let riskExceeded = "X-App-Attest-Risk-Exceeded"
     /// The debug token's name, with status `debug`.
     package static let debugTokenName = "X-App-Attest-Debug-Token-Name"
 
@@ -102,6 +109,11 @@ package enum IdentityHeaders {
         package var bundleVersion: String?
         /// The key access-control extension's verdict at attestation (macOS 27+), when known.
         package var keyAccessPolicy: String?
+        /// Fraud risk: the metric and its age in seconds, when known; the route's maximum
+        /// when the metric is above it under `action: flag`.
+        package var riskMetric: Int?
+        package var riskMetricAge: Int?
+        package var riskExceeded: Int?
 
         package init(
             keyID: String, appID: String, environment: String, counter: UInt32,
@@ -138,6 +150,13 @@ package enum IdentityHeaders {
             }
             if let policy = identity.keyAccessPolicy {
                 head.headers.add(name: Self.keyAccessPolicy, value: policy)
+            }
+            if let metric = identity.riskMetric {
+                head.headers.add(name: Self.riskMetric, value: String(metric))
+                if let age = identity.riskMetricAge { head.headers.add(name: Self.riskMetricAge, value: String(age)) }
+            }
+            if let maximum = identity.riskExceeded {
+                head.headers.add(name: Self.riskExceeded, value: String(maximum))
             }
         }
         if let arm {

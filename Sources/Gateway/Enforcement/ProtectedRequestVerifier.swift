@@ -49,6 +49,7 @@ final class ProtectedRequestVerifier: Sendable {
     private let keys: KeyCache<CachedKey>
     private let challenges: IssuedChallenges
     private let store: any AttestStore
+    private let fraudRisk: FraudRiskGateHooks
     private let metrics: any GateMetrics
     private let storeFailures: StoreFailureReporter
     private let verificationQueue: DispatchQueue
@@ -66,6 +67,7 @@ final class ProtectedRequestVerifier: Sendable {
         keyCacheCapacity: Int,
         challenges: IssuedChallenges,
         store: any AttestStore,
+        fraudRisk: FraudRiskGateHooks,
         metrics: any GateMetrics,
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
@@ -78,6 +80,7 @@ final class ProtectedRequestVerifier: Sendable {
         self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
         self.challenges = challenges
         self.store = store
+        self.fraudRisk = fraudRisk
         self.metrics = metrics
         self.storeFailures = storeFailures
         self.verificationQueue = verificationQueue
@@ -435,13 +438,20 @@ final class ProtectedRequestVerifier: Sendable {
         let loggedKeyID = request.keyID
         let counter = identity.counter
         let window = request.route.counterWindow
-        self.store.advanceCounter(keyID: keyID, to: counter, window: window) { [self] result in
+        let now = self.now()
+        // The key's fraud-risk fields come back with the counter: no round trip of their own.
+        self.store.advanceCounterReadingRisk(
+            keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now)
+        ) { [self] reading in
+            let result = reading.map(\.advance)
             switch result {
             case .failure(let error):
                 conclude(.storeFailed(error, operation: "advance_counter", keyID: loggedKeyID))
             case .success(.advanced), .success(.acceptedOutOfOrder):
                 self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
-                conclude(.verified(identity))
+                let risk = (try? reading.get().risk) ?? .unknown
+                if risk.refreshDue { self.fraudRisk.wake(keyID: keyID, now: now) }
+                conclude(self.judgeRisk(risk, identity: identity, route: request.route, now: now, prefix: prefix))
             case .success(.notIncreasing(let stored)):
                 self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
                 let reason =
@@ -456,6 +466,33 @@ final class ProtectedRequestVerifier: Sendable {
                 self.keys.remove(keyID)
                 conclude(.failed(.revokedKey(), keyID: loggedKeyID))
             }
+        }
+    }
+
+    /// The verified outcome with the key's risk metric (and its age) for the upstream, after
+    /// the route's `max_risk_metric`: above it, `flag` adds `X-App-Attest-Risk-Exceeded` and
+    /// `deny` refuses. An unknown metric passes (`RiskMetricRule`).
+    private func judgeRisk(
+        _ risk: KeyRiskReading, identity: IdentityHeaders.Identity, route: RoutePolicy, now: Date, prefix: String
+    ) -> ProtectedRequestOutcome {
+        var identity = identity
+        identity.riskMetric = risk.metric
+        identity.riskMetricAge = risk.age(at: now)
+        guard let rule = route.riskMetric else { return .verified(identity) }
+        switch rule.judge(risk.metric) {
+        case .pass:
+            self.metrics.riskMetricJudged(route: route.name, outcome: risk.metric == nil ? "unknown" : "pass")
+            return .verified(identity)
+        case .flag:
+            self.metrics.riskMetricJudged(route: route.name, outcome: "flag")
+            identity.riskExceeded = rule.maximum
+            return .verified(identity)
+        case .deny:
+            self.metrics.riskMetricJudged(route: route.name, outcome: "deny")
+            let error = EnforcementError(
+                .riskMetricExceeded,
+                "the key's fraud-risk metric \(risk.metric ?? 0) is above the route's max_risk_metric \(rule.maximum)")
+            return .failed(error, keyIDPrefix: prefix)
         }
     }
 

@@ -23,9 +23,9 @@ package final class EnforcementGateFactory: Sendable {
     private let keyring = Mutex<(source: String, keyring: ChallengeKeyring)?>(nil)
     /// The serving store's health on `/metrics`, read at each scrape.
     private let storeHealth = StoreHealthMetrics()
-    /// The HTTPS client to Apple (`apple:`), kept across reloads while the block is unchanged
-    /// (its keep-alive connections and cached JWT survive a reload).
-    private let apple = Mutex<(configuration: AppleConfiguration, client: AppleHTTPClient)?>(nil)
+    /// The `apple:` block's client and refresher, kept across reloads while the block and the
+    /// store are unchanged (`AppleServices`); nil without `apple:`.
+    private let apple = Mutex<AppleServices?>(nil)
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
@@ -80,7 +80,6 @@ package final class EnforcementGateFactory: Sendable {
                 throw BuildError(description: "identity_signature: \(problem.description) (\(problem.code))")
             }
         }
-        let deviceCheck = try self.deviceCheckClient(for: policy.apple)
         // Read again at every build: a reload picks up a rotated admin token.
         var adminToken: DeviceCheckAdminToken?
         if let path = policy.apple?.deviceCheck.adminTokenFile {
@@ -90,6 +89,10 @@ package final class EnforcementGateFactory: Sendable {
                 throw BuildError(description: "apple.device_check.admin_token_file \(path) \(problem)")
             }
         }
+        let apple = try self.appleServices(for: policy, store: store, trustRootsPEM: trustRoots)
+        let deviceCheck = apple.services.map {
+            DeviceCheckClient(client: $0.client, configuration: $0.configuration)
+        }
         let gate: AttestGate
         do {
             gate = try AttestGate(
@@ -97,8 +100,10 @@ package final class EnforcementGateFactory: Sendable {
                 challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner,
                 deviceCheck: deviceCheck)
         } catch {
+            if let fresh = apple.fresh { fresh.shutdown() }
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
+        self.install(apple)
         // Registered after the gate's families, so the store's come last in the exposition.
         self.storeHealth.export(store, through: self.registry)
         let registry = self.registry
@@ -118,29 +123,54 @@ package final class EnforcementGateFactory: Sendable {
         return (gate, admin)
     }
 
-    /// DeviceCheck over the Apple client of `configuration` (nil without `apple:`, or in tools
-    /// and tests that run no event loops). The client is reused while the block is unchanged.
-    private func deviceCheckClient(for configuration: AppleConfiguration?) throws -> DeviceCheckClient? {
-        guard let configuration, !self.loops.isEmpty else { return nil }
-        if let existing = self.apple.withLock({ $0 }), existing.configuration == configuration {
-            return DeviceCheckClient(client: existing.client, configuration: configuration)
+    /// The running `AppleServices` when the policy's `apple:` block and the store are the same,
+    /// else new ones, built but not started (`install` starts them once the gate is built).
+    private func appleServices(
+        for policy: GatewayPolicy, store: any AttestStore, trustRootsPEM: [String]
+    ) throws -> (services: AppleServices?, fresh: AppleServices?) {
+        // Tools that build gates without event loops (no `serve`) get no client to Apple.
+        guard let configuration = policy.apple, !self.loops.isEmpty else { return (nil, nil) }
+        if let running = self.apple.withLock({ $0 }), running.configuration == configuration,
+            running.storeIdentity == ObjectIdentifier(store)
+        {
+            return (running, nil)
         }
-        let client: AppleHTTPClient
         do {
-            client = try AppleClientFactory.make(
-                configuration, loops: self.loops, metrics: AppleClientMetrics(registry: self.registry))
+            let verifier = try ReceiptVerifier(additionalTrustRootsPEM: trustRootsPEM)
+            let services = try AppleServices(
+                configuration: configuration, store: store, loops: self.loops, receiptVerifier: verifier,
+                registry: self.registry)
+            return (services, services)
         } catch {
-            throw BuildError(description: "apple: \(error.reason) (\(error.code))")
+            throw BuildError(description: "apple: \(error)")
         }
-        let previous = self.apple.withLock { state in
-            defer { state = (configuration, client) }
-            return state?.client
-        }
-        // A changed apple: block (rare): calls still queued on the old client fail with
-        // apple_unreachable (an exchange answers 503 and the app retries).
-        previous?.shutdown()
-        return DeviceCheckClient(client: client, configuration: configuration)
     }
+
+    /// Makes `apple` the running services: a new one starts, the one it replaces (or the one a
+    /// policy without `apple:` leaves behind) stops, so a reload never runs two refreshers.
+    private func install(_ apple: (services: AppleServices?, fresh: AppleServices?)) {
+        let previous = self.apple.withLock { current -> AppleServices? in
+            let previous = current
+            current = apple.services
+            return previous
+        }
+        guard previous !== apple.services else { return }
+        previous?.shutdown()
+        apple.fresh?.start()
+    }
+
+    /// Stops the refresher and closes the connections to Apple (`serve` after draining).
+    package func shutdownApple() {
+        let running = self.apple.withLock { current -> AppleServices? in
+            let previous = current
+            current = nil
+            return previous
+        }
+        running?.shutdown()
+    }
+
+    /// The running client to Apple (tests), nil without `apple:`.
+    package var appleServices: AppleServices? { self.apple.withLock { $0 } }
 
     /// From `challenge_key_file` (read now: a reload picks up a rotated file), or shared through
     /// the store (kept while the store is the same; waited for here, off the event loops).

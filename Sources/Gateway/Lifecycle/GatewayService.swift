@@ -49,18 +49,24 @@ package final class GatewayService: Sendable {
     private let loadedContent = Mutex<[UInt8]?>(nil)
     /// Set once by `watchPolicyFile` (keeps the watcher alive).
     private let watcher = Mutex<PolicyFileWatcher?>(nil)
+    /// Run once the drain is over, before the process exits (the Apple client's shutdown).
+    private let onShutdown: @Sendable () -> Void
 
     /// - Parameters:
     ///   - load: reads and validates the policy file (`PolicyLoader.load`).
     ///   - makeGates: builds the gates for a policy (called at start and on each reload).
     ///   - reloadMetrics: where the outcome of each load is exported (nil: nowhere).
+    ///   - onShutdown: background work to stop after the drain (the fraud-risk refresher and
+    ///     the client to Apple).
     package init(
         configPath: String,
         server: GatewayServer,
         load: @escaping @Sendable (String) throws -> GatewayPolicy,
         makeGates: @escaping @Sendable (GatewayPolicy, GatewayServer) throws -> GatewayGates,
-        reloadMetrics: ConfigReloadMetrics? = nil
+        reloadMetrics: ConfigReloadMetrics? = nil,
+        onShutdown: @escaping @Sendable () -> Void = {}
     ) {
+        self.onShutdown = onShutdown
         self.reloadMetrics = reloadMetrics
         self.configPath = configPath
         self.server = server
@@ -284,6 +290,7 @@ package final class GatewayService: Sendable {
                         ("open_connections", String(self.server.openConnections)),
                     ])
                 self.server.shutdown(drainTimeout: drain) { drained in
+                    self.onShutdown()
                     Log.info("shutdown_complete", [("drained", drained ? "true" : "false")])
                     exit(0)
                 }

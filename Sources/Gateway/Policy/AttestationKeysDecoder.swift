@@ -12,6 +12,8 @@
 /// | `enforce_percent` | `routes[i]` (enforce) | integer 0-100 | `100` |
 /// | `allow_debug_tokens` | `routes[i]` | boolean | `false` |
 /// | `fallback` | `routes[i]` | `none` \| `devicecheck` | `none` |
+/// | `max_risk_metric` | `routes[i]` | integer 0-1000000 | none |
+/// | `action` | `routes[i]`, with `max_risk_metric` | `flag` \| `deny` | `flag` |
 struct AttestationKeysDecoder {
     static let appValidationKeys = [
         "categories", "when_absent", "min_bundle_version", "bundle_versions", "macos_full_security",
@@ -54,6 +56,21 @@ struct AttestationKeysDecoder {
         if let node = fields["fallback"] {
             route.fallback = try self.reader.oneOf(node)
         }
+        try self.decodeRiskMetric(fields, into: &route)
+    }
+
+    /// `max_risk_metric: N` and `action: flag | deny` (default flag); `action` alone is an
+    /// error: it would silently do nothing.
+    private func decodeRiskMetric(_ fields: Fields, into route: inout RoutePolicy) throws(PolicyError) {
+        guard let node = fields["max_risk_metric"] else {
+            if let action = fields["action"] {
+                throw self.reader.error(.invalidValue, action, "action applies to max_risk_metric, which is not set")
+            }
+            return
+        }
+        var rule = RiskMetricRule(maximum: try self.reader.integer(node, in: 0...RiskMetricRule.maximumValue))
+        if let action = fields["action"] { rule.action = try self.reader.oneOf(action) }
+        route.riskMetric = rule
     }
 
     private func appValidation(_ node: YAMLNode) throws(PolicyError) -> AppValidationPolicy {

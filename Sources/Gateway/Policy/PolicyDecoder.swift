@@ -75,6 +75,7 @@ struct PolicyDecoder {
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback",
+        "max_risk_metric", "action",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 

@@ -181,6 +181,7 @@ public enum PolicySummary {
         if route.mode == .enforce && route.enforcePercent < 100 { out += " enforce_percent=\(route.enforcePercent)" }
         if route.allowDebugTokens { out += " allow_debug_tokens=true" }
         if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
+        if let rule = route.riskMetric { out += " max_risk_metric=\(rule.maximum) action=\(rule.action.rawValue)" }
         if let validation = route.appValidation {
             var parts: [String] = []
             if let categories = validation.categories {

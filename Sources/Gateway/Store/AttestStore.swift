@@ -33,6 +33,13 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
         keyID: String, to newCounter: UInt32, window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
 
+    /// `advanceCounter` that also reads the key's fraud-risk fields in the same round trip
+    /// (`KeyRiskReading`: metric, its time, refresh due). `lazyRefreshAt` nil: the due flag is
+    /// never set. Stores that keep no fraud-risk state answer `KeyRiskReading.unknown`.
+    func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void)
+
     /// Marks the key revoked. Completes false when no such key exists.
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
@@ -61,6 +68,16 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
 }
 
 extension AttestStore {
+    /// No fraud-risk state (the memory store, test doubles): the counter alone.
+    package func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
+    ) {
+        self.advanceCounter(keyID: keyID, to: newCounter, window: window) {
+            completion($0.map { CounterAdvanceReading(advance: $0, risk: .unknown) })
+        }
+    }
+
     /// Apple's strict rule: `advanceCounter(keyID:to:window: 0)`.
     package func advanceCounter(
         keyID: String, to newCounter: UInt32,
@@ -116,6 +133,17 @@ package struct KeyRecord: Sendable, Hashable {
 
 package enum KeyCreation: Sendable, Hashable {
     case created, alreadyExists
+}
+
+/// A counter advance and the key's fraud-risk fields read with it.
+package struct CounterAdvanceReading: Sendable, Hashable {
+    package var advance: CounterAdvance
+    package var risk: KeyRiskReading
+
+    package init(advance: CounterAdvance, risk: KeyRiskReading) {
+        self.advance = advance
+        self.risk = risk
+    }
 }
 
 package enum CounterAdvance: Sendable, Hashable {

@@ -41,7 +41,44 @@ package enum KeyAdministration {
     /// public_key (base64 of the 65-byte point), receipt_bytes (the receipt's size), and
     /// validation_category (integer) / bundle_version when the attestation carried them, and
     /// key_access_policy (macOS 27) when its certificate did.
-    package static func json(_ record: KeyRecord) -> String {
+    /// The key's fraud-risk refresh state (nil: none saved: refreshes off and the key attested
+    /// before issue 13, or the memory store). Waits at most `timeout`.
+    package static func fetchFraudRisk(_ store: RedisStore, keyID: String, timeout: Duration) throws(StoreError)
+        -> FraudRiskRefresh?
+    {
+        try Self.wait(timeout: timeout) { done in store.fetchFraudRisk(keyID: keyID, completion: done) }
+    }
+
+    /// `json(record)` plus the fraud-risk fields: `risk_metric` and `risk_metric_time` when
+    /// known, and `fraud_risk` (the refresh state) when one was saved.
+    package static func json(_ record: KeyRecord, fraudRisk: FraudRiskRefresh?) -> String {
+        guard let state = fraudRisk else { return Self.json(record) }
+        var fields: [(String, String)] = []
+        if let metric = state.riskMetric {
+            fields.append(("risk_metric", String(metric)))
+            if let time = state.riskMetricTime {
+                fields.append(("risk_metric_time", JSONText.quote(Self.rfc3339(time))))
+            }
+        }
+        var refresh: [(String, String)] = [
+            ("status", JSONText.quote(state.status.rawValue)),
+            ("failures", String(state.failures)),
+        ]
+        let dates: [(String, Date?)] = [
+            ("next_attempt", state.nextAttempt), ("last_attempt", state.lastAttempt),
+            ("receipt_not_before", state.receiptNotBefore), ("receipt_expiration", state.receiptExpiration),
+        ]
+        for (name, date) in dates {
+            if let date { refresh.append((name, JSONText.quote(Self.rfc3339(date)))) }
+        }
+        if let outcome = state.lastOutcome { refresh.append(("last_outcome", JSONText.quote(outcome))) }
+        fields.append(("fraud_risk", JSONText.object(refresh)))
+        return JSONText.object(Self.fields(record) + fields)
+    }
+
+    package static func json(_ record: KeyRecord) -> String { JSONText.object(Self.fields(record)) }
+
+    private static func fields(_ record: KeyRecord) -> [(String, String)] {
         var fields = [
             ("key_id", JSONText.quote(record.keyID)),
             ("app_id", JSONText.quote(record.appID)),
@@ -62,7 +99,7 @@ package enum KeyAdministration {
         if let policy = record.keyAccessPolicy {
             fields.append(("key_access_policy", JSONText.quote(policy)))
         }
-        return JSONText.object(fields)
+        return fields
     }
 
     package static func rfc3339(_ date: Date) -> String {

@@ -138,8 +138,11 @@ extension RedisStore {
     /// Saves `state` (and `receipt` when a new one was verified) on the record, only while the
     /// record exists, then moves the key in the due set to `state.nextAttempt` (out of it
     /// while halted).
+    ///
+    /// `schedule` false (attest time with refreshes off): the state is saved, the due set is
+    /// left alone.
     package func saveFraudRisk(
-        keyID: String, state: FraudRiskRefresh, receipt: [UInt8]?,
+        keyID: String, state: FraudRiskRefresh, receipt: [UInt8]?, schedule: Bool = true,
         completion: @escaping @Sendable (Result<Void, StoreError>) -> Void
     ) {
         let key = Self.keyRecordKey(keyID)
@@ -148,13 +151,14 @@ extension RedisStore {
         arguments.append(Self.bytes(state.riskMetric.map(String.init) ?? ""))
         arguments.append(Self.bytes(state.riskMetricTime.map { String(Self.unixSeconds($0)) } ?? ""))
         arguments.append(receipt ?? [])
+        arguments.append(Self.bytes(state.nextAttempt.map { String(Self.unixSeconds($0)) } ?? ""))
         let connection = self.callerConnection
         connection.evaluate(Self.saveFraudRiskScript, keys: [key], arguments: arguments) { result in
             let saved = Self.interpret(result, command: "EVALSHA save_fraud_risk") { reply -> Bool? in
                 if case .integer(let n) = reply { return n == 1 }
                 return nil
             }
-            guard case .success(let exists) = saved else {
+            guard case .success(let exists) = saved, schedule else {
                 completion(saved.map { _ in () })
                 return
             }
@@ -173,7 +177,9 @@ extension RedisStore {
         }
     }
 
-    /// KEYS[1] = record; ARGV = state JSON, risk metric, its time, new receipt (empty: keep).
+    /// KEYS[1] = record; ARGV = state JSON, risk metric, its time, new receipt (empty: keep),
+    /// next attempt (Unix seconds; empty while halted). The next attempt is copied to
+    /// `risk_next`, which the counter script compares with the request's time (lazy refresh).
     /// Returns 0 when the record is gone (revoked and expired, or deleted), 1 when saved.
     static let saveFraudRiskScript = RedisScript(
         """
@@ -181,7 +187,26 @@ extension RedisStore {
         redis.call('HSET', KEYS[1], 'fraud_risk', ARGV[1])
         if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'risk_metric', ARGV[2], 'risk_metric_time', ARGV[3]) end
         if ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'receipt', ARGV[4]) end
+        if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'risk_next', ARGV[5])
+        else redis.call('HDEL', KEYS[1], 'risk_next') end
         return 1
         """
     )
+
+    /// Lazy refresh: makes `keyID` due now unless it is due sooner already (`ZADD LT`; adds
+    /// it when absent: a key attested before refreshes were enabled, or halted). One command,
+    /// fire and forget from the request path: a failure only delays the refresh to the sweep.
+    package func wakeFraudRisk(keyID: String, now: Date) {
+        let arguments = [
+            Self.bytes("ZADD"), Self.fraudRiskDueKey, Self.bytes("LT"), Self.bytes(String(Self.unixSeconds(now))),
+            Self.bytes(keyID),
+        ]
+        self.callerConnection.send(arguments, key: Self.fraudRiskDueKey) { result in
+            if case .failure(let error) = Self.interpret(result, command: "ZADD LT", { _ in () }) {
+                Log.warning(
+                    "fraud_risk_wake_failed",
+                    [("key_id_prefix", String(keyID.prefix(8))), ("error", error.description)])
+            }
+        }
+    }
 }
