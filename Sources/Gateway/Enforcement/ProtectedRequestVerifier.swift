@@ -451,7 +451,7 @@ final class ProtectedRequestVerifier: Sendable {
                 self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
                 let risk = (try? reading.get().risk) ?? .unknown
                 if risk.refreshDue { self.fraudRisk.wake(keyID: keyID, now: now) }
-                conclude(self.judgeRisk(risk, identity: identity, route: request.route, now: now, prefix: prefix))
+                conclude(self.judgeRisk(risk, identity: identity, route: request.route, now: now, keyID: loggedKeyID))
             case .success(.notIncreasing(let stored)):
                 self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
                 let reason =
@@ -473,7 +473,7 @@ final class ProtectedRequestVerifier: Sendable {
     /// the route's `max_risk_metric`: above it, `flag` adds `X-App-Attest-Risk-Exceeded` and
     /// `deny` refuses. An unknown metric passes (`RiskMetricRule`).
     private func judgeRisk(
-        _ risk: KeyRiskReading, identity: IdentityHeaders.Identity, route: RoutePolicy, now: Date, prefix: String
+        _ risk: KeyRiskReading, identity: IdentityHeaders.Identity, route: RoutePolicy, now: Date, keyID: String?
     ) -> ProtectedRequestOutcome {
         var identity = identity
         identity.riskMetric = risk.metric
@@ -492,7 +492,7 @@ final class ProtectedRequestVerifier: Sendable {
             let error = EnforcementError(
                 .riskMetricExceeded,
                 "the key's fraud-risk metric \(risk.metric ?? 0) is above the route's max_risk_metric \(rule.maximum)")
-            return .failed(error, keyIDPrefix: prefix)
+            return .failed(error, keyID: keyID)
         }
     }
 

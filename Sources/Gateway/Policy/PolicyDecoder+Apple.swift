@@ -6,15 +6,10 @@ extension PolicyDecoder {
         "team_id", "key_id", "private_key_file", "environment", "devicecheck_url", "attest_data_url", "ca_file",
         "device_check", "fraud_risk",
     ]
-<<<<<<< HEAD
     static let appleDeviceCheckKeys = ["timeout", "blocked_bit", "token_ttl", "admin_token_file"]
-    static let appleFraudRiskKeys = ["enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout"]
-=======
-    static let appleDeviceCheckKeys = ["timeout", "blocked_bit"]
     static let appleFraudRiskKeys = [
         "enabled", "refresh_interval", "max_backoff", "requests_per_second", "timeout", "sweep_interval",
     ]
->>>>>>> risk
 
     func decodeApple(_ top: Fields, environment: EnvironmentPolicy) throws(PolicyError) -> AppleConfiguration? {
         guard let node = top["apple"] else { return nil }
