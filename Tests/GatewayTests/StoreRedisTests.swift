@@ -136,7 +136,7 @@ import Testing
         let server = try RedisServer.start()
         defer { server.shutDown() }
         let group = try EventLoopGroup(count: 2)
-        let loops = group.loops.map(\.queue)
+        let loops = group.loops
         let key = DispatchSpecificKey<String>()
         for (index, loop) in loops.enumerated() { loop.setSpecific(key: key, value: "loop\(index)") }
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: group.loops)
@@ -146,8 +146,9 @@ import Testing
         #expect(store.isReady)
 
         let ranOn: [String?] = await concurrently(30) { index, done in
-            let caller = index % 3 == 2 ? DispatchQueue.global() : loops[index % 3]
-            caller.async {
+            let call: @Sendable (@escaping @Sendable () -> Void) -> Void =
+                index % 3 == 2 ? { DispatchQueue.global().async(execute: $0) } : { loops[index % 3].execute($0) }
+            call {
                 store.putChallenge(randomToken(), ttlSeconds: 5) { result in
                     guard case .success(true) = result else { return done("failed: \(result)") }
                     done(DispatchQueue.getSpecific(key: key) ?? "other")
