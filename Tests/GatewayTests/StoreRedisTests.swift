@@ -146,14 +146,13 @@ import Testing
         #expect(store.isReady)
 
         let ranOn: [String?] = await concurrently(30) { index, done in
-            let call: @Sendable (@escaping @Sendable () -> Void) -> Void =
-                index % 3 == 2 ? { DispatchQueue.global().async(execute: $0) } : { loops[index % 3].execute($0) }
-            call {
+            let work: @Sendable () -> Void = {
                 store.putChallenge(randomToken(), ttlSeconds: 5) { result in
                     guard case .success(true) = result else { return done("failed: \(result)") }
                     done(DispatchQueue.getSpecific(key: key) ?? "other")
                 }
             }
+            if index % 3 == 2 { DispatchQueue.global().async(execute: work) } else { loops[index % 3].execute(work) }
         }
         for (index, queue) in ranOn.enumerated() {
             #expect(
