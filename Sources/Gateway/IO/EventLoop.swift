@@ -57,7 +57,8 @@ package final class EventLoop: @unchecked Sendable {
     /// EPOLLRDHUP: the peer shut down its sending side (a FIN is queued behind the data).
     package static let readHangup: UInt32 = CGatewayShims_EPOLLRDHUP
     package static let tickInterval: DispatchTimeInterval = .milliseconds(100)
-    private static let tickNanoseconds: UInt64 = 100_000_000
+    /// `tickInterval` (tests use a long tick so a lost wake-up cannot hide behind it).
+    private let tickNanoseconds: UInt64
     /// Size of the loop's shared read buffer.
     package static let scratchSize = 64 * 1024
     /// The eventfd's token: slot indexes never reach it.
@@ -96,8 +97,9 @@ package final class EventLoop: @unchecked Sendable {
     /// Number of live registrations (connections, listeners) on this loop.
     package private(set) var registrationCount = 0
 
-    package init(index: Int) throws(IOError) {
+    package init(index: Int, tickNanoseconds: UInt64 = 100_000_000) throws(IOError) {
         self.index = index
+        self.tickNanoseconds = max(tickNanoseconds, 1_000_000)
         // A serial queue made with a label targets the overcommit root queue of its QoS:
         // libdispatch gives it a thread of its own rather than one of the width-limited pool,
         // so a loop parked in epoll_wait never starves other queues.
@@ -124,7 +126,7 @@ package final class EventLoop: @unchecked Sendable {
         self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
         self.specificKey = DispatchSpecificKey<Int>()
         self.queue.setSpecific(key: self.specificKey, value: index)
-        self.nextTick = self.now &+ Self.tickNanoseconds
+        self.nextTick = self.now &+ self.tickNanoseconds
         self.queue.async { [weak self] in EventLoop.run(self) }
     }
 
@@ -294,7 +296,7 @@ package final class EventLoop: @unchecked Sendable {
         if self.isClosed { return self.finishClose() }
         if didWork { self.onBatchEnd?(false) }
         if self.now >= self.nextTick {
-            self.nextTick = self.now &+ Self.tickNanoseconds
+            self.nextTick = self.now &+ self.tickNanoseconds
             self.checkDeadlines()
         }
         if self.isClosed { return self.finishClose() }
