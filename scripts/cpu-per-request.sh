@@ -5,8 +5,10 @@
 #                 (tracepoint counters: no ptrace, the process runs at full speed), per request.
 #   instructions: the process under `valgrind --tool=callgrind` (counts instructions, not time),
 #                 counters zeroed after a warm-up, then REQUESTS requests; user-space Ir per request.
-# Usage: scripts/cpu-per-request.sh [syscalls|instructions|cputime|all]   (default all)
+# Usage: scripts/cpu-per-request.sh [syscalls|instructions|cputime|ctxsw|all]   (default all)
 #   cputime:      user/sys CPU µs per request from /proc/PID/stat (depends on the load; ratio only).
+#   ctxsw:        context switches per request: voluntary + nonvoluntary summed over
+#                 /proc/PID/task/*/status around exactly REQUESTS requests (fixed-requests.py).
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
 #      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
@@ -157,7 +159,36 @@ cputime_per_request() { # label pid url
         printf "  %-12s %7d requests  user %5.2f  sys %5.2f  total %5.2f us/request\n", $1, $2, u, s, u + s }'
 }
 
+# Context switches of every thread of PID (threads that ended meanwhile are not counted).
+context_switches() { # pid
+    cat /proc/"$1"/task/*/status 2>/dev/null | awk '/^(non)?voluntary_ctxt_switches/ {n += $2} END {print n}'
+}
+ctxsw_per_request() { # label pid url
+    local label="$1" pid="$2" url="$3" before after requests
+    "$ROOT/scripts/fixed-requests.py" "$url" 2000 "$CONNS" > /dev/null  # warm-up
+    before="$(context_switches "$pid")"
+    requests="$("$ROOT/scripts/fixed-requests.py" "$url" "$REQUESTS" "$CONNS")"
+    after="$(context_switches "$pid")"
+    echo "$label $requests $before $after" | awk -v c="$CONNS" '{
+        printf "  %-12s %7d requests over %d connections: %.3f context switches per request\n", $1, $2, c, ($4 - $3) / $2 }'
+}
+
 ONLY="${ONLY:-}"  # gateway: skip the nginx proxy (instructions)
+if [ "$WHAT" = ctxsw ]; then
+    start_nginx nginx-upstream
+    start_nginx nginx-proxy
+    proxy_master=${PIDS[-1]}
+    start_gateway
+    wait_http http://127.0.0.1:28080/
+    wait_http http://127.0.0.1:28081/
+    wait_http http://127.0.0.1:28085/
+    proxy_worker="$(nginx_worker "$proxy_master")"
+    echo "## Context switches per request (REQUESTS=$REQUESTS, CONNS=$CONNS, loops ${GATEWAY_LOOPS:-1})"
+    [ "$ONLY" = gateway ] || ctxsw_per_request nginx-proxy "$proxy_worker" http://127.0.0.1:28081/
+    ctxsw_per_request gateway "$GATEWAY_PID" http://127.0.0.1:28085/
+    kill -TERM "$GATEWAY_PID" "$proxy_master" 2>/dev/null || true
+    wait "$GATEWAY_PID" "$proxy_master" 2>/dev/null || true
+fi
 if [ "$WHAT" = syscalls ] || [ "$WHAT" = cputime ] || [ "$WHAT" = all ]; then
     start_nginx nginx-upstream
     upstream_master=${PIDS[-1]}

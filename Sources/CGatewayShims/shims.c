@@ -3,6 +3,7 @@
 #endif
 #include "CGatewayShims.h"
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <errno.h>
 #include <stddef.h>
 
@@ -16,6 +17,8 @@ const uint32_t CGatewayShims_EPOLLET = EPOLLET;
 _Static_assert(sizeof(((struct epoll_event *)0)->data.u64) == sizeof(uint64_t), "epoll data is 64-bit");
 
 int CGatewayShims_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int CGatewayShims_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 
 int CGatewayShims_epoll_add(int epfd, int fd, uint32_t events, uint64_t token) {
     struct epoll_event ev = { .events = events, .data.u64 = token };

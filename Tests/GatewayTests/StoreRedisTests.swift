@@ -136,7 +136,7 @@ import Testing
         let server = try RedisServer.start()
         defer { server.shutDown() }
         let group = try EventLoopGroup(count: 2)
-        let loops = group.loops.map(\.queue)
+        let loops = group.loops
         let key = DispatchSpecificKey<String>()
         for (index, loop) in loops.enumerated() { loop.setSpecific(key: key, value: "loop\(index)") }
         let store = RedisStore(url: try RedisURL(parsing: server.urlString()), loops: group.loops)
@@ -146,13 +146,13 @@ import Testing
         #expect(store.isReady)
 
         let ranOn: [String?] = await concurrently(30) { index, done in
-            let caller = index % 3 == 2 ? DispatchQueue.global() : loops[index % 3]
-            caller.async {
+            let work: @Sendable () -> Void = {
                 store.putChallenge(randomToken(), ttlSeconds: 5) { result in
                     guard case .success(true) = result else { return done("failed: \(result)") }
                     done(DispatchQueue.getSpecific(key: key) ?? "other")
                 }
             }
+            if index % 3 == 2 { DispatchQueue.global().async(execute: work) } else { loops[index % 3].execute(work) }
         }
         for (index, queue) in ranOn.enumerated() {
             #expect(

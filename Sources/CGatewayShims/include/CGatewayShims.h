@@ -27,6 +27,8 @@ int CGatewayShims_epoll_modify(int epfd, int fd, uint32_t events, uint64_t token
 int CGatewayShims_epoll_remove(int epfd, int fd);
 /// Returns the number of events written to `out` (at most `capacity`), or -1 with errno.
 int CGatewayShims_epoll_wait(int epfd, CGatewayShims_event *out, int capacity, int timeout_ms);
+/// eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC): the fd that wakes a parked event loop.
+int CGatewayShims_eventfd(void);
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int CGatewayShims_accept_nonblocking(int fd, struct sockaddr *addr, socklen_t *len);
 

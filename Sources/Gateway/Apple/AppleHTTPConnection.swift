@@ -8,11 +8,11 @@ import Glibc
 /// queued request opens a new one; nothing here blocks the loop.
 ///
 /// Timeouts: each request has one deadline from the moment it is queued (queueing, DNS,
-/// connect, handshake, answer: all inside it), a `DispatchSourceTimer`-free `asyncAfter`
-/// on the loop's queue, checked against a sequence number so a late timer does nothing. An
+/// connect, handshake, answer: all inside it), an `EventLoop.schedule` on the loop,
+/// checked against a sequence number so a late timer does nothing. An
 /// idle keep-alive connection is closed after `idleTimeout`.
 ///
-/// Confinement: every member is used only on `loop.queue` (hence `@unchecked Sendable`);
+/// Confinement: every member is used only on `loop` (hence `@unchecked Sendable`);
 /// `AppleHTTPClient` hops there with `loop.execute`.
 final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     struct Pending {
@@ -331,7 +331,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     private func armTimer(sequence: UInt64, at deadline: UInt64) {
         let now = SystemCalls.monotonicNanoseconds()
         let delay = deadline > now ? deadline - now : 0
-        self.loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(delay, UInt64(Int.max))))) {
+        self.loop.schedule(after: delay) {
             guard sequence == self.sequence, let pending = self.current else { return }
             self.run(self.machine.timedOut(after: pending.timeout))
         }
@@ -340,7 +340,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     private func armIdleTimer() {
         self.sequence &+= 1
         let sequence = self.sequence
-        self.loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(Self.nanoseconds(self.idleTimeout)))) {
+        self.loop.schedule(after: Self.nanoseconds(self.idleTimeout)) {
             guard sequence == self.sequence, self.current == nil else { return }
             self.run(self.machine.timedOut(after: self.idleTimeout))
         }

@@ -12,9 +12,24 @@ package protocol EventHandler: AnyObject {
 
 /// One serial queue with a private epoll fd (DESIGN.md "Fixed choices").
 ///
-/// A single `DispatchSourceRead` watches the epoll fd; its handler drains `epoll_wait(…, 0)`
-/// and runs every ready handler. Sockets are registered once for their lifetime,
-/// **edge-triggered** (`EPOLLIN | EPOLLRDHUP | EPOLLET`): no `epoll_ctl` per request.
+/// The loop runs itself: one block on its serial `DispatchQueue` that lives as long as the
+/// loop and waits for readiness in `epoll_wait` with a timeout (the next timer, at most one
+/// tick), as nginx and NIO do. That wait is the only place a loop blocks. Work from other
+/// threads (`execute`, `schedule`) goes into an inbox and wakes a parked loop through an
+/// `eventfd` in the same epoll set; work submitted from the loop itself costs no syscall.
+/// Before, a `DispatchSourceRead` watched the epoll fd: libdispatch's manager thread saw it
+/// readable and woke a worker thread to run the handler, ~2 context switches per wake-up
+/// (docs/design-notes.md "How a loop waits"). The loop's thread is a Dispatch thread parked
+/// in the kernel for the loop's life: the queue targets the overcommit root queue, so
+/// libdispatch keeps other queues running on other threads.
+///
+/// Because the queue is busy running the loop, a block queued on it directly would wait for
+/// the loop to return, i.e. forever: the queue is therefore not exposed. Code confined to a
+/// loop uses `execute`, `schedule` and `setSpecific`; code that may run on a loop or on its
+/// own queue (the Redis clients) goes through `WorkQueue`.
+///
+/// Sockets are registered once for their lifetime, **edge-triggered**
+/// (`EPOLLIN | EPOLLRDHUP | EPOLLET`): no `epoll_ctl` per request.
 /// Handlers therefore read until EAGAIN or a short read (a short read means the socket was
 /// drained; new data makes a new edge), remember that data may remain when they stop early
 /// for back-pressure, and write until EAGAIN. `EPOLLOUT` is *not* watched permanently:
@@ -23,12 +38,13 @@ package protocol EventHandler: AnyObject {
 /// `setWritableInterest(true)` only after a write returned EAGAIN (and while connecting),
 /// and drops it once its output is flushed; small responses never need it.
 ///
-/// Timers are coarse: every registration has one deadline (monotonic ns, 0 = none) and a
-/// per-loop `DispatchSourceTimer` ticking every `tickInterval` scans the slot table (a
-/// compare per slot; 10,000 connections cost ~0.1 ms per tick). Deadlines are therefore
-/// late by at most one tick (100 ms), which is right for timeouts measured in seconds.
+/// Deadlines are coarse: every registration has one deadline (monotonic ns, 0 = none) and
+/// every `tickInterval` the loop scans the slot table (a compare per slot; 10,000 connections
+/// cost ~0.1 ms per tick). Deadlines are therefore late by at most one tick (100 ms), which
+/// is right for timeouts measured in seconds. `schedule` is the precise timer (a heap; the
+/// wait's timeout is computed from its earliest entry).
 ///
-/// Confinement: every member is used only on `queue` (hence `@unchecked Sendable`);
+/// Confinement: every member is used only on the loop (hence `@unchecked Sendable`);
 /// `execute` is the way in from other queues. The per-event properties are
 /// `@exclusivity(unchecked)` for that reason (see `ProxyConnection`).
 package final class EventLoop: @unchecked Sendable {
@@ -41,8 +57,12 @@ package final class EventLoop: @unchecked Sendable {
     /// EPOLLRDHUP: the peer shut down its sending side (a FIN is queued behind the data).
     package static let readHangup: UInt32 = CGatewayShims_EPOLLRDHUP
     package static let tickInterval: DispatchTimeInterval = .milliseconds(100)
+    /// `tickInterval` (tests use a long tick so a lost wake-up cannot hide behind it).
+    private let tickNanoseconds: UInt64
     /// Size of the loop's shared read buffer.
     package static let scratchSize = 64 * 1024
+    /// The eventfd's token: slot indexes never reach it.
+    private static let wakeToken = UInt64.max
 
     private struct Slot {
         var handler: (any EventHandler)?
@@ -50,17 +70,19 @@ package final class EventLoop: @unchecked Sendable {
         var deadline: UInt64 = 0
     }
 
-    package let queue: DispatchQueue
+    /// The loop's serial queue: runs the loop (and, once it is closed, late `execute` work).
+    private let queue: DispatchQueue
     package let index: Int
     private let epollFD: Int32
-    private var source: (any DispatchSourceRead)?
-    private var timer: (any DispatchSourceTimer)?
+    private let inbox: EventLoopInbox
     @exclusivity(unchecked) private var slots: [Slot] = []
     @exclusivity(unchecked) private var freeSlots: [Int] = []
+    @exclusivity(unchecked) private var timers = LoopTimerHeap()
     private var events: UnsafeMutablePointer<CGatewayShims_event>
     private static let eventCapacity = 128
     private let specificKey: DispatchSpecificKey<Int>
-    private var isClosed = false
+    @exclusivity(unchecked) private var isClosed = false
+    @exclusivity(unchecked) private var nextTick: UInt64 = 0
 
     /// Shared read buffer: connections read into it when they hold no partial data of
     /// their own, so an idle keep-alive connection owns no buffer memory.
@@ -69,49 +91,93 @@ package final class EventLoop: @unchecked Sendable {
     package let buffers = IOBufferPool()
     /// Monotonic time at the start of the current batch of events.
     @exclusivity(unchecked) package private(set) var now: UInt64 = SystemCalls.monotonicNanoseconds()
-    /// Runs after each batch of events with `isTick == false`, and on every timer tick
+    /// Runs after each batch of events and work with `isTick == false`, and on every tick
     /// (`tickInterval`) with `isTick == true` (e.g. hands the access-log lines to the log queue).
     package var onBatchEnd: ((_ isTick: Bool) -> Void)?
     /// Number of live registrations (connections, listeners) on this loop.
     package private(set) var registrationCount = 0
 
-    package init(index: Int) throws(IOError) {
+    package init(index: Int, tickNanoseconds: UInt64 = 100_000_000) throws(IOError) {
         self.index = index
+        self.tickNanoseconds = max(tickNanoseconds, 1_000_000)
+        // A serial queue made with a label targets the overcommit root queue of its QoS:
+        // libdispatch gives it a thread of its own rather than one of the width-limited pool,
+        // so a loop parked in epoll_wait never starves other queues.
         self.queue = DispatchQueue(label: "attest-gateway.loop.\(index)", qos: .userInitiated)
         let fd = CGatewayShims_epoll_create()
         guard fd >= 0 else { throw IOError("epoll_create1", errno: Glibc.errno) }
+        let inbox: EventLoopInbox
+        do throws(IOError) {
+            inbox = try EventLoopInbox()
+        } catch {
+            SystemCalls.close(fd)
+            throw error
+        }
+        // Level-triggered: a wake-up written while the loop is busy is still seen by its next wait.
+        guard CGatewayShims_epoll_add(fd, inbox.wakeFD, CGatewayShims_EPOLLIN, Self.wakeToken) == 0 else {
+            let err = Glibc.errno
+            SystemCalls.close(fd)
+            SystemCalls.close(inbox.wakeFD)
+            throw IOError("epoll_ctl(ADD eventfd)", errno: err)
+        }
         self.epollFD = fd
+        self.inbox = inbox
         self.events = .allocate(capacity: Self.eventCapacity)
         self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
         self.specificKey = DispatchSpecificKey<Int>()
         self.queue.setSpecific(key: self.specificKey, value: index)
-
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: self.queue)
-        source.setEventHandler { [unowned self] in self.runReadyHandlers() }
-        let timer = DispatchSource.makeTimerSource(queue: self.queue)
-        timer.schedule(deadline: .now() + Self.tickInterval, repeating: Self.tickInterval, leeway: .milliseconds(20))
-        timer.setEventHandler { [unowned self] in self.checkDeadlines() }
-        self.source = source
-        self.timer = timer
-        source.activate()
-        timer.activate()
+        self.nextTick = self.now &+ self.tickNanoseconds
+        self.queue.async { [weak self] in EventLoop.run(self) }
     }
 
     deinit {
+        if !self.isClosed {
+            self.closeDescriptors()
+        }
         self.events.deallocate()
         self.scratch.deallocate()
     }
 
-    /// True when the caller runs on this loop's queue.
+    /// True when the caller runs on this loop.
     package var inLoop: Bool {
         DispatchQueue.getSpecific(key: self.specificKey) == self.index
     }
 
+    /// Runs `work` on the loop, after the work submitted before it (from any one thread, in
+    /// order). Wakes the loop when it is parked; from the loop itself it costs no syscall.
+    /// Once the loop is closed, `work` still runs, on the loop's queue.
     package func execute(_ work: @escaping @Sendable () -> Void) {
-        self.queue.async(execute: work)
+        if case .stopped = self.inbox.submit(work) {
+            self.queue.async(execute: work)
+        }
     }
 
-    /// `assertOnQueue(self.queue)`: debug builds stop when called off the loop's queue.
+    /// Runs `work` on the loop `nanoseconds` from now (monotonic), unless the returned timer
+    /// is cancelled first. Dropped if the loop closes before it is due.
+    @discardableResult
+    package func schedule(after nanoseconds: UInt64, _ work: @escaping @Sendable () -> Void) -> LoopTimer {
+        let timer = LoopTimer()
+        if self.inLoop {
+            self.insertTimer(deadline: SystemCalls.monotonicNanoseconds() &+ nanoseconds, timer: timer, work: work)
+        } else {
+            let deadline = SystemCalls.monotonicNanoseconds() &+ nanoseconds
+            self.execute { self.insertTimer(deadline: deadline, timer: timer, work: work) }
+        }
+        return timer
+    }
+
+    private func insertTimer(deadline: UInt64, timer: LoopTimer, work: @escaping () -> Void) {
+        guard !self.isClosed else { return }
+        self.timers.insert(deadline: deadline, timer: timer, work: work)
+    }
+
+    /// `DispatchQueue.setSpecific` on the loop's queue: `DispatchQueue.getSpecific` reads it
+    /// inside every callback the loop runs.
+    package func setSpecific<T>(key: DispatchSpecificKey<T>, value: T?) {
+        self.queue.setSpecific(key: key, value: value)
+    }
+
+    /// Debug builds stop when called off the loop (the loop runs on its queue).
     @inline(__always)
     package func assertInLoop() {
         assertOnQueue(self.queue)
@@ -182,18 +248,34 @@ package final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func runReadyHandlers() {
-        guard !self.isClosed else { return }
+    // MARK: - The loop
+
+    /// The loop's one block on its queue. Holds the loop strongly for one turn at a time, so a
+    /// loop nobody references any more (never closed) ends within one tick.
+    private static func run(_ loop: EventLoop?) {
+        weak var weakLoop = loop
+        while let loop = weakLoop {
+            if !loop.turn() { return }
+        }
+    }
+
+    /// One turn: wait for readiness (or a wake-up, or the next timer), handle the events, run
+    /// submitted work, then due timers and the tick. Returns false once the loop is closed.
+    private func turn() -> Bool {
+        var timeout = self.waitTimeout()
+        if timeout != 0 && !self.inbox.park() { timeout = 0 }
+        let n = CGatewayShims_epoll_wait(self.epollFD, self.events, Int32(Self.eventCapacity), timeout)
+        if timeout != 0 { self.inbox.unpark() }
         self.now = SystemCalls.monotonicNanoseconds()
-        // Drain until epoll has nothing more: events that arrive while a batch runs are taken
-        // in the same wake-up (one more epoll_wait syscall instead of a Dispatch wake-up cycle).
-        var rounds = 0
-        while rounds < 16 {
-            rounds += 1
-            let n = CGatewayShims_epoll_wait(self.epollFD, self.events, Int32(Self.eventCapacity), 0)
-            if n <= 0 { break }
+        var didWork = false
+        if n > 0 {
+            didWork = true
             for i in 0..<Int(n) {
                 let event = self.events[i]
+                if event.token == Self.wakeToken {
+                    self.inbox.drainWakeFD()
+                    continue
+                }
                 let slotIndex = Int(event.token & 0xFFFF_FFFF)
                 guard slotIndex < self.slots.count,
                     self.slots[slotIndex].generation == UInt32(event.token >> 32),
@@ -202,17 +284,47 @@ package final class EventLoop: @unchecked Sendable {
                 handler.handleEvents(event.events)
             }
         }
-        self.onBatchEnd?(false)
+        for work in self.inbox.take() {
+            didWork = true
+            work()
+        }
+        if self.isClosed { return self.finishClose() }
+        if let next = self.timers.nextDeadline, next <= self.now {
+            didWork = true
+            self.runDueTimers()
+        }
+        if self.isClosed { return self.finishClose() }
+        if didWork { self.onBatchEnd?(false) }
+        if self.now >= self.nextTick {
+            self.nextTick = self.now &+ self.tickNanoseconds
+            self.checkDeadlines()
+        }
+        if self.isClosed { return self.finishClose() }
+        return true
+    }
+
+    /// Milliseconds until the next timer or tick, rounded up (never spin on a sub-ms rest).
+    private func waitTimeout() -> Int32 {
+        let now = SystemCalls.monotonicNanoseconds()
+        var next = self.nextTick
+        if let timer = self.timers.nextDeadline { next = min(next, timer) }
+        guard next > now else { return 0 }
+        return Int32(min((next - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+    }
+
+    private func runDueTimers() {
+        // Timers set by this batch's work for "now" run in the next turn, after a zero wait.
+        let now = self.now
+        while !self.isClosed, let work = self.timers.popDue(now: now) {
+            work()
+        }
     }
 
     private func checkDeadlines() {
-        guard !self.isClosed else { return }
-        let now = SystemCalls.monotonicNanoseconds()
-        self.now = now
         var index = 0
         while index < self.slots.count {
             let deadline = self.slots[index].deadline
-            if deadline != 0 && deadline <= now, let handler = self.slots[index].handler {
+            if deadline != 0 && deadline <= self.now, let handler = self.slots[index].handler {
                 self.slots[index].deadline = 0
                 handler.handleDeadline()
             }
@@ -221,60 +333,29 @@ package final class EventLoop: @unchecked Sendable {
         self.onBatchEnd?(true)
     }
 
-    /// Stops the sources and closes the epoll fd. Every registration must be gone.
+    /// Closes the loop (at the end of this turn its block returns and its descriptors close).
+    /// Every registration must be gone. Work submitted later runs on the loop's queue; timers
+    /// not yet due are dropped.
     package func close() {
         self.assertInLoop()
         guard !self.isClosed else { return }
         self.isClosed = true
         self.onBatchEnd = nil
-        self.timer?.cancel()
-        let fd = self.epollFD
-        self.source?.setCancelHandler { SystemCalls.close(fd) }
-        self.source?.cancel()
-        self.timer = nil
-        self.source = nil
         self.slots.removeAll()
+        self.timers.removeAll()
     }
-}
 
-/// Debug builds check queue confinement at entry points (release builds skip the check): the
-/// one confinement check, for event loops (`EventLoop.assertInLoop`) and for the Redis clients'
-/// own queues.
-@inline(__always)
-package func assertOnQueue(_ queue: DispatchQueue) {
-    #if DEBUG
-        dispatchPrecondition(condition: .onQueue(queue))
-    #endif
-}
-
-/// The fixed set of loops (about one per core) that connections are spread over.
-package final class EventLoopGroup: Sendable {
-    package let loops: [EventLoop]
-    private let nextIndex = AtomicCounter()
-
-    package init(count: Int) throws(IOError) {
-        var loops: [EventLoop] = []
-        for i in 0..<max(1, count) {
-            loops.append(try EventLoop(index: i))
+    private func finishClose() -> Bool {
+        self.closeDescriptors()
+        // Work that raced with the close still runs, in order, on the queue (as `execute` after it).
+        for work in self.inbox.stop() {
+            self.queue.async(execute: work)
         }
-        self.loops = loops
+        return false
     }
 
-    /// Round-robin.
-    package func next() -> EventLoop {
-        self.loops[Int(self.nextIndex.increment() % UInt64(self.loops.count))]
-    }
-
-    /// Closes every loop on its own queue; `completion` runs when all are closed.
-    package func close(completion: @escaping @Sendable () -> Void) {
-        let group = DispatchGroup()
-        for loop in self.loops {
-            group.enter()
-            loop.execute {
-                loop.close()
-                group.leave()
-            }
-        }
-        group.notify(queue: .global(), execute: completion)
+    private func closeDescriptors() {
+        SystemCalls.close(self.epollFD)
+        SystemCalls.close(self.inbox.wakeFD)
     }
 }

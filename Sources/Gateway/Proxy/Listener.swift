@@ -1,5 +1,5 @@
 /// A listening socket, registered (edge-triggered) on one loop; accepted connections are
-/// spread round-robin over all loops. Confined to `loop.queue`.
+/// spread round-robin over all loops. Confined to `loop`.
 final class Listener: EventHandler, @unchecked Sendable {
     let fd: Int32
     let address: SocketAddress

@@ -1,5 +1,5 @@
 /// Per-loop state of the server: its connections, metric handles, access-log lines and a
-/// scratch memory for message heads. Confined to `loop.queue` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
+/// scratch memory for message heads. Confined to `loop` (so `@exclusivity(unchecked)`, see `ProxyConnection`).
 final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let metricsCache: ProxyMetricsCache

@@ -19,7 +19,7 @@ import HTTP1
 /// `highWaterMark`, and the upstream's response is not read while the client's unsent output
 /// is above it; bodies therefore stream with bounded memory.
 ///
-/// Confined to `loop.queue` (hence `@unchecked Sendable`, needed for the gate's completion,
+/// Confined to `loop` (hence `@unchecked Sendable`, needed for the gate's completion,
 /// which hops back with `loop.execute`).
 ///
 /// Stored properties are `@exclusivity(unchecked)` (here and in the other per-request classes:

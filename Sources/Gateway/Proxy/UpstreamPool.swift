@@ -108,7 +108,7 @@ package final class UpstreamTable: Sendable {
     }
 }
 
-/// The keep-alive connections of one upstream on one loop. Confined to `loop.queue`
+/// The keep-alive connections of one upstream on one loop. Confined to `loop`
 /// (hence `@unchecked Sendable`: it only crosses queues to be run on its own loop).
 /// `@exclusivity(unchecked)` properties: see `ProxyConnection`.
 final class UpstreamPool: @unchecked Sendable {

@@ -6,7 +6,7 @@ package import Dispatch
 /// Same contract as `RedisConnection.send`: `completion` runs exactly once, on `queue`; an
 /// error reply is a `.success(.error)`.
 package protocol RedisCommandRouting: AnyObject, Sendable {
-    var queue: DispatchQueue { get }
+    var queue: WorkQueue { get }
     /// Every connection the router holds now (metrics, readiness, tests).
     var allConnections: [RedisConnection] { get }
     /// Connected, and (cluster) every slot has a primary.

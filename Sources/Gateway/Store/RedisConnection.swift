@@ -37,7 +37,7 @@ import Glibc
 package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
-    package let queue: DispatchQueue
+    package let queue: WorkQueue
     /// The event loop whose queue and epoll the connection uses, if any.
     private let loop: EventLoop?
     /// Names the connection in logs (`connection` field): the store has one per event loop.
@@ -66,7 +66,7 @@ package final class RedisConnection: @unchecked Sendable {
     private var state: State = .idle
     private var pending = DeadlineQueue<RedisPendingCommand>()
     private var backoff: ReconnectBackoff
-    private var timer: (any DispatchSourceTimer)?
+    private var timer: WorkTimer?
     private var timerDeadline: UInt64?
     /// Bumped on every scheduled reconnect so that a stale one does nothing.
     private var reconnectGeneration = 0
@@ -110,7 +110,7 @@ package final class RedisConnection: @unchecked Sendable {
         self.scripts = scripts
         self.label = label
         self.loop = loop
-        self.queue = loop?.queue ?? DispatchQueue(label: label)
+        self.queue = WorkQueue(loop: loop, label: label)
         self.queue.setSpecific(key: self.onQueueKey, value: true)
         self.backoff = ReconnectBackoff(
             initial: configuration.reconnectBackoffInitial,
@@ -497,11 +497,7 @@ package final class RedisConnection: @unchecked Sendable {
     // MARK: - Deadlines (on queue)
 
     private func makeTimer() {
-        let timer = DispatchSource.makeTimerSource(queue: self.queue)
-        timer.setEventHandler { [weak self] in self?.timerFired() }
-        timer.schedule(deadline: .distantFuture, repeating: .never, leeway: .milliseconds(2))
-        timer.activate()
-        self.timer = timer
+        self.timer = self.queue.makeTimer(leeway: .milliseconds(2)) { [weak self] in self?.timerFired() }
     }
 
     /// Arms the timer for the earliest deadline if it is not armed earlier already. An early
@@ -519,7 +515,7 @@ package final class RedisConnection: @unchecked Sendable {
         guard let next else { return }
         if let armed = self.timerDeadline, armed <= next { return }
         self.timerDeadline = next
-        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: next), repeating: .never, leeway: .milliseconds(2))
+        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: next))
     }
 
     private func timerFired() {

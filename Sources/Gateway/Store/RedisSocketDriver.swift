@@ -39,7 +39,7 @@ package struct RedisTLS: Sendable {
 ///
 /// Confined to `queue` (the owning `RedisConnection`'s queue).
 final class RedisSocketDriver: @unchecked Sendable {
-    let queue: DispatchQueue
+    let queue: WorkQueue
     /// The loop whose epoll drives the socket; nil: Dispatch sources on `queue`.
     private let loop: EventLoop?
     /// `host:port` or the socket path, for messages.
@@ -82,7 +82,7 @@ final class RedisSocketDriver: @unchecked Sendable {
         usesTLS: Bool,
         acceptsPushes: Bool,
         reader: RedisReplyReader,
-        queue: DispatchQueue,
+        queue: WorkQueue,
         loop: EventLoop?,
         counters: RedisConnectionCounters
     ) {
@@ -109,7 +109,7 @@ final class RedisSocketDriver: @unchecked Sendable {
         to address: RedisURL.Address,
         tls: RedisTLS?,
         acceptsPushes: Bool = false,
-        queue: DispatchQueue,
+        queue: WorkQueue,
         loop: EventLoop?,
         counters: RedisConnectionCounters
     ) -> Result<RedisSocketDriver, RedisConnectError> {
@@ -172,14 +172,16 @@ final class RedisSocketDriver: @unchecked Sendable {
                 socket.transport.close()
                 return .failure(RedisConnectError("redis \(endpoint): cannot watch the socket: \(error)"))
             }
-        } else {
+        } else if let dispatchQueue = queue.dispatchQueue {
             driver.readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: dispatchQueue)
             source.setEventHandler { [driver] in driver.pump(readable: true, writable: false, hangup: false) }
             source.setCancelHandler { [socket] in withExtendedLifetime(socket) {} }
             source.activate()
             driver.readSource = source
             driver.setWantsWritable(true)
+        } else {
+            preconditionFailure("a Redis connection without a loop has a Dispatch queue of its own")
         }
         return .success(driver)
     }
@@ -434,8 +436,8 @@ final class RedisSocketDriver: @unchecked Sendable {
         if let loop = self.loop {
             guard let token = self.loopToken else { return }
             loop.setWritableInterest(fd: self.socket.transport.fd, token: token, wants)
-        } else if wants {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: self.socket.transport.fd, queue: self.queue)
+        } else if wants, let dispatchQueue = self.queue.dispatchQueue {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: self.socket.transport.fd, queue: dispatchQueue)
             source.setEventHandler { [self] in self.pump(readable: false, writable: true, hangup: false) }
             source.setCancelHandler { [socket = self.socket] in withExtendedLifetime(socket) {} }
             source.activate()

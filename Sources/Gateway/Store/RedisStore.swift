@@ -42,7 +42,11 @@ package final class RedisStore: AttestStore {
     package var connection: RedisConnection { self.shared.allConnections[0] }
 
     /// The queue completions of calls from elsewhere than the loops run on.
-    package var queue: DispatchQueue { self.shared.queue }
+    package var queue: DispatchQueue {
+        // The shared router is made without a loop, so it has a Dispatch queue of its own.
+        guard let queue = self.shared.queue.dispatchQueue else { preconditionFailure("the shared router is off-loop") }
+        return queue
+    }
 
     /// Every connection: the shared router's first, then each loop's (cluster: one per node each).
     package var connections: [RedisConnection] { self.routers.flatMap(\.allConnections) }
@@ -101,7 +105,7 @@ package final class RedisStore: AttestStore {
         self.shared = router(label: label, loop: nil)
         self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }
         for (index, loop) in loops.enumerated() {
-            loop.queue.setSpecific(key: self.loopIndexKey, value: index)
+            loop.setSpecific(key: self.loopIndexKey, value: index)
         }
         for case let connection as RedisConnection in self.routers {
             sentinel?.watch(connection)

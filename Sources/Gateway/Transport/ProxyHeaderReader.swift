@@ -10,7 +10,7 @@ import Glibc
 /// Peeking on an edge-triggered socket is sound: bytes left in the socket do not raise new
 /// edges, but every new segment does, and the peek always starts at the first byte.
 ///
-/// Confined to `loop.queue`.
+/// Confined to `loop`.
 final class ProxyHeaderReader: EventHandler {
     let fd: Int32
     /// The socket peer (the load balancer), as `SocketAddress.ipText`.

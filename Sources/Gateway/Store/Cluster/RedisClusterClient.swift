@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// Confined to `queue`; `allConnections` and `isReady` are snapshots readable anywhere.
 package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable {
-    package let queue: DispatchQueue
+    package let queue: WorkQueue
     private let seeds: [RedisNodeAddress]
     private let username: String?
     private let password: String?
@@ -45,7 +45,7 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
     private var isRefreshRequested = false
     /// Commands that arrived before the first map: resumed by it, failed if it cannot be had.
     private var awaitingMap: [(resume: () -> Void, fail: (StoreError) -> Void)] = []
-    private var timer: (any DispatchSourceTimer)?
+    private var timer: WorkTimer?
     private var isClosed = false
     private let onQueueKey = DispatchSpecificKey<Bool>()
     /// `rediss-cluster://`: TLS to every node.
@@ -80,7 +80,7 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
         self.label = label
         self.loop = loop
         self.counters = counters
-        self.queue = loop?.queue ?? DispatchQueue(label: label)
+        self.queue = WorkQueue(loop: loop, label: label)
         self.queue.setSpecific(key: self.onQueueKey, value: true)
         // Nobody else holds `self` yet: the seed connections can be made off the queue.
         for seed in seeds where self.nodes[seed] == nil {
@@ -435,11 +435,9 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
     // MARK: - Timer and close
 
     private func makeTimer() {
-        let timer = DispatchSource.makeTimerSource(queue: self.queue)
         let interval = DispatchTimeInterval.nanoseconds(Int(clamping: self.topologyRefreshInterval.nanoseconds))
-        timer.setEventHandler { [weak self] in self?.startRefresh() }
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        timer.activate()
+        let timer = self.queue.makeTimer(leeway: .milliseconds(100)) { [weak self] in self?.startRefresh() }
+        timer.schedule(deadline: .now() + interval, repeating: interval)
         self.timer = timer
     }
 
@@ -456,7 +454,7 @@ package final class RedisClusterClient: RedisCommandRouting, @unchecked Sendable
             let waiting = self.awaitingMap
             self.awaitingMap = []
             for command in waiting { command.resume() }  // isClosed: each completes with unavailable
-            group.notify(queue: self.queue) { completion?() }
+            self.queue.notify(group) { completion?() }
         }
     }
 }
