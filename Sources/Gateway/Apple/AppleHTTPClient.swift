@@ -119,8 +119,9 @@ package final class AppleHTTPClient: Sendable {
         if wait == 0 {
             loop.execute(enqueue)
         } else {
-            // Deferred on the loop's queue: a timer, never a sleep.
-            loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait)), execute: enqueue)
+            // Deferred by the loop's own timer, never a sleep (a block queued on the loop's
+            // queue would wait behind the running loop).
+            loop.schedule(after: UInt64(wait), enqueue)
         }
     }
 
