@@ -8,7 +8,7 @@ SWIFT ?= swift
 APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx testssl.sh
 BENCH_PACKAGES := nginx haproxy wrk
 
-.PHONY: deps bench-deps build release test run bench bench-verify bench-http fuzz clean
+.PHONY: deps bench-deps build release test run bench bench-redis bench-verify bench-http fuzz clean
 
 # Installs the system packages only when one is missing (idempotent, no prompt).
 deps:
@@ -46,6 +46,11 @@ run: release
 
 bench: bench-deps release
 	bash scripts/bench.sh
+
+# Issue 14's store rows: enforced route on one node, a 3-primary cluster, and a replica with
+# counter_durability: replica (three bench-enforced.sh runs).
+bench-redis: bench-deps release
+	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-redis-topologies.sh
 
 bench-verify: deps
 	bash scripts/bench-verify.sh
