@@ -48,6 +48,11 @@ final class RedisClusterFixture: @unchecked Sendable {
                             "--tls-port", String(tlsPort),
                             "--tls-cert-file", pki.ecdsa.certificateChainPath,
                             "--tls-key-file", pki.ecdsa.privateKeyPath,
+                            // The bus always asks the connecting node for a certificate, and
+                            // the server leaf is for serverAuth only: nodes present the test
+                            // client certificate when they connect to each other.
+                            "--tls-client-cert-file", pki.client.certificateChainPath,
+                            "--tls-client-key-file", pki.client.privateKeyPath,
                             "--tls-ca-cert-file", pki.caCertificate,
                             "--tls-auth-clients", "no",
                             "--tls-cluster", "yes",
