@@ -12,7 +12,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps soak-deps build release test run bench bench-verify bench-http fuzz soak clean
+.PHONY: deps bench-deps soak-deps build release test run bench bench-redis bench-verify bench-http fuzz soak clean
 
 # Installs the system packages only when one is missing (idempotent, no prompt).
 deps:
@@ -57,6 +57,11 @@ run: release
 
 bench: bench-deps release
 	bash scripts/bench.sh
+
+# Issue 14's store rows: enforced route on one node, a 3-primary cluster, and a replica with
+# counter_durability: replica (three bench-enforced.sh runs).
+bench-redis: bench-deps release
+	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-redis-topologies.sh
 
 bench-verify: deps
 	bash scripts/bench-verify.sh

@@ -25,7 +25,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     }
 
     /// Resolves Apple's host names (getaddrinfo blocks), one lookup at a time for the process.
-    static let resolverQueue = DispatchQueue(label: "attest-gateway.apple.resolver")
+    static let resolver = HostResolver(label: "attest-gateway.apple.resolver")
 
     let loop: EventLoop
     let host: String
@@ -176,8 +176,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
         let sequence = self.sequence
         let host = self.host
         let port = self.port
-        Self.resolverQueue.async {
-            let result = Result { () throws(IOError) in try SocketAddress.resolve(host: host, port: port) }
+        Self.resolver.resolve(host: host, port: port) { result in
             self.loop.execute {
                 guard sequence == self.sequence else { return }
                 switch result {

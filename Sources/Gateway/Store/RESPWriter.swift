@@ -30,6 +30,15 @@ enum RESPWriter {
 
     private static let crlf: [UInt8] = [13, 10]
 
+    /// `value` (≥ 0) in decimal ASCII, as a command word (a counter, a window, a key count):
+    /// one allocation, no `String` on the way.
+    static func decimalBytes(_ value: Int) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Self.decimalCount(value))
+        Self.appendDecimal(value, to: &bytes)
+        return bytes
+    }
+
     private static func decimalCount(_ value: Int) -> Int {
         var digits = 1
         var rest = value

@@ -53,3 +53,9 @@ package struct RedisConfiguration: Sendable, Hashable {
         self.logsConnectionEvents = logsConnectionEvents
     }
 }
+
+extension HostResolver {
+    /// Looks up the host names of Redis nodes, sentinels included (one lookup at a time, off
+    /// every connection's queue).
+    package static let redis = HostResolver(label: "attest-gateway.redis.resolver")
+}

@@ -27,8 +27,11 @@ import Glibc
 ///   succeeded, within `connectTimeout`. A refused AUTH counts as a failed attempt.
 /// - Reconnect: exponential backoff from `reconnectBackoffInitial` up to
 ///   `reconnectBackoffMaximum`, reset once a connection is ready.
-/// - Host names are resolved with a blocking `getaddrinfo` on `queue` when a connection is
-///   made (IP literals need none).
+/// - Host names are resolved by `hostResolver` on its own queue (getaddrinfo blocks: never on
+///   `queue`, which may be an event loop's); the attempt waits for the answer (commands fail
+///   fast meanwhile, as while a sentinel is asked) and then connects on `queue`. The address
+///   is kept for the reconnect after a healthy connection broke (commands wait on that
+///   attempt, as with an IP literal) and looked up again after a failed attempt.
 /// - TLS (`rediss://`): `tls` gives the trust anchors, client certificate and server name;
 ///   the certificate is always verified, and a failed handshake fails the attempt with
 ///   OpenSSL's reason (shown in `/readyz` and store errors).
@@ -52,6 +55,8 @@ package final class RedisConnection: @unchecked Sendable {
     /// Pub/Sub channels subscribed at every connect, and where their messages go.
     private let subscriptions: [String]
     private let onPush: (@Sendable (RedisReply) -> Void)?
+    /// Looks host names up off `queue`.
+    private let hostResolver: HostResolver
 
     private enum State {
         case idle
@@ -80,6 +85,8 @@ package final class RedisConnection: @unchecked Sendable {
     private var attemptRefusedByServer = false
     /// Sentinel mode: the node of the current attempt or connection.
     private var resolvedNode: RedisNodeAddress?
+    /// The last address a host name resolved to; cleared when an attempt fails.
+    private var resolvedHost: (host: String, port: UInt16, address: SocketAddress)?
     /// Set on `queue`: tells `send` that its caller already runs there.
     private let onQueueKey = DispatchSpecificKey<Bool>()
 
@@ -94,8 +101,10 @@ package final class RedisConnection: @unchecked Sendable {
         resolver: RedisSentinelResolver? = nil,
         tls: RedisTLS? = nil,
         subscriptions: [String] = [],
-        onPush: (@Sendable (RedisReply) -> Void)? = nil
+        onPush: (@Sendable (RedisReply) -> Void)? = nil,
+        hostResolver: HostResolver = .redis
     ) {
+        self.hostResolver = hostResolver
         self.tls = tls
         self.subscriptions = subscriptions
         self.onPush = subscriptions.isEmpty ? nil : onPush
@@ -163,8 +172,7 @@ package final class RedisConnection: @unchecked Sendable {
         arguments: [[UInt8]],
         completion: @escaping @Sendable (Result<RedisReply, StoreError>) -> Void
     ) {
-        let command: [[UInt8]] =
-            [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)] + keys + arguments
+        let command = script.evalshaCommand(keys: keys, arguments: arguments)
         self.send(command) { [self] result in
             guard case .success(let reply) = result, reply.errorCode == "NOSCRIPT" else {
                 completion(result)
@@ -295,10 +303,40 @@ package final class RedisConnection: @unchecked Sendable {
             self.attemptFailed("redis \(address.endpoint): rediss:// without TLS settings", isConfiguration: true)
             return
         }
+        guard case .tcp(let host, let port) = address, SocketAddress(ipLiteral: host, port: port) == nil else {
+            self.open(address, resolved: nil, acceptsCommands: acceptsCommands)
+            return
+        }
+        if let known = self.resolvedHost, known.host == host, known.port == port {
+            self.open(address, resolved: known.address, acceptsCommands: acceptsCommands)
+            return
+        }
+        // A name: look it up off this queue, then come back (a newer attempt or a close in
+        // between makes the answer stale).
+        self.reconnectGeneration &+= 1
+        let generation = self.reconnectGeneration
+        self.state = .waiting(reason: "resolving \(address.endpoint)")
+        self.hostResolver.resolve(host: host, port: port) { [weak self] result in
+            guard let self else { return }
+            self.queue.async {
+                guard generation == self.reconnectGeneration, case .waiting = self.state else { return }
+                switch result {
+                case .success(let resolved):
+                    self.resolvedHost = (host, port, resolved)
+                    self.open(address, resolved: resolved, acceptsCommands: acceptsCommands)
+                case .failure(let error):
+                    self.attemptFailed("redis \(address.endpoint): \(error)")
+                }
+            }
+        }
+    }
+
+    /// Opens the socket (to `resolved` for a host name) and sends the setup commands.
+    private func open(_ address: RedisURL.Address, resolved: SocketAddress?, acceptsCommands: Bool) {
         let driver: RedisSocketDriver
         switch RedisSocketDriver.connect(
-            to: address, tls: self.tls, acceptsPushes: self.onPush != nil, queue: self.queue, loop: self.loop,
-            counters: self.counters)
+            to: address, resolved: resolved, tls: self.tls, acceptsPushes: self.onPush != nil, queue: self.queue,
+            loop: self.loop, counters: self.counters)
         {
         case .success(let connected):
             driver = connected
@@ -453,6 +491,8 @@ package final class RedisConnection: @unchecked Sendable {
     ///   a start-up check turns that into an error (`RedisStore.firstConnectFailure`).
     private func attemptFailed(_ reason: String, isConfiguration: Bool = false) {
         guard !self.isClosed else { return }
+        // The name may point elsewhere now: the next attempt looks it up again.
+        self.resolvedHost = nil
         if !self.hasLoggedOutage {
             self.hasLoggedOutage = true
             if self.configuration.logsConnectionEvents {

@@ -15,7 +15,10 @@ final class RedisPendingCommand: @unchecked Sendable {
     }
 
     /// Command name for messages (`EVALSHA`, `GETDEL`): never the arguments, which hold keys.
-    let name: String
+    /// Made only when a message needs it: most commands just succeed.
+    var name: String { String(decoding: self.nameBytes, as: UTF8.self).uppercased() }
+    /// The first word, shared with the arguments (no copy).
+    private let nameBytes: [UInt8]
     /// Released once encoded into the driver's output.
     private(set) var arguments: [[UInt8]]
     private var completion: ((Result<RedisReply, StoreError>) -> Void)?
@@ -29,7 +32,7 @@ final class RedisPendingCommand: @unchecked Sendable {
         counters: RedisConnectionCounters,
         completion: @escaping (Result<RedisReply, StoreError>) -> Void
     ) {
-        self.name = arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "?"
+        self.nameBytes = arguments.first ?? Array("?".utf8)
         self.arguments = arguments
         self.completion = completion
         self.counters = counters

@@ -102,11 +102,13 @@ final class RedisSocketDriver: @unchecked Sendable {
         self.counters.driverDestroyed()
     }
 
-    /// Starts connecting to `address` (on `queue`). A host name is resolved here with a
-    /// blocking `getaddrinfo` (as hiredis did): give IP literals where that matters.
-    /// Returns the reason when no connect could even start.
+    /// Starts connecting to `address` (on `queue`). A TCP address connects to `resolved`, or to
+    /// the host itself when it is an IP literal: the driver never resolves a name (getaddrinfo
+    /// blocks; `RedisConnection` asks `HostResolver` first). Returns the reason when no connect
+    /// could even start.
     static func connect(
         to address: RedisURL.Address,
+        resolved: SocketAddress? = nil,
         tls: RedisTLS?,
         acceptsPushes: Bool = false,
         queue: WorkQueue,
@@ -120,7 +122,9 @@ final class RedisSocketDriver: @unchecked Sendable {
         do throws(IOError) {
             switch address {
             case .tcp(let host, let port):
-                let socketAddress = try SocketAddress.resolve(host: host, port: port)
+                guard let socketAddress = resolved ?? SocketAddress(ipLiteral: host, port: port) else {
+                    throw IOError("connect (\(host) not resolved)", errno: EDESTADDRREQ)
+                }
                 fd = try SystemCalls.makeSocket(family: socketAddress.family)
                 SystemCalls.setNoDelay(fd)
                 do throws(IOError) {

@@ -150,7 +150,22 @@ package final class RedisStore: AttestStore {
     // MARK: - Layout
 
     static func challengeKey(_ challenge: String) -> [UInt8] { Array("appattest:ch:{\(challenge)}".utf8) }
-    static func keyRecordKey(_ keyID: String) -> [UInt8] { Array("appattest:key:{\(keyID)}".utf8) }
+    static func keyRecordKey(_ keyID: String) -> [UInt8] { Self.taggedKey(Self.keyRecordPrefix, keyID) }
+
+    private static let keyRecordPrefix = Array("appattest:key:{".utf8)
+
+    /// `prefix` + `tag` + `}` in one allocation (no interpolated `String` first).
+    static func taggedKey(_ prefix: [UInt8], _ tag: String) -> [UInt8] {
+        var tag = tag
+        return tag.withUTF8 { utf8 in
+            var key: [UInt8] = []
+            key.reserveCapacity(prefix.count + utf8.count + 1)
+            key.append(contentsOf: prefix)
+            key.append(contentsOf: utf8)
+            key.append(UInt8(ascii: "}"))
+            return key
+        }
+    }
 
     /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
     /// validation_category, bundle_version (these two empty when absent: the field is not set),
@@ -385,9 +400,10 @@ package final class RedisStore: AttestStore {
             Self.advanceCounterScript,
             keys: [key],
             arguments: [
-                Self.bytes(String(newCounter)), Self.bytes(String(max(0, window))), self.idleTTLArgument,
-                Self.bytes(lazyRefreshAt.map { String(Self.unixSeconds($0)) } ?? ""),
-                Self.bytes(String(Self.lazyRefreshQuietSeconds)),
+                RESPWriter.decimalBytes(Int(newCounter)), RESPWriter.decimalBytes(max(0, window)),
+                self.idleTTLArgument,
+                lazyRefreshAt.map { RESPWriter.decimalBytes(Int(Self.unixSeconds($0))) } ?? [],
+                Self.lazyRefreshQuietArgument,
             ]
         ) { [waitArguments = self.waitArguments] reply in
             let advanced = Self.interpret(reply, command: "EVALSHA advance_counter") { reply -> CounterAdvance? in
@@ -446,6 +462,7 @@ package final class RedisStore: AttestStore {
 
     /// Seconds between two lazy-refresh wake-ups of one key (the counter script's quiet period).
     static let lazyRefreshQuietSeconds = 300
+    static let lazyRefreshQuietArgument = RESPWriter.decimalBytes(RedisStore.lazyRefreshQuietSeconds)
 
     /// {metric, metric time, due} of the counter script: '' for unknown.
     static func decodeRisk(_ items: [RedisReply]) -> KeyRiskReading? {

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 
+@testable import Gateway
+
 /// A real Redis Cluster for tests: `primaries` `redis-server` processes with
 /// `cluster-enabled yes` on free loopback ports, the 16384 slots split evenly
 /// (`CLUSTER ADDSLOTSRANGE`), joined with `CLUSTER MEET`, plus `replicas[i]` replicas of
@@ -13,16 +15,57 @@ final class RedisClusterFixture: @unchecked Sendable {
     let primaries: [RedisServer]
     /// `replicas[i]`: the replicas of `primaries[i]`.
     let replicas: [[RedisServer]]
+    /// TLS cluster: each node's TLS port (by its plain port). Empty for a plain cluster.
+    let tlsPorts: [UInt16: UInt16]
     static let nodeTimeoutMilliseconds = 1000
 
     var nodes: [RedisServer] { self.primaries + self.replicas.flatMap { $0 } }
 
-    /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2/`: every primary as a seed.
+    /// `redis-cluster://127.0.0.1:p1,127.0.0.1:p2/` (TLS: `rediss-cluster://` and the TLS
+    /// ports): every primary as a seed.
     var urlString: String {
-        "redis-cluster://" + self.primaries.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") + "/"
+        let scheme = self.tlsPorts.isEmpty ? "redis-cluster" : "rediss-cluster"
+        return "\(scheme)://" + self.primaries.map { "127.0.0.1:\(self.clusterPort($0))" }.joined(separator: ",") + "/"
     }
 
-    static func start(primaries: Int = 3, replicas: [Int] = []) throws -> RedisClusterFixture {
+    /// The port the cluster announces for `node`: its TLS port in a TLS cluster (the test's own
+    /// commands still use the plain `node.port`).
+    func clusterPort(_ node: RedisServer) -> UInt16 { self.tlsPorts[node.port] ?? node.port }
+
+    /// - Parameter tls: every node also listens with TLS (the test PKI's `ecdsa` leaf, for
+    ///   127.0.0.1) and `tls-cluster yes`: the bus, replication and the announced ports are TLS.
+    static func start(primaries: Int = 3, replicas: [Int] = [], tls: Bool = false) throws -> RedisClusterFixture {
+        var tlsPorts: [UInt16: UInt16] = [:]
+        func startNode(_ arguments: [String]) throws -> RedisServer {
+            guard tls else { return try RedisServer.start(extraArguments: arguments) }
+            let pki = TLSTestPKI.shared
+            var lastError: (any Error)?
+            for _ in 0..<3 {
+                let tlsPort = try freeServerPort()
+                do {
+                    let server = try RedisServer.start(
+                        extraArguments: arguments + [
+                            "--tls-port", String(tlsPort),
+                            "--tls-cert-file", pki.ecdsa.certificateChainPath,
+                            "--tls-key-file", pki.ecdsa.privateKeyPath,
+                            // The bus always asks the connecting node for a certificate, and
+                            // the server leaf is for serverAuth only: nodes present the test
+                            // client certificate when they connect to each other.
+                            "--tls-client-cert-file", pki.client.certificateChainPath,
+                            "--tls-client-key-file", pki.client.privateKeyPath,
+                            "--tls-ca-cert-file", pki.caCertificate,
+                            "--tls-auth-clients", "no",
+                            "--tls-cluster", "yes",
+                            "--tls-replication", "yes",
+                        ])
+                    tlsPorts[server.port] = tlsPort
+                    return server
+                } catch {
+                    lastError = error
+                }
+            }
+            throw lastError ?? RedisServerError("could not start a TLS cluster node")
+        }
         let arguments = [
             "--cluster-enabled", "yes",
             "--cluster-node-timeout", String(Self.nodeTimeoutMilliseconds),
@@ -34,18 +77,18 @@ final class RedisClusterFixture: @unchecked Sendable {
         var started: [RedisServer] = []
         do {
             let primaryServers = try (0..<primaries).map { _ in
-                let server = try RedisServer.start(extraArguments: arguments)
+                let server = try startNode(arguments)
                 started.append(server)
                 return server
             }
             let replicaServers = try (0..<primaries).map { index in
                 try (0..<(index < replicas.count ? replicas[index] : 0)).map { _ in
-                    let server = try RedisServer.start(extraArguments: arguments)
+                    let server = try startNode(arguments)
                     started.append(server)
                     return server
                 }
             }
-            let fixture = RedisClusterFixture(primaries: primaryServers, replicas: replicaServers)
+            let fixture = RedisClusterFixture(primaries: primaryServers, replicas: replicaServers, tlsPorts: tlsPorts)
             try fixture.form()
             return fixture
         } catch {
@@ -54,9 +97,10 @@ final class RedisClusterFixture: @unchecked Sendable {
         }
     }
 
-    private init(primaries: [RedisServer], replicas: [[RedisServer]]) {
+    private init(primaries: [RedisServer], replicas: [[RedisServer]], tlsPorts: [UInt16: UInt16]) {
         self.primaries = primaries
         self.replicas = replicas
+        self.tlsPorts = tlsPorts
     }
 
     deinit { self.shutDown() }
@@ -74,7 +118,8 @@ final class RedisClusterFixture: @unchecked Sendable {
         }
         let first = self.primaries[0]
         for node in self.nodes.dropFirst() {
-            try Self.expectOK(first.command("CLUSTER", "MEET", "127.0.0.1", String(node.port)))
+            // The bus listens at the announced port + 10000: the TLS port's in a TLS cluster.
+            try Self.expectOK(first.command("CLUSTER", "MEET", "127.0.0.1", String(self.clusterPort(node))))
         }
         try self.waitUntil("every node knows every other") {
             try self.nodes.allSatisfy { node in
@@ -118,7 +163,8 @@ final class RedisClusterFixture: @unchecked Sendable {
                 guard case .integer(let start) = items[0], case .integer(let end) = items[1],
                     case .array(let node) = items[2], case .integer(let port) = node[1]
                 else { continue }
-                if start <= slot && slot <= end, let owner = self.nodes.first(where: { Int64($0.port) == port }) {
+                let owner = self.nodes.first { Int64($0.port) == port || Int64(self.clusterPort($0)) == port }
+                if start <= slot && slot <= end, let owner {
                     return owner
                 }
             }
