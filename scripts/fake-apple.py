@@ -20,8 +20,8 @@ It speaks HTTPS with a certificate from a test CA and behaves as Apple documents
   `{"status": 304}`, `{"status": 404}`, `{"status": 429, "retry_after": 5}`, `{"status": 500}`.
 
 Control (no JWT; tests only): `POST /_fake/mode` `{"delay": SECONDS, "status": 429|503|null,
-"retry_after": N, "down": true|false}` (slow, throttling, failing, or closing every
-connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log[?offset=N&limit=M]` (the
+"retry_after": N, "times": N, "down": true|false}` (slow, throttling, failing for the next N
+requests or until changed, or closing every connection unanswered), `POST /_fake/script` `[steps]`, `GET /_fake/log[?offset=N&limit=M]` (the
 requests seen, with the JWT verdict, the Unix time and the SHA-256 of the body).
 
 Usage: fake-apple.py serve --cert CERT --key KEY --public-key PEM --team-id T --key-id K
@@ -262,6 +262,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 }
             )
         if mode.get("status"):
+            with fake.lock:
+                # "times": N answers N requests with the status, then the fake recovers.
+                if isinstance(fake.mode.get("times"), int):
+                    fake.mode["times"] -= 1
+                    if fake.mode["times"] <= 0:
+                        fake.mode = {}
             headers = {"Retry-After": str(mode["retry_after"])} if mode.get("retry_after") else None
             return self.answer(int(mode["status"]), "Service Unavailable", headers=headers)
         if problem:

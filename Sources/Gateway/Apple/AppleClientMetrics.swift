@@ -7,12 +7,15 @@
 ///   outcome, answers and failures alike.
 /// - `attest_gateway_apple_requests_rejected_total{service,reason}`: calls refused by the
 ///   gateway itself before reaching Apple (`breaker_open`, `rate_limited`).
+/// - `attest_gateway_apple_retries_total{service}`: DeviceCheck calls sent again after a 429, a
+///   5xx or no answer (`AppleRetryPolicy`).
 /// - `attest_gateway_apple_breaker_state`: the circuit breaker, 0 closed, 1 open, 2 half-open.
 package struct AppleClientMetrics: Sendable {
     package let requests: CounterFamily
     package let duration: HistogramFamily
     package let rejections: CounterFamily
     package let breaker: GaugeFamily
+    package let retries: CounterFamily
 
     package init(registry: MetricsRegistry) {
         self.requests = registry.counter(
@@ -26,7 +29,12 @@ package struct AppleClientMetrics: Sendable {
             help: "Calls to Apple refused by the gateway (open breaker, rate limit)", labelNames: ["service", "reason"])
         self.breaker = registry.gauge(
             "attest_gateway_apple_breaker_state", help: "Circuit breaker towards Apple: 0 closed, 1 open, 2 half-open")
+        self.retries = registry.counter(
+            "attest_gateway_apple_retries_total",
+            help: "Calls to Apple sent again after a 429, a 5xx or no answer", labelNames: ["service"])
     }
+
+    func retried(service: String) { self.retries.labels(service).increment() }
 
     func rejected(service: String, outcome: String) { self.rejections.labels(service, outcome).increment() }
 

@@ -2,14 +2,20 @@ package import Foundation
 
 /// DeviceCheck's three calls over `AppleHTTPClient`: builds the request for the configured
 /// environment (or the one given) and host override, sends it with the DeviceCheck timeout,
-/// and decodes Apple's answer. Used by the `devicecheck` CLI and `apple check`.
+/// and decodes Apple's answer, sending again after a 429, a 5xx or no answer while the timeout
+/// allows (`AppleRetryPolicy`). Used by the `devicecheck` CLI, `apple check`, the fallback
+/// exchange and the admin API.
 package struct DeviceCheckClient: Sendable {
     package let client: AppleHTTPClient
     package let configuration: AppleConfiguration
+    package let retryPolicy: AppleRetryPolicy
 
-    package init(client: AppleHTTPClient, configuration: AppleConfiguration) {
+    package init(
+        client: AppleHTTPClient, configuration: AppleConfiguration, retryPolicy: AppleRetryPolicy = AppleRetryPolicy()
+    ) {
         self.client = client
         self.configuration = configuration
+        self.retryPolicy = retryPolicy
     }
 
     /// One call. `bits` is required for `.update` (and ignored otherwise).
@@ -39,11 +45,29 @@ package struct DeviceCheckClient: Sendable {
         } catch {
             return .failure(error)
         }
-        let result = await self.client.send(request, timeout: self.configuration.deviceCheck.timeout)
+        let result = await self.send(request)
         return result.flatMap { response in
             Result { () throws(AppleError) in
                 try DeviceCheckAnswer.decode(operation, status: response.status, body: response.body)
             }
+        }
+    }
+
+    /// `request` within the DeviceCheck timeout, sent again after a 429, a 5xx or no answer
+    /// while the deadline allows (`retryPolicy`); the wait is a task sleep, never a loop's.
+    private func send(_ request: AppleHTTPRequest) async -> Result<AppleHTTPResponse, AppleError> {
+        let clock = ContinuousClock()
+        let deadline = clock.now + self.configuration.deviceCheck.timeout
+        var attempt = 1
+        while true {
+            let result = await self.client.send(request, timeout: deadline - clock.now)
+            let decision = self.retryPolicy.decide(
+                after: result, attempt: attempt, remaining: deadline - clock.now,
+                breakerOpen: self.client.breakerState == .open, jitter: Double.random(in: 0...1))
+            guard case .retry(let delay) = decision else { return result }
+            self.client.metrics.retried(service: AppleClientMetrics.service(path: request.endpoint.path))
+            try? await Task.sleep(for: delay)
+            attempt += 1
         }
     }
 
