@@ -96,7 +96,8 @@ import Verification
     }
 
     static func metrics(_ served: Served) throws -> String {
-        String(decoding: try EnforcementServeTests.exchange(port: served.adminPort, "GET", "/metrics").body, as: UTF8.self)
+        String(
+            decoding: try EnforcementServeTests.exchange(port: served.adminPort, "GET", "/metrics").body, as: UTF8.self)
     }
 
     /// The value of one exact series in `/metrics`, nil when absent.
