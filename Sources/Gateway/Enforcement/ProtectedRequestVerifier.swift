@@ -50,12 +50,12 @@ final class ProtectedRequestVerifier: Sendable {
     private let challenges: IssuedChallenges
     private let store: any AttestStore
     private let fraudRisk: FraudRiskGateHooks
-    private let metrics: any GateMetrics
+    let metrics: any GateMetrics
     private let storeFailures: StoreFailureReporter
     private let verificationQueue: DispatchQueue
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
     /// Gateway DeviceCheck tokens on `fallback: devicecheck` routes; nil without `apple:`.
-    private let deviceCheckTokens: DeviceCheckTokenCheck?
+    let deviceCheckTokens: DeviceCheckTokenCheck?
 
     /// - Parameters:
     ///   - keyCacheCapacity: how many keys the in-process cache holds (LRU beyond).
@@ -254,50 +254,6 @@ final class ProtectedRequestVerifier: Sendable {
         }
     }
 
-    /// `X-App-Attest-Token` instead of an assertion: only where the route allows the
-    /// DeviceCheck fallback, and only alone (with an assertion or a debug token as well, which
-    /// one was judged would be ambiguous).
-    private func verifyDeviceCheckToken(
-        _ token: String,
-        head: HTTPRequestHead,
-        route: RoutePolicy,
-        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
-    ) {
-        let metrics = self.metrics
-        let refuse: (EnforcementError) -> Void = { error in
-            metrics.deviceCheckDecided(stage: .token, result: error.code.rawValue)
-            conclude(.failed(error, keyID: nil))
-        }
-        guard route.fallback == .deviceCheck else {
-            refuse(.deviceCheckNotAllowed(route: route.name))
-            return
-        }
-        let others = [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.debugToken]
-        guard IdentityHeaders.occurrences(of: IdentityHeaders.deviceCheckToken, in: head.headers) == 1,
-            others.allSatisfy({ head.headers[$0] == nil })
-        else {
-            refuse(.credentialsAmbiguous())
-            return
-        }
-        guard let check = self.deviceCheckTokens else {
-            refuse(EnforcementError(.deviceCheckUnavailable, "DeviceCheck is not configured (apple:)"))
-            return
-        }
-        switch check.check(token, now: self.now()) {
-        case nil:
-            metrics.deviceCheckDecided(stage: .token, result: AttestVerdict.storeError.rawValue)
-            conclude(
-                .storeFailed(
-                    StoreError(.unavailable, "the shared challenge key is not loaded"), operation: "challenge_key",
-                    keyID: nil))
-        case .failure(let problem)?:
-            refuse(problem.error)
-        case .success(let claims)?:
-            metrics.deviceCheckDecided(stage: .token, result: "accepted")
-            conclude(.deviceCheck(claims))
-        }
-    }
-
     /// The key from the store (not cached in this process yet), parsed and cached.
     private func fetchKey(_ request: Request, conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void) {
         let keyID = request.keyID
@@ -466,33 +422,6 @@ final class ProtectedRequestVerifier: Sendable {
                 self.keys.remove(keyID)
                 conclude(.failed(.revokedKey(), keyID: loggedKeyID))
             }
-        }
-    }
-
-    /// The verified outcome with the key's risk metric (and its age) for the upstream, after
-    /// the route's `max_risk_metric`: above it, `flag` adds `X-App-Attest-Risk-Exceeded` and
-    /// `deny` refuses. An unknown metric passes (`RiskMetricRule`).
-    private func judgeRisk(
-        _ risk: KeyRiskReading, identity: IdentityHeaders.Identity, route: RoutePolicy, now: Date, keyID: String?
-    ) -> ProtectedRequestOutcome {
-        var identity = identity
-        identity.riskMetric = risk.metric
-        identity.riskMetricAge = risk.age(at: now)
-        guard let rule = route.riskMetric else { return .verified(identity) }
-        switch rule.judge(risk.metric) {
-        case .pass:
-            self.metrics.riskMetricJudged(route: route.name, outcome: risk.metric == nil ? "unknown" : "pass")
-            return .verified(identity)
-        case .flag:
-            self.metrics.riskMetricJudged(route: route.name, outcome: "flag")
-            identity.riskExceeded = rule.maximum
-            return .verified(identity)
-        case .deny:
-            self.metrics.riskMetricJudged(route: route.name, outcome: "deny")
-            let error = EnforcementError(
-                .riskMetricExceeded,
-                "the key's fraud-risk metric \(risk.metric ?? 0) is above the route's max_risk_metric \(rule.maximum)")
-            return .failed(error, keyID: keyID)
         }
     }
 

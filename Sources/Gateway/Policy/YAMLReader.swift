@@ -1,5 +1,8 @@
 private import CYAML
 
+// File length (~550 lines): the only place libyaml's event API is touched (C stays behind this
+// wall), plus the node tree and the typed readers every decoder uses to name file:line:field.
+
 /// A position in the YAML text, 1-based (libyaml's `yaml_mark_t` is 0-based).
 struct YAMLMark: Hashable, Sendable {
     var line: Int

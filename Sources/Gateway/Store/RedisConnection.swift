@@ -1,6 +1,11 @@
 package import Dispatch
 import Glibc
 
+// File length (~590 lines): one connection's whole lifecycle (connect, handshake commands, the
+// pending queue, timeouts, reconnect backoff) shares state that is confined to one queue; split
+// across files it would need that state widened from private. The pure parts live elsewhere
+// (`RedisWireStateMachine`, `ReconnectBackoff`, `RedisPendingCommand`).
+
 /// One pipelined connection to Redis (`RedisSocketDriver`: our own socket and TLS I/O,
 /// hiredis' parser for the replies), with timeouts, a bounded number of commands in flight
 /// and automatic reconnects.

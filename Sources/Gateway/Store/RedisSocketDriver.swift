@@ -1,6 +1,9 @@
 import Dispatch
 import Glibc
 
+// File length (~520 lines): the driver's two modes (on an event loop, or on Dispatch sources)
+// share one read/write/close path; the decisions are in `RedisWireStateMachine`.
+
 /// TLS for the connections of a `rediss://` store: the client context (trust anchors, client
 /// certificate) and the name the server's certificate must carry.
 package struct RedisTLS: Sendable {
