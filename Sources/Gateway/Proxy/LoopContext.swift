@@ -29,7 +29,11 @@ final class LoopContext: @unchecked Sendable {
 
     func installBatchHook() {
         self.loop.assertInLoop()
-        self.loop.onBatchEnd = { [unowned self] isTick in
+        // Weak, not unowned: the loop outlives its context when `serve` gives up before it
+        // serves (a bad policy at start drops the server while the loops still tick), and an
+        // unowned read of the freed context aborted the process (seen as exit status 134).
+        self.loop.onBatchEnd = { [weak self] isTick in
+            guard let self else { return }
             // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
             // one log-queue wake-up and one write(2) per many requests, not per batch.
             if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
