@@ -366,8 +366,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// Shutdown began: idle connections close now, busy ones after their response.
     func beginDrain() {
         self.loop.assertInLoop()
-        guard !self.machine.isClosed else { return }
-        if self.machine.drain() && (self.client.input?.isEmpty ?? true) && !self.client.hasUnsentOutput {
+        guard !self.machine.isClosed, self.machine.drain() else { return }
+        // Idle, as far as this loop has seen; but a request may already wait unread in the
+        // socket (its readiness not handled yet). Closing now would answer it with a reset:
+        // read first, and a request found is served with `Connection: close`.
+        self.pump()
+        guard !self.machine.isClosed, self.machine.drain() else { return }
+        if (self.client.input?.isEmpty ?? true) && !self.client.hasUnsentOutput {
             self.close("close after a half-closed client")
         }
     }
