@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .soak/check
+mkdir -p .soak
 python3 scripts/soak.py --seconds "${SOAK_CHECK_SECONDS:-60}" --dir .soak/check > .soak/check.log 2>&1 || {
   echo "soak: FAILED (.soak/check.log, logs in .soak/check/)" >&2
   tail -40 .soak/check.log >&2
