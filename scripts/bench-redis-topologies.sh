@@ -26,9 +26,11 @@ for store in ("redis", "cluster", "replica"):
     for line in open(table):
         if line.startswith("summary"): in_summary = True
         f = line.split()
-        if in_summary and f and f[0] == "gateway-enforced":
+        # The summary's row, not the goal lines after it that also start with the target's name.
+        if in_summary and len(f) == 13 and f[0] == "gateway-enforced":
             # target req/s p50 p99 errs cpu_us/r rds_us/r rps/ngx p99/ngx cpu/ngx spread% load1 st%
             rows[store] = dict(rps=float(f[1]), p99=float(f[3]), cpu=float(f[5]), redis=float(f[6]), load=f[11])
+            break
 print("%-8s %9s %8s %9s %9s %6s" % ("store", "req/s", "p99_ms", "gw_us/r", "rds_us/r", "load1"))
 for store, r in rows.items():
     print("%-8s %9.0f %8.3f %9.1f %9.1f %6s" % (store, r["rps"], r["p99"], r["cpu"], r["redis"], r["load"]))

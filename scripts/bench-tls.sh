@@ -21,6 +21,9 @@
 #      SKIP_IDLE=1, ACCESS_LOG=0 (gateway --no-access-log; default: on, to /dev/null, as in the
 #      passthrough row; nginx's access log is off as in the shared baseline), SHARED_DIR, BIN
 #      (default .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
+#      HANDSHAKE_COST=2000 (full handshakes per client, 2 clients; 0: none), HANDSHAKE_INSTRUCTIONS=0
+#      (N > 0: instructions per handshake under callgrind, gateway beside nginx; ~1 min for 300).
+# Ports: also 18193 (gateway) and 18194 (nginx) under callgrind.
 # Ports: upstream 127.0.0.1:18190, nginx TLS 18191, gateway TLS 18192.
 set -euo pipefail
 
@@ -243,6 +246,65 @@ for row in ("keep-alive", "full-hs", "resumed-hs"):
 print("(rate: %s; cpu_us/op: CPU of the server's processes per request or handshake)" % ", ".join(
     "%s %s" % (k, v) for k, v in unit.items()))
 PY
+
+# --- per full handshake, fixed count (HANDSHAKE_COST, HANDSHAKE_INSTRUCTIONS) ---------------------
+# wrk's rate mixes the server's cost with the machine's load; these count a fixed number of full
+# handshakes (scripts/tls-handshake-client.py: 2 clients in parallel, no session, no ticket, one
+# request each) and read the server's CPU time and context switches (all threads) around them.
+# HANDSHAKE_INSTRUCTIONS=N then runs each server again under callgrind (gateway on 18193 with the
+# sigsuspend shim, nginx on 18194 with master_process off) and prints user-space instructions per
+# handshake over N handshakes: independent of the load, so a gap there is code, not the machine.
+ctxsw() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/{s += $2} END{print s + 0}'; }
+handshake_cost() { # label port pid
+    local label="$1" port="$2" pid="$3" t0 t1 x0 x1 a b
+    python3 "$ROOT/scripts/tls-handshake-client.py" --port "$port" --count 50 --cafile "$WORK/ca.pem" > /dev/null
+    t0=$(tree_ticks "$pid"); x0=$(ctxsw "$pid")
+    python3 "$ROOT/scripts/tls-handshake-client.py" --port "$port" --count "$HANDSHAKE_COST" --cafile "$WORK/ca.pem" > /dev/null & a=$!
+    python3 "$ROOT/scripts/tls-handshake-client.py" --port "$port" --count "$HANDSHAKE_COST" --cafile "$WORK/ca.pem" > /dev/null & b=$!
+    wait "$a" && wait "$b" || { echo "bench-tls: handshake clients against $label failed" >&2; return 1; }
+    t1=$(tree_ticks "$pid"); x1=$(ctxsw "$pid")
+    awk -v l="$label" -v t=$((t1 - t0)) -v x=$((x1 - x0)) -v n=$((2 * HANDSHAKE_COST)) -v hz="$CLK_TCK" \
+        'BEGIN{printf "%-8s %8d %14.1f %14.2f\n", l, n, t / hz * 1e6 / n, x / n}'
+}
+if [ "${HANDSHAKE_COST:-2000}" -gt 0 ]; then
+    HANDSHAKE_COST="${HANDSHAKE_COST:-2000}"
+    echo "# full handshakes, fixed count: 2 x $HANDSHAKE_COST, one request each (scripts/tls-handshake-client.py)"
+    printf '%-8s %8s %14s %14s\n' "server" "hs" "cpu_us/hs" "ctxsw/hs"
+    handshake_cost gateway 18192 "$GW_PID"
+    handshake_cost nginx 18191 "$NGX_WORKER"
+fi
+if [ "${HANDSHAKE_INSTRUCTIONS:-0}" -gt 0 ]; then
+    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
+    # valgrind 3.19 rejects the release build's DWARF ("possibly corrupted debuginfo"): strip it.
+    strip --strip-debug -o "$WORK/gateway-stripped" "$BIN"
+    sed 's/127\.0\.0\.1:18192/127.0.0.1:18193/' "$WORK/policy.yaml" > "$WORK/policy-cg.yaml"
+    sed -e 's/^worker_processes 1;/worker_processes 1; master_process off;/' -e 's/18191 ssl/18194 ssl/' \
+        -e 's|run/nginx-tls.pid|run/nginx-cg.pid|' "$WORK/nginx.conf" > "$WORK/nginx-cg.conf"
+    instructions() { # label port command...
+        local label="$1" port="$2" pid dump total; shift 2
+        "$@" > /dev/null 2> "$WORK/callgrind.$label.log" &
+        pid=$!
+        for _ in $(seq 300); do curl -s -o /dev/null --cacert "$WORK/ca.pem" "https://localhost:$port/" && break; sleep 0.2; done
+        python3 "$ROOT/scripts/tls-handshake-client.py" --port "$port" --count 20 --cafile "$WORK/ca.pem" > /dev/null
+        callgrind_control -z "$pid" > /dev/null 2>&1
+        python3 "$ROOT/scripts/tls-handshake-client.py" --port "$port" --count "$HANDSHAKE_INSTRUCTIONS" --cafile "$WORK/ca.pem" > /dev/null
+        callgrind_control -d "$pid" > /dev/null 2>&1
+        sleep 1
+        dump="$(ls -t "$WORK"/callgrind.out."$label".* | head -n1)"
+        total=$(callgrind_annotate "$dump" 2> /dev/null | awk '/PROGRAM TOTALS/{gsub(",", "", $1); print $1}')
+        kill -TERM "$pid" 2> /dev/null; wait "$pid" 2> /dev/null || true
+        echo "$label $total"
+    }
+    gw=$(instructions gateway 18193 env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind \
+        --callgrind-out-file="$WORK/callgrind.out.gateway.%p" "$WORK/gateway-stripped" serve --config "$WORK/policy-cg.yaml" --loops 1 $ACCESS_FLAG)
+    ngx=$(instructions nginx 18194 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out.nginx.%p" \
+        nginx -p "$WORK" -c "$WORK/nginx-cg.conf" -g 'daemon off;')
+    set -- $gw $ngx
+    [ -n "${2:-}" ] && [ -n "${4:-}" ] || { echo "bench-tls: no callgrind totals (gateway: '$gw', nginx: '$ngx'; logs in $WORK)" >&2; exit 1; }
+    awk -v g="$2" -v n="$4" -v c="$HANDSHAKE_INSTRUCTIONS" 'BEGIN{
+        printf "instructions per full handshake + request (callgrind, %d handshakes): gateway %.0f, nginx %.0f, ratio %.3f\n",
+            c, g / c, n / c, g / n}'
+fi
 
 # --- memory: idle keep-alive TLS connections -------------------------------------------------------
 rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status"; }

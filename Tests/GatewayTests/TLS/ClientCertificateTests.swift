@@ -68,6 +68,27 @@ import Testing
         #expect(!output.contains("CN=spoofed"), "\(output)")
     }
 
+    /// The server sends the chain from its certificate file, nothing more: OpenSSL's automatic
+    /// chain building (off: SSL_MODE_NO_AUTO_CHAIN) would append the CA it finds in the client CA
+    /// file, a chain the operator never configured, and build it again on every handshake.
+    @Test func theServerSendsOnlyTheConfiguredChain() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try Self.gateway(mode: .optional, upstream: upstream)
+        defer { gateway.stop() }
+        let pki = TLSTestPKI.shared
+        let (status, output) = try TLSTestPKI.run(
+            "/usr/bin/openssl",
+            [
+                "s_client", "-connect", "127.0.0.1:\(gateway.port)", "-servername", "localhost", "-CAfile",
+                pki.caCertificate, "-showcerts",
+            ],
+            input: "")
+        #expect(status == 0, "\(output)")
+        let sent = output.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1
+        #expect(sent == 1, "the leaf-only certificate file gave \(sent) certificates: \(output)")
+        #expect(output.contains("Verify return code: 0"), "\(output)")
+    }
+
     @Test func noCertificateOnARequiredListenerFailsTheHandshake() throws {
         let upstream = try UpstreamProcess()
         let gateway = try Self.gateway(mode: .required, upstream: upstream)

@@ -28,10 +28,13 @@ enum TLSProtocolSettings {
         // memory). PARTIAL_WRITE: SSL_write returns after each record, like write(2).
         // ACCEPT_MOVING_WRITE_BUFFER: a retried write may come from a moved buffer (the
         // caller's output buffer compacts between calls; the bytes are the same).
+        // NO_AUTO_CHAIN: send exactly the chain from the certificate file, as nginx does. Without
+        // it OpenSSL builds a chain from the context's trust store on every handshake whose file
+        // holds a leaf alone, and with mTLS on it appends certificates from the client CA file.
         _ = COpenSSL_SSL_CTX_set_mode(
             context,
             Int(SSL_MODE_RELEASE_BUFFERS) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE)
-                | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+                | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) | Int(SSL_MODE_NO_AUTO_CHAIN))
         // Read ahead: one read(2) takes a whole record (and whatever follows it) instead of two,
         // the 5-byte header and then the body, as nginx does. A request in one record costs one
         // read(2) plus the read that finds the socket empty (3 before). Bytes read ahead stay in
