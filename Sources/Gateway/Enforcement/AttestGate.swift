@@ -292,9 +292,8 @@ package final class AttestGate: RequestGate {
                     [("limit", limit), ("route", route), ("reason", error.reason), ("suppressed", String(suppressed))])
             }
         }
-        let decision = GateDecision.respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
-        return GateClassification(
-            routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex, refusal: decision)
+        return .refused(
+            route: route, routeIndex: routeIndex, response: error.response, verdict: error.verdict.rawValue)
     }
 
     /// Dispatches on what `classify` found: the route by its index, else the endpoint by its

@@ -85,10 +85,9 @@ package final class AuthzGate: RequestGate {
     ) -> GateClassification {
         self.inner.countRefusal(route: route, verdict: error.verdict)
         self.metrics.decided(dialect: dialect, allowed: false)
-        let decision = GateDecision.respond(
-            AuthzAnswer.deny(error.response), GateLogInfo(verdict: error.verdict.rawValue))
-        return GateClassification(
-            routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex, refusal: decision)
+        return .refused(
+            route: route, routeIndex: routeIndex, response: AuthzAnswer.deny(error.response),
+            verdict: error.verdict.rawValue)
     }
 
     package func decide(

@@ -56,6 +56,16 @@ package struct GateClassification: Sendable {
         self.routeIndex = routeIndex
         self.refusalBox = refusal.map(Refusal.init)
     }
+
+    /// A refusal decided from the head alone: `response` with its verdict in the log line,
+    /// no upstream, no body buffered.
+    package static func refused(
+        route: String, routeIndex: Int?, response: LocalResponse, verdict: String
+    ) -> GateClassification {
+        GateClassification(
+            routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex,
+            refusal: .respond(response, GateLogInfo(verdict: verdict)))
+    }
 }
 
 package enum GateDecision: Sendable {
