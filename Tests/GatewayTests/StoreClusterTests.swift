@@ -307,6 +307,98 @@ import Testing
         withExtendedLifetime(group) {}
     }
 
+    /// The same failover with `rediss-sentinel://`: sentinels, data nodes and replication all
+    /// speak TLS (`tls-auth-clients yes`, the store shows the test client certificate), so
+    /// every primary a sentinel names is a TLS port, and the store reaches the promoted replica
+    /// over TLS with its counter state intact.
+    @Test func sentinelFailoverOverTLSIsFollowedAndTheCounterSurvives() async throws {
+        let sentinel = try RedisSentinelFixture.start(replicas: 1, sentinels: 3, tls: true)
+        defer { sentinel.shutDown() }
+        let group = try EventLoopGroup(count: 1)
+        let redis = RedisStore(
+            url: try RedisURL(parsing: sentinel.urlString),
+            configuration: RedisConfiguration(logsConnectionEvents: false),
+            loops: group.loops, tls: try RedisSentinelFixture.storeTLS)
+        defer { redis.close() }
+        let store = CallingFromLoop(base: redis, loop: group.loops[0])
+        #expect(redis.url.usesTLS)
+        try await waitUntilReady(redis)
+        let keyID = randomToken("key-")
+        #expect(await store.createKey(sampleRecord(keyID: keyID, counter: 0)).value == .created)
+        #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .advanced)
+        // The sentinels named the primary's TLS port, and the store's connections are TLS
+        // clients there (CLIENT LIST over the plain port shows the local address they reached).
+        #expect(try sentinel.primaryPort() == sentinel.announcedPort(sentinel.primary))
+        let primaryClients = try sentinel.primary.command("CLIENT", "LIST").text ?? ""
+        #expect(
+            primaryClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(sentinel.primary))"),
+            "\(primaryClients.prefix(400))")
+        let recordKey = String(decoding: RedisStore.keyRecordKey(keyID), as: UTF8.self)
+        try RedisClusterFixture.waitFor("the counter on the replica (replicated over TLS)") {
+            try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
+        }
+
+        let killedAt = ContinuousClock.now
+        sentinel.primary.kill9()
+        var counter: UInt32 = 1
+        var failures: [StoreError] = []
+        var recoveredAt: ContinuousClock.Instant?
+        while ContinuousClock.now < killedAt + .seconds(25) {
+            counter += 1
+            switch await store.advanceCounter(keyID: keyID, to: counter) {
+            case .success(.advanced): recoveredAt = ContinuousClock.now
+            case .success(let other): Issue.record("unexpected \(other) during the failover")
+            case .failure(let error): failures.append(error)
+            }
+            if recoveredAt != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let recovered = try #require(recoveredAt, "the store followed the TLS sentinels to the new primary")
+        print("sentinel failover over TLS: \(failures.count) store errors, writes refused for \(recovered - killedAt)")
+        #expect(failures.allSatisfy { $0.kind == .unavailable || $0.kind == .timeout }, "\(failures.prefix(3))")
+        let promoted = sentinel.replicas[0]
+        #expect(try sentinel.primaryPort() == sentinel.announcedPort(promoted))
+        #expect(redis.clusterCounters.failovers >= 1)
+        let promotedClients = try promoted.command("CLIENT", "LIST").text ?? ""
+        #expect(
+            promotedClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(promoted))"),
+            "the store reached the promoted replica over TLS: \(promotedClients.prefix(400))")
+        // Exactly once across the failover: a replayed counter is still refused, and the
+        // promoted node holds the last advance.
+        #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .notIncreasing(stored: counter))
+        #expect(await store.advanceCounter(keyID: keyID, to: counter).value == .notIncreasing(stored: counter))
+        #expect(try promoted.command("HGET", recordKey, "counter") == .bulk(Array(String(counter).utf8)))
+        withExtendedLifetime(group) {}
+    }
+
+    /// Sentinels whose certificate the store does not trust: a prompt, clear store error that
+    /// names the TLS failure, not a hang.
+    @Test func sentinelsWithAnUntrustedCertificateAreAClearStoreError() async throws {
+        let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1, tls: true)
+        defer { sentinel.shutDown() }
+        let group = try EventLoopGroup(count: 1)
+        let tls = try TLSRedisServer.tls(
+            caFile: TLSTestPKI.shared.path("other-ca.pem"), client: TLSTestPKI.shared.client)
+        let redis = RedisStore(
+            url: try RedisURL(parsing: sentinel.urlString),
+            configuration: RedisConfiguration(logsConnectionEvents: false),
+            loops: group.loops, tls: tls)
+        defer { redis.close() }
+        let store = CallingFromLoop(base: redis, loop: group.loops[0])
+        let started = ContinuousClock.now
+        let result = await store.advanceCounter(keyID: randomToken("key-"), to: 1)
+        let elapsed = ContinuousClock.now - started
+        let error = try #require(result.error, "an untrusted sentinel must not be used: \(result)")
+        #expect(error.kind == .unavailable, "\(error)")
+        #expect(error.reason.contains("TLS handshake failed"), "\(error.reason)")
+        #expect(error.reason.contains("sentinel") || error.reason.contains(RedisSentinelFixture.masterName), "\(error.reason)")
+        #expect(elapsed < .seconds(5), "answered in \(elapsed)")
+        #expect(!redis.isReady)
+        let readiness = try #require(await redis.ping().error)
+        #expect(readiness.reason.contains("TLS handshake failed"), "readiness says why: \(readiness.reason)")
+        withExtendedLifetime(group) {}
+    }
+
     @Test func roleCheckRefusesAReplica() {
         #expect(RedisConnection.isPrimaryRole(.array([.bulk(Array("master".utf8)), .integer(0), .array([])])))
         #expect(
