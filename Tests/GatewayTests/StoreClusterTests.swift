@@ -322,6 +322,7 @@ import Testing
         defer { redis.close() }
         let store = CallingFromLoop(base: redis, loop: group.loops[0])
         #expect(redis.url.usesTLS)
+        #expect(redis.firstConfigurationFailure(timeout: .seconds(3)) == nil)
         try await waitUntilReady(redis)
         let keyID = randomToken("key-")
         #expect(await store.createKey(sampleRecord(keyID: keyID, counter: 0)).value == .created)
@@ -371,8 +372,9 @@ import Testing
         withExtendedLifetime(group) {}
     }
 
-    /// Sentinels whose certificate the store does not trust: a prompt, clear store error that
-    /// names the TLS failure, not a hang.
+    /// Sentinels whose certificate the store does not trust: the start fails naming the TLS
+    /// failure (`firstConfigurationFailure`, as for a single `rediss://` node), and commands and
+    /// readiness get a prompt store error that says why, not a hang.
     @Test func sentinelsWithAnUntrustedCertificateAreAClearStoreError() async throws {
         let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1, tls: true)
         defer { sentinel.shutDown() }
@@ -385,13 +387,21 @@ import Testing
             loops: group.loops, tls: tls)
         defer { redis.close() }
         let store = CallingFromLoop(base: redis, loop: group.loops[0])
+        let refused = try #require(redis.firstConfigurationFailure(timeout: .seconds(3)), "the start must fail")
+        #expect(refused.isConfiguration)
+        // Whichever reports first: a sentinel connection, or the data connection that asked it.
+        #expect(
+            refused.reason.hasPrefix("sentinel ") || refused.reason.hasPrefix("redis_sentinels_refused"),
+            "\(refused.reason)")
+        #expect(refused.reason.contains("TLS handshake failed"), "\(refused.reason)")
         let started = ContinuousClock.now
         let result = await store.advanceCounter(keyID: randomToken("key-"), to: 1)
         let elapsed = ContinuousClock.now - started
         let error = try #require(result.error, "an untrusted sentinel must not be used: \(result)")
         #expect(error.kind == .unavailable, "\(error)")
         #expect(error.reason.contains("TLS handshake failed"), "\(error.reason)")
-        #expect(error.reason.contains("sentinel") || error.reason.contains(RedisSentinelFixture.masterName), "\(error.reason)")
+        #expect(error.reason.contains("redis_sentinels_refused"), "\(error.reason)")
+        #expect(!error.reason.contains("not started"), "\(error.reason)")
         #expect(elapsed < .seconds(5), "answered in \(elapsed)")
         #expect(!redis.isReady)
         let readiness = try #require(await redis.ping().error)
