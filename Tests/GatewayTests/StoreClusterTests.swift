@@ -334,6 +334,23 @@ import Testing
         #expect(
             primaryClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(sentinel.primary))"),
             "\(primaryClients.prefix(400))")
+        // The plain ports exist for the test's own commands only: on them, the one client is
+        // this CLIENT LIST (the store, the replica and the sentinels all came over TLS), and
+        // the sentinels know each other by their TLS ports.
+        #expect(Self.clients(primaryClients, onPort: sentinel.primary.port) == 1, "\(primaryClients.prefix(600))")
+        let sentinelTLSPorts = Set(sentinel.sentinels.compactMap(\.tlsPort))
+        for process in sentinel.sentinels {
+            guard case .array(let others) = try process.command("SENTINEL", "SENTINELS", RedisSentinelFixture.masterName)
+            else {
+                Issue.record("SENTINEL SENTINELS: no list")
+                continue
+            }
+            #expect(others.count == sentinel.sentinels.count - 1)
+            for case .array(let fields) in others {
+                let port = zip(fields, fields.dropFirst()).first { $0.0.text == "port" }?.1.text.flatMap { UInt16($0) }
+                #expect(port.map { sentinelTLSPorts.contains($0) } == true, "\(fields)")
+            }
+        }
         let recordKey = String(decoding: RedisStore.keyRecordKey(keyID), as: UTF8.self)
         try RedisClusterFixture.waitFor("the counter on the replica (replicated over TLS)") {
             try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
@@ -364,12 +381,18 @@ import Testing
         #expect(
             promotedClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(promoted))"),
             "the store reached the promoted replica over TLS: \(promotedClients.prefix(400))")
+        #expect(Self.clients(promotedClients, onPort: promoted.port) == 1, "\(promotedClients.prefix(600))")
         // Exactly once across the failover: a replayed counter is still refused, and the
         // promoted node holds the last advance.
         #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .notIncreasing(stored: counter))
         #expect(await store.advanceCounter(keyID: keyID, to: counter).value == .notIncreasing(stored: counter))
         #expect(try promoted.command("HGET", recordKey, "counter") == .bulk(Array(String(counter).utf8)))
         withExtendedLifetime(group) {}
+    }
+
+    /// The clients in a `CLIENT LIST` reply connected to local port `port`.
+    static func clients(_ list: String, onPort port: UInt16) -> Int {
+        list.split(separator: "\n").count { $0.contains("laddr=127.0.0.1:\(port) ") }
     }
 
     /// Sentinels whose certificate the store does not trust: the start fails naming the TLS

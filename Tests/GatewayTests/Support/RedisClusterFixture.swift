@@ -303,14 +303,18 @@ final class RedisSentinelFixture: @unchecked Sendable {
             }
             let fixture = RedisSentinelFixture(
                 primary: primary, replicas: replicaServers, sentinels: sentinelProcesses, tlsPorts: tlsPorts)
-            try fixture.waitUntil("replicas in sync and known to every sentinel") {
+            // The sentinels find each other through hello messages on the primary (every 2 s):
+            // until then none can be elected to run a failover.
+            try fixture.waitUntil("replicas in sync and known to every sentinel, sentinels known to each other") {
                 try replicaServers.allSatisfy {
                     try ($0.command("INFO", "replication").text ?? "").contains("master_link_status:up")
                 }
                     && sentinelProcesses.allSatisfy { sentinel in
                         guard case .array(let list)? = try? sentinel.command("SENTINEL", "REPLICAS", Self.masterName)
                         else { return false }
-                        return list.count == replicas
+                        guard case .array(let others)? = try? sentinel.command("SENTINEL", "SENTINELS", Self.masterName)
+                        else { return false }
+                        return list.count == replicas && others.count == sentinels - 1
                     }
             }
             return fixture
