@@ -340,7 +340,8 @@ import Testing
         #expect(Self.clients(primaryClients, onPort: sentinel.primary.port) == 1, "\(primaryClients.prefix(600))")
         let sentinelTLSPorts = Set(sentinel.sentinels.compactMap(\.tlsPort))
         for process in sentinel.sentinels {
-            guard case .array(let others) = try process.command("SENTINEL", "SENTINELS", RedisSentinelFixture.masterName)
+            guard
+                case .array(let others) = try process.command("SENTINEL", "SENTINELS", RedisSentinelFixture.masterName)
             else {
                 Issue.record("SENTINEL SENTINELS: no list")
                 continue

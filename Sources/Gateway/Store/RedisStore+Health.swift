@@ -34,7 +34,9 @@ extension RedisStore {
             let failures =
                 connections.compactMap(\.counters.lastFailure)
                 + sentinels.compactMap {
-                    $0.counters.lastFailure.map { RedisConnectFailure(reason: "sentinel \($0.reason)", isConfiguration: $0.isConfiguration) }
+                    $0.counters.lastFailure.map {
+                        RedisConnectFailure(reason: "sentinel \($0.reason)", isConfiguration: $0.isConfiguration)
+                    }
                 }
             if let refused = failures.first(where: \.isConfiguration) { return refused }
             let settled = (connections + sentinels).allSatisfy {
