@@ -307,6 +307,132 @@ import Testing
         withExtendedLifetime(group) {}
     }
 
+    /// The same failover with `rediss-sentinel://`: sentinels, data nodes and replication all
+    /// speak TLS (`tls-auth-clients yes`, the store shows the test client certificate), so
+    /// every primary a sentinel names is a TLS port, and the store reaches the promoted replica
+    /// over TLS with its counter state intact.
+    @Test func sentinelFailoverOverTLSIsFollowedAndTheCounterSurvives() async throws {
+        let sentinel = try RedisSentinelFixture.start(replicas: 1, sentinels: 3, tls: true)
+        defer { sentinel.shutDown() }
+        let group = try EventLoopGroup(count: 1)
+        let redis = RedisStore(
+            url: try RedisURL(parsing: sentinel.urlString),
+            configuration: RedisConfiguration(logsConnectionEvents: false),
+            loops: group.loops, tls: try RedisSentinelFixture.storeTLS)
+        defer { redis.close() }
+        let store = CallingFromLoop(base: redis, loop: group.loops[0])
+        #expect(redis.url.usesTLS)
+        #expect(redis.firstConfigurationFailure(timeout: .seconds(3)) == nil)
+        try await waitUntilReady(redis)
+        let keyID = randomToken("key-")
+        #expect(await store.createKey(sampleRecord(keyID: keyID, counter: 0)).value == .created)
+        #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .advanced)
+        // The sentinels named the primary's TLS port, and the store's connections are TLS
+        // clients there (CLIENT LIST over the plain port shows the local address they reached).
+        #expect(try sentinel.primaryPort() == sentinel.announcedPort(sentinel.primary))
+        let primaryClients = try sentinel.primary.command("CLIENT", "LIST").text ?? ""
+        #expect(
+            primaryClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(sentinel.primary))"),
+            "\(primaryClients.prefix(400))")
+        // The plain ports exist for the test's own commands only: on them, the one client is
+        // this CLIENT LIST (the store, the replica and the sentinels all came over TLS), and
+        // the sentinels know each other by their TLS ports.
+        #expect(Self.clients(primaryClients, onPort: sentinel.primary.port) == 1, "\(primaryClients.prefix(600))")
+        let sentinelTLSPorts = Set(sentinel.sentinels.compactMap(\.tlsPort))
+        for process in sentinel.sentinels {
+            guard
+                case .array(let others) = try process.command("SENTINEL", "SENTINELS", RedisSentinelFixture.masterName)
+            else {
+                Issue.record("SENTINEL SENTINELS: no list")
+                continue
+            }
+            #expect(others.count == sentinel.sentinels.count - 1)
+            for case .array(let fields) in others {
+                let port = zip(fields, fields.dropFirst()).first { $0.0.text == "port" }?.1.text.flatMap { UInt16($0) }
+                #expect(port.map { sentinelTLSPorts.contains($0) } == true, "\(fields)")
+            }
+        }
+        let recordKey = String(decoding: RedisStore.keyRecordKey(keyID), as: UTF8.self)
+        try RedisClusterFixture.waitFor("the counter on the replica (replicated over TLS)") {
+            try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
+        }
+
+        let killedAt = ContinuousClock.now
+        sentinel.primary.kill9()
+        var counter: UInt32 = 1
+        var failures: [StoreError] = []
+        var recoveredAt: ContinuousClock.Instant?
+        while ContinuousClock.now < killedAt + .seconds(25) {
+            counter += 1
+            switch await store.advanceCounter(keyID: keyID, to: counter) {
+            case .success(.advanced): recoveredAt = ContinuousClock.now
+            case .success(let other): Issue.record("unexpected \(other) during the failover")
+            case .failure(let error): failures.append(error)
+            }
+            if recoveredAt != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let recovered = try #require(recoveredAt, "the store followed the TLS sentinels to the new primary")
+        print("sentinel failover over TLS: \(failures.count) store errors, writes refused for \(recovered - killedAt)")
+        #expect(failures.allSatisfy { $0.kind == .unavailable || $0.kind == .timeout }, "\(failures.prefix(3))")
+        let promoted = sentinel.replicas[0]
+        #expect(try sentinel.primaryPort() == sentinel.announcedPort(promoted))
+        #expect(redis.clusterCounters.failovers >= 1)
+        let promotedClients = try promoted.command("CLIENT", "LIST").text ?? ""
+        #expect(
+            promotedClients.contains("laddr=127.0.0.1:\(sentinel.announcedPort(promoted))"),
+            "the store reached the promoted replica over TLS: \(promotedClients.prefix(400))")
+        #expect(Self.clients(promotedClients, onPort: promoted.port) == 1, "\(promotedClients.prefix(600))")
+        // Exactly once across the failover: a replayed counter is still refused, and the
+        // promoted node holds the last advance.
+        #expect(await store.advanceCounter(keyID: keyID, to: 1).value == .notIncreasing(stored: counter))
+        #expect(await store.advanceCounter(keyID: keyID, to: counter).value == .notIncreasing(stored: counter))
+        #expect(try promoted.command("HGET", recordKey, "counter") == .bulk(Array(String(counter).utf8)))
+        withExtendedLifetime(group) {}
+    }
+
+    /// The clients in a `CLIENT LIST` reply connected to local port `port`.
+    static func clients(_ list: String, onPort port: UInt16) -> Int {
+        list.split(separator: "\n").count { $0.contains("laddr=127.0.0.1:\(port) ") }
+    }
+
+    /// Sentinels whose certificate the store does not trust: the start fails naming the TLS
+    /// failure (`firstConfigurationFailure`, as for a single `rediss://` node), and commands and
+    /// readiness get a prompt store error that says why, not a hang.
+    @Test func sentinelsWithAnUntrustedCertificateAreAClearStoreError() async throws {
+        let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1, tls: true)
+        defer { sentinel.shutDown() }
+        let group = try EventLoopGroup(count: 1)
+        let tls = try TLSRedisServer.tls(
+            caFile: TLSTestPKI.shared.path("other-ca.pem"), client: TLSTestPKI.shared.client)
+        let redis = RedisStore(
+            url: try RedisURL(parsing: sentinel.urlString),
+            configuration: RedisConfiguration(logsConnectionEvents: false),
+            loops: group.loops, tls: tls)
+        defer { redis.close() }
+        let store = CallingFromLoop(base: redis, loop: group.loops[0])
+        let refused = try #require(redis.firstConfigurationFailure(timeout: .seconds(3)), "the start must fail")
+        #expect(refused.isConfiguration)
+        // Whichever reports first: a sentinel connection, or the data connection that asked it.
+        #expect(
+            refused.reason.hasPrefix("sentinel ") || refused.reason.hasPrefix("redis_sentinels_refused"),
+            "\(refused.reason)")
+        #expect(refused.reason.contains("TLS handshake failed"), "\(refused.reason)")
+        let started = ContinuousClock.now
+        let result = await store.advanceCounter(keyID: randomToken("key-"), to: 1)
+        let elapsed = ContinuousClock.now - started
+        let error = try #require(result.error, "an untrusted sentinel must not be used: \(result)")
+        #expect(error.kind == .unavailable, "\(error)")
+        #expect(error.reason.contains("TLS handshake failed"), "\(error.reason)")
+        #expect(error.reason.contains("redis_sentinels_refused"), "\(error.reason)")
+        #expect(!error.reason.contains("not started"), "\(error.reason)")
+        #expect(elapsed < .seconds(5), "answered in \(elapsed)")
+        #expect(!redis.isReady)
+        let readiness = try #require(await redis.ping().error)
+        #expect(readiness.reason.contains("TLS handshake failed"), "readiness says why: \(readiness.reason)")
+        withExtendedLifetime(group) {}
+    }
+
     @Test func roleCheckRefusesAReplica() {
         #expect(RedisConnection.isPrimaryRole(.array([.bulk(Array("master".utf8)), .integer(0), .array([])])))
         #expect(

@@ -271,7 +271,10 @@ package final class RedisConnection: @unchecked Sendable {
         self.counters.connectAttempted()
         self.reconnectGeneration &+= 1
         let generation = self.reconnectGeneration
-        self.state = .waiting(reason: "asking the sentinels for the primary of \(resolver.masterName)")
+        // Keep why the last attempt failed (an untrusted sentinel certificate): commands that
+        // fail meanwhile, and readiness, say so instead of only "asking".
+        let why = self.lastFailure.map { "; last attempt: \($0)" } ?? ""
+        self.state = .waiting(reason: "asking the sentinels for the primary of \(resolver.masterName)\(why)")
         resolver.resolve { [weak self] result in
             guard let self else { return }
             self.queue.async {
@@ -281,7 +284,7 @@ package final class RedisConnection: @unchecked Sendable {
                     self.resolvedNode = node
                     self.connect(to: .tcp(host: node.host, port: node.port), acceptsCommands: false)
                 case .failure(let error):
-                    self.attemptFailed(error.description)
+                    self.attemptFailed(error.description, isConfiguration: error.isConfiguration)
                 }
             }
         }

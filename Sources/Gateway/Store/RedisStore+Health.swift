@@ -22,13 +22,26 @@ extension RedisStore {
     /// verification, wrong password: `RedisConnectFailure.isConfiguration`), else nil. An
     /// outage (refused, unreachable) is not such a failure: the store keeps reconnecting.
     /// For start-up and reload, off the event loops.
+    ///
+    /// Sentinel mode: the connections to the sentinels count too. A data connection learns
+    /// of a sentinel's refusal only on a later attempt (its first question may go out before
+    /// that sentinel's TLS handshake has failed), so the sentinels' own connections are read.
     package func firstConfigurationFailure(timeout: Duration) -> RedisConnectFailure? {
         let deadline = ContinuousClock.now + timeout
         while true {
             let connections = self.connections
-            let failures = connections.compactMap(\.counters.lastFailure)
+            let sentinels = self.sentinelConnections
+            let failures =
+                connections.compactMap(\.counters.lastFailure)
+                + sentinels.compactMap {
+                    $0.counters.lastFailure.map {
+                        RedisConnectFailure(reason: "sentinel \($0.reason)", isConfiguration: $0.isConfiguration)
+                    }
+                }
             if let refused = failures.first(where: \.isConfiguration) { return refused }
-            let settled = connections.allSatisfy { $0.counters.isReady || $0.counters.lastFailure != nil }
+            let settled = (connections + sentinels).allSatisfy {
+                $0.counters.isReady || $0.counters.lastFailure != nil
+            }
             if settled || ContinuousClock.now >= deadline { return nil }
             usleep(10_000)
         }

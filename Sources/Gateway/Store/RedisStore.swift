@@ -51,6 +51,9 @@ package final class RedisStore: AttestStore {
     /// Every connection: the shared router's first, then each loop's (cluster: one per node each).
     package var connections: [RedisConnection] { self.routers.flatMap(\.allConnections) }
 
+    /// Sentinel mode: the connections that ask the sentinels (empty otherwise).
+    package var sentinelConnections: [RedisConnection] { self.sentinel?.sentinelConnections ?? [] }
+
     private var routers: [any RedisCommandRouting] { [self.shared] + self.loopRouters }
 
     /// Every connection connected, authenticated and scripts loaded, and (cluster) every slot
@@ -107,11 +110,14 @@ package final class RedisStore: AttestStore {
         for (index, loop) in loops.enumerated() {
             loop.setSpecific(key: self.loopIndexKey, value: index)
         }
+        // The sentinels first: a data connection asks them as it starts, and a sentinel
+        // connection not yet started answers "not started", which cost the first attempt and
+        // a backoff, and hid why the sentinels could not be asked (an untrusted certificate).
+        sentinel?.start()
         for case let connection as RedisConnection in self.routers {
             sentinel?.watch(connection)
             connection.start()
         }
-        sentinel?.start()
     }
 
     deinit {

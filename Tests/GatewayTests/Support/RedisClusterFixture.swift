@@ -213,25 +213,81 @@ enum RedisHashSlotForTests {
 /// Real Redis Sentinels watching a primary with `replicas` replicas: `redis-server <conf>
 /// --sentinel` on free ports, `down-after-milliseconds` and `failover-timeout` short so that a
 /// killed primary is replaced within a few seconds.
+///
+/// TLS mode (`tls: true`): every data node also listens with TLS (the test PKI's `ecdsa` leaf,
+/// `tls-auth-clients yes`: clients must show a certificate of the test CA), replicates over TLS
+/// (`tls-replication yes`, presenting the test client certificate), and the sentinels listen
+/// with TLS and monitor the primary at its TLS port over TLS. So every address a sentinel names
+/// (`get-master-addr-by-name`, `+switch-master`) is a TLS port. The plain ports stay open for
+/// the test's own commands only (`RESPClient` has no TLS); nothing announces them.
 final class RedisSentinelFixture: @unchecked Sendable {
     let primary: RedisServer
     let replicas: [RedisServer]
     let sentinels: [SentinelProcess]
+    /// TLS mode: each data node's TLS port (by its plain port). Empty without TLS.
+    let tlsPorts: [UInt16: UInt16]
     static let masterName = "gwmaster"
 
+    var usesTLS: Bool { !self.tlsPorts.isEmpty }
+
+    /// `redis-sentinel://127.0.0.1:s1,…/gwmaster` (TLS: `rediss-sentinel://` and the sentinels'
+    /// TLS ports).
     var urlString: String {
-        "redis-sentinel://" + self.sentinels.map { "127.0.0.1:\($0.port)" }.joined(separator: ",") + "/"
+        (self.usesTLS ? "rediss-sentinel://" : "redis-sentinel://")
+            + self.sentinels.map { "127.0.0.1:\($0.tlsPort ?? $0.port)" }.joined(separator: ",") + "/"
             + Self.masterName
     }
 
-    static func start(replicas: Int = 1, sentinels: Int = 3) throws -> RedisSentinelFixture {
+    /// The port the sentinels and replication know `node` by: its TLS port in TLS mode.
+    func announcedPort(_ node: RedisServer) -> UInt16 { self.tlsPorts[node.port] ?? node.port }
+
+    /// The flags of a TLS data node (beside its plain `--port`) listening on `tlsPort`.
+    static func tlsDataNodeArguments(tlsPort: UInt16) -> [String] {
+        let pki = TLSTestPKI.shared
+        return [
+            "--tls-port", String(tlsPort),
+            "--tls-cert-file", pki.ecdsa.certificateChainPath,
+            "--tls-key-file", pki.ecdsa.privateKeyPath,
+            // The server leaf is for serverAuth only: a replica presents the client leaf
+            // when it connects to its primary (`tls-auth-clients yes` checks it).
+            "--tls-client-cert-file", pki.client.certificateChainPath,
+            "--tls-client-key-file", pki.client.privateKeyPath,
+            "--tls-ca-cert-file", pki.caCertificate,
+            "--tls-auth-clients", "yes",
+            "--tls-replication", "yes",
+        ]
+    }
+
+    /// The client certificate the store shows in TLS mode (`tls-auth-clients yes` everywhere).
+    static var storeTLS: RedisTLS {
+        get throws { try TLSRedisServer.tls(client: TLSTestPKI.shared.client) }
+    }
+
+    static func start(replicas: Int = 1, sentinels: Int = 3, tls: Bool = false) throws -> RedisSentinelFixture {
         let quick = ["--shutdown-timeout", "0", "--repl-diskless-sync-delay", "0"]
-        let primary = try RedisServer.start(extraArguments: quick)
+        var tlsPorts: [UInt16: UInt16] = [:]
+        func startNode(_ arguments: [String]) throws -> RedisServer {
+            guard tls else { return try RedisServer.start(extraArguments: arguments) }
+            var lastError: (any Error)?
+            for _ in 0..<3 {
+                let tlsPort = try freeServerPort()
+                do {
+                    let server = try RedisServer.start(
+                        extraArguments: arguments + Self.tlsDataNodeArguments(tlsPort: tlsPort))
+                    tlsPorts[server.port] = tlsPort
+                    return server
+                } catch {
+                    lastError = error
+                }
+            }
+            throw lastError ?? RedisServerError("could not start a TLS data node")
+        }
+        let primary = try startNode(quick)
+        let primaryPort = tlsPorts[primary.port] ?? primary.port
         var servers = [primary]
         do {
             let replicaServers = try (0..<replicas).map { _ in
-                let server = try RedisServer.start(
-                    extraArguments: quick + ["--replicaof", "127.0.0.1", String(primary.port)])
+                let server = try startNode(quick + ["--replicaof", "127.0.0.1", String(primaryPort)])
                 servers.append(server)
                 return server
             }
@@ -239,21 +295,26 @@ final class RedisSentinelFixture: @unchecked Sendable {
             do {
                 for _ in 0..<sentinels {
                     sentinelProcesses.append(
-                        try SentinelProcess.start(primaryPort: primary.port, quorum: min(2, sentinels)))
+                        try SentinelProcess.start(primaryPort: primaryPort, quorum: min(2, sentinels), tls: tls))
                 }
             } catch {
                 for sentinel in sentinelProcesses { sentinel.stop() }
                 throw error
             }
-            let fixture = RedisSentinelFixture(primary: primary, replicas: replicaServers, sentinels: sentinelProcesses)
-            try fixture.waitUntil("replicas in sync and known to every sentinel") {
+            let fixture = RedisSentinelFixture(
+                primary: primary, replicas: replicaServers, sentinels: sentinelProcesses, tlsPorts: tlsPorts)
+            // The sentinels find each other through hello messages on the primary (every 2 s):
+            // until then none can be elected to run a failover.
+            try fixture.waitUntil("replicas in sync and known to every sentinel, sentinels known to each other") {
                 try replicaServers.allSatisfy {
                     try ($0.command("INFO", "replication").text ?? "").contains("master_link_status:up")
                 }
                     && sentinelProcesses.allSatisfy { sentinel in
                         guard case .array(let list)? = try? sentinel.command("SENTINEL", "REPLICAS", Self.masterName)
                         else { return false }
-                        return list.count == replicas
+                        guard case .array(let others)? = try? sentinel.command("SENTINEL", "SENTINELS", Self.masterName)
+                        else { return false }
+                        return list.count == replicas && others.count == sentinels - 1
                     }
             }
             return fixture
@@ -263,10 +324,13 @@ final class RedisSentinelFixture: @unchecked Sendable {
         }
     }
 
-    private init(primary: RedisServer, replicas: [RedisServer], sentinels: [SentinelProcess]) {
+    private init(
+        primary: RedisServer, replicas: [RedisServer], sentinels: [SentinelProcess], tlsPorts: [UInt16: UInt16]
+    ) {
         self.primary = primary
         self.replicas = replicas
         self.sentinels = sentinels
+        self.tlsPorts = tlsPorts
     }
 
     deinit { self.shutDown() }
@@ -277,7 +341,7 @@ final class RedisSentinelFixture: @unchecked Sendable {
         for replica in self.replicas { replica.shutDown() }
     }
 
-    /// The port the sentinels name as primary now.
+    /// The port the sentinels name as primary now (a TLS port in TLS mode).
     func primaryPort() throws -> UInt16? {
         guard
             case .array(let items) = try self.sentinels[0].command(
@@ -300,15 +364,22 @@ final class RedisSentinelFixture: @unchecked Sendable {
 /// One `redis-server <dir>/sentinel.conf --sentinel` (the same binary as redis-server; the
 /// Debian `redis-sentinel` package only adds a service unit).
 final class SentinelProcess: @unchecked Sendable {
+    /// The plain port: the test's own commands (and the only port without TLS).
     let port: UInt16
+    /// TLS mode: the port the store and the other sentinels use.
+    let tlsPort: UInt16?
     let directory: URL
     private let process: Process
 
-    static func start(primaryPort: UInt16, quorum: Int) throws -> SentinelProcess {
+    /// - Parameter tls: the sentinel listens with TLS too, and reaches the data nodes and the
+    ///   other sentinels over TLS (`tls-replication yes`), showing the test client certificate.
+    static func start(primaryPort: UInt16, quorum: Int, tls: Bool = false) throws -> SentinelProcess {
         var lastError: (any Error)?
         for _ in 0..<5 {
             do {
-                return try SentinelProcess(port: try freeServerPort(), primaryPort: primaryPort, quorum: quorum)
+                return try SentinelProcess(
+                    port: try freeServerPort(), tlsPort: tls ? try freeServerPort() : nil, primaryPort: primaryPort,
+                    quorum: quorum)
             } catch {
                 lastError = error
             }
@@ -316,16 +387,34 @@ final class SentinelProcess: @unchecked Sendable {
         throw lastError ?? RedisServerError("could not start a sentinel")
     }
 
-    private init(port: UInt16, primaryPort: UInt16, quorum: Int) throws {
+    private init(port: UInt16, tlsPort: UInt16?, primaryPort: UInt16, quorum: Int) throws {
         self.port = port
+        self.tlsPort = tlsPort
         let template = FileManager.default.temporaryDirectory.appendingPathComponent("attest-sentinel-XXXXXX").path
         var bytes = Array(template.utf8CString)
         guard mkdtemp(&bytes) != nil else { throw RedisServerError("mkdtemp failed: errno \(errno)") }
         self.directory = URL(
             fileURLWithPath: String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
         let name = RedisSentinelFixture.masterName
+        let pki = TLSTestPKI.shared
+        // With `tls-replication yes` a sentinel connects to the monitored nodes and to the other
+        // sentinels over TLS, and announces its TLS port in its hello messages.
+        let tlsConfig =
+            tlsPort.map {
+                """
+                tls-port \($0)
+                tls-cert-file \(pki.ecdsa.certificateChainPath)
+                tls-key-file \(pki.ecdsa.privateKeyPath)
+                tls-client-cert-file \(pki.client.certificateChainPath)
+                tls-client-key-file \(pki.client.privateKeyPath)
+                tls-ca-cert-file \(pki.caCertificate)
+                tls-auth-clients yes
+                tls-replication yes
+
+                """
+            } ?? ""
         let config = """
-            port \(port)
+            \(tlsConfig)port \(port)
             bind 127.0.0.1
             daemonize no
             dir \(self.directory.path)

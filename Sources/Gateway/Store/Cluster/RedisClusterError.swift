@@ -11,6 +11,10 @@ package enum RedisClusterError: Error, Hashable, CustomStringConvertible {
     case slotUnassigned(Int)
     /// Sentinel named no primary, or the node it named is not one (`ROLE` says replica).
     case noPrimary(String)
+    /// No sentinel named a primary, and a sentinel refused us for a reason retrying will not
+    /// mend (its certificate is not trusted, or it is not a TLS port): a configuration error,
+    /// which fails the start like a data node's (`RedisConnectFailure.isConfiguration`).
+    case sentinelsRefused(String)
 
     package var code: String {
         switch self {
@@ -19,13 +23,20 @@ package enum RedisClusterError: Error, Hashable, CustomStringConvertible {
         case .tooManyRedirects: return "redis_too_many_redirects"
         case .slotUnassigned: return "redis_slot_unassigned"
         case .noPrimary: return "redis_no_primary"
+        case .sentinelsRefused: return "redis_sentinels_refused"
         }
+    }
+
+    /// Retrying will not mend it: see `RedisConnectFailure.isConfiguration`.
+    package var isConfiguration: Bool {
+        if case .sentinelsRefused = self { return true }
+        return false
     }
 
     package var description: String {
         switch self {
         case .badTopology(let reason), .noSeedAnswered(let reason), .tooManyRedirects(let reason),
-            .noPrimary(let reason):
+            .noPrimary(let reason), .sentinelsRefused(let reason):
             return "\(self.code): \(reason)"
         case .slotUnassigned(let slot):
             return "\(self.code): slot \(slot) has no primary"

@@ -112,6 +112,9 @@ package final class RedisSentinelResolver: @unchecked Sendable {
         for connection in self.connections + self.subscribers { connection.close() }
     }
 
+    /// The connections that ask the sentinels (one per sentinel, in URL order).
+    var sentinelConnections: [RedisConnection] { self.connections }
+
     /// Subscriber connections that are connected and subscribed to `+switch-master`.
     var subscribedCount: Int { self.subscribers.count { $0.counters.isReady } }
 
@@ -130,21 +133,30 @@ package final class RedisSentinelResolver: @unchecked Sendable {
         }
     }
 
+    /// Asks sentinel `index`, then the next on a failure. `refused`: an earlier sentinel
+    /// refused the connection itself (its `lastFailure.isConfiguration`: TLS verification).
     private func ask(
-        index: Int, failures: [String],
+        index: Int, failures: [String], refused: Bool = false,
         completion: @escaping @Sendable (Result<RedisNodeAddress, RedisClusterError>) -> Void
     ) {
         guard index < self.connections.count else {
             self.counters.topologyRefreshFailed()
-            completion(
-                .failure(
-                    .noPrimary(
-                        "no sentinel named a primary for \(self.masterName): \(failures.joined(separator: "; "))")))
+            let reason = "no sentinel named a primary for \(self.masterName): \(failures.joined(separator: "; "))"
+            // One refusal is enough: every sentinel is reached with the same `redis_tls`, so a
+            // certificate one of them presents that we cannot verify is a settings mistake,
+            // and the start must say so rather than serve 503s (as with a single node).
+            completion(.failure(refused ? .sentinelsRefused(reason) : .noPrimary(reason)))
             return
         }
         let sentinel = self.sentinels[index]
+        let connection = self.connections[index]
+        let next = { @Sendable (failure: String, wasRefused: Bool) in
+            self.ask(
+                index: index + 1, failures: failures + ["\(sentinel): \(failure)"], refused: refused || wasRefused,
+                completion: completion)
+        }
         let command = [Array("SENTINEL".utf8), Array("get-master-addr-by-name".utf8), Array(self.masterName.utf8)]
-        self.connections[index].send(command) { [self] result in
+        connection.send(command) { [self] result in
             switch result {
             case .success(.array(let items)) where items.count == 2:
                 if let host = items[0].text, let port = items[1].integerValue, let port = UInt16(exactly: port),
@@ -154,18 +166,18 @@ package final class RedisSentinelResolver: @unchecked Sendable {
                     completion(.success(RedisNodeAddress(host: host, port: port)))
                     return
                 }
-                self.ask(
-                    index: index + 1, failures: failures + ["\(sentinel): unreadable answer"], completion: completion)
+                next("unreadable answer", false)
             case .success(.null):
-                self.ask(
-                    index: index + 1, failures: failures + ["\(sentinel): does not know \(self.masterName)"],
-                    completion: completion)
+                next("does not know \(self.masterName)", false)
             case .success(let reply):
-                self.ask(
-                    index: index + 1, failures: failures + ["\(sentinel): \(reply.summary)"], completion: completion)
+                next(reply.summary, false)
             case .failure(let error):
-                self.ask(
-                    index: index + 1, failures: failures + ["\(sentinel): \(error.reason)"], completion: completion)
+                // A failed handshake fails the queued command first and records the attempt's
+                // failure right after, in the same turn of the connection's queue: read it
+                // after that turn.
+                connection.queue.async {
+                    next(error.reason, connection.counters.lastFailure?.isConfiguration == true)
+                }
             }
         }
     }
