@@ -63,6 +63,9 @@ enum StoreKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case cluster
     /// `RedisStore` on a primary named by a real Redis Sentinel (`redis-sentinel://`).
     case sentinel
+    /// The same over TLS (`rediss-sentinel://`): sentinel and data node on their TLS ports,
+    /// with the test client certificate (`tls-auth-clients yes`).
+    case sentinelTLS
     /// `RedisStore` over TLS (`rediss://`, test CA) as an ACL user whose password is read from
     /// a file, called from test threads (Dispatch sources).
     case redisTLS
@@ -198,6 +201,16 @@ func withStore<T>(_ kind: StoreKind, _ body: (any AttestStore, RedisServer?) asy
         let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1)
         defer { sentinel.shutDown() }
         let subject = try RedisUnderTest(kind, url: try RedisURL(parsing: sentinel.urlString))
+        defer { subject.redis.close() }
+        try await waitUntilReady(subject.redis)
+        let result = try await body(subject.store, sentinel.primary)
+        withExtendedLifetime(subject) {}
+        return result
+    case .sentinelTLS:
+        let sentinel = try RedisSentinelFixture.start(replicas: 0, sentinels: 1, tls: true)
+        defer { sentinel.shutDown() }
+        let subject = try RedisUnderTest(
+            kind, url: try RedisURL(parsing: sentinel.urlString), tls: try RedisSentinelFixture.storeTLS)
         defer { subject.redis.close() }
         try await waitUntilReady(subject.redis)
         let result = try await body(subject.store, sentinel.primary)
