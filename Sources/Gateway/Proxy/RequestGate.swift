@@ -68,7 +68,11 @@ package struct GateClassification: Sendable {
     }
 }
 
-package enum GateDecision: Sendable {
+/// `indirect`: a decision is copied and destroyed several times on its way from the gate
+/// through the completion closures to the connection; boxed, each copy is one retain instead
+/// of one per string and array in the head (−900 instructions per passthrough request,
+/// callgrind, BENCHMARKS.md).
+package indirect enum GateDecision: Sendable {
     /// Forward with this (rewritten) head: the gate already removed client-sent
     /// identity headers and added its own.
     case forward(HTTPRequestHead, GateLogInfo)
