@@ -332,10 +332,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         status = int(step.get("status", 404))
         if status == 200:
             with open(step["receipt_file"], "rb") as file:
-                content = file.read().strip()
+                content = file.read()
+            # Only base64 text is trimmed: raw DER may end in a byte that looks like whitespace
+            # (a signature's last byte is 0x0a one time in 256), and stripping it cut the receipt.
             try:
-                base64.b64decode(content, validate=True)
-                encoded = content
+                base64.b64decode(content.strip(), validate=True)
+                encoded = content.strip()
             except (ValueError, binascii.Error):
                 encoded = base64.b64encode(content)
             return self.answer(200, encoded, "application/octet-stream")

@@ -190,6 +190,25 @@ import Verification
         #expect(state.riskMetric == 42)
     }
 
+    /// A raw DER receipt file is sent as it is: the fake once trimmed whitespace from any file,
+    /// and a DER receipt whose signature ended in 0x0a or 0x20 came back one byte short
+    /// (`aSimulatorMintedRefreshedReceiptCompletesARefresh` failed about one run in 40).
+    @Test(arguments: [UInt8(0x0a), 0x20, 0x09, 0x0d]) func aRawReceiptEndingInAWhitespaceByteIsSentWhole(last: UInt8)
+        throws
+    {
+        let fake = try FakeAppleServer()
+        defer { fake.stop() }
+        let raw: [UInt8] = [0x30, 0x82, 0x01, 0x00] + (0..<252).map { UInt8(truncatingIfNeeded: $0 &* 7) } + [last]
+        let file = fake.keys.directory + "/whitespace-end.der"
+        try Data(raw).write(to: URL(fileURLWithPath: file))
+        try fake.control("/_fake/script", #"[{"status":200,"receipt_file":"\#(file)"}]"#)
+        let request = try FraudRiskRequest.make(
+            receipt: [0x30, 0x00], environment: .production, override: fake.override)
+        let response = try #require(try fake.send(request))
+        #expect(response.status == 200)
+        #expect(Data(base64Encoded: Data(response.body)).map(Array.init) == raw)
+    }
+
     @Test func itCanBeSlowThrottlingOrDown() throws {
         let fake = try FakeAppleServer()
         defer { fake.stop() }
