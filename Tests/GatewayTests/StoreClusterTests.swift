@@ -282,24 +282,8 @@ import Testing
             try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
         }
 
-        let killedAt = ContinuousClock.now
-        sentinel.primary.kill9()
-        var counter: UInt32 = 1
-        var failures: [StoreError] = []
-        var recoveredAt: ContinuousClock.Instant?
-        while ContinuousClock.now < killedAt + .seconds(25) {
-            counter += 1
-            switch await store.advanceCounter(keyID: keyID, to: counter) {
-            case .success(.advanced): recoveredAt = ContinuousClock.now
-            case .success(let other): Issue.record("unexpected \(other) during the failover")
-            case .failure(let error): failures.append(error)
-            }
-            if recoveredAt != nil { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let recovered = try #require(recoveredAt, "the store followed the sentinels to the new primary")
-        print("sentinel failover: \(failures.count) store errors, writes refused for \(recovered - killedAt)")
-        #expect(failures.allSatisfy { $0.kind == .unavailable || $0.kind == .timeout }, "\(failures.prefix(3))")
+        let counter = try await Self.killPrimaryAndAdvance(
+            sentinel, store: store, keyID: keyID, from: 1, label: "sentinel failover")
         #expect(try sentinel.primaryPort() == sentinel.replicas[0].port)
         #expect(try sentinel.replicas[0].command("ROLE") != .null)
         #expect(redis.clusterCounters.failovers >= 1)
@@ -357,24 +341,8 @@ import Testing
             try sentinel.replicas[0].command("HGET", recordKey, "counter") == .bulk(Array("1".utf8))
         }
 
-        let killedAt = ContinuousClock.now
-        sentinel.primary.kill9()
-        var counter: UInt32 = 1
-        var failures: [StoreError] = []
-        var recoveredAt: ContinuousClock.Instant?
-        while ContinuousClock.now < killedAt + .seconds(25) {
-            counter += 1
-            switch await store.advanceCounter(keyID: keyID, to: counter) {
-            case .success(.advanced): recoveredAt = ContinuousClock.now
-            case .success(let other): Issue.record("unexpected \(other) during the failover")
-            case .failure(let error): failures.append(error)
-            }
-            if recoveredAt != nil { break }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let recovered = try #require(recoveredAt, "the store followed the TLS sentinels to the new primary")
-        print("sentinel failover over TLS: \(failures.count) store errors, writes refused for \(recovered - killedAt)")
-        #expect(failures.allSatisfy { $0.kind == .unavailable || $0.kind == .timeout }, "\(failures.prefix(3))")
+        let counter = try await Self.killPrimaryAndAdvance(
+            sentinel, store: store, keyID: keyID, from: 1, label: "sentinel failover over TLS")
         let promoted = sentinel.replicas[0]
         #expect(try sentinel.primaryPort() == sentinel.announcedPort(promoted))
         #expect(redis.clusterCounters.failovers >= 1)
@@ -389,6 +357,33 @@ import Testing
         #expect(await store.advanceCounter(keyID: keyID, to: counter).value == .notIncreasing(stored: counter))
         #expect(try promoted.command("HGET", recordKey, "counter") == .bulk(Array(String(counter).utf8)))
         withExtendedLifetime(group) {}
+    }
+
+    /// Kills the primary, then advances `keyID`'s counter every 50 ms until a write passes
+    /// again (the store followed the sentinels), at most 25 s. Every refusal meanwhile must be
+    /// unavailable or a timeout. Returns the counter that passed.
+    static func killPrimaryAndAdvance(
+        _ sentinel: RedisSentinelFixture, store: any AttestStore, keyID: String, from start: UInt32, label: String
+    ) async throws -> UInt32 {
+        let killedAt = ContinuousClock.now
+        sentinel.primary.kill9()
+        var counter = start
+        var failures: [StoreError] = []
+        var recoveredAt: ContinuousClock.Instant?
+        while ContinuousClock.now < killedAt + .seconds(25) {
+            counter += 1
+            switch await store.advanceCounter(keyID: keyID, to: counter) {
+            case .success(.advanced): recoveredAt = ContinuousClock.now
+            case .success(let other): Issue.record("unexpected \(other) during the failover")
+            case .failure(let error): failures.append(error)
+            }
+            if recoveredAt != nil { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let recovered = try #require(recoveredAt, "\(label): the store followed the sentinels to the new primary")
+        print("\(label): \(failures.count) store errors, writes refused for \(recovered - killedAt)")
+        #expect(failures.allSatisfy { $0.kind == .unavailable || $0.kind == .timeout }, "\(failures.prefix(3))")
+        return counter
     }
 
     /// The clients in a `CLIENT LIST` reply connected to local port `port`.

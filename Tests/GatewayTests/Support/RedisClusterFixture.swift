@@ -39,32 +39,24 @@ final class RedisClusterFixture: @unchecked Sendable {
         func startNode(_ arguments: [String]) throws -> RedisServer {
             guard tls else { return try RedisServer.start(extraArguments: arguments) }
             let pki = TLSTestPKI.shared
-            var lastError: (any Error)?
-            for _ in 0..<3 {
-                let tlsPort = try freeServerPort()
-                do {
-                    let server = try RedisServer.start(
-                        extraArguments: arguments + [
-                            "--tls-port", String(tlsPort),
-                            "--tls-cert-file", pki.ecdsa.certificateChainPath,
-                            "--tls-key-file", pki.ecdsa.privateKeyPath,
-                            // The bus always asks the connecting node for a certificate, and
-                            // the server leaf is for serverAuth only: nodes present the test
-                            // client certificate when they connect to each other.
-                            "--tls-client-cert-file", pki.client.certificateChainPath,
-                            "--tls-client-key-file", pki.client.privateKeyPath,
-                            "--tls-ca-cert-file", pki.caCertificate,
-                            "--tls-auth-clients", "no",
-                            "--tls-cluster", "yes",
-                            "--tls-replication", "yes",
-                        ])
-                    tlsPorts[server.port] = tlsPort
-                    return server
-                } catch {
-                    lastError = error
-                }
+            let (server, tlsPort) = try RedisServer.startWithTLSPort(arguments) { tlsPort in
+                [
+                    "--tls-port", String(tlsPort),
+                    "--tls-cert-file", pki.ecdsa.certificateChainPath,
+                    "--tls-key-file", pki.ecdsa.privateKeyPath,
+                    // The bus always asks the connecting node for a certificate, and
+                    // the server leaf is for serverAuth only: nodes present the test
+                    // client certificate when they connect to each other.
+                    "--tls-client-cert-file", pki.client.certificateChainPath,
+                    "--tls-client-key-file", pki.client.privateKeyPath,
+                    "--tls-ca-cert-file", pki.caCertificate,
+                    "--tls-auth-clients", "no",
+                    "--tls-cluster", "yes",
+                    "--tls-replication", "yes",
+                ]
             }
-            throw lastError ?? RedisServerError("could not start a TLS cluster node")
+            tlsPorts[server.port] = tlsPort
+            return server
         }
         let arguments = [
             "--cluster-enabled", "yes",
@@ -268,19 +260,9 @@ final class RedisSentinelFixture: @unchecked Sendable {
         var tlsPorts: [UInt16: UInt16] = [:]
         func startNode(_ arguments: [String]) throws -> RedisServer {
             guard tls else { return try RedisServer.start(extraArguments: arguments) }
-            var lastError: (any Error)?
-            for _ in 0..<3 {
-                let tlsPort = try freeServerPort()
-                do {
-                    let server = try RedisServer.start(
-                        extraArguments: arguments + Self.tlsDataNodeArguments(tlsPort: tlsPort))
-                    tlsPorts[server.port] = tlsPort
-                    return server
-                } catch {
-                    lastError = error
-                }
-            }
-            throw lastError ?? RedisServerError("could not start a TLS data node")
+            let (server, tlsPort) = try RedisServer.startWithTLSPort(arguments, tlsArguments: Self.tlsDataNodeArguments)
+            tlsPorts[server.port] = tlsPort
+            return server
         }
         let primary = try startNode(quick)
         let primaryPort = tlsPorts[primary.port] ?? primary.port
@@ -457,5 +439,24 @@ final class SentinelProcess: @unchecked Sendable {
             self.process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: self.directory)
+    }
+}
+
+extension RedisServer {
+    /// A redis-server with `arguments` plus `tlsArguments(tlsPort)` on a free TLS port; up to
+    /// three tries, since a port found free may be taken before the server binds it.
+    static func startWithTLSPort(
+        _ arguments: [String], tlsArguments: (UInt16) -> [String]
+    ) throws -> (server: RedisServer, tlsPort: UInt16) {
+        var lastError: (any Error)?
+        for _ in 0..<3 {
+            let tlsPort = try freeServerPort()
+            do {
+                return (try RedisServer.start(extraArguments: arguments + tlsArguments(tlsPort)), tlsPort)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? RedisServerError("could not start a TLS redis-server")
     }
 }
