@@ -206,7 +206,8 @@ package final class RedisConnection: @unchecked Sendable {
             completion(.failure(StoreError(.unavailable, "redis \(self.url) is reconnecting\(why)")))
             return
         case .waiting(let reason):
-            completion(.failure(StoreError(.unavailable, "redis \(self.url) is unavailable (\(reason))")))
+            let refusal = self.lastFailure == nil ? self.resolver?.refusal.map { "; \($0)" } ?? "" : ""
+            completion(.failure(StoreError(.unavailable, "redis \(self.url) is unavailable (\(reason)\(refusal))")))
             return
         case .idle:
             completion(.failure(StoreError(.unavailable, "redis connection \(self.url) was not started")))

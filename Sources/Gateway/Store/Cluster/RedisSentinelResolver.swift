@@ -118,6 +118,18 @@ package final class RedisSentinelResolver: @unchecked Sendable {
     /// Subscriber connections that are connected and subscribed to `+switch-master`.
     var subscribedCount: Int { self.subscribers.count { $0.counters.isReady } }
 
+    /// A sentinel connection's own refusal (an untrusted certificate), read from any thread,
+    /// or nil. A data connection's first question may still be on its way when a sentinel's
+    /// TLS handshake has already failed; commands that fail meanwhile say why with this.
+    var refusal: RedisClusterError? {
+        for (sentinel, connection) in zip(self.sentinels, self.connections) {
+            if let failure = connection.counters.lastFailure, failure.isConfiguration {
+                return .sentinelsRefused("sentinel \(sentinel): \(failure.reason)")
+            }
+        }
+        return nil
+    }
+
     /// Registers a data connection to be told when the primary changes.
     func watch(_ connection: RedisConnection) {
         self.queue.async { [self] in self.watched.append(Weak(connection: connection)) }
