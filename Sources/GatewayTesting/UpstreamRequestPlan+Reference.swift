@@ -135,14 +135,16 @@ extension HeaderRewriting {
             }
             kept.append(field)
         }
-        if host == nil, let upstreamHost { kept.append((name: "Host", value: upstreamHost)) }
+        if host == nil, let upstreamHost { kept.append(HTTPField(name: "Host", value: upstreamHost)) }
         let plan = ForwardedHeaders.plan(
             peerIsTrusted: peerIsTrusted, tlsEndedHere: scheme == "https", incoming: incoming,
             clientAddress: clientAddress, host: host)
-        kept.append((name: "X-Forwarded-For", value: plan.forwardedFor))
-        kept.append((name: "X-Forwarded-Proto", value: plan.forwardedProto))
-        if let forwardedHost = plan.forwardedHost { kept.append((name: "X-Forwarded-Host", value: forwardedHost)) }
-        kept.append((name: "Forwarded", value: plan.forwarded))
+        kept.append(HTTPField(name: "X-Forwarded-For", value: plan.forwardedFor))
+        kept.append(HTTPField(name: "X-Forwarded-Proto", value: plan.forwardedProto))
+        if let forwardedHost = plan.forwardedHost {
+            kept.append(HTTPField(name: "X-Forwarded-Host", value: forwardedHost))
+        }
+        kept.append(HTTPField(name: "Forwarded", value: plan.forwarded))
         rewritten.headers = HTTPHeaders(kept)
         return rewritten
     }

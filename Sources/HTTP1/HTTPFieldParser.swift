@@ -35,7 +35,7 @@ enum HTTPFieldParser {
         ) { field, hasHighBytes throws(HTTPParserError) in
             if fields.isEmpty { fields.reserveCapacity(12) }
             fields.append(
-                (
+                HTTPField(
                     name: Self.nameString(buffer, field.name),
                     value: try Self.valueString(buffer, field.value, hasHighBytes)
                 ))

@@ -3,7 +3,7 @@
 /// Names keep their original case for forwarding; lookups are case-insensitive
 /// (RFC 9110 §5.1). Duplicates are kept: `values(for:)` returns all of them.
 public struct HTTPHeaders: Sendable, Sequence {
-    public typealias Element = (name: String, value: String)
+    public typealias Element = HTTPField
 
     /// `@inlinable` throughout: the gateway reads and edits the fields of every message.
     @usableFromInline var storage: [Element]
@@ -14,6 +14,13 @@ public struct HTTPHeaders: Sendable, Sequence {
     @inlinable
     public init(_ fields: [Element] = []) {
         self.storage = fields
+    }
+
+    /// Fields from `(name, value)` pairs, in order (the tests' and examples' spelling).
+    @inlinable
+    @_disfavoredOverload
+    public init(_ pairs: [(String, String)]) {
+        self.storage = pairs.map { HTTPField(name: $0.0, value: $0.1) }
     }
 
     @inlinable
@@ -45,7 +52,7 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     @inlinable
     public mutating func add(name: String, value: String) {
-        self.storage.append((name, value))
+        self.storage.append(HTTPField(name: name, value: value))
     }
 
     @inlinable

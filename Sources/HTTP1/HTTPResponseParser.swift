@@ -21,10 +21,10 @@ public struct HTTPResponseInfo: Sendable, Hashable {
 
 public enum HTTPResponseEvent: Sendable {
     /// The final response head.
-    case head(HTTPResponseHead, HTTPResponseInfo)
+    indirect case head(HTTPResponseHead, HTTPResponseInfo)
     /// The final response head as ranges of the buffer passed to this `next` call, instead of
     /// `.head`, when the parser's `deliversRawHeads` is set (the proxy copies fields from there).
-    case rawHead(HTTPRawResponseHead, HTTPResponseInfo)
+    indirect case rawHead(HTTPRawResponseHead, HTTPResponseInfo)
     /// A 1xx response other than 101 (100 Continue, 103 Early Hints, ...); the final one follows.
     case informational(HTTPResponseHead)
     /// Body bytes: a range of indices into the buffer passed to this `next` call. Never empty.

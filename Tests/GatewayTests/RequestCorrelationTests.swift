@@ -139,7 +139,7 @@ import Testing
 
     // MARK: - Access-log fields
 
-    static func line(_ entry: AccessLogBuffer.Entry) throws -> (text: String, json: [String: Any]) {
+    static func line(_ entry: borrowing AccessLogBuffer.Entry) throws -> (text: String, json: [String: Any]) {
         var buffer = AccessLogBuffer()
         buffer.append(entry)
         let text = String(decoding: buffer.take().bytes, as: UTF8.self)

@@ -224,59 +224,52 @@ package final class AttestGate: RequestGate {
         case .route(let found):
             index = found
         }
-        let route = self.routes.routes[index]
-        switch route.mode {
-        case .off:
+        // A passthrough route reads the two fields it needs in place: a copy of the whole
+        // `RoutePolicy` retains every string in it, on every request.
+        if self.routes.routes[index].mode == .off {
             return GateClassification(
-                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
-        case .enforce, .monitor:
-            // A DeviceCheck token is checked without the body, like a debug token.
-            if head.headers[IdentityHeaders.deviceCheckToken] != nil {
-                if route.fallback != .deviceCheck && route.mode == .enforce && route.enforcePercent >= 100 {
-                    self.metrics.deviceCheckDecided(
-                        stage: .token, result: EnforcementError.Code.deviceCheckNotAllowed.rawValue)
-                    return self.refuse(
-                        .deviceCheckNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
-                }
-                var classification = GateClassification(
-                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
-                classification.client = client
-                return classification
-            }
-            // A debug token is checked without the body: stream it (or refuse at once where the
-            // route does not accept tokens).
-            if head.headers[IdentityHeaders.debugToken] != nil {
-                if !route.allowDebugTokens && route.mode == .enforce && route.enforcePercent >= 100 {
-                    return self.refuse(
-                        .debugTokenNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
-                }
-                var classification = GateClassification(
-                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
-                classification.client = client
-                return classification
-            }
-            // Credentials are checked before the body: a request that cannot verify reserves no
-            // body bytes. A fully enforced route refuses it here; monitor (and the monitored arm
-            // of a gradual rollout) forwards it, streamed, and `decide` marks why.
-            if case .failure(let failure) = AssertionCredentials.decode(head) {
-                if route.mode == .enforce && route.enforcePercent >= 100 {
-                    return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
-                }
-                var classification = GateClassification(
-                    routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
-                classification.client = client
-                return classification
-            }
-            // Both bindings need the whole body: its digest (request) or the body itself.
-            var classification = GateClassification(
-                routeName: route.name,
-                upstream: route.upstream,
-                bufferBodyUpTo: route.maxBodyBytes,
-                routeIndex: index
-            )
-            classification.client = client
-            return classification
+                routeName: self.routes.routes[index].name, upstream: self.routes.routes[index].upstream,
+                bufferBodyUpTo: nil, routeIndex: index)
         }
+        let route = self.routes.routes[index]
+        // A DeviceCheck token is checked without the body, like a debug token.
+        if head.headers[IdentityHeaders.deviceCheckToken] != nil {
+            if route.fallback != .deviceCheck && route.mode == .enforce && route.enforcePercent >= 100 {
+                self.metrics.deviceCheckDecided(
+                    stage: .token, result: EnforcementError.Code.deviceCheckNotAllowed.rawValue)
+                return self.refuse(
+                    .deviceCheckNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
+            }
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
+                client: client)
+        }
+        // A debug token is checked without the body: stream it (or refuse at once where the
+        // route does not accept tokens).
+        if head.headers[IdentityHeaders.debugToken] != nil {
+            if !route.allowDebugTokens && route.mode == .enforce && route.enforcePercent >= 100 {
+                return self.refuse(
+                    .debugTokenNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
+            }
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
+                client: client)
+        }
+        // Credentials are checked before the body: a request that cannot verify reserves no
+        // body bytes. A fully enforced route refuses it here; monitor (and the monitored arm
+        // of a gradual rollout) forwards it, streamed, and `decide` marks why.
+        if case .failure(let failure) = AssertionCredentials.decode(head) {
+            if route.mode == .enforce && route.enforcePercent >= 100 {
+                return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
+            }
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
+                client: client)
+        }
+        // Both bindings need the whole body: its digest (request) or the body itself.
+        return GateClassification(
+            routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes, routeIndex: index,
+            client: client)
     }
 
     /// A classification that answers `error` at once; counted and (limits) logged here.
@@ -350,15 +343,16 @@ package final class AttestGate: RequestGate {
             self.answerLocally(head, body: body, label: classification.routeName, completion: completion)
             return
         }
-        let route = self.routes.routes[index]
-        switch route.mode {
+        // The route is read in place (see `classify`).
+        switch self.routes.routes[index].mode {
         case .off:
-            self.metrics.requestDecided(route: route.name, verdict: .skipped)
+            self.metrics.requestDecided(route: self.routes.routes[index].name, verdict: .skipped)
             let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
             completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
         case .enforce, .monitor:
             self.protectedRequests.verify(
-                head, body: body ?? [], route: route, client: classification.client, completion: completion)
+                head, body: body ?? [], route: self.routes.routes[index], client: classification.client,
+                completion: completion)
         }
     }
 

@@ -23,9 +23,15 @@ package protocol RequestGate: Sendable {
 
 package struct GateClassification: Sendable {
     /// Route name for logs and metrics ("-" when none matched).
-    package var routeName: String
+    package var routeName: String {
+        get { self.names.routeName }
+        set { self.names = Names(routeName: newValue, upstream: self.upstream, client: self.client) }
+    }
     /// Upstream name to forward to; nil when the gateway answers itself (endpoints, no route).
-    package var upstream: String?
+    package var upstream: String? {
+        get { self.names.upstream }
+        set { self.names = Names(routeName: self.routeName, upstream: newValue, client: self.client) }
+    }
     /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
     /// nil = stream the body; `decide` is called with the head only.
     package var bufferBodyUpTo: Int?
@@ -44,14 +50,32 @@ package struct GateClassification: Sendable {
     }
     /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
     /// a gradual rollout's arm when the request carries no key ID).
-    package var client: String = ""
+    package var client: String {
+        get { self.names.client }
+        set { self.names = Names(routeName: self.routeName, upstream: self.upstream, client: newValue) }
+    }
+
+    /// The strings, boxed and immutable: the connection copies a classification about three
+    /// times per request, and a copy is then one retain instead of one per string.
+    private var names: Names
+
+    private final class Names: Sendable {
+        let routeName: String
+        let upstream: String?
+        let client: String
+
+        init(routeName: String, upstream: String?, client: String) {
+            self.routeName = routeName
+            self.upstream = upstream
+            self.client = client
+        }
+    }
 
     package init(
         routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
-        refusal: GateDecision? = nil
+        refusal: GateDecision? = nil, client: String = ""
     ) {
-        self.routeName = routeName
-        self.upstream = upstream
+        self.names = Names(routeName: routeName, upstream: upstream, client: client)
         self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
         self.routeIndex = routeIndex
         self.refusalBox = refusal.map(Refusal.init)

@@ -82,7 +82,8 @@ package struct AccessLogBuffer {
         return taken
     }
 
-    package struct Entry {
+    /// Noncopyable: it is built, formatted once and dropped; a copy would retain every string.
+    package struct Entry: ~Copyable {
         package var method: String
         package var path: Substring
         package var route: String
@@ -150,7 +151,7 @@ package struct AccessLogBuffer {
         }
     }
 
-    package mutating func append(_ entry: Entry) {
+    package mutating func append(_ entry: borrowing Entry) {
         let memory = self.scratch.memory(atLeast: entry.lineBound)
         var writer = HeadWriter(memory)
         Self.format(entry, time: &self.clock, into: &writer)
@@ -160,7 +161,7 @@ package struct AccessLogBuffer {
         self.lineCount += 1
     }
 
-    static func format(_ entry: Entry, time: inout WallClockFormatter, into out: inout HeadWriter) {
+    static func format(_ entry: borrowing Entry, time: inout WallClockFormatter, into out: inout HeadWriter) {
         out.write(#"{"time":""#)
         time.appendNow(into: &out)
         out.write(#"","method":"#)
