@@ -35,6 +35,9 @@ package final class AttestGate: RequestGate {
 
     package let policy: GatewayPolicy
     private let routes: RouteTable
+    /// Per route index, the classification of a passthrough (`mode: off`) route, built once:
+    /// every request on such a route gets a copy (one retain), not a fresh box of strings.
+    private let passthroughClassifications: [GateClassification?]
     private let metrics: any GateMetrics
     /// Per-address token buckets for the anonymous endpoints (process-wide).
     private let endpointLimiter: AddressRateLimiter
@@ -95,6 +98,12 @@ package final class AttestGate: RequestGate {
             ?? AddressRateLimiter(
                 ratePerSecond: policy.limits.challengeRatePerSecond, burst: policy.limits.challengeBurst)
         self.routes = RouteTable(routes: policy.routes)
+        self.passthroughClassifications = policy.routes.indices.map { index in
+            let route = policy.routes[index]
+            guard route.mode == .off else { return nil }
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
+        }
         self.metrics = metrics
         self.policyDocument = PolicyDocumentEndpoint(policy: policy)
         let challenges = IssuedChallenges(
@@ -224,13 +233,9 @@ package final class AttestGate: RequestGate {
         case .route(let found):
             index = found
         }
-        // A passthrough route reads the two fields it needs in place: a copy of the whole
-        // `RoutePolicy` retains every string in it, on every request.
-        if self.routes.routes[index].mode == .off {
-            return GateClassification(
-                routeName: self.routes.routes[index].name, upstream: self.routes.routes[index].upstream,
-                bufferBodyUpTo: nil, routeIndex: index)
-        }
+        // A passthrough route's classification is built once; and a copy of the whole
+        // `RoutePolicy` retains every string in it, so only the enforced path makes one.
+        if let passthrough = self.passthroughClassifications[index] { return passthrough }
         let route = self.routes.routes[index]
         // A DeviceCheck token is checked without the body, like a debug token.
         if head.headers[IdentityHeaders.deviceCheckToken] != nil {
