@@ -195,6 +195,49 @@ extension FakeAppleServer {
         #expect(quiet >= Int(used.timeIntervalSince1970) + RedisStore.lazyRefreshQuietSeconds - 2)
     }
 
+    /// Only an accepted counter moves a key's `risk_next` (the lazy refresh's quiet period).
+    /// Before, the counter script moved it before its revoked and replay checks, so a replay
+    /// that reached the script (inside a `counter_window`, or on an instance whose key cache is
+    /// cold) pushed the refresh a period on, and a replay every period kept the key's metric
+    /// from ever being refreshed.
+    @Test func onlyAnAcceptedCounterMovesTheLazyRefresh() async throws {
+        let redis = try RedisServer.start()
+        defer { redis.shutDown() }
+        let store = RedisStore(url: try RedisURL(parsing: redis.urlString()))
+        defer { store.close() }
+        let keyID = randomToken("key-")
+        let record = "appattest:key:{\(keyID)}"
+        let advance = { (counter: UInt32, window: Int) async -> Result<CounterAdvanceReading, StoreError> in
+            await withCheckedContinuation { continuation in
+                store.advanceCounterReadingRisk(keyID: keyID, to: counter, window: window, lazyRefreshAt: Date()) {
+                    continuation.resume(returning: $0)
+                }
+            }
+        }
+        _ = try redis.command("HSET", record, "counter", "7", "risk_next", "1")
+
+        // Strict: not increasing.
+        #expect(try await advance(7, 0).get().advance == .notIncreasing(stored: 7))
+        #expect(Self.text(try redis.command("HGET", record, "risk_next")) == "1")
+        // Window: below the window, then a position already seen.
+        #expect(try await advance(2, 4).get().advance == .notIncreasing(stored: 7))
+        #expect(try await advance(7, 4).get().advance == .notIncreasing(stored: 7))
+        #expect(Self.text(try redis.command("HGET", record, "risk_next")) == "1")
+        // Revoked.
+        _ = try redis.command("HSET", record, "status", "revoked")
+        #expect(try await advance(8, 0).get().advance == .revoked)
+        #expect(Self.text(try redis.command("HGET", record, "risk_next")) == "1")
+        _ = try redis.command("HDEL", record, "status")
+
+        // Accepted: due, and the quiet period starts.
+        let accepted = try await advance(8, 0).get()
+        #expect(accepted.advance == .advanced)
+        #expect(accepted.risk.refreshDue)
+        let next = try #require(Self.text(try redis.command("HGET", record, "risk_next")).flatMap(Int.init))
+        #expect(next >= Int(Date().timeIntervalSince1970) + RedisStore.lazyRefreshQuietSeconds - 2)
+        #expect(try await advance(9, 0).get().risk.refreshDue == false)
+    }
+
     /// Many due keys, two refreshers (two gateways) sharing Redis and the fake: every key is
     /// asked for once, and the calls stay under `requests_per_second` (the fake's log times).
     /// 400 keys at 40 calls/s (about 10 s), so that the limit binds: on this 2-core machine a

@@ -11,6 +11,8 @@ extension RedisStore {
     /// seen; metric and time '' when unknown; due 1 when `risk_next` is absent or past, in
     /// which case `risk_next` moves to now + quiet period so that only one request per
     /// period asks the caller to wake the refresh), {0, stored} refused (not increasing, or seen / below the window),
+    /// and only an accepted counter moves `risk_next`: a replay, which anyone who saw one
+    /// request can send, must not push the key's refresh back period after period,
     /// {-1} unknown key, {-2} revoked, {-3} stored counter unreadable. The window's seen-map
     /// (`CounterWindow`, field `seen`) is read and written in this same script, so N concurrent
     /// copies of one counter let exactly one through. Strict mode drops a stale map (its
@@ -20,19 +22,21 @@ extension RedisStore {
         """
         local v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next')
         if not v[1] then return {-1} end
-        local due = 0
-        local now = tonumber(ARGV[4] or '')
-        if now then
-          local nxt = tonumber(v[6] or '')
-          if nxt == nil or nxt <= now then
-            due = 1
-            redis.call('HSET', KEYS[1], 'risk_next', tostring(now + tonumber(ARGV[5])))
-          end
-        end
-        local risk = {v[4] or '', v[5] or '', due}
         if v[2] == 'revoked' then return {-2} end
         local h = tonumber(v[1])
         if h == nil then return {-3} end
+        local function accepted(code)
+          local due = 0
+          local now = tonumber(ARGV[4] or '')
+          if now then
+            local nxt = tonumber(v[6] or '')
+            if nxt == nil or nxt <= now then
+              due = 1
+              redis.call('HSET', KEYS[1], 'risk_next', tostring(now + tonumber(ARGV[5])))
+            end
+          end
+          return {code, v[4] or '', v[5] or '', due}
+        end
         local c = tonumber(ARGV[1])
         local n = tonumber(ARGV[2])
         local t = tonumber(ARGV[3]) or 0
@@ -41,7 +45,7 @@ extension RedisStore {
           redis.call('HSET', KEYS[1], 'counter', ARGV[1])
           if v[3] then redis.call('HDEL', KEYS[1], 'seen') end
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
-          return {1, risk[1], risk[2], risk[3]}
+          return accepted(1)
         end
         local s = v[3] or ''
         local len = string.len(s)
@@ -52,14 +56,14 @@ extension RedisStore {
           else s = '1' .. string.rep('0', d - 1) .. string.sub(s, 1, n - d) end
           redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s)
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
-          return {1, risk[1], risk[2], risk[3]}
+          return accepted(1)
         end
         if c < 1 or c <= h - n then return {0, h} end
         local i = h - c + 1
         if string.sub(s, i, i) ~= '0' then return {0, h} end
         redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1))
         if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
-        return {2, risk[1], risk[2], risk[3]}
+        return accepted(2)
         """
     )
 
