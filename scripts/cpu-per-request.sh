@@ -5,10 +5,15 @@
 #                 (tracepoint counters: no ptrace, the process runs at full speed), per request.
 #   instructions: the process under `valgrind --tool=callgrind` (counts instructions, not time),
 #                 counters zeroed after a warm-up, then REQUESTS requests; user-space Ir per request.
-# Usage: scripts/cpu-per-request.sh [syscalls|instructions|cputime|ctxsw|all]   (default all)
+# Usage: scripts/cpu-per-request.sh [syscalls|instructions|tls-instructions|cputime|ctxsw|all]   (default all)
 #   cputime:      user/sys CPU µs per request from /proc/PID/stat (depends on the load; ratio only).
 #   ctxsw:        context switches per request: voluntary + nonvoluntary summed over
 #                 /proc/PID/task/*/status around exactly REQUESTS requests (fixed-requests.py).
+#   tls-instructions: as instructions, both terminating TLS (a P-256 certificate made here;
+#                 nginx `ssl` on 28091, the gateway's `tls:` listener on 28095), load from
+#                 two `wrk -t1 -cCONNS` runs (TLS_SECONDS, default 12, and a third of it): the
+#                 difference of their totals over the difference of their counts, so the CONNS
+#                 full handshakes each wrk run makes drop out.
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
 #      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
@@ -231,4 +236,86 @@ if [ "$WHAT" = instructions ] || [ "$WHAT" = all ]; then
     start_gateway env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no \
         --callgrind-out-file="$WORK/callgrind.out.%p"
     instructions_per_request gateway "$GATEWAY_PID" http://127.0.0.1:28085/
+fi
+
+# TLS keep-alive: user-space instructions per request under callgrind, from two timed wrk runs
+# (wrk is what the bench rows use). Each run connects anew, so each includes CONNS full
+# handshakes; the difference of the two runs divided by the difference of their counts is the
+# steady per-request cost without them.
+callgrind_total() { # dump -> total Ir
+    awk '/^(summary|totals):/ {print $2; exit}' "$1"
+}
+tls_instructions_per_request() { # label pid url
+    local label="$1" pid="$2" url="$3" long="${TLS_SECONDS:-12}" short dump totals=() counts=()
+    short=$(( long / 3 ))
+    for _ in $(seq 600); do curl -skf -o /dev/null "$url" && break; sleep 0.1; done
+    wrk -t1 -c"$CONNS" -d2s "$url" > /dev/null
+    for seconds in "$short" "$long"; do
+        callgrind_control -z "$pid" > /dev/null 2>&1
+        wrk -t1 -c"$CONNS" -d"${seconds}s" "$url" > "$WORK/$label.$seconds.wrk"
+        callgrind_control -d "$pid" > /dev/null 2>&1
+        sleep 0.5
+        dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
+        totals+=("$(callgrind_total "$dump")")
+        counts+=("$(requests_of "$WORK/$label.$seconds.wrk")")
+    done
+    echo "## $label (TLS keep-alive, $CONNS connections): runs of ${counts[0]} and ${counts[1]} requests, $CONNS full handshakes each"
+    awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
+        printf "  %10.0f instructions per request, handshakes excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
+        printf "  %10.0f per request of the longer run, its handshakes included\n", b / m }'
+    python3 "$ROOT/scripts/callgrind-top.py" "$dump" "${counts[1]}" "${TOP:-25}" | tail -n +2
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label-tls"
+}
+
+if [ "$WHAT" = tls-instructions ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" \
+        -out "$WORK/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
+    pgrep -f "$WORK/nginx-upstream.conf" > /dev/null || start_nginx nginx-upstream
+    wait_http http://127.0.0.1:28080/
+    if [ "$ONLY" != gateway ]; then
+        cat > "$WORK/nginx-tls.conf" << NGINX
+master_process off;
+worker_processes 1;
+pid run/nginx-tls.pid;
+error_log run/nginx-tls.error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 65s;
+    client_body_temp_path run/tls_body;
+    proxy_temp_path run/tls_proxy;
+    fastcgi_temp_path run/tls_fcgi;
+    uwsgi_temp_path run/tls_uwsgi;
+    scgi_temp_path run/tls_scgi;
+    upstream up { server 127.0.0.1:28080; keepalive 64; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:28091 ssl reuseport backlog=4096;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    }
+}
+NGINX
+        start_nginx nginx-tls valgrind --tool=callgrind --compress-strings=no \
+            --callgrind-out-file="$WORK/callgrind.out.%p"
+        tls_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28091/
+    fi
+    cat > "$WORK/policy.yaml" << POLICY
+listen: [{address: "127.0.0.1:28095", tls: {certificate: cert.pem, private_key: key.pem}}]
+store: memory
+app_ids: ["ABCDE12345.com.example.app"]
+upstreams:
+  bench: { url: "http://127.0.0.1:28080", max_connections: 64 }
+routes:
+  - name: passthrough
+    match: { path_prefix: / }
+    upstream: bench
+    mode: off
+POLICY
+    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
+    start_gateway env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no \
+        --callgrind-out-file="$WORK/callgrind.out.%p"
+    tls_instructions_per_request gateway "$GATEWAY_PID" https://127.0.0.1:28095/
 fi
