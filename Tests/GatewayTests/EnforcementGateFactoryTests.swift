@@ -103,4 +103,21 @@ import Verification
         )
         #expect(registry.render().contains("attest_gateway_verdicts_total{route=\"premium\",verdict=\"verified\"} 3"))
     }
+
+    /// The passthrough path counts by the route's index in the policy: the same series as by
+    /// name, and an index the metrics do not know falls back to the name.
+    @Test func verdictsByRouteIndexLandInTheRoutesSeries() {
+        let registry = MetricsRegistry()
+        let metrics = GatewayGateMetrics(registry: registry, routeNames: ["premium", "api"])
+        metrics.requestDecided(routeIndex: 1, route: "api", verdict: .skipped)
+        metrics.requestDecided(routeIndex: 1, route: "api", verdict: .skipped)
+        metrics.requestDecided(route: "api", verdict: .skipped)
+        metrics.requestDecided(routeIndex: 0, route: "premium", verdict: .verified)
+        metrics.requestDecided(routeIndex: 7, route: "later", verdict: .skipped)
+        let text = registry.render()
+        #expect(text.contains("attest_gateway_verdicts_total{route=\"api\",verdict=\"skipped\"} 3"))
+        #expect(text.contains("attest_gateway_verdicts_total{route=\"premium\",verdict=\"verified\"} 1"))
+        #expect(text.contains("attest_gateway_verdicts_total{route=\"premium\",verdict=\"skipped\"} 0"))
+        #expect(text.contains("attest_gateway_verdicts_total{route=\"later\",verdict=\"skipped\"} 1"))
+    }
 }

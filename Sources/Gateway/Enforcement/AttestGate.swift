@@ -351,7 +351,7 @@ package final class AttestGate: RequestGate {
         // The route is read in place (see `classify`).
         switch self.routes.routes[index].mode {
         case .off:
-            self.metrics.requestDecided(route: self.routes.routes[index].name, verdict: .skipped)
+            self.metrics.requestDecided(routeIndex: index, route: self.routes.routes[index].name, verdict: .skipped)
             let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
             completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
         case .enforce, .monitor:

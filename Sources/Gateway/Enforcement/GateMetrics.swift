@@ -6,6 +6,9 @@
 package protocol GateMetrics: Sendable {
     /// One request decided by the gate: its route name (`-` when none) and verdict.
     func requestDecided(route: String, verdict: AttestVerdict)
+    /// The same, for the route at `routeIndex` of the policy the metrics were made for (the
+    /// passthrough path: no lookup by name).
+    func requestDecided(routeIndex: Int, route: String, verdict: AttestVerdict)
     /// One call of the attest endpoint: `verified` or the failure code (`nonce_mismatch`, ...).
     func attestation(result: String)
     /// One challenge issued by the challenge endpoint.
@@ -44,6 +47,12 @@ extension GateMetrics {
     package func deviceCheckDecided(stage: DeviceCheckStage, result: String) {}
     package func attestReceipt(outcome: String) {}
     package func riskMetricJudged(route: String, outcome: String) {}
+}
+
+extension GateMetrics {
+    package func requestDecided(routeIndex: Int, route: String, verdict: AttestVerdict) {
+        self.requestDecided(route: route, verdict: verdict)
+    }
 }
 
 /// Metrics that go nowhere (tools, tests that do not look at metrics).

@@ -29,6 +29,8 @@ package final class GatewayGateMetrics: GateMetrics {
     private let limitRefusals: CounterFamily
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
+    /// The same counters by the policy's route index (`routeNames`' order).
+    private let routeHandlesByIndex: [[Counter]]
     /// Category value → counter for every named category, resolved once (no lock per request).
     private let categoryHandles: [UInt32: Counter]
     private let categoryOther: Counter
@@ -131,12 +133,24 @@ package final class GatewayGateMetrics: GateMetrics {
             handles[route] = AttestVerdict.gateVerdicts.map { verdicts.labels(route, $0.rawValue) }
         }
         self.routeHandles = handles
+        self.routeHandlesByIndex = routeNames.map { handles[$0] ?? [] }
     }
 
     package func attestReceipt(outcome: String) { self.attestReceipts.labels(outcome).increment() }
 
     package func riskMetricJudged(route: String, outcome: String) {
         self.riskJudgements.labels(route, outcome).increment()
+    }
+
+    package func requestDecided(routeIndex: Int, route: String, verdict: AttestVerdict) {
+        if routeIndex >= 0, routeIndex < self.routeHandlesByIndex.count,
+            let index = AttestVerdict.gateVerdicts.firstIndex(of: verdict),
+            index < self.routeHandlesByIndex[routeIndex].count
+        {
+            self.routeHandlesByIndex[routeIndex][index].increment()
+        } else {
+            self.requestDecided(route: route, verdict: verdict)
+        }
     }
 
     package func requestDecided(route: String, verdict: AttestVerdict) {
