@@ -65,8 +65,9 @@ nginx_worker() { # master pid
     echo "$worker"
 }
 
-cat > "$WORK/policy.yaml" <<EOF
-listen: 127.0.0.1:28085
+write_policy() { # listen value
+    cat > "$WORK/policy.yaml" <<EOF
+listen: $1
 store: memory
 app_ids: ["ABCDE12345.com.example.app"]
 upstreams:
@@ -77,6 +78,8 @@ routes:
     upstream: bench
     mode: off
 EOF
+}
+write_policy 127.0.0.1:28085
 ACCESS_FLAG=""
 [ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
 start_gateway() { # [prefix command...]
@@ -302,18 +305,7 @@ NGINX
             --callgrind-out-file="$WORK/callgrind.out.%p"
         tls_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28091/
     fi
-    cat > "$WORK/policy.yaml" << POLICY
-listen: [{address: "127.0.0.1:28095", tls: {certificate: cert.pem, private_key: key.pem}}]
-store: memory
-app_ids: ["ABCDE12345.com.example.app"]
-upstreams:
-  bench: { url: "http://127.0.0.1:28080", max_connections: 64 }
-routes:
-  - name: passthrough
-    match: { path_prefix: / }
-    upstream: bench
-    mode: off
-POLICY
+    write_policy '[{address: "127.0.0.1:28095", tls: {certificate: cert.pem, private_key: key.pem}}]'
     gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
     start_gateway env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no \
         --callgrind-out-file="$WORK/callgrind.out.%p"
