@@ -38,22 +38,11 @@ final class RedisClusterFixture: @unchecked Sendable {
         var tlsPorts: [UInt16: UInt16] = [:]
         func startNode(_ arguments: [String]) throws -> RedisServer {
             guard tls else { return try RedisServer.start(extraArguments: arguments) }
-            let pki = TLSTestPKI.shared
+            // The bus always asks the connecting node for a certificate (whatever
+            // `tls-auth-clients` says): nodes present the client leaf to each other.
             let (server, tlsPort) = try RedisServer.startWithTLSPort(arguments) { tlsPort in
-                [
-                    "--tls-port", String(tlsPort),
-                    "--tls-cert-file", pki.ecdsa.certificateChainPath,
-                    "--tls-key-file", pki.ecdsa.privateKeyPath,
-                    // The bus always asks the connecting node for a certificate, and
-                    // the server leaf is for serverAuth only: nodes present the test
-                    // client certificate when they connect to each other.
-                    "--tls-client-cert-file", pki.client.certificateChainPath,
-                    "--tls-client-key-file", pki.client.privateKeyPath,
-                    "--tls-ca-cert-file", pki.caCertificate,
-                    "--tls-auth-clients", "no",
-                    "--tls-cluster", "yes",
-                    "--tls-replication", "yes",
-                ]
+                RedisServer.tlsNodeArguments(tlsPort: tlsPort, authenticatesClients: false)
+                    + ["--tls-cluster", "yes"]
             }
             tlsPorts[server.port] = tlsPort
             return server
@@ -233,21 +222,10 @@ final class RedisSentinelFixture: @unchecked Sendable {
     /// The port the sentinels and replication know `node` by: its TLS port in TLS mode.
     func announcedPort(_ node: RedisServer) -> UInt16 { self.tlsPorts[node.port] ?? node.port }
 
-    /// The flags of a TLS data node (beside its plain `--port`) listening on `tlsPort`.
+    /// The flags of a TLS data node (beside its plain `--port`) listening on `tlsPort`; a
+    /// replica presents the client leaf to its primary, which checks it.
     static func tlsDataNodeArguments(tlsPort: UInt16) -> [String] {
-        let pki = TLSTestPKI.shared
-        return [
-            "--tls-port", String(tlsPort),
-            "--tls-cert-file", pki.ecdsa.certificateChainPath,
-            "--tls-key-file", pki.ecdsa.privateKeyPath,
-            // The server leaf is for serverAuth only: a replica presents the client leaf
-            // when it connects to its primary (`tls-auth-clients yes` checks it).
-            "--tls-client-cert-file", pki.client.certificateChainPath,
-            "--tls-client-key-file", pki.client.privateKeyPath,
-            "--tls-ca-cert-file", pki.caCertificate,
-            "--tls-auth-clients", "yes",
-            "--tls-replication", "yes",
-        ]
+        RedisServer.tlsNodeArguments(tlsPort: tlsPort, authenticatesClients: true)
     }
 
     /// The client certificate the store shows in TLS mode (`tls-auth-clients yes` everywhere).
@@ -443,6 +421,23 @@ final class SentinelProcess: @unchecked Sendable {
 }
 
 extension RedisServer {
+    /// The TLS flags of a test node listening with TLS on `tlsPort`: the test PKI's `ecdsa`
+    /// leaf for 127.0.0.1, and the client leaf for the node's own outgoing TLS connections
+    /// (replication, the cluster bus), since the server leaf is for serverAuth only.
+    static func tlsNodeArguments(tlsPort: UInt16, authenticatesClients: Bool) -> [String] {
+        let pki = TLSTestPKI.shared
+        return [
+            "--tls-port", String(tlsPort),
+            "--tls-cert-file", pki.ecdsa.certificateChainPath,
+            "--tls-key-file", pki.ecdsa.privateKeyPath,
+            "--tls-client-cert-file", pki.client.certificateChainPath,
+            "--tls-client-key-file", pki.client.privateKeyPath,
+            "--tls-ca-cert-file", pki.caCertificate,
+            "--tls-auth-clients", authenticatesClients ? "yes" : "no",
+            "--tls-replication", "yes",
+        ]
+    }
+
     /// A redis-server with `arguments` plus `tlsArguments(tlsPort)` on a free TLS port; up to
     /// three tries, since a port found free may be taken before the server binds it.
     static func startWithTLSPort(
