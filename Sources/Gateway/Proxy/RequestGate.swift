@@ -23,15 +23,9 @@ package protocol RequestGate: Sendable {
 
 package struct GateClassification: Sendable {
     /// Route name for logs and metrics ("-" when none matched).
-    package var routeName: String {
-        get { self.names.routeName }
-        set { self.names = Names(routeName: newValue, upstream: self.upstream, client: self.client) }
-    }
+    package var routeName: String { self.names.routeName }
     /// Upstream name to forward to; nil when the gateway answers itself (endpoints, no route).
-    package var upstream: String? {
-        get { self.names.upstream }
-        set { self.names = Names(routeName: self.routeName, upstream: newValue, client: self.client) }
-    }
+    package var upstream: String? { self.names.upstream }
     /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
     /// nil = stream the body; `decide` is called with the head only.
     package var bufferBodyUpTo: Int?
@@ -50,14 +44,11 @@ package struct GateClassification: Sendable {
     }
     /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
     /// a gradual rollout's arm when the request carries no key ID).
-    package var client: String {
-        get { self.names.client }
-        set { self.names = Names(routeName: self.routeName, upstream: self.upstream, client: newValue) }
-    }
+    package var client: String { self.names.client }
 
     /// The strings, boxed and immutable: the connection copies a classification about three
     /// times per request, and a copy is then one retain instead of one per string.
-    private var names: Names
+    private let names: Names
 
     private final class Names: Sendable {
         let routeName: String
