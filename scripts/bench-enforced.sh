@@ -66,6 +66,14 @@
 #      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
 #      STRACE_OUT=file: `strace -c -f` the gateway during round 1's enforced run (syscall counts;
 #      strace slows the gateway, so that round's rates are not comparable)
+#      INSTRUCTIONS=1: instead of the timed rounds, the load-independent count: the gateway runs
+#        under `valgrind --tool=callgrind`; for gateway-off then gateway-enforced, a warm-up,
+#        counters zeroed, INSTR_SECONDS (default 15) of wrk, a dump; prints user-space
+#        instructions per request, the verify's share (inclusive EVP_PKEY_verify), the top
+#        functions, and (enforced - verify) / gateway-off in instructions. Defaults in this mode:
+#        CONNS=8 ENFORCED_KEYS=64 ENFORCED_MAX_RPS=2000 GATEWAY_LOOPS=1, a 4 s warm-up (every key
+#        is used, so cached, before counting); CALLGRIND_KEEP=PATH
+#        keeps the dumps (PATH.<target>).
 # Raw wrk output and rounds.tsv: $BENCH_WORK/enforced-<timestamp>/ (default /tmp/attest-bench).
 set -uo pipefail
 
@@ -73,6 +81,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SHARED_DIR="${SHARED_DIR:-$ROOT/../shared}"
 CONF="$SHARED_DIR/bench/conf"
 THREADS="${THREADS:-1}"
+INSTRUCTIONS="${INSTRUCTIONS:-0}"
+if [ "$INSTRUCTIONS" = 1 ]; then
+    # Under callgrind the gateway runs ~50x slower, one thread at a time: fewer connections
+    # and keys (attesting each one is slow there), assertions for a lower rate, one loop.
+    CONNS="${CONNS:-8}"; ENFORCED_KEYS="${ENFORCED_KEYS:-64}"; ENFORCED_MAX_RPS="${ENFORCED_MAX_RPS:-2000}"
+    GATEWAY_LOOPS="${GATEWAY_LOOPS:-1}"; SHUFFLED=0; LAT_CONNS=0; ROUNDS=1; WARMUP=4
+    DURATION="${INSTR_SECONDS:-15}"
+fi
 CONNS="${CONNS:-32}"
 DURATION="${DURATION:-6}"
 WARMUP="${WARMUP:-1}"
@@ -234,9 +250,21 @@ routes:
     upstream: bench
     mode: off
 EOF
-"$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
+GATEWAY_PREFIX=()
+if [ "$INSTRUCTIONS" = 1 ]; then
+    command -v valgrind > /dev/null || die "valgrind not installed (INSTRUCTIONS=1)"
+    # dispatchMain() under valgrind 3.19 needs the sigsuspend shim (see the .c file).
+    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl \
+        || die "building the sigsuspend shim failed"
+    # valgrind 3.19 cannot read the DWARF 5 the Swift toolchain writes: a copy without it.
+    strip --strip-debug -o "$WORK/attest-gateway" "$BIN" || die "strip --strip-debug failed"
+    BIN="$WORK/attest-gateway"
+    GATEWAY_PREFIX=(env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no
+        --callgrind-out-file="$WORK/callgrind.out.%p")
+fi
+"${GATEWAY_PREFIX[@]}" "$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
 GW_PID=$!; STARTED_PIDS+=("$GW_PID")
-for _ in $(seq 100); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
 grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
 echo "# store ${ENFORCED_STORE:-redis}; pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID ($GATEWAY_LOOPS loop(s), access log to /dev/null); $(nproc) cpus"
 
@@ -416,6 +444,45 @@ TARGETS+=("gateway-enforced http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH $GW_PID
 if [ "$LAT_CONNS" -gt 0 ]; then
     TARGETS+=("nginx-proxy-c$LAT_CONNS http://127.0.0.1:18081/v1/bench $NGX_PID $LAT_CONNS")
     TARGETS+=("gateway-enforced-c$LAT_CONNS http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH $GW_PID $LAT_CONNS")
+fi
+# INSTRUCTIONS=1: user-space instructions per request under callgrind, no timed rounds.
+instructions_row() { # label url -> "<requests> <total Ir> <EVP_PKEY_verify inclusive Ir>"
+    local label="$1" url="$2" raw="$OUT/$1.instructions.txt" dump requests non2xx
+    run_wrk "$label" "$url" "$WARMUP" /dev/null "$CONNS"
+    callgrind_control -z "$GW_PID" > /dev/null 2>&1 || die "callgrind_control -z failed"
+    run_wrk "$label" "$url" "$DURATION" "$raw" "$CONNS"
+    callgrind_control -d "$GW_PID" > /dev/null 2>&1 || die "callgrind_control -d failed"
+    sleep 0.5
+    requests=$(awk '/requests in/{print $1}' "$raw")
+    non2xx=$(awk '/Non-2xx/{print $NF}' "$raw")
+    [ -n "$requests" ] && [ "$requests" -gt 0 ] || die "$label: wrk sent no request: $(cat "$raw")"
+    [ -z "$non2xx" ] && [ "${LAST_MISSING:-0}" = 0 ] \
+        || die "$label: ${non2xx:-0} non-2xx answers, ${LAST_MISSING:-0} requests without an assertion: not a valid count"
+    dump="$(ls -t "$WORK"/callgrind.out."$GW_PID".* | head -n1)"
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label"
+    {
+        echo "## $label: $requests requests over $CONNS connections under callgrind"
+        python3 "$ROOT/scripts/callgrind-top.py" "$dump" "$requests" "${TOP:-25}"
+        echo "## $label: inclusive, per request"
+        python3 "$ROOT/scripts/callgrind-top.py" "$dump" "$requests" 8 \
+            '^(EVP_PKEY_verify|EVP_Digest|EVP_DigestFinal_ex|d2i_ECDSA_SIG|EVP_PKEY_CTX_dup|EVP_PKEY_CTX_free)$'
+    } > "$OUT/$label.top.txt"
+    cat "$OUT/$label.top.txt" >&2
+    echo "$requests $(python3 "$ROOT/scripts/callgrind-top.py" "$dump" 1 1 '^EVP_PKEY_verify$' --totals)"
+}
+if [ "$INSTRUCTIONS" = 1 ]; then
+    off=($(instructions_row gateway-off "http://127.0.0.1:$GATEWAY_PORT/bench-off"))
+    enf=($(instructions_row gateway-enforced "http://127.0.0.1:$GATEWAY_PORT$ENFORCED_PATH"))
+    awk -v on="${off[0]}" -v ot="${off[1]}" -v en="${enf[0]}" -v et="${enf[1]}" -v ev="${enf[2]}" 'BEGIN {
+        off = ot / on; enf = et / en; verify = ev / en
+        printf "user-space instructions per request (callgrind; gateway-off %d requests, enforced %d):\n", on, en
+        printf "  gateway-off       %10.0f\n", off
+        printf "  gateway-enforced  %10.0f\n", enf
+        printf "    of which EVP_PKEY_verify (inclusive) %10.0f\n", verify
+        printf "    the rest                             %10.0f  (%+.0f over gateway-off)\n", enf - verify, enf - verify - off
+        printf "  (enforced - verify) / gateway-off, in instructions: %.2f\n", (enf - verify) / off
+    }' | tee "$OUT/instructions.txt"
+    exit 0
 fi
 printf 'round\ttarget\trps\tp50_ms\tp99_ms\terrs\tcpu_us_per_req\tup_us_per_req\tredis_us_per_req\tload1\tst_pct\twrk_us_per_req\tbusy_pct\n' > "$OUT/rounds.tsv"
 printf 'round\topenssl_verify_per_s\tload1\n' > "$OUT/openssl.tsv"

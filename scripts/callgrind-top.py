@@ -4,7 +4,9 @@
 callgrind_annotate 3.19 attributes everything to `clone` in a dump taken after
 `callgrind_control -z`, so this reads the file itself: a cost line belongs to the current `fn=`
 unless it follows a `calls=` line (then it is the call's inclusive cost).
-Usage: callgrind-top.py FILE REQUESTS [TOP]  (Swift names demangled with `swift demangle` when found)."""
+Usage: callgrind-top.py FILE REQUESTS [TOP [REGEX [--totals]]]  (Swift names demangled with
+`swift demangle` when found). With REGEX: inclusive costs of the functions it matches. With
+--totals: one line, "<all instructions> <inclusive instructions of the matches, summed>"."""
 import re
 import shutil
 import subprocess
@@ -50,6 +52,10 @@ def main() -> None:
                 if line.startswith("cfn="):
                     resolve(line[4:].strip())
     total = sum(self_cost.values())
+    if len(sys.argv) > 5 and sys.argv[5] == "--totals":
+        pattern = re.compile(sys.argv[4])
+        print(total, sum(v for k, v in inclusive.items() if pattern.search(k)))
+        return
     if len(sys.argv) > 4:  # inclusive costs of the functions whose names match this regex
         pattern = re.compile(sys.argv[4])
         rows = sorted(((k, v) for k, v in inclusive.items() if pattern.search(k)), key=lambda kv: -kv[1])[:top]

@@ -117,6 +117,24 @@ import Testing
         #expect(second.starts(with: Array("*2\r\n$4\r\nECHO\r\n$1234\r\n".utf8)))
     }
 
+    @Test func writerAppendsAfterWhatTheBufferHoldsAndWritesEveryLengthInDecimal() {
+        var output = Array("PING-left-over".utf8)
+        var expected = "PING-left-over"
+        // Lengths with 1 to 5 digits, and an argument count of 12 (two digits).
+        let arguments = [0, 9, 10, 99, 100, 999, 1000, 12345, 1, 2, 3, 4].map {
+            [UInt8](repeating: UInt8(ascii: "a"), count: $0)
+        }
+        for round in 0..<3 {
+            RESPWriter.append(arguments, to: &output)
+            expected +=
+                "*12\r\n" + arguments.map { "$\($0.count)\r\n\(String(decoding: $0, as: UTF8.self))\r\n" }.joined()
+            #expect(String(decoding: output, as: UTF8.self) == expected, "after \(round + 1) command(s)")
+        }
+        for value in [0, 7, 10, 65_535, 4_294_967_295] {
+            #expect(RESPWriter.decimalBytes(value) == Array(String(value).utf8))
+        }
+    }
+
     @Test func writerOutputReadsBackThroughHiredis() throws {
         var output: [UInt8] = []
         let arguments: [[UInt8]] = [

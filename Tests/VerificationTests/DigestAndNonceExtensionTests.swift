@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Verification
@@ -15,6 +16,18 @@ import Testing
         #expect(
             SHA256.hash(Array("abc".utf8)).hexString
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    @Test func hexStringIsLowerCaseTwoDigitsPerByteForAnyCollection() {
+        let bytes: [UInt8] = [0x00, 0x09, 0x0a, 0x0f, 0x10, 0x7f, 0xa5, 0xff]
+        #expect(bytes.hexString == "00090a0f107fa5ff")
+        #expect(bytes[2..<5].hexString == "0a0f10")
+        #expect(bytes.prefix(1).hexString == "00")
+        #expect(bytes.reversed().hexString == "ffa57f100f0a0900")
+        #expect([UInt8]().hexString.isEmpty)
+        let all = (0...255).map { UInt8($0) }.hexString
+        #expect(all.utf8.count == 512)
+        #expect(all == (0...255).map { String(format: "%02x", $0) }.joined())
     }
 
     static let nonce = [UInt8](repeating: 0xab, count: 32)

@@ -263,18 +263,24 @@ package final class AttestGate: RequestGate {
         // Credentials are checked before the body: a request that cannot verify reserves no
         // body bytes. A fully enforced route refuses it here; monitor (and the monitored arm
         // of a gradual rollout) forwards it, streamed, and `decide` marks why.
-        if case .failure(let failure) = AssertionCredentials.decode(head) {
+        let credentials: AssertionCredentials
+        switch AssertionCredentials.decode(head) {
+        case .failure(let failure):
             if route.mode == .enforce && route.enforcePercent >= 100 {
                 return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
             }
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
                 client: client)
+        case .success(let decoded):
+            credentials = decoded
         }
-        // Both bindings need the whole body: its digest (request) or the body itself.
+        // Both bindings need the whole body: its digest (request) or the body itself. The
+        // decoded credentials ride along to `decide` (decoding them costs more than the rest
+        // of `classify`).
         return GateClassification(
             routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes, routeIndex: index,
-            client: client)
+            client: client, gateData: credentials)
     }
 
     /// A classification that answers `error` at once; counted and (limits) logged here.
@@ -357,7 +363,7 @@ package final class AttestGate: RequestGate {
         case .enforce, .monitor:
             self.protectedRequests.verify(
                 head, body: body ?? [], route: self.routes.routes[index], client: classification.client,
-                completion: completion)
+                credentials: classification.gateData as? AssertionCredentials, completion: completion)
         }
     }
 

@@ -15,10 +15,13 @@ package enum ClientData {
     /// Version tag and first line of every canonical clientData.
     package static let versionTag = "appattest-v1"
 
+    /// hex(SHA256("")): most protected requests (GET, DELETE) have no body.
+    package static let emptyBodyDigest = SHA256.hash([]).hexString
+
     /// The UTF-8 bytes of the canonical clientData. `target` is the request-target
     /// exactly as received (path and query, no normalisation); `method` as received.
     package static func canonical(method: String, target: String, body: [UInt8], challenge: String) -> [UInt8] {
-        let digest = SHA256.hash(body).hexString
+        let digest = body.isEmpty ? Self.emptyBodyDigest : SHA256.hash(body).hexString
         var out = [UInt8]()
         out.reserveCapacity(
             Self.versionTag.utf8.count + method.utf8.count + target.utf8.count + digest.utf8.count

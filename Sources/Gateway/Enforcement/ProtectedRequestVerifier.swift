@@ -88,12 +88,14 @@ final class ProtectedRequestVerifier: Sendable {
     }
 
     /// Verifies `head` with its whole `body` on the route as configured; `client` is the
-    /// client's address key (a gradual rollout's arm when the request carries no key ID).
+    /// client's address key (a gradual rollout's arm when the request carries no key ID);
+    /// `credentials` are the head's, when the caller already decoded them (else decoded here).
     func verify(
         _ head: HTTPRequestHead,
         body: [UInt8],
         route configured: RoutePolicy,
         client: String,
+        credentials decoded: AssertionCredentials? = nil,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = ContinuousClock.now
@@ -123,7 +125,7 @@ final class ProtectedRequestVerifier: Sendable {
             return
         }
         let credentials: AssertionCredentials
-        switch AssertionCredentials.decode(head) {
+        switch decoded.map { .success($0) } ?? AssertionCredentials.decode(head) {
         case .failure(let failure):
             conclude(.failed(failure.error, keyID: failure.keyID))
             return

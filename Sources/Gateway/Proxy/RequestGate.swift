@@ -45,6 +45,9 @@ package struct GateClassification: Sendable {
     /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
     /// a gradual rollout's arm when the request carries no key ID).
     package var client: String { self.names.client }
+    /// What the gate derived from the head in `classify` for its own `decide` (the attest
+    /// gate's decoded credentials), so `decide` does not derive it again. Opaque to the proxy.
+    package var gateData: (any Sendable)? { self.names.gateData }
 
     /// The strings, boxed and immutable: the connection copies a classification about three
     /// times per request, and a copy is then one retain instead of one per string.
@@ -54,19 +57,21 @@ package struct GateClassification: Sendable {
         let routeName: String
         let upstream: String?
         let client: String
+        let gateData: (any Sendable)?
 
-        init(routeName: String, upstream: String?, client: String) {
+        init(routeName: String, upstream: String?, client: String, gateData: (any Sendable)?) {
             self.routeName = routeName
             self.upstream = upstream
             self.client = client
+            self.gateData = gateData
         }
     }
 
     package init(
         routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
-        refusal: GateDecision? = nil, client: String = ""
+        refusal: GateDecision? = nil, client: String = "", gateData: (any Sendable)? = nil
     ) {
-        self.names = Names(routeName: routeName, upstream: upstream, client: client)
+        self.names = Names(routeName: routeName, upstream: upstream, client: client, gateData: gateData)
         self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
         self.routeIndex = routeIndex
         self.refusalBox = refusal.map(Refusal.init)
