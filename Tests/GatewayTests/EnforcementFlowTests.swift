@@ -568,8 +568,11 @@ struct EnforcementHarness {
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         let good = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/a")
-        for name in ["X-App-Attest-Key-Id", "x-app-assertion"] {
+        // Each credential header twice, in any case; the challenge header twice even where the
+        // route needs none (one pass over the fields counts all three).
+        for name in ["X-App-Attest-Key-Id", "x-app-assertion", "X-APP-ATTEST-CHALLENGE"] {
             var head = good
+            if name == "X-APP-ATTEST-CHALLENGE" { head.headers.add(name: "x-app-attest-challenge", value: "AAAA") }
             head.headers.add(name: name, value: "AAAA")
             let decision = await runGate(h.gate, head).1
             #expect(decision.errorCode == "malformed_assertion", "\(name)")

@@ -17,16 +17,35 @@ struct AssertionCredentials: Sendable {
 
     /// The credential headers of `head`, decoded, or why they cannot verify.
     static func decode(_ head: HTTPRequestHead) -> Result<AssertionCredentials, Failure> {
-        guard let keyIDText = head.headers[IdentityHeaders.keyID],
-            let assertionText = head.headers[IdentityHeaders.assertion]
-        else {
+        // One pass over the fields for the three names (the first value of each, and whether
+        // one came twice), instead of a lookup and a count per name.
+        var keyIDText: String? = nil
+        var assertionText: String? = nil
+        var counts = (keyID: 0, assertion: 0, challenge: 0)
+        let fields = head.headers.fields
+        for index in fields.indices {
+            let name = fields[index].name
+            if name.caseInsensitiveEquals(IdentityHeaders.keyID) {
+                counts.keyID += 1
+                if keyIDText == nil { keyIDText = fields[index].value }
+            } else if name.caseInsensitiveEquals(IdentityHeaders.assertion) {
+                counts.assertion += 1
+                if assertionText == nil { assertionText = fields[index].value }
+            } else if name.caseInsensitiveEquals(IdentityHeaders.challenge) {
+                counts.challenge += 1
+            }
+        }
+        guard let keyIDText, let assertionText else {
             let error = EnforcementError(
                 .assertionMissing, "\(IdentityHeaders.keyID) and \(IdentityHeaders.assertion) are required")
             return .failure(Failure(error: error))
         }
         // One value each: with two, which one the gateway checked would be ambiguous.
-        for name in [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.challenge]
-        where IdentityHeaders.occurrences(of: name, in: head.headers) > 1 {
+        let repeated =
+            counts.keyID > 1
+            ? IdentityHeaders.keyID
+            : counts.assertion > 1 ? IdentityHeaders.assertion : counts.challenge > 1 ? IdentityHeaders.challenge : nil
+        if let name = repeated {
             let error = EnforcementError(.malformedAssertion, "\(name) appears more than once")
             return .failure(Failure(error: error))
         }

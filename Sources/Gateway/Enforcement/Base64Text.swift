@@ -42,55 +42,81 @@ package enum Base64Text {
         if utf8[end - 1] == UInt8(ascii: "=") {
             padding = utf8[end - 2] == UInt8(ascii: "=") ? 2 : 1
         }
-        var out = [UInt8]()
-        out.reserveCapacity(count / 4 * 3 - padding)
-        let values = Self.values
-        var index = start
-        let fullEnd = padding == 0 ? end : end - 4
-        while index < fullEnd {
-            let a = values[Int(utf8[index])], b = values[Int(utf8[index + 1])]
-            let c = values[Int(utf8[index + 2])], d = values[Int(utf8[index + 3])]
-            guard (a | b | c | d) & 0xC0 == 0 else { return .invalid }
-            out.append(a << 2 | b >> 4)
-            out.append(b << 4 | c >> 2)
-            out.append(c << 6 | d)
-            index += 4
-        }
-        if padding > 0 {
-            let a = values[Int(utf8[index])], b = values[Int(utf8[index + 1])]
-            guard (a | b) & 0xC0 == 0 else { return .invalid }
-            out.append(a << 2 | b >> 4)
-            if padding == 1 {
-                let c = values[Int(utf8[index + 2])]
-                guard c & 0xC0 == 0 else { return .invalid }
-                out.append(b << 4 | c >> 2)
+        // Written through buffer pointers: appending byte by byte, with the table's bounds
+        // checks, cost ~15 instructions per character (callgrind, BENCHMARKS.md).
+        var valid = true
+        let out = [UInt8](unsafeUninitializedCapacity: count / 4 * 3 - padding) { output, initialized in
+            initialized = 0
+            Self.values.withUnsafeBufferPointer { values in
+                var written = 0
+                var index = start
+                let fullEnd = padding == 0 ? end : end - 4
+                while index < fullEnd {
+                    let a = values[Int(utf8[index])], b = values[Int(utf8[index + 1])]
+                    let c = values[Int(utf8[index + 2])], d = values[Int(utf8[index + 3])]
+                    guard (a | b | c | d) & 0xC0 == 0 else {
+                        valid = false
+                        return
+                    }
+                    output[written] = a << 2 | b >> 4
+                    output[written + 1] = b << 4 | c >> 2
+                    output[written + 2] = c << 6 | d
+                    written += 3
+                    index += 4
+                }
+                if padding > 0 {
+                    let a = values[Int(utf8[index])], b = values[Int(utf8[index + 1])]
+                    guard (a | b) & 0xC0 == 0 else {
+                        valid = false
+                        return
+                    }
+                    output[written] = a << 2 | b >> 4
+                    written += 1
+                    if padding == 1 {
+                        let c = values[Int(utf8[index + 2])]
+                        guard c & 0xC0 == 0 else {
+                            valid = false
+                            return
+                        }
+                        output[written] = b << 4 | c >> 2
+                        written += 1
+                    }
+                }
+                initialized = written
             }
         }
-        return .bytes(out)
+        return valid ? .bytes(out) : .invalid
     }
 
     /// Standard base64 with padding.
     package static func encode(_ bytes: [UInt8]) -> String {
-        let alphabet = Self.alphabet
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= bytes.count {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            out.append(alphabet[Int(value >> 18 & 0x3F)])
-            out.append(alphabet[Int(value >> 12 & 0x3F)])
-            out.append(alphabet[Int(value >> 6 & 0x3F)])
-            out.append(alphabet[Int(value & 0x3F)])
-            index += 3
+        let count = (bytes.count + 2) / 3 * 4
+        return String(unsafeUninitializedCapacity: count) { output in
+            Self.alphabet.withUnsafeBufferPointer { alphabet in
+                bytes.withUnsafeBufferPointer { bytes in
+                    var written = 0
+                    var index = 0
+                    while index + 3 <= bytes.count {
+                        let value =
+                            UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                        output[written] = alphabet[Int(value >> 18 & 0x3F)]
+                        output[written + 1] = alphabet[Int(value >> 12 & 0x3F)]
+                        output[written + 2] = alphabet[Int(value >> 6 & 0x3F)]
+                        output[written + 3] = alphabet[Int(value & 0x3F)]
+                        written += 4
+                        index += 3
+                    }
+                    let rest = bytes.count - index
+                    if rest > 0 {
+                        let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                        output[written] = alphabet[Int(value >> 18 & 0x3F)]
+                        output[written + 1] = alphabet[Int(value >> 12 & 0x3F)]
+                        output[written + 2] = rest == 2 ? alphabet[Int(value >> 6 & 0x3F)] : UInt8(ascii: "=")
+                        output[written + 3] = UInt8(ascii: "=")
+                    }
+                }
+            }
+            return count
         }
-        let rest = bytes.count - index
-        if rest > 0 {
-            let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            out.append(alphabet[Int(value >> 18 & 0x3F)])
-            out.append(alphabet[Int(value >> 12 & 0x3F)])
-            out.append(rest == 2 ? alphabet[Int(value >> 6 & 0x3F)] : UInt8(ascii: "="))
-            out.append(UInt8(ascii: "="))
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -53,10 +53,18 @@ package enum IdentityHeaders {
         let utf8 = name.utf8
         let prefix = Self.reservedPrefix.utf8
         guard utf8.count > prefix.count else { return false }
-        for (x, y) in zip(utf8, prefix) {
-            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-            if lx != y { return false }
+        // Contiguous (every parsed name): compared in place, not through a zip iterator.
+        if let result = utf8.withContiguousStorageIfAvailable({ bytes in
+            prefix.withContiguousStorageIfAvailable { prefixBytes in
+                for index in 0..<prefixBytes.count where HTTPByte.lower(bytes[index]) != prefixBytes[index] {
+                    return false
+                }
+                return true
+            }
+        }), let result {
+            return result
         }
+        for (x, y) in zip(utf8, prefix) where HTTPByte.lower(x) != y { return false }
         return true
     }
 
@@ -135,7 +143,12 @@ package enum IdentityHeaders {
         _ head: HTTPRequestHead, status: Status, identity: Identity? = nil, arm: RolloutArm? = nil
     ) -> HTTPRequestHead {
         var head = head
-        Self.strip(&head.headers)
+        // One new storage with room for every field added (at most 12): stripping in place
+        // copied the shared storage, and each add past its capacity copied it again.
+        var kept: [HTTPField] = []
+        kept.reserveCapacity(head.headers.count + 12)
+        for field in head.headers where !Self.isReserved(field.name) { kept.append(field) }
+        head.headers = HTTPHeaders(kept)
         head.headers.add(name: Self.status, value: status.headerValue)
         if let identity {
             head.headers.add(name: Self.keyID, value: identity.keyID)

@@ -125,7 +125,7 @@ final class ProtectedRequestVerifier: Sendable {
             return
         }
         let credentials: AssertionCredentials
-        switch decoded.map { .success($0) } ?? AssertionCredentials.decode(head) {
+        switch decoded.map({ .success($0) }) ?? AssertionCredentials.decode(head) {
         case .failure(let failure):
             conclude(.failed(failure.error, keyID: failure.keyID))
             return
