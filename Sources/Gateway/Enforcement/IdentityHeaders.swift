@@ -142,39 +142,46 @@ package enum IdentityHeaders {
     package static func forwarded(
         _ head: HTTPRequestHead, status: Status, identity: Identity? = nil, arm: RolloutArm? = nil
     ) -> HTTPRequestHead {
+        // Nothing to strip and only the status to add (a passthrough route): in place, where
+        // the parsed storage usually has room for one more field.
+        if identity == nil && arm == nil && !head.headers.contains(where: { Self.isReserved($0.name) }) {
+            var head = head
+            head.headers.add(name: Self.status, value: status.headerValue)
+            return head
+        }
+        return Self.rebuilt(head, status: status, identity: identity, arm: arm)
+    }
+
+    /// `forwarded` with fields to strip or identity fields to add.
+    @inline(never)
+    private static func rebuilt(
+        _ head: HTTPRequestHead, status: Status, identity: Identity?, arm: RolloutArm?
+    ) -> HTTPRequestHead {
         var head = head
         // One new storage with room for every field added (at most 12): stripping in place
         // copied the shared storage, and each add past its capacity copied it again.
-        var kept: [HTTPField] = []
-        kept.reserveCapacity(head.headers.count + 12)
-        for field in head.headers where !Self.isReserved(field.name) { kept.append(field) }
-        head.headers = HTTPHeaders(kept)
-        head.headers.add(name: Self.status, value: status.headerValue)
+        var fields: [HTTPField] = []
+        fields.reserveCapacity(head.headers.count + 12)
+        for field in head.headers where !Self.isReserved(field.name) { fields.append(field) }
+        func add(_ name: String, _ value: String) { fields.append(HTTPField(name: name, value: value)) }
+        add(Self.status, status.headerValue)
         if let identity {
-            head.headers.add(name: Self.keyID, value: identity.keyID)
-            head.headers.add(name: Self.appID, value: identity.appID)
-            head.headers.add(name: Self.environment, value: identity.environment)
-            head.headers.add(name: Self.counter, value: String(identity.counter))
-            if let category = identity.validationCategory {
-                head.headers.add(name: Self.validationCategory, value: category)
-            }
-            if let version = identity.bundleVersion {
-                head.headers.add(name: Self.bundleVersion, value: version)
-            }
-            if let policy = identity.keyAccessPolicy {
-                head.headers.add(name: Self.keyAccessPolicy, value: policy)
-            }
+            add(Self.keyID, identity.keyID)
+            add(Self.appID, identity.appID)
+            add(Self.environment, identity.environment)
+            add(Self.counter, String(identity.counter))
+            if let category = identity.validationCategory { add(Self.validationCategory, category) }
+            if let version = identity.bundleVersion { add(Self.bundleVersion, version) }
+            if let policy = identity.keyAccessPolicy { add(Self.keyAccessPolicy, policy) }
             if let metric = identity.riskMetric {
-                head.headers.add(name: Self.riskMetric, value: String(metric))
-                if let age = identity.riskMetricAge { head.headers.add(name: Self.riskMetricAge, value: String(age)) }
+                add(Self.riskMetric, String(metric))
+                if let age = identity.riskMetricAge { add(Self.riskMetricAge, String(age)) }
             }
-            if let maximum = identity.riskExceeded {
-                head.headers.add(name: Self.riskExceeded, value: String(maximum))
-            }
+            if let maximum = identity.riskExceeded { add(Self.riskExceeded, String(maximum)) }
         }
-        if let arm {
-            head.headers.add(name: Self.rolloutArm, value: arm.rawValue)
-        }
+        if let arm { add(Self.rolloutArm, arm.rawValue) }
+        // Assigned once complete: a second reference to `fields` would make the next add copy.
+        head.headers = HTTPHeaders(fields)
         return head
     }
 }
