@@ -226,6 +226,39 @@ import Verification
                 "attest_gateway_upstream_errors_total{upstream=\"api\",kind=\"timeout\"} 1"))
     }
 
+    /// After a request read to its end the client has nothing more to send: the gateway closes
+    /// at once (as nginx), not after the client's FIN or the 2 s linger deadline.
+    @Test func aConnectionCloseExchangeClosesWithoutWaitingForTheClient() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1)
+        defer { gateway.stop() }
+        let client = try TestHTTPClient(port: gateway.port)
+        try client.send("GET /close HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        #expect(try client.readResponse().status == 200)
+        // The client keeps its socket open and sends no FIN.
+        let started = ContinuousClock.now
+        #expect(eventually { gateway.server.openConnections == 0 })
+        #expect(ContinuousClock.now - started < .seconds(1))
+        // A FIN, not a reset: the close found the receive queue empty.
+        var byte: UInt8 = 0
+        #expect(recv(client.fd, &byte, 1, 0) == 0)
+    }
+
+    /// When the client may still be sending (here: a request that could not be parsed), the
+    /// gateway half-closes and lingers, so that the client reads the answer, not a reset.
+    @Test func anUnreadRequestIsAnsweredThenLingers() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1)
+        defer { gateway.stop() }
+        let client = try TestHTTPClient(port: gateway.port)
+        try client.send("NOT HTTP AT ALL\r\n\r\n")
+        #expect(try client.readResponse().status == 400)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(gateway.server.openConnections == 1)
+        client.shutdownWrite()
+        #expect(eventually { gateway.server.openConnections == 0 })
+    }
+
     @Test func clientGoneMidBodyReleasesTheUpstreamConnection() throws {
         let upstream = try UpstreamProcess()
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration])

@@ -380,6 +380,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// Output is flushed and the connection must close: half-close our side and discard
     /// what the client still sends for a moment, so that it reads our response instead of
     /// a reset (lingering close, as nginx does).
+    ///
+    /// As nginx's `lingering_close on`, only when the client may still be sending: after a
+    /// request read to its end with nothing behind it, the connection closes at once. Waiting
+    /// for the client's FIN cost every `Connection: close` exchange one more wake-up of the
+    /// loop (3.4 against nginx's 2.3 voluntary context switches per TLS full handshake).
     private func startClosing() {
         if self.client.readClosed {
             self.close("done")
@@ -387,6 +392,20 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         if let upstream = self.upstream { self.releaseUpstream(upstream, reusable: false) }
         self.cancelWaiting()
+        if self.machine.closingAfterCompleteRequest && (self.client.input?.isEmpty ?? true) {
+            switch self.client.discardPending() {
+            case .nothing:
+                // The receive queue is empty, so the close sends a FIN (after a TLS close_notify).
+                self.client.shutdownOutput()
+                self.close("done")
+                return
+            case .endOfFile:
+                self.close("done")
+                return
+            case .discarded:
+                break  // It is still sending: linger.
+            }
+        }
         self.machine.startLingering()
         self.client.shutdownOutput()
         self.updateTimer()

@@ -541,6 +541,13 @@ package struct ProxyConnectionStateMachine: Sendable {
 
     package var isClosed: Bool { self.state == .closed }
 
+    /// Closing after a request that was read to its end (head and whole body): unless it sent
+    /// more after it (the caller checks), the client has nothing left to send.
+    package var closingAfterCompleteRequest: Bool {
+        if case .closing(let request?) = self.state { return request.complete }
+        return false
+    }
+
     /// GET, HEAD, OPTIONS, PUT, DELETE, TRACE (RFC 9110 §9.2.2). A switch: no hashing per request.
     static func isIdempotent(_ method: String) -> Bool {
         switch method {

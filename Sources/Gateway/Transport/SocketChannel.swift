@@ -116,6 +116,39 @@ final class SocketChannel {
         if count < requested && !self.peerSentFIN && self.transport.shortReadDrains { self.mayRead = false }
     }
 
+    /// What the peer had sent beyond the last request, found by `discardPending`.
+    enum PendingInput {
+        /// Nothing: a close now sends a FIN, not a reset.
+        case nothing
+        /// Bytes were read and dropped: the peer is still sending.
+        case discarded
+        /// The peer closed (or the read failed): nothing more will come.
+        case endOfFile
+    }
+
+    /// Reads and drops what the peer has sent. At least one read, whatever `mayRead` says:
+    /// bytes may have arrived after the readiness this turn handled.
+    func discardPending() -> PendingInput {
+        let scratch = self.loop.scratch
+        guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
+        var dropped = false
+        while true {
+            do {
+                switch try self.transport.read(into: base, count: scratch.count) {
+                case .processed(let count):
+                    if count > 0 { dropped = true }
+                case .wouldBlock:
+                    self.readBlocked()
+                    return dropped ? .discarded : .nothing
+                case .endOfFile:
+                    return .endOfFile
+                }
+            } catch {
+                return .endOfFile
+            }
+        }
+    }
+
     private func readBlocked() {
         self.mayRead = false
         if self.transport.waitsForWritable { self.setWriteInterest(true) }
