@@ -129,10 +129,18 @@ final class SocketChannel {
     /// Reads and drops what the peer has sent. At least one read, whatever `mayRead` says:
     /// bytes may have arrived after the readiness this turn handled.
     func discardPending() -> PendingInput {
+        self.drain(readingAtLeastOnce: true)
+    }
+
+    /// Reads and drops input until the socket would block (edge-triggered: while `mayRead`,
+    /// unless `readingAtLeastOnce`) or the peer is done.
+    private func drain(readingAtLeastOnce: Bool) -> PendingInput {
         let scratch = self.loop.scratch
         guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
         var dropped = false
-        while true {
+        var first = readingAtLeastOnce
+        while first || self.mayRead {
+            first = false
             do {
                 switch try self.transport.read(into: base, count: scratch.count) {
                 case .processed(let count):
@@ -147,6 +155,7 @@ final class SocketChannel {
                 return .endOfFile
             }
         }
+        return dropped ? .discarded : .nothing
     }
 
     private func readBlocked() {
@@ -164,20 +173,7 @@ final class SocketChannel {
     /// Reads and discards until the socket would block. Returns false at end of file or on an
     /// error (lingering close: the client's late bytes must not turn our response into a reset).
     func discardInput() -> Bool {
-        let scratch = self.loop.scratch
-        guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
-        while self.mayRead {
-            do {
-                switch try self.transport.read(into: base, count: scratch.count) {
-                case .processed: continue
-                case .wouldBlock: self.readBlocked()
-                case .endOfFile: return false
-                }
-            } catch {
-                return false
-            }
-        }
-        return true
+        self.drain(readingAtLeastOnce: false) != .endOfFile
     }
 
     // MARK: - Writing
