@@ -76,11 +76,7 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 600s;
-    client_body_temp_path run/tls_body;
-    proxy_temp_path run/tls_proxy;
-    fastcgi_temp_path run/tls_fcgi;
-    uwsgi_temp_path run/tls_uwsgi;
-    scgi_temp_path run/tls_scgi;
+$(nginx_temp_paths tls)
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_ciphers $TLS12_CIPHERS;
     ssl_conf_command Ciphersuites $TLS13_SUITES;

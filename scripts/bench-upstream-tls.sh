@@ -41,9 +41,6 @@ bench_scratch upstream-tls
     openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -sha256 -extfile leaf.ext -out leaf.pem
 ) > "$WORK/pki.log" 2>&1 || { cat "$WORK/pki.log" >&2; exit 1; }
 
-temp_paths() { # prefix
-    printf '    client_body_temp_path run/%s_body;\n    proxy_temp_path run/%s_proxy;\n    fastcgi_temp_path run/%s_fcgi;\n    uwsgi_temp_path run/%s_uwsgi;\n    scgi_temp_path run/%s_scgi;\n' "$1" "$1" "$1" "$1" "$1"
-}
 cat > "$WORK/upstream.conf" <<CONF
 # HTTPS upstream: fixed 200 with a 100-byte body (the baseline's answer). 1 worker, no access log.
 worker_processes 1;
@@ -54,7 +51,7 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 65s;
-$(temp_paths ub)
+$(nginx_temp_paths ub)
     server {
         listen 127.0.0.1:18190 ssl reuseport backlog=4096;
         ssl_certificate $WORK/leaf.pem;
@@ -78,7 +75,7 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 65s;
-$(temp_paths px)
+$(nginx_temp_paths px)
     upstream up {
         server 127.0.0.1:18190;
         keepalive 64;

@@ -286,11 +286,7 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 65s;
-    client_body_temp_path run/tls_body;
-    proxy_temp_path run/tls_proxy;
-    fastcgi_temp_path run/tls_fcgi;
-    uwsgi_temp_path run/tls_uwsgi;
-    scgi_temp_path run/tls_scgi;
+$(nginx_temp_paths tls)
     upstream up { server 127.0.0.1:28080; keepalive 64; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:28091 ssl reuseport backlog=4096;

@@ -30,3 +30,9 @@ bench_cleanup() {
     done
     [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
+
+# nginx's temporary-file directives, all under run/ with PREFIX (one nginx per PREFIX in a
+# scratch directory), indented for an http block.
+nginx_temp_paths() { # prefix
+    printf '    client_body_temp_path run/%s_body;\n    proxy_temp_path run/%s_proxy;\n    fastcgi_temp_path run/%s_fcgi;\n    uwsgi_temp_path run/%s_uwsgi;\n    scgi_temp_path run/%s_scgi;\n' "$1" "$1" "$1" "$1" "$1"
+}
