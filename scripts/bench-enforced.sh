@@ -253,14 +253,12 @@ EOF
 GATEWAY_PREFIX=()
 if [ "$INSTRUCTIONS" = 1 ]; then
     command -v valgrind > /dev/null || die "valgrind not installed (INSTRUCTIONS=1)"
-    # dispatchMain() under valgrind 3.19 needs the sigsuspend shim (see the .c file).
-    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl \
-        || die "building the sigsuspend shim failed"
+    . "$ROOT/scripts/bench/common.sh"
+    callgrind_gateway_prefix || die "building the sigsuspend shim failed"
     # valgrind 3.19 cannot read the DWARF 5 the Swift toolchain writes: a copy without it.
     strip --strip-debug -o "$WORK/attest-gateway" "$BIN" || die "strip --strip-debug failed"
     BIN="$WORK/attest-gateway"
-    GATEWAY_PREFIX=(env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no
-        --callgrind-out-file="$WORK/callgrind.out.%p")
+    GATEWAY_PREFIX=("${CALLGRIND_GATEWAY[@]}")
 fi
 "${GATEWAY_PREFIX[@]}" "$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
 GW_PID=$!; STARTED_PIDS+=("$GW_PID")

@@ -234,10 +234,8 @@ if [ "$WHAT" = instructions ] || [ "$WHAT" = all ]; then
             --callgrind-out-file="$WORK/callgrind.out.%p"
         instructions_per_request nginx-proxy "${PIDS[-1]}" http://127.0.0.1:28081/
     fi
-    # dispatchMain() under valgrind 3.19 needs the sigsuspend shim (see the .c file).
-    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
-    start_gateway env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no \
-        --callgrind-out-file="$WORK/callgrind.out.%p"
+    callgrind_gateway_prefix
+    start_gateway "${CALLGRIND_GATEWAY[@]}"
     instructions_per_request gateway "$GATEWAY_PID" http://127.0.0.1:28085/
 fi
 
@@ -302,8 +300,7 @@ NGINX
         tls_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28091/
     fi
     write_policy '[{address: "127.0.0.1:28095", tls: {certificate: cert.pem, private_key: key.pem}}]'
-    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
-    start_gateway env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no \
-        --callgrind-out-file="$WORK/callgrind.out.%p"
+    callgrind_gateway_prefix
+    start_gateway "${CALLGRIND_GATEWAY[@]}"
     tls_instructions_per_request gateway "$GATEWAY_PID" https://127.0.0.1:28095/
 fi

@@ -36,3 +36,12 @@ bench_cleanup() {
 nginx_temp_paths() { # prefix
     printf '    client_body_temp_path run/%s_body;\n    proxy_temp_path run/%s_proxy;\n    fastcgi_temp_path run/%s_fcgi;\n    uwsgi_temp_path run/%s_uwsgi;\n    scgi_temp_path run/%s_scgi;\n' "$1" "$1" "$1" "$1" "$1"
 }
+
+# Sets CALLGRIND_GATEWAY: the command prefix that runs the gateway under callgrind, dumps in
+# $WORK/callgrind.out.<pid>. dispatchMain() under valgrind 3.19 needs the sigsuspend shim
+# (scripts/valgrind-sigsuspend.c), built here into $WORK.
+callgrind_gateway_prefix() {
+    gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl || return 1
+    CALLGRIND_GATEWAY=(env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no
+        --callgrind-out-file="$WORK/callgrind.out.%p")
+}
