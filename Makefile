@@ -53,12 +53,13 @@ release: deps
 
 # Unit, integration (real redis-server, started by the tests) and end-to-end tests.
 # --no-parallel: the loopback and Redis outage tests measure bounded latencies; on a 2-core
-# machine, parallel suites that block threads starve them. Serially the suite takes ~30 s.
+# machine, parallel suites that block threads starve them. scripts/swift-test.sh keeps the whole
+# output in .build/test.log and, on a failure, ends with the failing tests and their first issues.
 # scripts/check-all.sh then runs scripts/checks/*.sh, among them testssl.sh against a TLS
 # listener (~2 min; fails on any finding rated HIGH or CRITICAL).
 test: deps
 	$(SWIFT) build
-	$(SWIFT) test --no-parallel
+	SWIFT=$(SWIFT) bash scripts/swift-test.sh
 	bash scripts/check-all.sh
 
 run: release
