@@ -7,7 +7,7 @@ public enum HMACSHA256 {
     /// The authentication code of `message` under `key`.
     public static func authenticationCode(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var length: UInt32 = 0
-        return [UInt8](unsafeUninitializedCapacity: Self.byteCount) { output, count in
+        return [UInt8](count: Self.byteCount) { output in
             let result = key.withUnsafeBytes { keyBytes in
                 message.withUnsafeBytes { messageBytes in
                     HMAC(
@@ -18,7 +18,6 @@ public enum HMACSHA256 {
             }
             // Fails only on allocation failure inside OpenSSL: not recoverable.
             precondition(result != nil && length == 32, "HMAC-SHA256 failed")
-            count = Self.byteCount
         }
     }
 

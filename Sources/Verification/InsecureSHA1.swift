@@ -10,13 +10,12 @@ public enum Insecure {
 
         public static func hash(_ bytes: [UInt8]) -> [UInt8] {
             var length: UInt32 = 0
-            return [UInt8](unsafeUninitializedCapacity: Self.byteCount) { output, count in
+            return [UInt8](count: Self.byteCount) { output in
                 let ok = bytes.withUnsafeBytes { input in
                     EVP_Digest(input.baseAddress, input.count, output.baseAddress, &length, EVP_sha1(), nil)
                 }
                 // Fails only on allocation failure inside OpenSSL: not recoverable.
                 precondition(ok == 1 && length == UInt32(Self.byteCount), "EVP_Digest(SHA-1) failed")
-                count = Self.byteCount
             }
         }
     }

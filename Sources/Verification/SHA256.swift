@@ -35,11 +35,10 @@ public enum SHA256 {
 
     public static func hash(_ buffer: UnsafeRawBufferPointer) -> [UInt8] {
         var length: UInt32 = 0
-        let out = [UInt8](unsafeUninitializedCapacity: Self.byteCount) { output, count in
+        let out = [UInt8](count: Self.byteCount) { output in
             let ok = EVP_Digest(buffer.baseAddress, buffer.count, output.baseAddress, &length, Self.method.pointer, nil)
             // Fails only on allocation failure inside OpenSSL: not recoverable.
             precondition(ok == 1, "EVP_Digest(SHA-256) failed")
-            count = Self.byteCount
         }
         return out
     }
@@ -49,14 +48,13 @@ public enum SHA256 {
         guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new: out of memory") }
         defer { EVP_MD_CTX_free(ctx) }
         var length: UInt32 = 0
-        return [UInt8](unsafeUninitializedCapacity: Self.byteCount) { output, count in
+        return [UInt8](count: Self.byteCount) { output in
             let ok =
                 EVP_DigestInit_ex2(ctx, Self.method.pointer, nil) == 1
                 && a.withUnsafeBytes({ EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }) == 1
                 && b.withUnsafeBytes({ EVP_DigestUpdate(ctx, $0.baseAddress, $0.count) }) == 1
                 && EVP_DigestFinal_ex(ctx, output.baseAddress, &length) == 1
             precondition(ok, "SHA-256 digest failed")
-            count = Self.byteCount
         }
     }
 }

@@ -98,7 +98,7 @@ final class ProtectedRequestVerifier: Sendable {
         credentials decoded: AssertionCredentials? = nil,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        let started = ContinuousClock.now
+        let started = SystemCalls.monotonicNanoseconds()
         // Gradual rollout: the monitor arm is this request judged as on a monitor route.
         var route = configured
         var arm: RolloutArm? = nil
@@ -330,7 +330,7 @@ final class ProtectedRequestVerifier: Sendable {
                 assertionObject: request.assertion,
                 clientDataHash: request.clientDataHash,
                 publicKey: key.publicKey,
-                appIDs: [key.appID],
+                appID: key.appID,
                 previousCounter: CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow)
             )
         } catch {
@@ -400,27 +400,32 @@ final class ProtectedRequestVerifier: Sendable {
         // The key's fraud-risk fields come back with the counter: no round trip of their own.
         self.store.advanceCounterReadingRisk(
             keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now)
-        ) { [self] reading in
-            let result = reading.map(\.advance)
-            switch result {
+        ) { [self] readingResult in
+            let reading: CounterAdvanceReading
+            switch readingResult {
             case .failure(let error):
                 conclude(.storeFailed(error, operation: "advance_counter", keyID: loggedKeyID))
-            case .success(.advanced), .success(.acceptedOutOfOrder):
+                return
+            case .success(let read):
+                reading = read
+            }
+            switch reading.advance {
+            case .advanced, .acceptedOutOfOrder:
                 self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
-                let risk = (try? reading.get().risk) ?? .unknown
+                let risk = reading.risk
                 if risk.refreshDue { self.fraudRisk.wake(keyID: keyID, now: now) }
                 conclude(self.judgeRisk(risk, identity: identity, route: request.route, now: now, keyID: loggedKeyID))
-            case .success(.notIncreasing(let stored)):
+            case .notIncreasing(let stored):
                 self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
                 let reason =
                     window == 0
                     ? "assertion counter \(counter) is not greater than stored counter \(stored)"
                     : "assertion counter \(counter) was already used, or is not within the window of \(window) counters up to the highest stored \(stored)"
                 conclude(.failed(EnforcementError(.counterReplay, reason), keyID: loggedKeyID))
-            case .success(.unknownKey):
+            case .unknownKey:
                 self.keys.remove(keyID)
                 conclude(.failed(.unknownKey(), keyID: loggedKeyID))
-            case .success(.revoked):
+            case .revoked:
                 self.keys.remove(keyID)
                 conclude(.failed(.revokedKey(), keyID: loggedKeyID))
             }
@@ -443,10 +448,11 @@ final class ProtectedRequestVerifier: Sendable {
         head: HTTPRequestHead,
         route: RoutePolicy,
         arm: RolloutArm?,
-        started: ContinuousClock.Instant,
+        started: UInt64,
         completion: @Sendable (GateDecision) -> Void
     ) {
-        self.metrics.verificationLatency(seconds: Self.seconds(ContinuousClock.now - started))
+        // Monotonic nanoseconds: a `Duration` costs 128-bit arithmetic to convert.
+        self.metrics.verificationLatency(seconds: Double(SystemCalls.monotonicNanoseconds() &- started) / 1e9)
         if case .storeFailed(let error, let operation, _) = outcome {
             self.storeFailures.report(error, operation: operation, route: route.name)
         }
@@ -457,10 +463,5 @@ final class ProtectedRequestVerifier: Sendable {
             self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
         }
         completion(decision)
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -155,7 +155,7 @@ extension ProxyConnection {
             method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
             expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
             bufferedBodyDeadline: classification.bufferBodyUpTo == nil
-                ? nil : requestStart &+ self.snapshot.limits.bufferedBodyTimeout.nanoseconds,
+                ? nil : requestStart &+ self.timeouts.bufferedBody,
             refusal: refusal)
         switch action {
         case .decide:

@@ -79,7 +79,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) var snapshot: ListenerContext.Snapshot
     @exclusivity(unchecked) private var snapshotGeneration: UInt64
     /// The snapshot's limits in nanoseconds, for the per-request timer updates.
-    @exclusivity(unchecked) private var timeouts: Timeouts
+    @exclusivity(unchecked) var timeouts: Timeouts
     /// Of the current snapshot (cleared when it changes).
     @exclusivity(unchecked) private var lastTarget: (name: String, target: UpstreamTarget)?
 
@@ -91,12 +91,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         var synchronousDecision: GateDecision?
     }
 
-    private struct Timeouts {
+    struct Timeouts {
         var keepAliveIdle: UInt64
         var headerRead: UInt64
         var bodyReadIdle: UInt64
         var upstreamConnect: UInt64
         var upstreamResponse: UInt64
+        var bufferedBody: UInt64
 
         init(_ limits: GatewayLimits) {
             self.keepAliveIdle = limits.keepAliveIdleTimeout.nanoseconds
@@ -104,6 +105,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.bodyReadIdle = limits.bodyReadIdleTimeout.nanoseconds
             self.upstreamConnect = limits.upstreamConnectTimeout.nanoseconds
             self.upstreamResponse = limits.upstreamResponseTimeout.nanoseconds
+            self.bufferedBody = limits.bufferedBodyTimeout.nanoseconds
         }
     }
 

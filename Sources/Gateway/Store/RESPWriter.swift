@@ -1,3 +1,5 @@
+import Verification
+
 /// Encodes commands as RESP arrays of bulk strings (`*N\r\n$len\r\narg\r\n…`), appended to
 /// the caller's output buffer: what `redisFormatCommandArgv` does, without a malloc'd
 /// intermediate and its copy. Pure: no I/O.
@@ -68,9 +70,8 @@ enum RESPWriter {
     /// one allocation, no `String` on the way.
     static func decimalBytes(_ value: Int) -> [UInt8] {
         let count = Self.decimalCount(value)
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        return [UInt8](count: count) { buffer in
             if let base = buffer.baseAddress { _ = Self.writeDecimal(value, at: base) }
-            initialized = count
         }
     }
 

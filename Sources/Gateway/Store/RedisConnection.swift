@@ -45,6 +45,11 @@ import Glibc
 package final class RedisConnection: @unchecked Sendable {
     package let url: RedisURL
     package let configuration: RedisConfiguration
+    /// `configuration.commandTimeout`, and how much longer the oldest command may wait before
+    /// the connection counts as stale, in nanoseconds: converted once, not per command
+    /// (`Duration.components` is 128-bit arithmetic, ~190 instructions a call).
+    private let commandTimeoutNanoseconds: UInt64
+    private let staleExtraNanoseconds: UInt64
     package let queue: WorkQueue
     /// The event loop whose queue and epoll the connection uses, if any.
     private let loop: EventLoop?
@@ -121,6 +126,8 @@ package final class RedisConnection: @unchecked Sendable {
         configuration.maxPendingCommands = max(1, configuration.maxPendingCommands)
         configuration.staleConnectionTimeout = max(configuration.staleConnectionTimeout, configuration.commandTimeout)
         self.configuration = configuration
+        self.commandTimeoutNanoseconds = configuration.commandTimeout.nanoseconds
+        self.staleExtraNanoseconds = (configuration.staleConnectionTimeout - configuration.commandTimeout).nanoseconds
         self.scripts = scripts
         self.label = label
         self.loop = loop
@@ -235,7 +242,7 @@ package final class RedisConnection: @unchecked Sendable {
         command.didSubmit()
         command.isTracked = true
         let now = DispatchTime.now().uptimeNanoseconds
-        self.pending.append(command, deadline: now &+ self.configuration.commandTimeout.nanoseconds)
+        self.pending.append(command, deadline: now &+ self.commandTimeoutNanoseconds)
         self.rearmTimer()
     }
 
@@ -555,8 +562,7 @@ package final class RedisConnection: @unchecked Sendable {
         guard let timer = self.timer else { return }
         var next = self.pending.nextDeadline
         if let oldest = self.pending.oldestDeadline {
-            let extra = (self.configuration.staleConnectionTimeout - self.configuration.commandTimeout).nanoseconds
-            next = min(next ?? UInt64.max, oldest &+ extra)
+            next = min(next ?? UInt64.max, oldest &+ self.staleExtraNanoseconds)
         }
         if case .connecting(_, let deadline, _, _) = self.state {
             next = min(next ?? UInt64.max, deadline)
@@ -582,8 +588,7 @@ package final class RedisConnection: @unchecked Sendable {
             command.finish(.timedOut, timeout: self.configuration.commandTimeout)
         }
         if let oldest = self.pending.oldestDeadline {
-            let extra = (self.configuration.staleConnectionTimeout - self.configuration.commandTimeout).nanoseconds
-            if now >= oldest &+ extra, case .ready(let driver) = self.state {
+            if now >= oldest &+ self.staleExtraNanoseconds, case .ready(let driver) = self.state {
                 driver.close(
                     reason:
                         "redis \(driver.endpoint): no reply for \(self.configuration.staleConnectionTimeout.milliseconds) ms, connection reset"

@@ -39,6 +39,32 @@ public struct AssertionVerifier: Sendable {
         appIDs: [AppID],
         previousCounter: UInt32
     ) throws(VerificationError) -> AssertionResult {
+        try self.verify(
+            assertionObject: assertionObject, clientDataHash: clientDataHash, publicKey: publicKey,
+            appIDCount: appIDs.count, matching: { appIDs.matching(rpIDHash: $0) }, previousCounter: previousCounter)
+    }
+
+    /// The same checks against one App ID, the key's own: no array to build per assertion.
+    public func verify(
+        assertionObject: [UInt8],
+        clientDataHash: [UInt8],
+        publicKey: ECPublicKey,
+        appID: AppID,
+        previousCounter: UInt32
+    ) throws(VerificationError) -> AssertionResult {
+        try self.verify(
+            assertionObject: assertionObject, clientDataHash: clientDataHash, publicKey: publicKey,
+            appIDCount: 1, matching: { appID.rpIDHash == $0 ? appID : nil }, previousCounter: previousCounter)
+    }
+
+    private func verify(
+        assertionObject: [UInt8],
+        clientDataHash: [UInt8],
+        publicKey: ECPublicKey,
+        appIDCount: Int,
+        matching: ([UInt8]) -> AppID?,
+        previousCounter: UInt32
+    ) throws(VerificationError) -> AssertionResult {
         let object = try AssertionObject(assertionObject)
         let authData = object.authenticatorData
 
@@ -53,10 +79,10 @@ public struct AssertionVerifier: Sendable {
         }
 
         // 3. rpIdHash == SHA256(App ID).
-        guard let appID = appIDs.matching(rpIDHash: authData.rpIDHash) else {
+        guard let appID = matching(authData.rpIDHash) else {
             throw VerificationError(
                 .appIDMismatch,
-                "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(appIDs.count) App ID(s)")
+                "rpIdHash \(authData.rpIDHash.prefix(8).hexString)… matches none of the \(appIDCount) App ID(s)")
         }
 
         // 4. signCount > stored counter.
