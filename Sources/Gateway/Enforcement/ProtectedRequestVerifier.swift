@@ -32,15 +32,29 @@ final class ProtectedRequestVerifier: Sendable {
     }
 
     /// Everything `verify` derived from the request, carried across store hops.
-    private struct Request: Sendable {
-        var head: HTTPRequestHead
-        var route: RoutePolicy
-        var keyID: String
-        var assertion: [UInt8]
-        var clientDataHash: [UInt8]
+    ///
+    /// A class: each hop's closure captures one reference, where a struct (the head, the
+    /// route and the credentials) was copied field by field, a retain for each.
+    private final class Request: Sendable {
+        let head: HTTPRequestHead
+        let route: RoutePolicy
+        let keyID: String
+        let assertion: [UInt8]
+        let clientDataHash: [UInt8]
         /// Required by the route, present and checked; nil when the route needs none.
-        var challenge: ChallengeTokens.Checked?
+        let challenge: ChallengeTokens.Checked?
 
+        init(
+            head: HTTPRequestHead, route: RoutePolicy, keyID: String, assertion: [UInt8], clientDataHash: [UInt8],
+            challenge: ChallengeTokens.Checked?
+        ) {
+            self.head = head
+            self.route = route
+            self.keyID = keyID
+            self.assertion = assertion
+            self.clientDataHash = clientDataHash
+            self.challenge = challenge
+        }
     }
 
     private let environment: EnvironmentPolicy
