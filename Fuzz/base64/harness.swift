@@ -1,6 +1,7 @@
 // libFuzzer target for `Base64Text` (Sources/Gateway/Enforcement/Base64Text.swift), the decoder
 // of the two credential headers every protected request carries (`X-App-Attest-Key-Id`,
-// `X-App-Assertion`), written through buffer pointers. Built by run.sh from that one file.
+// `X-App-Assertion`), written through buffer pointers. Built by run.sh from that file and the
+// byte-array helper it uses.
 //
 // Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
 //  1. `decode` agrees with `referenceDecode`, written here from the documented rules with another

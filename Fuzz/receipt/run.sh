@@ -15,6 +15,7 @@ WORK=".fuzz/receipt"
 SOURCES=(
   Sources/Verification/VerificationError.swift
   Sources/Verification/SHA256.swift
+  Sources/Verification/ByteArrayWriting.swift
   Sources/Verification/Crypto/OpenSSLErrorQueue.swift
   Sources/Verification/ASN1/*.swift
   Sources/Verification/Receipt/*.swift

@@ -15,6 +15,7 @@ WORK=".fuzz/verification"
 SOURCES=(
   Sources/Verification/VerificationError.swift
   Sources/Verification/SHA256.swift
+  Sources/Verification/ByteArrayWriting.swift
   Sources/Verification/CBOR/*.swift
   Sources/Verification/AppAttest/*.swift
   Sources/Verification/Crypto/*.swift
