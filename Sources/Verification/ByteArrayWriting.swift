@@ -1,5 +1,5 @@
 extension Array where Element == UInt8 {
-    /// `count` bytes, written in place by `body` (which must write all of them).
+    /// `count` bytes, written in place by `body` (zeros where it writes none).
     ///
     /// What `init(unsafeUninitializedCapacity:initializingWith:)` does, but specialised: that
     /// initializer reaches the standard library's unspecialised buffer allocation, which looks
@@ -11,6 +11,9 @@ extension Array where Element == UInt8 {
         // the specialised allocation and a memcpy. Filling a reserved array instead cost ~10
         // instructions per byte (`append(contentsOf: repeatElement(0, count:))`).
         self = try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { buffer in
+            // Zeroed first (a memset), so that a writer that stops early, as the base64 decoder
+            // does on an invalid character, never has uninitialised bytes read.
+            buffer.initialize(repeating: 0)
             try body(buffer)
             return Array(buffer)
         }

@@ -77,7 +77,9 @@ import Testing
         let before = all.filter { $0.sentAt < stoppedAt - 0.05 }
         #expect(!before.isEmpty && before.allSatisfy { $0.result.value == true }, "all succeed before the outage")
         let after = all.filter { $0.sentAt > stopDone + 0.1 }
-        #expect(after.count > 50)
+        // The wait above ends at 50 (it was `> 50` here: a run whose sender stopped right at
+        // 50 failed, seen under load).
+        #expect(after.count >= 50)
         #expect(
             after.allSatisfy { $0.result.error?.kind == .unavailable },
             "fail fast (not time out) once the loss is known"

@@ -14,6 +14,13 @@ import Testing
         #expect(bytes == (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
     }
 
+    @Test func bytesTheWriterLeavesAreZero() {
+        let bytes = [UInt8](count: 2000) { buffer in buffer[7] = 1 }
+        #expect(bytes.count == 2000)
+        #expect(bytes[7] == 1)
+        #expect(bytes.enumerated().allSatisfy { $0.offset == 7 || $0.element == 0 })
+    }
+
     @Test func anErrorFromTheWriterPropagates() {
         struct Refused: Error {}
         #expect(throws: Refused.self) {
