@@ -24,6 +24,11 @@ import Verification
                 appIDs: [AppID(vector.app_id)], previousCounter: vector.previous_counter)
             #expect(result.counter == vector.expected_counter)
             #expect(result.appID == vector.app_id)
+            // The one-App-ID form (the gateway's, no array per request) agrees.
+            let single = try verifier.verify(
+                assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                appID: AppID(vector.app_id), previousCounter: vector.previous_counter)
+            #expect(single == result)
         case "invalid":
             let error = #expect(throws: VerificationError.self) {
                 try verifier.verify(
@@ -33,6 +38,12 @@ import Verification
             if let kind = vector.negative_kind, let code = Self.codeForNegativeKind[kind] {
                 #expect(error?.code == code, "\(vector.id): \(String(describing: error))")
             }
+            let single = #expect(throws: VerificationError.self) {
+                try verifier.verify(
+                    assertionObject: assertion, clientDataHash: clientDataHash, publicKey: key,
+                    appID: AppID(vector.app_id), previousCounter: vector.previous_counter)
+            }
+            #expect(single?.code == error?.code, "\(vector.id): the one-App-ID form")
         default:
             Issue.record("unknown expected_result \(vector.expected_result)")
         }
