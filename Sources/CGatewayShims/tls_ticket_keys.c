@@ -62,7 +62,13 @@ int CGatewayShims_ticket_keys_set(CGatewayShims_ticket_keys *keys, const void *m
 // OpenSSL's ticket key callback contract: encrypting (enc = 1) fills key_name and iv and
 // initialises both contexts, returns 1 (0: issue no ticket); decrypting looks the key up by
 // name, returns 0 (unknown key: full handshake), 1 (use it) or 2 (use it, and issue a new
-// ticket under the current key: the ticket was made with a previous key).
+// ticket under the current key).
+//
+// 2 is returned for a ticket made with a previous key and for every TLS 1.3 resumption, as
+// nginx does: RFC 8446 (section C.4) has clients use a ticket once, and OpenSSL issues a
+// TLS 1.3 resumption its one new ticket only when asked to renew. Answering 1 there left a
+// client that resumed with nothing to resume next time, so its connections alternated
+// between resumed and full handshakes.
 static int ticket_key_callback(SSL *ssl, unsigned char key_name[16], unsigned char *iv, EVP_CIPHER_CTX *cipher,
                                EVP_MAC_CTX *mac, int enc) {
     // Every SSL_CTX a connection may switch to by SNI carries the same ring.
@@ -105,7 +111,7 @@ static int ticket_key_callback(SSL *ssl, unsigned char key_name[16], unsigned ch
             EVP_MAC_CTX_set_params(mac, params) != 1) {
             result = -1;
         } else {
-            result = found == 0 ? 1 : 2;
+            result = (found == 0 && SSL_version(ssl) != TLS1_3_VERSION) ? 1 : 2;
         }
     }
     OPENSSL_cleanse(&key, sizeof(key));

@@ -94,6 +94,38 @@ import Testing
         #expect(outputs[1].contains("Reused, TLSv1.2"), "\(outputs[1])")
     }
 
+    /// RFC 8446 clients use a TLS 1.3 ticket once, so a resumed connection must bring a new one:
+    /// without it, the client's next connection is a full handshake (wrk, like many clients,
+    /// alternated between resumed and full handshakes against the gateway).
+    @Test func tls13ResumptionIssuesAFreshTicketForTheNextConnection() throws {
+        let context = try TLSServerContext(settings: TLSServerSettings(certificate: self.pki.ecdsa))
+        let sessions = (0..<3).map { self.pki.path("s_client-tls13-\($0)-\(UUID().uuidString).pem") }
+        var outputs: [String] = []
+        for index in 0..<3 {
+            var sessionFlags: [String] = []
+            if index > 0 { sessionFlags += ["-sess_in", sessions[index - 1]] }
+            sessionFlags += ["-sess_out", sessions[index]]
+            let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
+            // -ign_eof: read until the server closes, so the tickets sent after the handshake arrive.
+            let client = try TLSTestPKI.run(
+                "/usr/bin/openssl",
+                [
+                    "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-tls1_3",
+                    "-ign_eof", "-CAfile", self.pki.caCertificate,
+                ] + sessionFlags, input: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(server.wait().hasPrefix("ok TLSv1.3"))
+            outputs.append(client.output)
+        }
+        #expect(outputs[0].contains("New, TLSv1.3"), "\(outputs[0])")
+        #expect(outputs[1].contains("Reused, TLSv1.3"), "\(outputs[1])")
+        #expect(outputs[2].contains("Reused, TLSv1.3"), "the ticket from the resumed connection resumes: \(outputs[2])")
+        let first = try? String(contentsOfFile: sessions[0], encoding: .utf8)
+        let second = try? String(contentsOfFile: sessions[1], encoding: .utf8)
+        #expect(first != nil)
+        #expect(second != nil, "the resumed connection received a ticket")
+        #expect(first != second, "a new ticket, not the one just used")
+    }
+
     @Test func tls11IsRefused() throws {
         let context = try TLSServerContext(settings: TLSServerSettings(certificate: self.pki.ecdsa))
         let server = try TLSOneShotServer(serve: Self.serveOneRequest(context))
