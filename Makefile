@@ -6,7 +6,7 @@ SHELL := /bin/bash
 
 SWIFT ?= swift
 APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh
-BENCH_PACKAGES := nginx haproxy wrk
+BENCH_PACKAGES := nginx haproxy wrk gcc
 # The load-independent counts (callgrind; gcc builds the sigsuspend shim valgrind needs).
 INSTRUCTIONS_PACKAGES := valgrind gcc binutils
 # The soak's plot: Debian's matplotlib, for Debian's python3 (/usr/bin/python3).

@@ -10,19 +10,27 @@
 # paired per round with nginx, CPU microseconds of the server's processes per request/handshake:
 #   keep-alive   wrk -t1 -cCONNS over TLS, keep-alive: TLS termination + proxying.
 #   full-hs      wrk -t1 -cHS_CONNS with a `Connection: close` script: a new TCP connection and a
-#                full handshake per request (wrk never offers a session: no resumption).
-#   resumed-hs   HS_CLIENTS parallel `openssl s_time -reuse -www /`: every connection after the
-#                first resumes (TLS 1.3 ticket), one request each.
+#                full handshake per request. wrk keeps a cleanly closed connection's session and
+#                offers it on the next connect, so on its own this row would measure resumptions;
+#                scripts/bench/wrk-tls-sessions.c (LD_PRELOAD, WRK_TLS_SESSIONS=drop) drops the
+#                session at each close, and its count of resumed connections must be 0.
+#   resumed-hs   the same wrk run without dropping: each new connection resumes with the ticket
+#                the last one received (RFC 8446 clients use a ticket once), as an app reconnects;
+#                connections that did not resume (beyond the first of each of the HS_CONNS) are
+#                counted as errors.
 # Then the memory row: RSS growth with IDLE_CONNS idle keep-alive TLS connections (each made one
 # request first; scripts/tls-idle-clients.py, the clients in their own process), gateway first,
 # then nginx's worker, one after the other against the same servers.
 #
-# Env: ROUNDS=3 DURATION=6 WARMUP=1 CONNS=32 HS_CONNS=16 HS_CLIENTS=2 IDLE_CONNS=10000
+# Env: ROUNDS=3 DURATION=6 WARMUP=1 CONNS=32 HS_CONNS=16 IDLE_CONNS=10000
 #      SKIP_IDLE=1, ACCESS_LOG=0 (gateway --no-access-log; default: on, to /dev/null, as in the
 #      passthrough row; nginx's access log is off as in the shared baseline), SHARED_DIR, BIN
 #      (default .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
 #      HANDSHAKE_COST=2000 (full handshakes per client, 2 clients; 0: none), HANDSHAKE_INSTRUCTIONS=0
-#      (N > 0: instructions per handshake under callgrind, gateway beside nginx; ~1 min for 300).
+#      (N > 0: instructions per handshake under callgrind, gateway beside nginx; ~1 min for 300),
+#      HANDSHAKE_ROUNDS=1 (interleaved rounds of the fixed count, medians printed when > 1),
+#      COMPARE_ENV="VAR=value ..." (a second gateway, gateway-b on 18195, started with that
+#      environment and measured in every row beside the first; e.g. an A/B of a setting).
 # Ports: also 18193 (gateway) and 18194 (nginx) under callgrind.
 # Ports: upstream 127.0.0.1:18190, nginx TLS 18191, gateway TLS 18192.
 set -euo pipefail
@@ -35,10 +43,9 @@ DURATION="${DURATION:-6}"
 WARMUP="${WARMUP:-1}"
 CONNS="${CONNS:-32}"
 HS_CONNS="${HS_CONNS:-16}"
-HS_CLIENTS="${HS_CLIENTS:-2}"
 IDLE_CONNS="${IDLE_CONNS:-10000}"
 . "$ROOT/scripts/bench/common.sh"
-bench_requirements bench-tls nginx wrk openssl python3 curl
+bench_requirements bench-tls nginx wrk openssl python3 curl gcc
 [ -d "$CONF" ] || { echo "bench-tls: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
 
 bench_scratch tls-bench
@@ -61,6 +68,9 @@ openssl x509 -req -in "$WORK/leaf.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" 
 # The gateway's TLS settings (Sources/Gateway/Transport/TLS/TLSCipherPolicy.swift), for nginx.
 TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+
+# wrk's session shim (see full-hs above).
+gcc -shared -fPIC -O2 -o "$WORK/wrk-tls-sessions.so" "$ROOT/scripts/bench/wrk-tls-sessions.c" -ldl -lssl
 
 # --- servers -------------------------------------------------------------------------------------
 sed -e 's/18080/18190/' "$CONF/nginx-upstream.conf" > "$WORK/upstream.conf"
@@ -130,21 +140,31 @@ ACCESS_FLAG=""
 [ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
 "$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
 GW_PID=$!; PIDS+=("$GW_PID")
+# COMPARE_ENV: a second gateway (gateway-b, port 18195) with extra environment, in every row.
+URLS="http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/"
+TARGETS="nginx gateway"
+if [ -n "${COMPARE_ENV:-}" ]; then
+    sed 's/127\.0\.0\.1:18192/127.0.0.1:18195/' "$WORK/policy.yaml" > "$WORK/policy-b.yaml"
+    env $COMPARE_ENV "$BIN" serve --config "$WORK/policy-b.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway-b.log" &
+    GWB_PID=$!; PIDS+=("$GWB_PID")
+    URLS="$URLS https://localhost:18195/"
+    TARGETS="$TARGETS gateway-b"
+fi
 
-for url in http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/; do
+for url in $URLS; do
     for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 --cacert "$WORK/ca.pem" "$url" && break; sleep 0.1; done
     code="$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.pem" "$url")"
     [ "$code" = 200 ] || { cat "$WORK/gateway.log" >&2; echo "bench-tls: $url is not up ($code)" >&2; exit 1; }
 done
 NGX_WORKER="$(pgrep -P "$NGX_PID" | head -n1)"
 
-# What each server negotiates with a default OpenSSL client (wrk and s_time use the same library).
+# What each server negotiates with a default OpenSSL client (wrk uses the same library).
 negotiated() { # port
     openssl s_client -connect "127.0.0.1:$1" -servername localhost -CAfile "$WORK/ca.pem" < /dev/null 2>/dev/null \
         | awk '/^New, /{print $2, $NF; exit}'
 }
 echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access log: ${ACCESS_FLAG:-on (to /dev/null)}; ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
-echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes), $HS_CLIENTS x openssl s_time -reuse (resumed); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes: sessions dropped; resumed: each ticket once); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 printf 'wrk.headers["Connection"] = "close"\n' > "$WORK/close.lua"
 CLK_TCK="$(getconf CLK_TCK)"
@@ -166,25 +186,21 @@ run_load() { # row port -> "requests errors"
         out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" --timeout 2s "https://localhost:$port/")
         echo "$(awk '/requests in/{print $1}' <<< "$out") $(awk '/Non-2xx|Socket errors/{n++} END{print n+0}' <<< "$out")"
         ;;
-    full-hs)
-        out=$(wrk -t1 -c"$HS_CONNS" -d"${DURATION}s" --timeout 2s -s "$WORK/close.lua" "https://localhost:$port/")
-        echo "$(awk '/requests in/{print $1}' <<< "$out") $(awk '/Non-2xx|Socket errors/{n++} END{print n+0}' <<< "$out")"
-        ;;
-    resumed-hs)
-        local i total=0 reused=0 files=()
-        for i in $(seq "$HS_CLIENTS"); do
-            openssl s_time -connect "127.0.0.1:$port" -reuse -time "$DURATION" -www / -CAfile "$WORK/ca.pem" \
-                > "$WORK/s_time.$i" 2>&1 &
-            files+=("$WORK/s_time.$i")
-        done
-        wait
-        for f in "${files[@]}"; do
-            # "N connections in T real seconds, B bytes read per connection"
-            total=$(( total + $(awk '/connections in [0-9]+ real seconds/{print $1; exit}' "$f") ))
-            reused=$(( reused + $(tr -cd 'r' < <(sed -n '/starting/,/connections in/p' "$f") | wc -c) ))
-        done
-        # s_time prints 'r' per resumed connection, '*' per new one; count what was not resumed.
-        echo "$total $(( total - reused - HS_CLIENTS > 0 ? total - reused - HS_CLIENTS : 0 ))"
+    full-hs | resumed-hs)
+        # A new connection per request; full-hs drops every session, resumed-hs keeps the last.
+        local report="$WORK/sessions.$row.$(date +%s%N)" mode=keep shut resumed missed
+        [ "$row" = full-hs ] && mode=drop
+        out=$(WRK_TLS_SESSIONS=$mode WRK_TLS_SESSIONS_REPORT="$report" LD_PRELOAD="$WORK/wrk-tls-sessions.so" \
+            wrk -t1 -c"$HS_CONNS" -d"${DURATION}s" --timeout 2s -s "$WORK/close.lua" "https://localhost:$port/")
+        read -r shut resumed < <(awk '/^wrk-tls-sessions:/{print $2, $6}' "$report")
+        # Errors: wrk's error lines, plus a resumed connection in full-hs or, in resumed-hs, one
+        # that did not resume past the first of each connection slot.
+        if [ "$row" = full-hs ]; then
+            missed=$resumed
+        else
+            missed=$(( shut - resumed - HS_CONNS > 0 ? shut - resumed - HS_CONNS : 0 ))
+        fi
+        echo "$(awk '/requests in/{print $1}' <<< "$out") $(( $(awk '/Non-2xx|Socket errors/{n++} END{print n+0}' <<< "$out") + missed ))"
         ;;
     esac
 }
@@ -197,7 +213,7 @@ measure() { # row round label port pid
     result=$(run_load "$row" "$port")
     t1=$(tree_ticks "$pid"); s1=$(date +%s.%N)
     set -- $result
-    [ "${2:-0}" = 0 ] || echo "# warning: $row round $round $label: $2 error line(s) / non-resumed connections" >&2
+    [ "${2:-0}" = 0 ] || echo "# warning: $row round $round $label: $2 error line(s) / connections resumed (full-hs) or not resumed (resumed-hs)" >&2
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$row" "$round" "$label" "${1:-0}" "${2:-0}" \
         "$(awk -v a="$s0" -v b="$s1" 'BEGIN{printf "%.2f", b - a}')" $((t1 - t0)) >> "$WORK/rounds.tsv"
     echo "# $row round $round $label: ${1:-0} in ${DURATION}s" >&2
@@ -208,7 +224,9 @@ for r in $(seq "$ROUNDS"); do
         if [ $((r % 2)) = 1 ]; then
             measure "$row" "$r" nginx 18191 "$NGX_PID"
             measure "$row" "$r" gateway 18192 "$GW_PID"
+            [ -z "${GWB_PID:-}" ] || measure "$row" "$r" gateway-b 18195 "$GWB_PID"
         else
+            [ -z "${GWB_PID:-}" ] || measure "$row" "$r" gateway-b 18195 "$GWB_PID"
             measure "$row" "$r" gateway 18192 "$GW_PID"
             measure "$row" "$r" nginx 18191 "$NGX_PID"
         fi
@@ -222,17 +240,16 @@ hz, duration = float(sys.argv[2]), float(sys.argv[3])
 by = {}
 for row, rnd, target, reqs, errs, secs, ticks in rows:
     reqs = int(reqs)
-    # wrk runs exactly `duration`; s_time stops after its last connection past it (wall clock).
-    seconds = float(secs) if row == "resumed-hs" else duration
+    seconds = duration  # wrk runs exactly `duration`
     by.setdefault(row, {}).setdefault(target, {})[rnd] = dict(
         rate=reqs / seconds, cpu=int(ticks) / hz * 1e6 / max(reqs, 1), errs=int(errs))
-unit = {"keep-alive": "req/s", "full-hs": "handshakes/s", "resumed-hs": "resumed/s"}
+unit = {"keep-alive": "req/s", "full-hs": "full handshakes/s", "resumed-hs": "resumed handshakes/s"}
 print("%-11s %-8s %12s %9s %10s %6s  %s" % ("TLS row", "target", "rate", "rate/ngx", "cpu_us/op", "errs", "per round rate/ngx"))
 for row in ("keep-alive", "full-hs", "resumed-hs"):
     if row not in by:
         continue
     ngx = by[row]["nginx"]
-    for target in ("nginx", "gateway"):
+    for target in [t for t in ("nginx", "gateway", "gateway-b") if t in by[row]]:
         rounds = by[row][target]
         ratios = [rounds[k]["rate"] / ngx[k]["rate"] for k in sorted(rounds, key=int) if ngx[k]["rate"] > 0]
         print("%-11s %-8s %12.0f %9.2f %10.1f %6d  %s" % (
@@ -265,9 +282,30 @@ handshake_cost() { # label port pid
 if [ "${HANDSHAKE_COST:-2000}" -gt 0 ]; then
     HANDSHAKE_COST="${HANDSHAKE_COST:-2000}"
     echo "# full handshakes, fixed count: 2 x $HANDSHAKE_COST, one request each (scripts/tls-handshake-client.py)"
-    printf '%-8s %8s %14s %14s\n' "server" "hs" "cpu_us/hs" "ctxsw/hs"
-    handshake_cost gateway 18192 "$GW_PID"
-    handshake_cost nginx 18191 "$NGX_WORKER"
+    printf '%-9s %8s %14s %14s\n' "server" "hs" "cpu_us/hs" "ctxsw/hs"
+    # HANDSHAKE_ROUNDS interleaved rounds (order rotated every round), then the medians.
+    for r in $(seq "${HANDSHAKE_ROUNDS:-1}"); do
+        order="gateway nginx${GWB_PID:+ gateway-b}"
+        [ $((r % 2)) = 0 ] && order="nginx${GWB_PID:+ gateway-b} gateway"
+        for label in $order; do
+            case "$label" in
+            gateway) handshake_cost gateway 18192 "$GW_PID" ;;
+            nginx) handshake_cost nginx 18191 "$NGX_WORKER" ;;
+            gateway-b) handshake_cost gateway-b 18195 "$GWB_PID" ;;
+            esac
+        done
+    done | tee "$WORK/handshake-cost.txt"
+    if [ "${HANDSHAKE_ROUNDS:-1}" -gt 1 ]; then
+        python3 - "$WORK/handshake-cost.txt" <<'PY'
+import statistics as st, sys
+cpu = {}
+for line in open(sys.argv[1]):
+    label, _, us, _ = line.split()
+    cpu.setdefault(label, []).append(float(us))
+for label in sorted(cpu):
+    print("%-9s median of %d rounds: %.1f cpu_us/hs (rounds: %s)" % (label, len(cpu[label]), st.median(cpu[label]), " ".join("%.0f" % v for v in cpu[label])))
+PY
+    fi
 fi
 if [ "${HANDSHAKE_INSTRUCTIONS:-0}" -gt 0 ]; then
     gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl
