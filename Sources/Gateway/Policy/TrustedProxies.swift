@@ -95,7 +95,11 @@ package enum IPAddressBytes {
     /// The unit a limit counts: an IPv4 address, or an IPv6 /64 (one subscriber's allocation:
     /// an IPv6 client can pick any of 2^64 addresses in it). IPv4-mapped IPv6 counts as IPv4.
     package static func limitKey(_ text: String) -> String {
-        guard text.contains(":"), let bytes = Self.parse(text), bytes.count == 16 else { return text }
+        // The UTF-8 view's contains: `String.contains(":")` resolves to Foundation's NSString
+        // search here, measurable on every accepted connection.
+        guard text.utf8.contains(UInt8(ascii: ":")), let bytes = Self.parse(text), bytes.count == 16 else {
+            return text
+        }
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
             return bytes[12...].map(String.init).joined(separator: ".")
         }
