@@ -158,6 +158,23 @@ for url in $URLS; do
 done
 NGX_WORKER="$(pgrep -P "$NGX_PID" | head -n1)"
 
+# The handshake rows count on wrk's session shim: check, against nginx, that it sees wrk's
+# connections, that wrk resumes when left alone, and that dropping leaves none resumed.
+printf 'wrk.headers["Connection"] = "close"\n' > "$WORK/close.lua"
+shim_check() { # mode -> "connections resumed"
+    local report="$WORK/sessions.check.$1"
+    WRK_TLS_SESSIONS=$1 WRK_TLS_SESSIONS_REPORT="$report" LD_PRELOAD="$WORK/wrk-tls-sessions.so" \
+        wrk -t1 -c2 -d1s -s "$WORK/close.lua" "https://localhost:18191/" > /dev/null 2>&1 || true
+    awk '/^wrk-tls-sessions:/{print $2, $6}' "$report" 2>/dev/null
+}
+read -r kept_n kept_resumed < <(shim_check keep) || true
+read -r dropped_n dropped_resumed < <(shim_check drop) || true
+if [ "${kept_n:-0}" -lt 10 ] || [ "${kept_resumed:-0}" -lt 1 ] || [ "${dropped_n:-0}" -lt 10 ] || [ "${dropped_resumed:-1}" != 0 ]; then
+    echo "bench-tls: wrk's session shim does not work here (kept: ${kept_n:-?} connections, ${kept_resumed:-?} resumed; dropped: ${dropped_n:-?}, ${dropped_resumed:-?} resumed)" >&2
+    exit 1
+fi
+echo "# wrk session shim against nginx, 1 s: ${kept_resumed} of ${kept_n} connections resumed when kept, ${dropped_resumed} of ${dropped_n} when dropped"
+
 # What each server negotiates with a default OpenSSL client (wrk uses the same library).
 negotiated() { # port
     openssl s_client -connect "127.0.0.1:$1" -servername localhost -CAfile "$WORK/ca.pem" < /dev/null 2>/dev/null \
@@ -166,7 +183,6 @@ negotiated() { # port
 echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access log: ${ACCESS_FLAG:-on (to /dev/null)}; ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
 echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes: sessions dropped; resumed: each ticket once); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-printf 'wrk.headers["Connection"] = "close"\n' > "$WORK/close.lua"
 CLK_TCK="$(getconf CLK_TCK)"
 tree_ticks() { # utime+stime of a pid and its children
     local total=0 p f
@@ -192,10 +208,13 @@ run_load() { # row port -> "requests errors"
         [ "$row" = full-hs ] && mode=drop
         out=$(WRK_TLS_SESSIONS=$mode WRK_TLS_SESSIONS_REPORT="$report" LD_PRELOAD="$WORK/wrk-tls-sessions.so" \
             wrk -t1 -c"$HS_CONNS" -d"${DURATION}s" --timeout 2s -s "$WORK/close.lua" "https://localhost:$port/")
-        read -r shut resumed < <(awk '/^wrk-tls-sessions:/{print $2, $6}' "$report")
+        read -r shut resumed < <(awk '/^wrk-tls-sessions:/{print $2, $6}' "$report" 2>/dev/null) || true
         # Errors: wrk's error lines, plus a resumed connection in full-hs or, in resumed-hs, one
-        # that did not resume past the first of each connection slot.
-        if [ "$row" = full-hs ]; then
+        # that did not resume past the first of each connection slot; without a report (wrk did
+        # not load the shim), every request.
+        if [ -z "${resumed:-}" ]; then
+            missed=$(awk '/requests in/{print $1}' <<< "$out")
+        elif [ "$row" = full-hs ]; then
             missed=$resumed
         else
             missed=$(( shut - resumed - HS_CONNS > 0 ? shut - resumed - HS_CONNS : 0 ))
