@@ -142,13 +142,11 @@ ACCESS_FLAG=""
 GW_PID=$!; PIDS+=("$GW_PID")
 # COMPARE_ENV: a second gateway (gateway-b, port 18195) with extra environment, in every row.
 URLS="http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/"
-TARGETS="nginx gateway"
 if [ -n "${COMPARE_ENV:-}" ]; then
     sed 's/127\.0\.0\.1:18192/127.0.0.1:18195/' "$WORK/policy.yaml" > "$WORK/policy-b.yaml"
     env $COMPARE_ENV "$BIN" serve --config "$WORK/policy-b.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway-b.log" &
     GWB_PID=$!; PIDS+=("$GWB_PID")
     URLS="$URLS https://localhost:18195/"
-    TARGETS="$TARGETS gateway-b"
 fi
 
 for url in $URLS; do
