@@ -28,6 +28,8 @@ package final class ProxyMetrics: Sendable {
     /// their TLS handshake finished; reason `timeout`, `client_certificate` (mTLS refused the
     /// client's certificate, or its absence) or `error` (bad ClientHello, protocol, cipher).
     package let tlsHandshakeFailures: CounterFamily
+    /// `attest_gateway_tls_handshakes_total{protocol, resumed}`: completed client handshakes.
+    package let tlsHandshakes: ListenerTLSHandshakeMetrics
     /// `attest_gateway_proxy_protocol_refusals_total{reason}`: connections on a
     /// `proxy_protocol: true` listener closed before HTTP or TLS because their PROXY header was
     /// missing, malformed, late or from a peer outside `trusted_proxies`
@@ -85,6 +87,7 @@ package final class ProxyMetrics: Sendable {
             help:
                 "Client connections closed before their TLS handshake finished, by reason (timeout, client_certificate, error).",
             labelNames: ["reason"])
+        self.tlsHandshakes = ListenerTLSHandshakeMetrics(registry: registry)
         self.proxyProtocolRefusals = registry.counter(
             "attest_gateway_proxy_protocol_refusals_total",
             help: "Connections on a proxy_protocol listener closed because of their PROXY header, by reason.",

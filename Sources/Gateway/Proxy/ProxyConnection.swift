@@ -58,6 +58,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
+    /// The finished handshake has been counted (`attest_gateway_tls_handshakes_total`).
+    @exclusivity(unchecked) private var handshakeRecorded = false
 
     @exclusivity(unchecked) var machine = ProxyConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
@@ -243,14 +245,24 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
     }
 
+    /// Counts the handshake that just finished, by protocol and resumption.
+    private func recordHandshake() {
+        self.handshakeRecorded = true
+        guard let tls = self.client.transport as? TLSTransport else { return }
+        self.server.metrics.tlsHandshakes.handshakeCompleted(protocol: tls.negotiatedProtocol, resumed: tls.isResumed)
+    }
+
     private func updateTimer() {
-        if let handshakeTimeout = self.handshakeTimeout, self.client.transport.isHandshaking {
-            // One deadline from accept for the whole handshake: trickling records do not extend it.
-            if !self.handshakeTimerArmed {
-                self.handshakeTimerArmed = true
-                self.loop.setDeadline(token: self.client.token, after: handshakeTimeout)
+        if let handshakeTimeout = self.handshakeTimeout, !self.handshakeRecorded {
+            if self.client.transport.isHandshaking {
+                // One deadline from accept for the whole handshake: trickling records do not extend it.
+                if !self.handshakeTimerArmed {
+                    self.handshakeTimerArmed = true
+                    self.loop.setDeadline(token: self.client.token, after: handshakeTimeout)
+                }
+                return
             }
-            return
+            self.recordHandshake()
         }
         let kind = self.machine.timer
         // The header timer is not refreshed by trickling bytes (slowloris).

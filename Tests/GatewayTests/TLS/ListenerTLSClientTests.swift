@@ -40,7 +40,47 @@ import Testing
             "\(gateway.metrics.render())", sourceLocation: sourceLocation)
     }
 
+    private static func handshakes(_ gateway: TestGateway, _ version: String, resumed: Bool) -> Int {
+        let prefix = #"attest_gateway_tls_handshakes_total{protocol="\#(version)",resumed="\#(resumed)"} "#
+        let line = gateway.metrics.render().split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { Int($0.dropFirst(prefix.count)) } ?? -1
+    }
+
     // MARK: - Real clients
+
+    /// Each finished handshake is counted by protocol and resumption; a TLS 1.3 client resuming
+    /// twice in a row (each time with the ticket from the connection before) resumes both times.
+    @Test func handshakesAreCountedByProtocolAndResumption() throws {
+        let (gateway, upstream) = try Self.gateway(try Self.listenerTLS())
+        defer { gateway.stop() }
+        _ = upstream
+        let sessions = (0..<3).map { TLSTestPKI.shared.path("listener-session-\($0)-\(UUID().uuidString).pem") }
+        func connect(_ version: String, sessionIn: String?, sessionOut: String) throws -> String {
+            var arguments = [
+                "s_client", "-connect", "127.0.0.1:\(gateway.port)", "-servername", "localhost", version,
+                "-CAfile", TLSTestPKI.shared.caCertificate, "-ign_eof", "-sess_out", sessionOut,
+            ]
+            if let sessionIn { arguments += ["-sess_in", sessionIn] }
+            let client = try TLSTestPKI.run(
+                "/usr/bin/openssl", arguments,
+                input: "GET /count HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(client.output.contains("HTTP/1.1 200"), "\(client.output)")
+            return client.output
+        }
+        let first = try connect("-tls1_3", sessionIn: nil, sessionOut: sessions[0])
+        let second = try connect("-tls1_3", sessionIn: sessions[0], sessionOut: sessions[1])
+        let third = try connect("-tls1_3", sessionIn: sessions[1], sessionOut: sessions[2])
+        let tls12Session = TLSTestPKI.shared.path("listener-tls12-\(UUID().uuidString).pem")
+        _ = try connect("-tls1_2", sessionIn: nil, sessionOut: tls12Session)
+        #expect(first.contains("New, TLSv1.3"), "\(first)")
+        #expect(second.contains("Reused, TLSv1.3"), "\(second)")
+        #expect(third.contains("Reused, TLSv1.3"), "\(third)")
+        #expect(eventually { Self.handshakes(gateway, "TLSv1.3", resumed: true) == 2 }, "\(gateway.metrics.render())")
+        #expect(Self.handshakes(gateway, "TLSv1.3", resumed: false) == 1)
+        #expect(Self.handshakes(gateway, "TLSv1.2", resumed: false) == 1)
+        #expect(Self.handshakes(gateway, "TLSv1.2", resumed: true) == 0)
+        #expect(Self.handshakeFailures(gateway, "error") == 0)
+    }
 
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func opensslClientGetsTheUpstreamsResponse(version: String) throws {
