@@ -159,11 +159,14 @@ NGX_WORKER="$(pgrep -P "$NGX_PID" | head -n1)"
 # The handshake rows count on wrk's session shim: check, against nginx, that it sees wrk's
 # connections, that wrk resumes when left alone, and that dropping leaves none resumed.
 printf 'wrk.headers["Connection"] = "close"\n' > "$WORK/close.lua"
+session_report() { # report file -> "connections resumed" (nothing when the shim wrote none)
+    awk '/^wrk-tls-sessions:/{print $2, $6}' "$1" 2>/dev/null
+}
 shim_check() { # mode -> "connections resumed"
     local report="$WORK/sessions.check.$1"
     WRK_TLS_SESSIONS=$1 WRK_TLS_SESSIONS_REPORT="$report" LD_PRELOAD="$WORK/wrk-tls-sessions.so" \
         wrk -t1 -c2 -d1s -s "$WORK/close.lua" "https://localhost:18191/" > /dev/null 2>&1 || true
-    awk '/^wrk-tls-sessions:/{print $2, $6}' "$report" 2>/dev/null
+    session_report "$report"
 }
 read -r kept_n kept_resumed < <(shim_check keep) || true
 read -r dropped_n dropped_resumed < <(shim_check drop) || true
@@ -206,7 +209,7 @@ run_load() { # row port -> "requests errors"
         [ "$row" = full-hs ] && mode=drop
         out=$(WRK_TLS_SESSIONS=$mode WRK_TLS_SESSIONS_REPORT="$report" LD_PRELOAD="$WORK/wrk-tls-sessions.so" \
             wrk -t1 -c"$HS_CONNS" -d"${DURATION}s" --timeout 2s -s "$WORK/close.lua" "https://localhost:$port/")
-        read -r shut resumed < <(awk '/^wrk-tls-sessions:/{print $2, $6}' "$report" 2>/dev/null) || true
+        read -r shut resumed < <(session_report "$report") || true
         # Errors: wrk's error lines, plus a resumed connection in full-hs or, in resumed-hs, one
         # that did not resume past the first of each connection slot; without a report (wrk did
         # not load the shim), every request.

@@ -19,6 +19,13 @@
 
 static atomic_long shut_down;
 static atomic_long resumed;
+static int drop_sessions;
+
+// The mode is read once, not on every connection wrk closes.
+__attribute__((constructor)) static void read_mode(void) {
+    const char *mode = getenv("WRK_TLS_SESSIONS");
+    drop_sessions = mode != NULL && strcmp(mode, "drop") == 0;
+}
 
 int SSL_shutdown(SSL *ssl) {
     static int (*real_shutdown)(SSL *);
@@ -30,8 +37,7 @@ int SSL_shutdown(SSL *ssl) {
     if (ssl != NULL) {
         atomic_fetch_add(&shut_down, 1);
         if (SSL_session_reused(ssl)) atomic_fetch_add(&resumed, 1);
-        const char *mode = getenv("WRK_TLS_SESSIONS");
-        if (mode != NULL && strcmp(mode, "drop") == 0) SSL_set_session(ssl, NULL);
+        if (drop_sessions) SSL_set_session(ssl, NULL);
     }
     return result;
 }
