@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | test | run | bench | bench-instructions | bench-verify | bench-http | fuzz | soak
+# attest-gateway: make deps | build | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -9,12 +9,14 @@ APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools o
 BENCH_PACKAGES := nginx haproxy wrk gcc
 # The load-independent counts (callgrind; gcc builds the sigsuspend shim valgrind needs).
 INSTRUCTIONS_PACKAGES := valgrind gcc binutils
+# bench-counter-floor's verify-inside-the-proxy figure (perf record).
+COUNTER_FLOOR_PACKAGES := linux-perf
 # The soak's plot: Debian's matplotlib, for Debian's python3 (/usr/bin/python3).
 SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-instructions bench-verify bench-http fuzz soak clean
+.PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz soak clean
 
 # Installs the system packages only when one is missing (idempotent, no prompt).
 deps:
@@ -72,6 +74,12 @@ bench: bench-deps release
 # counter_durability: replica (three bench-enforced.sh runs).
 bench-redis: bench-deps release
 	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-redis-topologies.sh
+
+# Issue 14's counter goal with the counter in Redis beside no counter at all (the in-process
+# store), alternated PAIRS=3 times, then the verify's cost inside the proxy (perf); ~20 min.
+bench-counter-floor: bench-deps release
+	@for p in $(COUNTER_FLOOR_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p; }; done
+	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-counter-floor.sh
 
 # User-space instructions per request under callgrind (the same whatever the machine's load,
 # ~6 min): the passthrough route beside nginx, then the enforced route beside gateway-off

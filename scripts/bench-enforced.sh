@@ -63,7 +63,8 @@
 #      ENFORCED_STORE=replica: the single node (16379) plus one replica (16383) and
 #        `counter_durability: replica` (every advance waits for WAIT 1; issue 14's cost row)
 #      (the redis CPU column sums every redis-server of the run)
-#      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling)
+#      PERF_OUT=file: `perf record -g` the gateway during round 1's enforced run (profiling;
+#      PERF_CALL_GRAPH=0: without -g, cheaper, for shares by library)
 #      STRACE_OUT=file: `strace -c -f` the gateway during round 1's enforced run (syscall counts;
 #      strace slows the gateway, so that round's rates are not comparable)
 #      INSTRUCTIONS=1: instead of the timed rounds, the load-independent count: the gateway runs
@@ -400,7 +401,9 @@ measure() { # round label url cpu-pids conns
     s0=($(sys_stat)); t0=$(cpu_ticks "$pids"); u0=$(cpu_ticks "$UP_PID"); r0=$(cpu_ticks "$REDIS_PID")
     local perf_pid=""
     if [ -n "${PERF_OUT:-}" ] && [ "$label" = gateway-enforced ] && [ "$round" = 1 ]; then
-        perf record -F 1999 -g -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
+        local graph=(-g)
+        [ "${PERF_CALL_GRAPH:-1}" = 1 ] || graph=()
+        perf record -F 1999 "${graph[@]}" -o "$PERF_OUT" -p "$GW_PID" -- sleep "$DURATION" > /dev/null 2>&1 &
         perf_pid=$!
     fi
     local strace_pid=""
