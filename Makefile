@@ -76,7 +76,7 @@ bench-redis: bench-deps release
 	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-redis-topologies.sh
 
 # Issue 14's counter goal with the counter in Redis beside no counter at all (the in-process
-# store), alternated PAIRS=3 times, then the verify's cost inside the proxy (perf); ~20 min.
+# store), alternated PAIRS=3 times, then the verify's cost inside the proxy (perf); ~10 min.
 bench-counter-floor: bench-deps release
 	@for p in $(COUNTER_FLOOR_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p; }; done
 	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-counter-floor.sh

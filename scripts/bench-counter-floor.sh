@@ -12,7 +12,7 @@
 # request, i.e. what the ECDSA verify costs inside the proxy (plus the SHA-256s, ~1 us natively),
 # beside the same run's `openssl speed` verify.
 # Env: PAIRS=3, PERF=1, and what bench-enforced.sh takes (DURATION, WARMUP, CONNS, ...);
-#      ROUNDS=1, SHUFFLED=0, LAT_CONNS=0 are set here. ~3 min per run.
+#      ROUNDS=1, SHUFFLED=0, LAT_CONNS=0 are set here. ~1 min per run.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PAIRS="${PAIRS:-3}"
