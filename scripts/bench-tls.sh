@@ -286,7 +286,8 @@ PY
 # request each) and read the server's CPU time and context switches (all threads) around them.
 # HANDSHAKE_INSTRUCTIONS=N then runs each server again under callgrind (gateway on 18193 with the
 # sigsuspend shim, nginx on 18194 with master_process off) and prints user-space instructions per
-# handshake over N handshakes: independent of the load, so a gap there is code, not the machine.
+# handshake over N handshakes: independent of the load, so a gap there is code, not the machine;
+# then malloc and free calls per handshake (scripts/bench/callgrind-calls.py).
 ctxsw() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/{s += $2} END{print s + 0}'; }
 handshake_cost() { # label port pid
     local label="$1" port="$2" pid="$3" t0 t1 x0 x1 a b
@@ -348,6 +349,8 @@ if [ "${HANDSHAKE_INSTRUCTIONS:-0}" -gt 0 ]; then
         total=$(callgrind_annotate "$dump" 2> /dev/null | awk '/PROGRAM TOTALS/{gsub(",", "", $1); print $1}')
         kill -TERM "$pid" 2> /dev/null; wait "$pid" 2> /dev/null || true
         echo "$label $total"
+        python3 "$ROOT/scripts/bench/callgrind-calls.py" "$dump" "$HANDSHAKE_INSTRUCTIONS" malloc free \
+            > "$WORK/allocations.$label"
     }
     gw=$(instructions gateway 18193 env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind \
         --callgrind-out-file="$WORK/callgrind.out.gateway.%p" "$WORK/gateway-stripped" serve --config "$WORK/policy-cg.yaml" --loops 1 $ACCESS_FLAG)
@@ -358,6 +361,9 @@ if [ "${HANDSHAKE_INSTRUCTIONS:-0}" -gt 0 ]; then
     awk -v g="$2" -v n="$4" -v c="$HANDSHAKE_INSTRUCTIONS" 'BEGIN{
         printf "instructions per full handshake + request (callgrind, %d handshakes): gateway %.0f, nginx %.0f, ratio %.3f\n",
             c, g / c, n / c, g / n}'
+    # The same work should mean the same allocations (OpenSSL's, which are most of them).
+    paste "$WORK/allocations.gateway" "$WORK/allocations.nginx" \
+        | awk '{printf "%s calls per full handshake + request: gateway %s, nginx %s\n", $1, $2, $4}'
 fi
 
 # --- memory: idle keep-alive TLS connections -------------------------------------------------------
