@@ -18,34 +18,24 @@ SOAK_PYTHON ?= /usr/bin/python3
 
 .PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz soak clean
 
-# Installs the system packages only when one is missing (idempotent, no prompt).
-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
+install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+deps:
+	$(call install_missing,$(APT_PACKAGES))
 
 bench-deps: deps
-	@missing=""; for p in $(BENCH_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call install_missing,$(BENCH_PACKAGES))
 
 instructions-deps: bench-deps
-	@missing=""; for p in $(INSTRUCTIONS_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call install_missing,$(INSTRUCTIONS_PACKAGES))
 
 soak-deps: deps
-	@missing=""; for p in $(SOAK_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	$(call install_missing,$(SOAK_PACKAGES))
 
 build: deps
 	$(SWIFT) build
@@ -78,7 +68,7 @@ bench-redis: bench-deps release
 # Issue 14's counter goal with the counter in Redis beside no counter at all (the in-process
 # store), alternated PAIRS=3 times, then the verify's cost inside the proxy (perf); ~10 min.
 bench-counter-floor: bench-deps release
-	@for p in $(COUNTER_FLOOR_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$p; }; done
+	$(call install_missing,$(COUNTER_FLOOR_PACKAGES))
 	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-counter-floor.sh
 
 # User-space instructions per request under callgrind (the same whatever the machine's load,
