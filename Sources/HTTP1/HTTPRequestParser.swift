@@ -26,7 +26,7 @@ public struct HTTPRequestInfo: Sendable, Hashable {
 public enum HTTPRequestEvent: Sendable {
     /// A complete request head. For absolute-form targets, `head.target` is already rewritten to
     /// origin-form and Host holds the target's authority (RFC 9112 §3.2.2).
-    indirect case head(HTTPRequestHead, HTTPRequestInfo)
+    case head(HTTPRequestHead, HTTPRequestInfo)
     /// Body bytes: a range of indices into the buffer passed to this `next` call. Never empty.
     case body(Range<Int>)
     /// The request is complete. `trailers` are those of a chunked body, nil when there were none.

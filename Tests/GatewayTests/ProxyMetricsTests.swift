@@ -112,6 +112,31 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self) == "\"a\\u0001\\\\\\u000a\"")
     }
 
+    /// The word-at-a-time scan against the byte rule: every byte value at every position of
+    /// strings long enough for two words and a tail, over a clean background and over high bytes.
+    @Test func escapeScanAgreesWithTheByteRuleForEveryByteAndPosition() {
+        func needsEscape(_ byte: UInt8) -> Bool { byte < 0x20 || byte == 0x7F || byte == 0x22 || byte == 0x5C }
+        for background: UInt8 in [UInt8(ascii: "a"), 0xC3, 0x80, 0xFF, 0x21, 0x7E] {
+            for length in [1, 7, 8, 9, 16, 19] {
+                for position in 0..<length {
+                    for value in 0...255 {
+                        var bytes = [UInt8](repeating: background, count: length)
+                        bytes[position] = UInt8(value)
+                        let expected = bytes.firstIndex(where: needsEscape) ?? length
+                        let scanned = bytes.withUnsafeBufferPointer { AccessLogBuffer.escapeFreePrefix($0) }
+                        #expect(scanned == expected, "byte \(value) at \(position) of \(length) over \(background)")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func escapesAfterACleanWordKeepTheCleanPrefix() {
+        var out: [UInt8] = []
+        AccessLogBuffer.appendQuoted("/v1/items?q=\"x\"&u=é\u{7F}", into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == #""/v1/items?q=\"x\"&u=é\u007f""#)
+    }
+
     @Test func wallClockFormatIsRFC3339WithMilliseconds() {
         var formatter = WallClockFormatter()
         var out: [UInt8] = []

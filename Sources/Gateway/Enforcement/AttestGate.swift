@@ -303,7 +303,7 @@ package final class AttestGate: RequestGate {
     /// Dispatches on what `classify` found: the route by its index, else the endpoint by its
     /// label; nothing is matched again.
     package func decide(
-        _ head: HTTPRequestHead,
+        _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
@@ -345,7 +345,7 @@ package final class AttestGate: RequestGate {
     }
 
     private func decideUnsigned(
-        _ head: HTTPRequestHead,
+        _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void

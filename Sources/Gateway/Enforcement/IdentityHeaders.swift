@@ -140,12 +140,12 @@ package enum IdentityHeaders {
     /// The head to forward: the client's reserved headers removed, then the gateway's own
     /// status (and, when verified, identity) added.
     package static func forwarded(
-        _ head: HTTPRequestHead, status: Status, identity: Identity? = nil, arm: RolloutArm? = nil
+        _ head: consuming HTTPRequestHead, status: Status, identity: Identity? = nil, arm: RolloutArm? = nil
     ) -> HTTPRequestHead {
         // Nothing to strip and only the status to add (a passthrough route): in place, where
-        // the parsed storage usually has room for one more field.
+        // the parsed storage usually has room for one more field, and `head` is the only
+        // reference to it (the connection hands it over: `RequestGate.decide`).
         if identity == nil && arm == nil && !head.headers.contains(where: { Self.isReserved($0.name) }) {
-            var head = head
             head.headers.add(name: Self.status, value: status.headerValue)
             return head
         }

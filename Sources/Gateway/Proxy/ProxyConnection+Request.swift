@@ -67,7 +67,7 @@ extension ProxyConnection {
             let (event, consumed) = self.parser.next(slice)
             offset += consumed
             guard let event else { break }
-            switch event {
+            switch consume event {
             case .head(let head, let info):
                 self.parserOwesEnd = false
                 self.requestHeadReceived(head, info)
@@ -127,7 +127,9 @@ extension ProxyConnection {
 
     // MARK: - Request events
 
-    private func requestHeadReceived(_ head: HTTPRequestHead, _ info: HTTPRequestInfo) {
+    /// `head` is consumed: the exchange holds the only reference to its fields until the gate
+    /// takes them (`callDecide`).
+    private func requestHeadReceived(_ head: consuming HTTPRequestHead, _ info: HTTPRequestInfo) {
         assert(self.exchange.bodyReservation.bytes == 0, "the previous request's body reservation was not released")
         assert(self.exchange.addressReservedBytes == 0, "the previous request's address share was not released")
         let requestStart = SystemCalls.monotonicNanoseconds()
@@ -147,12 +149,13 @@ extension ProxyConnection {
         // The last exchange was reset when it finished: only this request's fields are set.
         self.exchange.clientLimitKey = clientLimitKey
         self.exchange.requestStart = requestStart
-        self.exchange.head = head
+        let method = head.method
+        self.exchange.head = consume head
         self.exchange.info = info
         self.exchange.classification = classification
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(
-            method: head.method, framing: info.framing, keepAlive: info.isKeepAlive,
+            method: method, framing: info.framing, keepAlive: info.isKeepAlive,
             expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
             bufferedBodyDeadline: classification.bufferBodyUpTo == nil
                 ? nil : requestStart &+ self.timeouts.bufferedBody,
@@ -377,11 +380,14 @@ extension ProxyConnection {
         guard let head = self.exchange.head, let classification = self.exchange.classification else {
             preconditionFailure("decide without a request head")
         }
+        // The gate gets the only reference to the fields (it adds its own to the head it
+        // forwards); the exchange keeps the request line for the log and the response.
+        self.exchange.head?.headers = HTTPHeaders()
         self.gateCall.serial &+= 1
         let serial = self.gateCall.serial
         self.gateCall.isInsideDecide = true
         self.gateCall.synchronousDecision = nil
-        self.snapshot.gate.decide(head, body: body, classification: classification) { [self] decision in
+        self.snapshot.gate.decide(consume head, body: body, classification: classification) { [self] decision in
             if self.loop.inLoop {
                 // A gate that completes at once, inside `decide`: handled when it returns.
                 if self.gateCall.isInsideDecide && self.gateCall.serial == serial {

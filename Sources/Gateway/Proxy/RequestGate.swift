@@ -12,9 +12,11 @@ package protocol RequestGate: Sendable {
 
     /// Decides the request's fate. `body` is the complete body when the
     /// classification asked for buffering, else nil. `completion` may run on any
-    /// queue, exactly once; the connection hops back to its own queue.
+    /// queue, exactly once; the connection hops back to its own queue. `head` is consumed: the
+    /// connection hands over its only reference to the fields, so a gate that adds a field
+    /// to the head it forwards appends in place instead of copying them.
     func decide(
-        _ head: HTTPRequestHead,
+        _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
