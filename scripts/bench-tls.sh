@@ -23,8 +23,9 @@
 # then nginx's worker, one after the other against the same servers.
 #
 # Env: ROUNDS=3 DURATION=6 WARMUP=1 CONNS=32 HS_CONNS=16 IDLE_CONNS=10000
-#      SKIP_IDLE=1, ACCESS_LOG=0 (gateway --no-access-log; default: on, to /dev/null, as in the
-#      passthrough row; nginx's access log is off as in the shared baseline), SHARED_DIR, BIN
+#      SKIP_IDLE=1, ACCESS_LOG=0 (both servers' access logs off: gateway --no-access-log; default:
+#      both log each request to /dev/null, nginx `combined` buffered 16 KiB, nginx_access_log in
+#      scripts/bench/common.sh), SHARED_DIR, BIN
 #      (default .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
 #      HANDSHAKE_COST=2000 (full handshakes per client, 2 clients; 0: none), HANDSHAKE_INSTRUCTIONS=0
 #      (N > 0: instructions per handshake under callgrind, gateway beside nginx; ~1 min for 300),
@@ -76,14 +77,15 @@ gcc -shared -fPIC -O2 -o "$WORK/wrk-tls-sessions.so" "$ROOT/scripts/bench/wrk-tl
 sed -e 's/18080/18190/' "$CONF/nginx-upstream.conf" > "$WORK/upstream.conf"
 grep -q 18190 "$WORK/upstream.conf" || { echo "bench-tls: could not derive the upstream config" >&2; exit 1; }
 cat > "$WORK/nginx.conf" <<EOF
-# nginx terminating TLS in front of the upstream: 1 worker, keepalive pool (as nginx-proxy.conf).
+# nginx terminating TLS in front of the upstream: 1 worker, keepalive pool (as nginx-proxy.conf),
+# logging each request as the gateway does (nginx_access_log).
 worker_processes 1;
 worker_rlimit_nofile $(ulimit -n);
 pid run/nginx-tls.pid;
 error_log run/nginx-tls.error.log warn;
 events { worker_connections 16384; }
 http {
-    access_log off;
+    $(nginx_access_log)
     keepalive_requests 1000000;
     keepalive_timeout 600s;
 $(nginx_temp_paths tls)
@@ -181,7 +183,7 @@ negotiated() { # port
     openssl s_client -connect "127.0.0.1:$1" -servername localhost -CAfile "$WORK/ca.pem" < /dev/null 2>/dev/null \
         | awk '/^New, /{print $2, $NF; exit}'
 }
-echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access log: ${ACCESS_FLAG:-on (to /dev/null)}; ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
+echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access logs: $( [ "${ACCESS_LOG:-1}" = 0 ] && echo "off on both" || echo "on on both (to /dev/null)"); ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
 echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes: sessions dropped; resumed: each ticket once); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 CLK_TCK="$(getconf CLK_TCK)"

@@ -12,8 +12,9 @@
 # Prints per round and the medians: req/s, the paired req/s ratio to nginx, CPU microseconds
 # per request of each proxy's processes; then the gateway's upstream handshake counters.
 #
-# Env: ROUNDS=3 DURATION=6 WARMUP=1 THREADS=1 CONNS=32 (wrk), ACCESS_LOG=1 (the gateway's
-#      access log to /dev/null, as scripts/bench.sh; 0: --no-access-log), BIN (default
+# Env: ROUNDS=3 DURATION=6 WARMUP=1 THREADS=1 CONNS=32 (wrk), ACCESS_LOG=1 (both proxies log each
+#      request to /dev/null: the gateway's JSON lines, nginx's buffered `combined`; 0: both off,
+#      the gateway with --no-access-log), BIN (default
 #      .build/release/attest-gateway, built if missing).
 # Ports: upstream 127.0.0.1:18190, nginx 18191, gateway 18192 (admin 18193).
 set -euo pipefail
@@ -66,13 +67,14 @@ $(nginx_temp_paths ub)
 }
 CONF
 cat > "$WORK/nginx.conf" <<CONF
-# nginx as reverse proxy on :18191 -> https://127.0.0.1:18190, 1 worker, keep-alive TLS pool.
+# nginx as reverse proxy on :18191 -> https://127.0.0.1:18190, 1 worker, keep-alive TLS pool,
+# logging each request as the gateway does (nginx_access_log).
 worker_processes 1;
 pid run/nginx.pid;
 error_log run/nginx.error.log warn;
 events { worker_connections 4096; }
 http {
-    access_log off;
+    $(nginx_access_log)
     keepalive_requests 1000000;
     keepalive_timeout 65s;
 $(nginx_temp_paths px)
@@ -128,7 +130,7 @@ for url in https://localhost:18190/ http://127.0.0.1:18191/ http://127.0.0.1:181
     code="$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/ca.pem" --resolve localhost:18190:127.0.0.1 "$url")"
     [ "$code" = 200 ] || { cat "$WORK/gateway.log" "$WORK"/run/*.log >&2; echo "bench-upstream-tls: $url answered $code" >&2; exit 1; }
 done
-echo "# upstream TLS: gateway --loops 1 (access log: ${ACCESS_FLAG:-on, to /dev/null}) vs nginx 1 worker proxy_ssl, both -> HTTPS nginx (1 worker, ECDSA P-256); wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
+echo "# upstream TLS: gateway --loops 1 vs nginx 1 worker proxy_ssl (access logs: $( [ "${ACCESS_LOG:-1}" = 0 ] && echo "off on both" || echo "on on both, to /dev/null")), both -> HTTPS nginx (1 worker, ECDSA P-256); wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
 
 CLK_TCK="$(getconf CLK_TCK)"
 tree_ticks() { # utime+stime of a pid and its children

@@ -17,6 +17,8 @@
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
 #      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
+#      NGINX_ACCESS_LOG (tls-instructions: nginx's access_log arguments; default off, e.g.
+#      "/dev/null combined buffer=16k flush=100ms"),
 #      GATEWAY_LOOPS=1 (the gateway's event loops; the defaults row uses one per core),
 #      BIN (default .build/release/attest-gateway; build it first: swift build -c release),
 #      SHARED_DIR (default <repo>/../shared). Ports: upstream 28080, nginx proxy 28081, gateway 28085.
@@ -281,7 +283,7 @@ pid run/nginx-tls.pid;
 error_log run/nginx-tls.error.log warn;
 events { worker_connections 4096; }
 http {
-    access_log off;
+    access_log ${NGINX_ACCESS_LOG:-off};
     keepalive_requests 1000000;
     keepalive_timeout 65s;
 $(nginx_temp_paths tls)

@@ -37,11 +37,24 @@ nginx_temp_paths() { # prefix
     printf '    client_body_temp_path run/%s_body;\n    proxy_temp_path run/%s_proxy;\n    fastcgi_temp_path run/%s_fcgi;\n    uwsgi_temp_path run/%s_uwsgi;\n    scgi_temp_path run/%s_scgi;\n' "$1" "$1" "$1" "$1" "$1"
 }
 
+# The access log of an nginx measured beside the gateway, so both log each request or neither
+# does: with ACCESS_LOG=1 (the default), `combined` lines to /dev/null, gathered 16 KiB at a
+# time (the gateway gathers its JSON lines per loop the same way, AccessLogBuffer) and flushed
+# within 100 ms; with ACCESS_LOG=0 (the gateway's --no-access-log), off.
+nginx_access_log() {
+    if [ "${ACCESS_LOG:-1}" = 0 ]; then
+        echo "access_log off;"
+    else
+        echo "access_log /dev/null combined buffer=16k flush=100ms;"
+    fi
+}
+
 # Sets CALLGRIND_GATEWAY: the command prefix that runs the gateway under callgrind, dumps in
 # $WORK/callgrind.out.<pid>. dispatchMain() under valgrind 3.19 needs the sigsuspend shim
-# (scripts/valgrind-sigsuspend.c), built here into $WORK.
+# (scripts/valgrind-sigsuspend.c), built here into $WORK. CALLGRIND_ARGS: more callgrind options
+# (e.g. --dump-instr=yes, for costs per instruction address).
 callgrind_gateway_prefix() {
     gcc -shared -fPIC -O2 -o "$WORK/sigsuspend.so" "$ROOT/scripts/valgrind-sigsuspend.c" -ldl || return 1
     CALLGRIND_GATEWAY=(env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no
-        --callgrind-out-file="$WORK/callgrind.out.%p")
+        --callgrind-out-file="$WORK/callgrind.out.%p" ${CALLGRIND_ARGS:-})
 }
