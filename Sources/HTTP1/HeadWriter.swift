@@ -88,11 +88,13 @@
     /// A non-negative decimal (at most 20 digits).
     @inlinable
     package mutating func writeDecimal(_ value: UInt64) {
+        // Digits counted by comparison (a multiply per digit, not a division); 10^19 is the
+        // largest power of ten a UInt64 holds, so 20 digits needs no comparison.
         var digits = 1
-        var rest = value / 10
-        while rest > 0 {
+        var power: UInt64 = 10
+        while digits < 20 && value >= power {
             digits += 1
-            rest /= 10
+            power &*= 10
         }
         let start = self.room(digits)
         var v = value

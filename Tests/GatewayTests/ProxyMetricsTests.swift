@@ -157,6 +157,22 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self) == "0 18446744073709551615 12345.678")
     }
 
+    /// Digit counts at every power of ten and one below it, up to the largest UInt64.
+    @Test func decimalsAtEveryPowerOfTen() {
+        var power: UInt64 = 1
+        for exponent in 0...19 {
+            for value in [power, power - 1, power + 1] where value > 0 || exponent == 0 {
+                var out: [UInt8] = []
+                AccessLogBuffer.appendDecimal(value, into: &out)
+                #expect(String(decoding: out, as: UTF8.self) == String(value), "10^\(exponent) ± 1")
+            }
+            if exponent < 19 { power *= 10 }
+        }
+        var out: [UInt8] = []
+        AccessLogBuffer.appendDecimal(UInt64.max - 1, into: &out)
+        #expect(String(decoding: out, as: UTF8.self) == String(UInt64.max - 1))
+    }
+
     @Test func submitsAreDroppedBeyondTheCapInsteadOfBlocking() {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)

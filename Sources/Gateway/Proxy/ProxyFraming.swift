@@ -381,6 +381,8 @@ extension ClientResponsePlan {
             upstream.connectionNamesFields
             ? HeaderRewriting.ConnectionOptions(upstream.fields, in: buffer) : HeaderRewriting.ConnectionOptions()
         var bodylessLength: Range<Int>?
+        // Tested once: `requestID != nil` in the loop copied the optional for every field.
+        let hasRequestID = requestID != nil
         for field in upstream.fields {
             if HeaderRewriting.isHopByHop(buffer, field.name) {
                 if bodylessLength == nil && buffer.equalsLowercaseToken(field.name, "content-length") {
@@ -389,7 +391,7 @@ extension ClientResponsePlan {
                 continue
             }
             if options.names(buffer, field.name) { continue }
-            if requestID != nil && field.name.count == 12 && buffer.equalsLowercaseToken(field.name, "x-request-id") {
+            if hasRequestID && field.name.count == 12 && buffer.equalsLowercaseToken(field.name, "x-request-id") {
                 continue
             }
             writer.writeField(
