@@ -56,6 +56,20 @@ import Testing
         server.transport.close()  // idempotent
     }
 
+    /// `clear` skips `ERR_clear_error` when the queue is already empty (the common case, before
+    /// every read and write); it must still empty a queue that holds an entry.
+    @Test func clearEmptiesAQueueWithAStaleEntryAndKeepsAnEmptyOneEmpty() throws {
+        TLSErrorQueue.clear()
+        #expect(TLSErrorQueue.isEmpty)
+        TLSErrorQueue.clear()
+        #expect(TLSErrorQueue.isEmpty)
+        TLSErrorQueue.leaveStaleEntryForTesting()
+        #expect(!TLSErrorQueue.isEmpty)
+        TLSErrorQueue.clear()
+        #expect(TLSErrorQueue.isEmpty)
+        #expect(TLSErrorQueue.drain() == "")
+    }
+
     @Test func truncatedStreamAfterHandshakeIsEndOfFile() throws {
         let (client, server) = try TLSPump.exchange(server: self.serverContext(), client: self.clientContext())
         #expect(server.inbox.count == 4)

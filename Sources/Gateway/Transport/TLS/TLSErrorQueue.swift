@@ -10,8 +10,28 @@ enum TLSErrorQueue {
         OpenSSLErrorQueue.drain()
     }
 
+    /// Leaves the queue empty. `ERR_peek_error` first: it finds this thread's queue and sees
+    /// that it is empty (what every successful call leaves) for about a fifth of what
+    /// `ERR_clear_error` spends resetting all sixteen slots, and it runs before every
+    /// `SSL_read` and `SSL_write` (callgrind: ~840 instructions a clear, ~2.6 clears a TLS
+    /// request). An entry `ERR_peek_error` skips is one already marked cleared; `SSL_get_error`
+    /// reads the queue through the same function, so it sees the queue empty either way.
     static func clear() {
-        ERR_clear_error()
+        if ERR_peek_error() != 0 { ERR_clear_error() }
+    }
+
+    /// True when this thread's queue holds no error.
+    static var isEmpty: Bool {
+        OpenSSLErrorQueue.isEmpty
+    }
+
+    /// Leaves an entry in this thread's queue, as a failed parse does (for the tests of `clear`).
+    static func leaveStaleEntryForTesting() {
+        let garbage: [UInt8] = [0x30, 0x82, 0xFF]
+        garbage.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            X509_free(d2i_X509(nil, &cursor, buffer.count))
+        }
     }
 
     /// "`operation` failed: <queue>" as a configuration error (the queue is drained).
