@@ -472,6 +472,40 @@ import Verification
 
     // MARK: - Shutdown
 
+    /// A connection accepted before the drain began but started on its loop after it (the
+    /// accepting loop hands it over) used to be closed unread: its request, already in the
+    /// socket, met a reset. Loop 1 is held while two connections are accepted, so the one it
+    /// is given starts only after `shutdown`.
+    @Test func aConnectionStartedAfterTheDrainBeganIsAnsweredNotReset() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 2)
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        gateway.server.group.loops[1].execute {
+            held.signal()
+            release.wait()
+        }
+        held.wait()
+        var clients: [TestHTTPClient] = []
+        for index in 0..<2 {
+            let client = try TestHTTPClient(port: gateway.port)
+            try client.send("GET /late\(index) HTTP/1.1\r\nHost: t\r\n\r\n")
+            clients.append(client)
+        }
+        // Both accepted and counted (round-robin: one of them waits for loop 1).
+        #expect(eventually { gateway.server.openConnections == 2 })
+        let drained = Mutex<Bool?>(nil)
+        gateway.server.shutdown(drainTimeout: .seconds(5)) { ok in drained.withLock { $0 = ok } }
+        #expect(gateway.server.isDraining)
+        release.signal()
+        for (index, client) in clients.enumerated() {
+            let response = try client.readResponse()
+            #expect(response.status == 200, "client \(index)")
+            #expect(try response.json()["target"] as? String == "/late\(index)")
+        }
+        #expect(eventually { drained.withLock { $0 } == true })
+    }
+
     @Test func shutdownLetsInFlightRequestsFinishAndClosesIdleConnections() throws {
         let upstream = try UpstreamProcess()
         let gateway = try TestGateway(upstreams: ["api": upstream.configuration])

@@ -156,7 +156,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         }
         loopContext.add(connection)
         if server.isDraining {
-            connection.forceClose()
+            // Accepted before the drain began, started on its loop after: a request may already
+            // wait in the socket. As for a connection idle at the drain: read it and answer with
+            // `Connection: close`, or close at once if nothing came (closing unread input is a
+            // reset to the client).
+            connection.beginDrain()
             return
         }
         connection.pump()

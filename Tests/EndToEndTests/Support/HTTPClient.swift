@@ -119,15 +119,22 @@ enum HTTPClient {
 
     /// Opens one connection per request, all at once, and waits for every response (or the
     /// deadline). Results are in request order.
-    static func sendAll(_ requests: [HTTPRequest], timeout: Duration = .seconds(30))
-        -> [Result<HTTPResponse, HTTPClientError>]
-    {
+    /// `allWritten` runs once, on this thread, when every request has been written whole (or
+    /// has failed): from then on each one is in the server's socket buffer, not in this client.
+    static func sendAll(
+        _ requests: [HTTPRequest], timeout: Duration = .seconds(30), allWritten: (() -> Void)? = nil
+    ) -> [Result<HTTPResponse, HTTPClientError>] {
         let deadline = ContinuousClock.now + timeout
         var exchanges = requests.map { Exchange(request: $0) }
         for index in exchanges.indices {
             exchanges[index].start()
         }
+        var allWritten = allWritten
         while exchanges.contains(where: { $0.result == nil }) {
+            if let notify = allWritten, !exchanges.contains(where: { $0.writing && $0.result == nil }) {
+                allWritten = nil
+                notify()
+            }
             let now = ContinuousClock.now
             if now >= deadline { break }
             var fds: [pollfd] = []
