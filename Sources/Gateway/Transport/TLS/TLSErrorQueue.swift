@@ -12,7 +12,7 @@ enum TLSErrorQueue {
 
     /// Leaves the queue empty. Always `ERR_clear_error`, though it costs ~840 instructions
     /// a call against ~170 for an `ERR_peek_error` that finds the queue empty: with the peek
-    /// first, testssl's ticket-resumption check failed to connect in 3 runs of 4 (27 Nov; 0 of 3
+    /// first, testssl's ticket-resumption check failed to connect in 3 runs of 4 (27 Nov; 0 of 4
     /// with this), so some state the peek does not see matters to OpenSSL (docs/design-notes.md).
     static func clear() {
         ERR_clear_error()
