@@ -326,6 +326,8 @@ final class RedisSocketDriver: @unchecked Sendable {
             }
             switch result {
             case .processed(let count):
+                // Asked now: delivering the replies may write (and a TLS write moves OpenSSL's state).
+                let drained = !drain && transport.drained(afterReading: count, of: buffer.count)
                 do throws(RedisReplyReader.ReadError) {
                     try self.reader.feed(UnsafeRawBufferPointer(start: base, count: count))
                 } catch {
@@ -333,7 +335,7 @@ final class RedisSocketDriver: @unchecked Sendable {
                     return
                 }
                 self.deliverReplies()
-                if count < buffer.count && !drain && transport.shortReadDrains { return }
+                if drained { return }
             case .wouldBlock:
                 if transport.waitsForWritable { self.setWantsWritable(true) }
                 return

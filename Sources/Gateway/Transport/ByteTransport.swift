@@ -17,10 +17,12 @@ package protocol ByteTransport: AnyObject {
     /// One write of up to `count` bytes from `pointer`: `.processed(n)` or `.wouldBlock`.
     func write(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult
 
-    /// Whether a read shorter than the room offered proves the socket drained, so the next
-    /// data brings a new epoll edge (plain TCP). TLS cannot tell (a whole record may wait in
-    /// the kernel behind the one just decrypted) and reads until `.wouldBlock`.
-    var shortReadDrains: Bool { get }
+    /// Called right after a read that gave `count` bytes of the `requested`: whether it left
+    /// nothing in the socket or the transport, so the next data brings a new epoll edge and
+    /// the owner can skip the read that would only find the socket empty. Plain TCP: a short
+    /// read. TLS: the socket's last read came back short and OpenSSL buffers nothing (a short
+    /// read of plaintext proves nothing: a whole record may wait behind the one decrypted).
+    func drained(afterReading count: Int, of requested: Int) -> Bool
 
     /// After the last `.wouldBlock`: the transport waits for the socket to become writable
     /// (TLS handshake or alert output), whatever the call was.

@@ -27,7 +27,8 @@ package final class PlainTransport: ByteTransport {
         }
     }
 
-    package var shortReadDrains: Bool { true }
+    @inline(__always)
+    package func drained(afterReading count: Int, of requested: Int) -> Bool { count < requested }
     package var waitsForWritable: Bool { false }
     package var isHandshaking: Bool { false }
 

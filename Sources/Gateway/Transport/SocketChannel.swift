@@ -110,10 +110,10 @@ final class SocketChannel {
         }
     }
 
-    /// A short read drained a plain socket: the next data makes a new edge (saves the EAGAIN read).
+    /// The read drained the socket: the next data makes a new edge (saves the EAGAIN read).
     @inline(__always)
     private func noteRead(_ count: Int, requested: Int) {
-        if count < requested && !self.peerSentFIN && self.transport.shortReadDrains { self.mayRead = false }
+        if !self.peerSentFIN && self.transport.drained(afterReading: count, of: requested) { self.mayRead = false }
     }
 
     /// What the peer had sent beyond the last request, found by `discardPending`.

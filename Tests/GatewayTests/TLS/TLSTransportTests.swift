@@ -43,7 +43,6 @@ import Testing
         #expect(!server.transport.isResumed)
         #expect(server.transport.serverName == "localhost")
         #expect(server.transport.verifiedPeerSubject == nil)
-        #expect(!server.transport.shortReadDrains)
 
         client.transport.shutdownOutput()
         TLSPump.run(client, server) { server.sawEndOfFile }
@@ -68,6 +67,59 @@ import Testing
         TLSErrorQueue.clear()
         #expect(TLSErrorQueue.isEmpty)
         #expect(TLSErrorQueue.drain() == "")
+    }
+
+    /// `drained` lets the owner skip the read that would find the socket empty: it must say
+    /// so only when neither the socket nor OpenSSL's read-ahead buffer holds a byte, or a
+    /// request would wait for an edge that never comes.
+    @Test func drainedOnlyWhenNeitherTheSocketNorOpenSSLHoldsAByte() throws {
+        let (client, server) = try TLSPump.exchange(server: self.serverContext(), client: self.clientContext())
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        func readOnce() throws -> (bytes: [UInt8], drained: Bool)? {
+            try buffer.withUnsafeMutableBytes { raw in
+                guard case .processed(let n) = try server.transport.read(into: raw.baseAddress!, count: raw.count)
+                else { return nil }
+                return (Array(raw[0..<n]), server.transport.drained(afterReading: n, of: raw.count))
+            }
+        }
+        func send(_ bytes: [UInt8]) throws {
+            var offset = 0
+            while offset < bytes.count {
+                let result = try bytes[offset...].withUnsafeBytes {
+                    try client.transport.write($0.baseAddress!, count: $0.count)
+                }
+                guard case .processed(let n) = result else { throw TestFailure("client write blocked") }
+                offset += n
+            }
+        }
+
+        // One record: read whole, nothing left anywhere.
+        try send(Array("one".utf8))
+        let one = try readOnce()
+        #expect(one?.bytes == Array("one".utf8))
+        #expect(one?.drained == true)
+
+        // Three records: one read(2) takes all three; two still wait in OpenSSL's buffer.
+        for record in ["a", "b", "c"] { try send(Array(record.utf8)) }
+        #expect(try readOnce().map { [$0.bytes == Array("a".utf8), $0.drained] } == [true, false])
+        #expect(try readOnce().map { [$0.bytes == Array("b".utf8), $0.drained] } == [true, false])
+        #expect(try readOnce().map { [$0.bytes == Array("c".utf8), $0.drained] } == [true, true])
+
+        // More than OpenSSL's read buffer holds: a read that fills it proves nothing.
+        let large = (0..<60_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try send(large)
+        var received: [UInt8] = []
+        var reads = 0
+        while let (bytes, drained) = try readOnce() {
+            received += bytes
+            reads += 1
+            if drained { break }
+            #expect(reads < 100)
+        }
+        #expect(received == large)
+        #expect(reads >= 4, "60,000 bytes come in records of at most 16 KiB")
+        // Drained was true: the read it saves would have found nothing.
+        #expect(try readOnce() == nil)
     }
 
     @Test func truncatedStreamAfterHandshakeIsEndOfFile() throws {

@@ -38,7 +38,7 @@ enum TLSProtocolSettings {
         // Read ahead: one read(2) takes a whole record (and whatever follows it) instead of two,
         // the 5-byte header and then the body, as nginx does. A request in one record costs one
         // read(2) plus the read that finds the socket empty (3 before). Bytes read ahead stay in
-        // OpenSSL's buffer; the owner reads until `.wouldBlock` anyway (`shortReadDrains`).
+        // OpenSSL's buffer; `TLSTransport.drained` tells the owner whether to read again.
         _ = COpenSSL_SSL_CTX_set_read_ahead(context, 1)
     }
 }

@@ -23,6 +23,9 @@ package final class TLSTransport: ByteTransport {
     private var wantsWrite = false
     private var hasFailed = false
     private var cachedPeerSubject: String??
+    /// Set by the socket BIO's read callback: its last read(2) came back short or would block
+    /// (`COpenSSL_SSL_watch_socket_reads`). Outlives `ssl`: freed in deinit.
+    private let socketReadDrained = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
 
     /// Set when the handshake failed because the peer's certificate did not verify.
     package private(set) var verificationFailure: TLSVerificationFailure?
@@ -39,6 +42,9 @@ package final class TLSTransport: ByteTransport {
         guard let ssl = SSL_new(server.defaultContext) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
         guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
+        guard COpenSSL_SSL_watch_socket_reads(ssl, self.socketReadDrained) == 1 else {
+            throw Self.setupError("SSL_get_rbio")
+        }
         SSL_set_accept_state(ssl)
     }
 
@@ -55,6 +61,9 @@ package final class TLSTransport: ByteTransport {
         guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
         guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
+        guard COpenSSL_SSL_watch_socket_reads(ssl, self.socketReadDrained) == 1 else {
+            throw Self.setupError("SSL_get_rbio")
+        }
         let isIPAddress =
             serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
         if isIPAddress {
@@ -82,6 +91,7 @@ package final class TLSTransport: ByteTransport {
             SSL_free(ssl)
             TLSErrorQueue.clear()
         }
+        self.socketReadDrained.deallocate()
     }
 
     // MARK: - ByteTransport
@@ -123,9 +133,14 @@ package final class TLSTransport: ByteTransport {
         }
     }
 
-    /// A decrypted record may leave more records in OpenSSL's buffer or the kernel: read
-    /// until `.wouldBlock`.
-    package var shortReadDrains: Bool { false }
+    /// Drained when the socket's last read(2) came back short (read ahead asks for OpenSSL's
+    /// whole buffer) and OpenSSL holds no byte of it, decrypted or not: the kernel was empty
+    /// after everything this transport has read, so new data brings a new edge. Saves the
+    /// SSL_read, and the read(2), that would only find the socket empty.
+    package func drained(afterReading count: Int, of requested: Int) -> Bool {
+        guard let ssl = self.ssl else { return false }
+        return self.socketReadDrained.pointee != 0 && SSL_has_pending(ssl) == 0
+    }
 
     package var waitsForWritable: Bool { self.wantsWrite }
 
