@@ -89,30 +89,6 @@ static inline long COpenSSL_SSL_CTX_set_read_ahead(SSL_CTX *ctx, long yes) {
     return SSL_CTX_set_read_ahead(ctx, yes);
 }
 
-/// The read callback of `COpenSSL_SSL_watch_socket_reads`: after each read of the socket BIO,
-/// `*drained` says whether it came back short of the room offered or would block, that is,
-/// whether the kernel held nothing more at that moment.
-static inline long COpenSSL_socket_read_watch(BIO *bio, int oper, const char *argp, size_t len, int argi,
-                                              long argl, int ret, size_t *processed) {
-    (void)argp; (void)argi; (void)argl;
-    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
-        unsigned char *drained = (unsigned char *)BIO_get_callback_arg(bio);
-        if (drained != NULL) *drained = ret <= 0 || (processed != NULL && *processed < len);
-    }
-    return ret;
-}
-
-/// Watches the reads of `ssl`'s socket BIO (installed by `SSL_set_fd`) into `*drained`, which
-/// must outlive the BIO. Returns 0 when `ssl` has no read BIO.
-static inline int COpenSSL_SSL_watch_socket_reads(SSL *ssl, unsigned char *drained) {
-    BIO *bio = SSL_get_rbio(ssl);
-    if (bio == NULL) return 0;
-    *drained = 0;
-    BIO_set_callback_arg(bio, (char *)drained);
-    BIO_set_callback_ex(bio, COpenSSL_socket_read_watch);
-    return 1;
-}
-
 static inline long COpenSSL_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }

@@ -61,4 +61,24 @@ int CGatewayShims_ticket_keys_set(CGatewayShims_ticket_keys *keys, const void *m
 /// ticket key callback). Returns 1 on success.
 int CGatewayShims_SSL_CTX_use_ticket_keys(struct ssl_ctx_st *ctx, CGatewayShims_ticket_keys *keys);
 
+// MARK: - TLS socket reads that know when the socket is drained
+//
+// The loops' epoll is edge-triggered: after a read that leaves the socket empty, the next data
+// brings a new edge, so the read that would only find EAGAIN can be skipped. With TLS the
+// owner cannot see the socket reads (OpenSSL makes them, reading ahead into its buffer), so
+// the read side of a TLS connection is this BIO instead of OpenSSL's socket BIO: the same
+// read(2), plus a note of whether the last one came back short of the room offered.
+
+struct ssl_st;
+
+/// Gives `ssl` a read BIO over `fd` that watches for drained reads, and OpenSSL's socket BIO
+/// over the same `fd` for writing (what SSL_set_fd does, in two BIOs). Neither closes `fd`.
+/// Returns 1 on success, 0 when out of memory.
+int CGatewayShims_SSL_set_watched_fd(struct ssl_st *ssl, int fd);
+/// 1 when the last read(2) of `ssl`'s watched read BIO came back short of the room offered,
+/// would block or saw the end of the stream, and OpenSSL holds no byte it read (decrypted or
+/// not): the kernel was empty after everything read, so new data brings a new edge. 0
+/// otherwise, and for an `ssl` without a watched BIO.
+int CGatewayShims_SSL_read_drained(const struct ssl_st *ssl);
+
 #endif

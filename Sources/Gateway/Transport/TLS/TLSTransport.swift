@@ -1,3 +1,4 @@
+private import CGatewayShims
 private import COpenSSL
 import Glibc
 
@@ -23,9 +24,6 @@ package final class TLSTransport: ByteTransport {
     private var wantsWrite = false
     private var hasFailed = false
     private var cachedPeerSubject: String??
-    /// Set by the socket BIO's read callback: its last read(2) came back short or would block
-    /// (`COpenSSL_SSL_watch_socket_reads`). Outlives `ssl`: freed in deinit.
-    private let socketReadDrained = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
 
     /// Set when the handshake failed because the peer's certificate did not verify.
     package private(set) var verificationFailure: TLSVerificationFailure?
@@ -41,10 +39,8 @@ package final class TLSTransport: ByteTransport {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(server.defaultContext) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
-        guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
-        guard COpenSSL_SSL_watch_socket_reads(ssl, self.socketReadDrained) == 1 else {
-            throw Self.setupError("SSL_get_rbio")
-        }
+        // SSL_set_fd, but the read side tells when a read drained the socket (`drained`).
+        guard CGatewayShims_SSL_set_watched_fd(ssl, fd) == 1 else { throw Self.setupError("setting the socket") }
         SSL_set_accept_state(ssl)
     }
 
@@ -60,10 +56,8 @@ package final class TLSTransport: ByteTransport {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
-        guard SSL_set_fd(ssl, fd) == 1 else { throw Self.setupError("SSL_set_fd") }
-        guard COpenSSL_SSL_watch_socket_reads(ssl, self.socketReadDrained) == 1 else {
-            throw Self.setupError("SSL_get_rbio")
-        }
+        // SSL_set_fd, but the read side tells when a read drained the socket (`drained`).
+        guard CGatewayShims_SSL_set_watched_fd(ssl, fd) == 1 else { throw Self.setupError("setting the socket") }
         let isIPAddress =
             serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
         if isIPAddress {
@@ -91,7 +85,6 @@ package final class TLSTransport: ByteTransport {
             SSL_free(ssl)
             TLSErrorQueue.clear()
         }
-        self.socketReadDrained.deallocate()
     }
 
     // MARK: - ByteTransport
@@ -139,7 +132,7 @@ package final class TLSTransport: ByteTransport {
     /// SSL_read, and the read(2), that would only find the socket empty.
     package func drained(afterReading count: Int, of requested: Int) -> Bool {
         guard let ssl = self.ssl else { return false }
-        return self.socketReadDrained.pointee != 0 && SSL_has_pending(ssl) == 0
+        return CGatewayShims_SSL_read_drained(ssl) == 1
     }
 
     package var waitsForWritable: Bool { self.wantsWrite }
