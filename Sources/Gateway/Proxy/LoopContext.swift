@@ -5,6 +5,8 @@ final class LoopContext: @unchecked Sendable {
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
     @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    /// TLS client connections that ran since the last tick: their idle record buffers are freed at it.
+    let tlsBufferSweep = TLSIdleBufferSweep()
     /// This loop's `X-Request-Id`s.
     @exclusivity(unchecked) var requestIDs: RequestIDGenerator
     @exclusivity(unchecked) private(set) var connections: [ObjectIdentifier: ProxyConnection] = [:]
@@ -37,6 +39,7 @@ final class LoopContext: @unchecked Sendable {
             // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
             // one log-queue wake-up and one write(2) per many requests, not per batch.
             if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
+            if isTick { self.tlsBufferSweep.sweep() }
         }
     }
 

@@ -57,6 +57,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) var tlsVersion: String?
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
+    /// The client transport on a TLS listener, listed for the loop's idle-buffer sweep after
+    /// each event (`TLSIdleBufferSweep`).
+    private let tlsTransport: TLSTransport?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
     /// The finished handshake has been counted (`attest_gateway_tls_handshakes_total`).
     @exclusivity(unchecked) private var handshakeRecorded = false
@@ -116,6 +119,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         tls: ListenerTLS?, server: GatewayServer
     ) {
         self.handshakeTimeout = tls?.handshakeTimeout.nanoseconds
+        self.tlsTransport = transport as? TLSTransport
         self.client = SocketChannel(transport: transport, loop: loopContext.loop)
         self.loop = loopContext.loop
         self.loopContext = loopContext
@@ -239,6 +243,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             self.flushClient()
         } while self.repump && !self.machine.isClosed
         self.pumping = false
+        if let tlsTransport = self.tlsTransport { self.loopContext.tlsBufferSweep.note(tlsTransport) }
         switch self.machine.phase {
         case .closed, .lingering:
             return

@@ -69,6 +69,59 @@ import Testing
         #expect(TLSErrorQueue.drain() == "")
     }
 
+    /// A listener's connections keep their record buffers between records; the loop's sweep
+    /// frees them when nothing waits in them, and never when unread bytes do.
+    @Test func idleBuffersAreFreedOnlyWithNothingPendingAndComeBackForTheNextRecord() throws {
+        let (client, server) = try TLSPump.exchange(server: self.serverContext(), client: self.clientContext())
+        #expect(server.transport.releaseIdleBuffers())
+        #expect(server.transport.releaseIdleBuffers(), "nothing held: still true")
+
+        // Two records in one read(2): the second waits in OpenSSL's read buffer.
+        for record in ["first", "second"] {
+            try Array(record.utf8).withUnsafeBytes { raw in
+                _ = try client.transport.write(raw.baseAddress!, count: raw.count)
+            }
+        }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let first = try buffer.withUnsafeMutableBytes { try server.transport.read(into: $0.baseAddress!, count: $0.count) }
+        #expect(first == .processed(5))
+        #expect(!server.transport.releaseIdleBuffers(), "the second record is still in the buffer")
+        let second = try buffer.withUnsafeMutableBytes { try server.transport.read(into: $0.baseAddress!, count: $0.count) }
+        #expect(second == .processed(6))
+        #expect(Array(buffer[0..<6]) == Array("second".utf8))
+        #expect(server.transport.releaseIdleBuffers())
+
+        // Both directions still work after a release.
+        client.outbox = Array("again".utf8)
+        server.inbox = []
+        server.outbox = Array(repeating: UInt8(ascii: "x"), count: 50_000)
+        client.inbox = []
+        let done = TLSPump.run(client, server) { server.inbox.count == 5 && client.inbox.count == 50_000 }
+        #expect(done)
+        #expect(server.inbox == Array("again".utf8))
+    }
+
+    @Test func theSweepFreesATransportOnlyAfterATickWithoutUse() throws {
+        let (_, server) = try TLSPump.exchange(server: self.serverContext(), client: self.clientContext())
+        let sweep = TLSIdleBufferSweep()
+        sweep.note(server.transport)
+        sweep.note(server.transport)
+        #expect(sweep.count == 1, "listed once")
+        sweep.sweep()
+        #expect(sweep.count == 1, "used since the last tick: kept")
+        #expect(server.transport.awaitsBufferSweep && !server.transport.usedSinceSweep)
+        sweep.note(server.transport)
+        sweep.sweep()
+        #expect(sweep.count == 1, "used again: kept")
+        sweep.sweep()
+        #expect(sweep.count == 0, "a tick without use: freed and dropped")
+        #expect(!server.transport.awaitsBufferSweep)
+        sweep.note(server.transport)
+        server.transport.close()
+        sweep.sweep()
+        #expect(sweep.count == 0, "a closed transport is dropped at once")
+    }
+
     /// `drained` lets the owner skip the read that would find the socket empty: it must say
     /// so only when neither the socket nor OpenSSL's read-ahead buffer holds a byte, or a
     /// request would wait for an edge that never comes.

@@ -19,7 +19,7 @@ package final class TLSClientContext: @unchecked Sendable {
         }
         var warnings: [TLSConfigurationWarning] = []
         do throws(TLSConfigurationError) {
-            try TLSProtocolSettings.apply(to: context)
+            try TLSProtocolSettings.apply(to: context, releasesBuffersAfterEachRecord: true)
             if let path = settings.caFilePath {
                 let authorities = try TLSCertificateLoader.loadCertificates(path)
                 authorities.forEach { X509_free($0) }

@@ -2,7 +2,10 @@ private import COpenSSL
 
 /// The settings every gateway SSL_CTX gets, server or client (why each: docs/tls.md).
 enum TLSProtocolSettings {
-    static func apply(to context: OpaquePointer) throws(TLSConfigurationError) {
+    /// `releasesBuffersAfterEachRecord`: `SSL_MODE_RELEASE_BUFFERS`, for client contexts (an idle
+    /// pooled connection holds no buffers). A listener's connections keep theirs between
+    /// requests and give them back at the loop's tick once idle (`TLSIdleBufferSweep`).
+    static func apply(to context: OpaquePointer, releasesBuffersAfterEachRecord: Bool) throws(TLSConfigurationError) {
         // TLS 1.2 and 1.3 only, whatever /etc/ssl/openssl.cnf says.
         guard COpenSSL_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1,
             COpenSSL_SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION) == 1
@@ -25,7 +28,8 @@ enum TLSProtocolSettings {
             throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set1_groups_list")
         }
         // RELEASE_BUFFERS: an idle connection holds no 16 KiB+ record buffers (bounded idle
-        // memory). PARTIAL_WRITE: SSL_write returns after each record, like write(2).
+        // memory), at the price of a malloc and a free of each buffer per record
+        // (~1.3k instructions a TLS request). PARTIAL_WRITE: SSL_write returns after each record, like write(2).
         // ACCEPT_MOVING_WRITE_BUFFER: a retried write may come from a moved buffer (the
         // caller's output buffer compacts between calls; the bytes are the same).
         // NO_AUTO_CHAIN: send exactly the chain from the certificate file, as nginx does. Without
@@ -33,7 +37,7 @@ enum TLSProtocolSettings {
         // holds a leaf alone, and with mTLS on it appends certificates from the client CA file.
         _ = COpenSSL_SSL_CTX_set_mode(
             context,
-            Int(SSL_MODE_RELEASE_BUFFERS) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE)
+            (releasesBuffersAfterEachRecord ? Int(SSL_MODE_RELEASE_BUFFERS) : 0) | Int(SSL_MODE_ENABLE_PARTIAL_WRITE)
                 | Int(SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER) | Int(SSL_MODE_NO_AUTO_CHAIN))
         // Read ahead: one read(2) takes a whole record (and whatever follows it) instead of two,
         // the 5-byte header and then the body, as nginx does. A request in one record costs one

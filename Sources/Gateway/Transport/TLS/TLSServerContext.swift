@@ -90,7 +90,7 @@ package final class TLSServerContext: @unchecked Sendable {
             throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_new")
         }
         do throws(TLSConfigurationError) {
-            try TLSProtocolSettings.apply(to: context)
+            try TLSProtocolSettings.apply(to: context, releasesBuffersAfterEachRecord: false)
             // The server's order (TLSCipherPolicy: AES-128-GCM first, the cheapest with AES-NI),
             // except that a client which lists ChaCha20-Poly1305 first (no AES hardware) gets
             // it. testssl.sh rates "no server cipher order" HIGH; this keeps the client's choice

@@ -24,6 +24,10 @@ package final class TLSTransport: ByteTransport {
     private var wantsWrite = false
     private var hasFailed = false
     private var cachedPeerSubject: String??
+    /// Listed in its loop's `TLSIdleBufferSweep`.
+    var awaitsBufferSweep = false
+    /// Handled an event since the sweep's last tick (`TLSIdleBufferSweep`).
+    var usedSinceSweep = false
 
     /// Set when the handshake failed because the peer's certificate did not verify.
     package private(set) var verificationFailure: TLSVerificationFailure?
@@ -137,9 +141,23 @@ package final class TLSTransport: ByteTransport {
 
     package var waitsForWritable: Bool { self.wantsWrite }
 
+    /// `close()` was called: the session and the descriptor are gone.
+    var isClosed: Bool { self.ssl == nil }
+
     package var isHandshaking: Bool {
         guard let ssl = self.ssl else { return false }
         return SSL_is_init_finished(ssl) == 0
+    }
+
+    /// Frees OpenSSL's record buffers when no byte waits in them (read or to be written); the
+    /// next read or write allocates them again. True when they were freed (or never held).
+    @discardableResult
+    func releaseIdleBuffers() -> Bool {
+        guard let ssl = self.ssl else { return true }
+        // SSL_has_pending first: unread plaintext points into the read buffer, which
+        // SSL_free_buffers did not check before OpenSSL 3.0.14 (CVE-2024-4741).
+        guard SSL_has_pending(ssl) == 0 else { return false }
+        return SSL_free_buffers(ssl) == 1
     }
 
     /// close_notify (one non-blocking attempt: if the socket is full the alert is dropped,
