@@ -87,7 +87,8 @@ package final class GatewayServer: Sendable {
     package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws {
         let previous = self.state.withLock { $0.upstreams }
         let (table, retired) = try UpstreamTable.make(
-            upstreams: upstreams, loops: self.group.loops, previous: previous, metrics: self.metrics)
+            upstreams: upstreams, loops: self.group.loops, previous: previous, metrics: self.metrics,
+            bufferSweeps: self.loopContexts.map(\.tlsBufferSweep))
         self.state.withLock { state in
             state.upstreams = table
             if let limits {

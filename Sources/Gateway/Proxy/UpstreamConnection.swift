@@ -94,6 +94,8 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         self.lessee = nil
         self.state = .idle
         self.channel.releaseBuffers()
+        // Its TLS record buffers go at the first tick it spends unused in the pool.
+        if let tls = self.tls, let sweep = self.pool.bufferSweep { sweep.note(tls) }
         self.pool.loop.setDeadline(token: self.channel.token, after: nil)
     }
 

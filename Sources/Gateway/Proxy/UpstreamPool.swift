@@ -20,9 +20,11 @@ package final class UpstreamTarget: @unchecked Sendable {
     let connectTimeoutNanoseconds: UInt64
     let responseTimeoutNanoseconds: UInt64
 
+    /// `bufferSweeps`: one per loop (`loops[i]`'s), for `https://` upstreams whose context keeps
+    /// record buffers between records; nil when the context releases them after each.
     package init(
         configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024,
-        tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil
+        tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil, bufferSweeps: [TLSIdleBufferSweep]? = nil
     ) {
         self.configuration = configuration
         self.address = address
@@ -34,11 +36,12 @@ package final class UpstreamTarget: @unchecked Sendable {
         self.connectTimeoutNanoseconds = configuration.connectTimeout.nanoseconds
         self.responseTimeoutNanoseconds = configuration.responseTimeout.nanoseconds
         let perLoop = max(1, (configuration.maxConnections + loops.count - 1) / max(loops.count, 1))
-        self.pools = loops.map {
+        precondition(bufferSweeps == nil || bufferSweeps?.count == loops.count, "one buffer sweep per loop")
+        self.pools = loops.indices.map { index in
             UpstreamPool(
-                name: configuration.name, address: address, loop: $0, maxConnections: perLoop,
+                name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
                 maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
-                metrics: metrics)
+                metrics: metrics, bufferSweep: bufferSweeps?[index])
         }
     }
 
@@ -66,14 +69,19 @@ package final class UpstreamTable: Sendable {
     ///
     /// - Throws: `IOError` (a name does not resolve) or `TLSConfigurationError` (a CA file or
     ///   client certificate cannot be used).
+    ///
+    /// `bufferSweeps`: the loops' sweeps (one per loop, in `loops`' order). With them, `https://`
+    /// upstreams keep their record buffers between requests and give them back once a pooled
+    /// connection went a tick unused; without, OpenSSL releases them after every record.
     package static func make(
         upstreams: [String: UpstreamConfiguration], loops: [EventLoop], previous: UpstreamTable?,
-        metrics: ProxyMetrics? = nil
+        metrics: ProxyMetrics? = nil, bufferSweeps: [TLSIdleBufferSweep]? = nil
     ) throws -> (table: UpstreamTable, retired: [UpstreamTarget]) {
         var contexts: [String: TLSClientContext] = [:]
         for (name, configuration) in upstreams.sorted(by: { $0.key < $1.key }) {
             guard let tls = configuration.tls else { continue }
-            let context = try TLSClientContext(settings: TLSClientSettings(upstream: tls))
+            let context = try TLSClientContext(
+                settings: TLSClientSettings(upstream: tls), releasesBuffersAfterEachRecord: bufferSweeps == nil)
             for warning in context.warnings {
                 Log.warning("tls_certificate_warning", [("upstream", name), ("warning", String(describing: warning))])
             }
@@ -98,7 +106,8 @@ package final class UpstreamTable: Sendable {
                 }
             }
             targets[name] = UpstreamTarget(
-                configuration: configuration, address: address, loops: loops, tls: tls, metrics: metrics)
+                configuration: configuration, address: address, loops: loops, tls: tls, metrics: metrics,
+                bufferSweeps: bufferSweeps)
         }
         var retired: [UpstreamTarget] = []
         for (name, old) in previous?.targets ?? [:] where targets[name] !== old {
@@ -133,6 +142,8 @@ final class UpstreamPool: @unchecked Sendable {
     let connectTimeout: UInt64
     /// `https://` upstreams: new connections shake hands with it before they are leased.
     let tls: UpstreamTLS?
+    /// This loop's sweep of idle TLS record buffers, when the context keeps them (`UpstreamTable.make`).
+    let bufferSweep: TLSIdleBufferSweep?
     private let handshakeCounters: (full: Counter, resumed: Counter)?
     private let metrics: ProxyMetrics?
     /// One `upstream_tls_failed` line per second per pool: a broken certificate fails every
@@ -147,8 +158,10 @@ final class UpstreamPool: @unchecked Sendable {
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
-        connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil
+        connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil,
+        bufferSweep: TLSIdleBufferSweep? = nil
     ) {
+        self.bufferSweep = bufferSweep
         self.name = name
         self.address = address
         self.loop = loop

@@ -260,10 +260,41 @@ import Testing
 
     // MARK: - Memory
 
-    /// Idle pooled connections must not hold OpenSSL's record buffers (docs/tls.md).
+    /// Idle pooled connections must not hold OpenSSL's record buffers (docs/tls.md): a context
+    /// releases them after each record unless its owner sweeps them.
     @Test func clientContextsReleaseIdleBuffers() throws {
         let context = try TLSClientContext(settings: TLSClientSettings(caFilePath: self.pki.caCertificate))
         #expect(context.releasesIdleBuffers)
+        let swept = try TLSClientContext(
+            settings: TLSClientSettings(caFilePath: self.pki.caCertificate), releasesBuffersAfterEachRecord: false)
+        #expect(!swept.releasesIdleBuffers)
+    }
+
+    /// The server's upstream pools keep a connection's record buffers between requests and
+    /// free them once it spent a tick unused in the pool; the connection then serves again.
+    @Test(.timeLimit(.minutes(1)))
+    func pooledConnectionBuffersAreSweptOnceIdleAndTheConnectionServesAgain() throws {
+        let nginx = try NginxTLSUpstream(certificate: self.pki.ecdsa)
+        let gateway = try TestGateway(upstreams: ["api": nginx.upstream(caFile: self.pki.caCertificate)], loops: 1)
+        defer { gateway.stop() }
+        let target = try #require(gateway.server.upstreamTable.targets["api"])
+        let pool = try #require(target.pools.first)
+        #expect(pool.bufferSweep != nil)
+        let swept = { Self.onLoop(pool) { pool.bufferSweep?.count ?? -1 } }
+        #expect(target.tls?.context.releasesIdleBuffers == false)
+
+        let first = try Self.get(gateway, "/first")
+        #expect(first.status == 200, "\(first.bodyText)")
+        #expect(eventually { Self.idleCount(pool) == 1 })
+        #expect(swept() == 1, "listed when it went back to the pool")
+        // Two ticks (100 ms each): one finds it used, the next frees its buffers and drops it.
+        #expect(eventually(2) { swept() == 0 })
+        #expect(Self.idleCount(pool) == 1, "still pooled")
+
+        let second = try Self.get(gateway, "/second")
+        #expect(second.status == 200, "\(second.bodyText)")
+        #expect(try second.json()["requests"] as? Int == 2, "the same upstream connection, buffers allocated again")
+        #expect(Self.handshakes(gateway, resumed: false) == 1)
     }
 }
 

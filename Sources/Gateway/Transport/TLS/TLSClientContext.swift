@@ -12,14 +12,17 @@ package final class TLSClientContext: @unchecked Sendable {
     let context: OpaquePointer
     let sessionCache: TLSSessionCache
 
-    package init(settings: TLSClientSettings) throws(TLSConfigurationError) {
+    /// `releasesBuffersAfterEachRecord`: true (`SSL_MODE_RELEASE_BUFFERS`) unless the owner
+    /// frees idle connections' buffers itself, as upstream pools do with the loop's
+    /// `TLSIdleBufferSweep`.
+    package init(settings: TLSClientSettings, releasesBuffersAfterEachRecord: Bool = true) throws(TLSConfigurationError) {
         TLSErrorQueue.clear()
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_new")
         }
         var warnings: [TLSConfigurationWarning] = []
         do throws(TLSConfigurationError) {
-            try TLSProtocolSettings.apply(to: context, releasesBuffersAfterEachRecord: true)
+            try TLSProtocolSettings.apply(to: context, releasesBuffersAfterEachRecord: releasesBuffersAfterEachRecord)
             if let path = settings.caFilePath {
                 let authorities = try TLSCertificateLoader.loadCertificates(path)
                 authorities.forEach { X509_free($0) }
@@ -69,8 +72,9 @@ package final class TLSClientContext: @unchecked Sendable {
     /// Hosts with a session kept for resumption.
     package var cachedSessionCount: Int { self.sessionCache.count }
 
-    /// Whether `SSL_MODE_RELEASE_BUFFERS` is on (`TLSProtocolSettings`): an idle pooled
-    /// connection then holds no record buffers. Setting no new bits returns the mode.
+    /// Whether `SSL_MODE_RELEASE_BUFFERS` is on (`TLSProtocolSettings`): an idle connection
+    /// then holds no record buffers. Off for upstream pools given a sweep (their idle
+    /// connections are swept instead). Setting no new bits returns the mode.
     package var releasesIdleBuffers: Bool {
         COpenSSL_SSL_CTX_set_mode(self.context, 0) & Int(SSL_MODE_RELEASE_BUFFERS) != 0
     }

@@ -9,24 +9,26 @@
 /// connections stays bounded as before (the 10,000-idle-connection bench row).
 ///
 /// Confined to its loop.
-final class TLSIdleBufferSweep {
+package final class TLSIdleBufferSweep {
     private var listed: [TLSTransport] = []
+
+    package init() {}
 
     /// `transport` handled an event: its buffers stay until a tick finds it unused.
     @inline(__always)
-    func note(_ transport: TLSTransport) {
+    package func note(_ transport: TLSTransport) {
         transport.usedSinceSweep = true
         guard !transport.awaitsBufferSweep else { return }
         transport.awaitsBufferSweep = true
         self.listed.append(transport)
     }
 
-    var count: Int { self.listed.count }
+    package var count: Int { self.listed.count }
 
     /// Frees the buffers of every listed transport unused since the last sweep (closed ones
     /// freed everything at close) and stops listing it; used ones stay listed for the next.
     /// A transport with pending bytes keeps its buffers: its owner lists it again at its next event.
-    func sweep() {
+    package func sweep() {
         guard !self.listed.isEmpty else { return }
         var kept = 0
         for index in self.listed.indices {
