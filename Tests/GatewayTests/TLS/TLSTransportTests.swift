@@ -83,10 +83,14 @@ import Testing
             }
         }
         var buffer = [UInt8](repeating: 0, count: 1024)
-        let first = try buffer.withUnsafeMutableBytes { try server.transport.read(into: $0.baseAddress!, count: $0.count) }
+        let first = try buffer.withUnsafeMutableBytes {
+            try server.transport.read(into: $0.baseAddress!, count: $0.count)
+        }
         #expect(first == .processed(5))
         #expect(!server.transport.releaseIdleBuffers(), "the second record is still in the buffer")
-        let second = try buffer.withUnsafeMutableBytes { try server.transport.read(into: $0.baseAddress!, count: $0.count) }
+        let second = try buffer.withUnsafeMutableBytes {
+            try server.transport.read(into: $0.baseAddress!, count: $0.count)
+        }
         #expect(second == .processed(6))
         #expect(Array(buffer[0..<6]) == Array("second".utf8))
         #expect(server.transport.releaseIdleBuffers())

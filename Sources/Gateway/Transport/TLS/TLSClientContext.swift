@@ -15,7 +15,8 @@ package final class TLSClientContext: @unchecked Sendable {
     /// `releasesBuffersAfterEachRecord`: true (`SSL_MODE_RELEASE_BUFFERS`) unless the owner
     /// frees idle connections' buffers itself, as upstream pools do with the loop's
     /// `TLSIdleBufferSweep`.
-    package init(settings: TLSClientSettings, releasesBuffersAfterEachRecord: Bool = true) throws(TLSConfigurationError) {
+    package init(settings: TLSClientSettings, releasesBuffersAfterEachRecord: Bool = true) throws(TLSConfigurationError)
+    {
         TLSErrorQueue.clear()
         guard let context = SSL_CTX_new(TLS_client_method()) else {
             throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_new")
