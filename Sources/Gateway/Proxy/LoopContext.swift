@@ -5,7 +5,7 @@ final class LoopContext: @unchecked Sendable {
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
     @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
-    /// TLS client connections that ran since the last tick: their idle record buffers are freed at it.
+    /// This loop's TLS connections (clients, pooled upstreams) whose record buffers go back once idle.
     let tlsBufferSweep = TLSIdleBufferSweep()
     /// This loop's `X-Request-Id`s.
     @exclusivity(unchecked) var requestIDs: RequestIDGenerator

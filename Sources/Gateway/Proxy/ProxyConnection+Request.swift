@@ -92,7 +92,7 @@ extension ProxyConnection {
     /// its absence, else `error`), and logged at most once a second with OpenSSL's reason.
     private func handshakeFailed(_ error: TransportError) {
         let refusedCertificate =
-            (self.client.transport as? TLSTransport)?.verificationFailure != nil
+            self.tlsTransport?.verificationFailure != nil
             || error.description.contains("peer did not return a certificate")
         self.server.metrics.tlsHandshakeFailures.labels(refusedCertificate ? "client_certificate" : "error")
             .increment()
@@ -189,7 +189,7 @@ extension ProxyConnection {
         if !self.subjectResolved {
             // A head arrives only after the handshake: the subject is final by now.
             self.subjectResolved = true
-            if let tls = self.client.transport as? TLSTransport {
+            if let tls = self.tlsTransport {
                 self.tlsVersion = tls.negotiatedProtocol
                 if let subject = tls.verifiedPeerSubject {
                     self.forwardedClient.subject = ClientSubjectHeaders.fieldValue(subject)

@@ -57,9 +57,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) var tlsVersion: String?
     /// TLS listeners: how long the handshake may take (nanoseconds); nil for plain HTTP.
     let handshakeTimeout: UInt64?
-    /// The client transport on a TLS listener, listed for the loop's idle-buffer sweep after
-    /// each event (`TLSIdleBufferSweep`).
-    private let tlsTransport: TLSTransport?
+    /// The client transport on a TLS listener (nil for plain HTTP): its handshake facts, and
+    /// the loop's idle-buffer sweep after each event (`TLSIdleBufferSweep`).
+    let tlsTransport: TLSTransport?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
     /// The finished handshake has been counted (`attest_gateway_tls_handshakes_total`).
     @exclusivity(unchecked) private var handshakeRecorded = false
@@ -257,7 +257,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     /// Counts the handshake that just finished, by protocol and resumption.
     private func recordHandshake() {
         self.handshakeRecorded = true
-        guard let tls = self.client.transport as? TLSTransport else { return }
+        guard let tls = self.tlsTransport else { return }
         self.server.metrics.tlsHandshakes.handshakeCompleted(protocol: tls.negotiatedProtocol, resumed: tls.isResumed)
     }
 

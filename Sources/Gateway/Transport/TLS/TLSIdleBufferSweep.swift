@@ -1,6 +1,6 @@
 /// Gives idle TLS connections' record buffers back, at the loop's ticks.
 ///
-/// A listener's SSL_CTX runs without `SSL_MODE_RELEASE_BUFFERS`: with it, OpenSSL frees both
+/// Listener and upstream-pool SSL_CTXs run without `SSL_MODE_RELEASE_BUFFERS`: with it, OpenSSL frees both
 /// 16 KiB+ buffers after every record and allocates them again for the next (~1.3k
 /// instructions a keep-alive request). Instead each connection notes its transport here when
 /// it handles an event, and a tick frees the buffers of every listed transport that was not

@@ -2,9 +2,9 @@ private import COpenSSL
 
 /// The settings every gateway SSL_CTX gets, server or client (why each: docs/tls.md).
 enum TLSProtocolSettings {
-    /// `releasesBuffersAfterEachRecord`: `SSL_MODE_RELEASE_BUFFERS`, for client contexts (an idle
-    /// pooled connection holds no buffers). A listener's connections keep theirs between
-    /// requests and give them back at the loop's tick once idle (`TLSIdleBufferSweep`).
+    /// `releasesBuffersAfterEachRecord`: `SSL_MODE_RELEASE_BUFFERS`, for the Apple and `rediss://`
+    /// clients (an idle connection holds no buffers). Listeners and upstream pools keep theirs
+    /// between requests and give them back at the loop's tick once idle (`TLSIdleBufferSweep`).
     static func apply(to context: OpaquePointer, releasesBuffersAfterEachRecord: Bool) throws(TLSConfigurationError) {
         // TLS 1.2 and 1.3 only, whatever /etc/ssl/openssl.cnf says.
         guard COpenSSL_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1,
