@@ -27,6 +27,7 @@ package final class MetricsRegistry: Sendable {
     }
 
     /// A family read from `samples` at each render (see `ScrapedFamily`).
+    @discardableResult
     package func scraped(
         _ name: String, help: String, kind: ScrapedFamily.Kind,
         samples: @escaping @Sendable () -> [ScrapedFamily.Sample]

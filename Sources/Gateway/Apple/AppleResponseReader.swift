@@ -1,4 +1,4 @@
-package import HTTP1
+import HTTP1
 
 /// Reads one HTTP/1.1 response to a request sent to Apple from the bytes the transport
 /// delivers, in any split, through the project's `HTTPResponseParser`.

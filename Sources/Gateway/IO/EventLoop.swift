@@ -253,7 +253,7 @@ package final class EventLoop: @unchecked Sendable {
     /// The loop's one block on its queue. Holds the loop strongly for one turn at a time, so a
     /// loop nobody references any more (never closed) ends within one tick.
     private static func run(_ loop: EventLoop?) {
-        weak var weakLoop = loop
+        weak let weakLoop = loop
         while let loop = weakLoop {
             if !loop.turn() { return }
         }

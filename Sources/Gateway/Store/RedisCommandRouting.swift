@@ -1,4 +1,4 @@
-package import Dispatch
+import Dispatch
 
 /// Where `RedisStore` sends a command: one node (`RedisConnection`), or a Redis Cluster
 /// (`RedisClusterClient`, which picks the node by the key's slot and follows redirects).

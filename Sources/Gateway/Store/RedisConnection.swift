@@ -1,4 +1,4 @@
-package import Dispatch
+import Dispatch
 import Glibc
 
 // File length (~590 lines): one connection's whole lifecycle (connect, handshake commands, the

@@ -1,4 +1,4 @@
-package import Dispatch
+import Dispatch
 import Synchronization
 
 /// A Redis Cluster seen from one queue (an event loop's, or its own): the slot map, one
