@@ -11,7 +11,7 @@ extension EndToEnd {
         /// A CA and a leaf for localhost under it, in `directory`: upstream-ca.pem, upstream.pem/.key.
         static func makePKI(in world: E2EWorld) throws {
             let d = world.directory.path
-            try world.directory.write(
+            _ = try world.directory.write(
                 "upstream.ext",
                 "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n"
                     + "subjectAltName=DNS:localhost\n")
@@ -132,7 +132,7 @@ extension EndToEnd {
             #expect(Int(full + resumed) == connections.count, "one handshake per upstream connection")
 
             // A broken ca_file on disk: the reload is refused and the running context keeps serving.
-            try world.directory.write("upstream-ca.pem", "not a certificate\n")
+            _ = try world.directory.write("upstream-ca.pem", "not a certificate\n")
             try gateway.reload(with: Self.policy(world, ports: gateway.ports, upstreamPort: upstreamPort))
             #expect(
                 gateway.child.waitForStderr(timeout: .seconds(10)) {

@@ -89,7 +89,7 @@ import Verification
         #expect(code(keys.directory + "/missing.p8") == .privateKeyUnreadable)
         #expect(code(keys.directory) == .privateKeyUnreadable)
         let empty = keys.directory + "/empty.p8"
-        FileManager.default.createFile(atPath: empty, contents: Data())
+        _ = FileManager.default.createFile(atPath: empty, contents: Data())
         #expect(code(empty) == .privateKeyUnreadable)
         #expect(code(keys.sec1) == .privateKeyNotPKCS8)
         #expect(code(keys.publicPEM) == .privateKeyNotPKCS8)

@@ -403,7 +403,7 @@ import Testing
             #expect(accepted == allowed, "byte \(byte)")
         }
         let empty: [UInt8] = []
-        empty.withUnsafeBytes { buffer in
+        _ = empty.withUnsafeBytes { buffer in
             #expect(throws: HTTPParserError.invalidHost) { try HTTPHeadFacts.validateAuthority(buffer, 0..<0) }
         }
     }

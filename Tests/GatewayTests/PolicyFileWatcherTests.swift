@@ -97,7 +97,7 @@ import Testing
         let log = try #require(
             FileHandle(forWritingAtPath: directory.path + "/access.log")
                 ?? {
-                    FileManager.default.createFile(atPath: directory.path + "/access.log", contents: nil)
+                    _ = FileManager.default.createFile(atPath: directory.path + "/access.log", contents: nil)
                     return FileHandle(forWritingAtPath: directory.path + "/access.log")
                 }())
         let writing = Changes()

@@ -195,6 +195,10 @@ package final class AttestGate: RequestGate {
     }
 
     package func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
+        // Every door's request passes the same rules first (the check-only listener's too).
+        if let violation = RequestRules.violation(of: head) {
+            return self.refuse(violation, route: RouteLabel.none, limit: nil)
+        }
         let path = head.path
         let length = path.utf8.count
         if Self.isEndpoint(path, length: length, self.policy.endpoints.policy) {
@@ -222,16 +226,35 @@ package final class AttestGate: RequestGate {
             let buffer = label == RouteLabel.challenge ? nil : EndpointRequests.maxEndpointBodyBytes
             return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer)
         }
-        let index: Int
+        var lineRoute: Int?
         switch self.routes.lookup(method: head.method, target: head.target[...]) {
         case .noRoute:
-            return GateClassification(routeName: RouteLabel.none, upstream: nil, bufferBodyUpTo: nil)
+            lineRoute = nil
         case .ambiguous(let why):
             return self.refuse(
                 EnforcementError(.ambiguousTarget, "the request target has \(why); send it in normalized form"),
                 route: RouteLabel.none, limit: nil)
         case .route(let found):
-            index = found
+            lineRoute = found
+        }
+        // A method override is part of the method: the route judged is the strictest it reaches.
+        switch MethodOverrides.read(head) {
+        case .failure(let error):
+            return self.refuse(error, route: self.label(of: lineRoute), limit: nil, routeIndex: lineRoute)
+        case .success(let overrides) where !overrides.isEmpty:
+            switch MethodOverrideRouting.route(
+                table: self.routes, target: head.target[...], lineRoute: lineRoute, overrides: overrides)
+            {
+            case .failure(let error):
+                return self.refuse(error, route: self.label(of: lineRoute), limit: nil, routeIndex: lineRoute)
+            case .success(let judged):
+                lineRoute = judged
+            }
+        case .success:
+            break
+        }
+        guard let index = lineRoute else {
+            return GateClassification(routeName: RouteLabel.none, upstream: nil, bufferBodyUpTo: nil)
         }
         // A passthrough route's classification is built once; and a copy of the whole
         // `RoutePolicy` retains every string in it, so only the enforced path makes one.
@@ -281,6 +304,11 @@ package final class AttestGate: RequestGate {
         return GateClassification(
             routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes, routeIndex: index,
             client: client, gateData: credentials)
+    }
+
+    /// The route's name for logs and metrics, or "-".
+    private func label(of index: Int?) -> String {
+        index.map { self.routes.routes[$0].name } ?? RouteLabel.none
     }
 
     /// A classification that answers `error` at once; counted and (limits) logged here.

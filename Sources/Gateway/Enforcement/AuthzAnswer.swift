@@ -18,14 +18,8 @@ package enum AuthzAnswer {
     package static let envoyHeadersToRemove = "x-envoy-auth-headers-to-remove"
 
     /// Every header an upstream may take as the gateway's word, plus the app's credentials
-    /// (meaningless upstream, and never to be mistaken for checked values).
-    package static let identityHeaderNames: [String] = [
-        IdentityHeaders.status, IdentityHeaders.keyID, IdentityHeaders.appID, IdentityHeaders.environment,
-        IdentityHeaders.counter, IdentityHeaders.validationCategory, IdentityHeaders.bundleVersion,
-        IdentityHeaders.keyAccessPolicy, IdentityHeaders.rolloutArm, IdentityHeaders.debugTokenName,
-        IdentitySigner.headerName, IdentityHeaders.assertion, IdentityHeaders.challenge,
-        IdentityHeaders.debugToken,
-    ]
+    /// (meaningless upstream, and never to be mistaken for checked values): the namespace's list.
+    package static let identityHeaderNames: [String] = GatewayHeaderNamespace.copiedByProxies
 
     /// 200 with the identity headers of `forwarded` (the head inline mode would send upstream).
     package static func allow(_ forwarded: HTTPRequestHead) -> LocalResponse {
@@ -61,7 +55,7 @@ package enum AuthzAnswer {
     /// The forwarded head's `X-App-Attest-Key-Id` etc. are the gateway's; the app's
     /// credentials never are (inline mode strips them; the key ID is re-added when verified).
     private static func isClientCredential(_ name: String) -> Bool {
-        name == IdentityHeaders.assertion || name == IdentityHeaders.challenge || name == IdentityHeaders.debugToken
+        GatewayHeaderNamespace.isCredential(name)
     }
 
     /// The `error` field of the gateway's own JSON error body (`{"error":"code",...}`, written by

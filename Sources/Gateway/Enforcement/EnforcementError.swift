@@ -105,6 +105,21 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         /// (dot segments, encoded `/` `\` `.` or unreserved characters, `;`, `\`, `//`, `#`):
         /// see `RoutePath` and docs/http-parsing.md.
         package static let ambiguousTarget = Code("ambiguous_target", 400, .malformed)
+        /// 400: the method is not an upper-case token (the parser's code on `listen`; the same
+        /// rule for a method a check-only request names in `X-Forwarded-Method`).
+        package static let invalidMethod = Code("invalid_method", 400, .malformed)
+        /// 400: `Host` is not one authority with at most one port (the parser's code on `listen`).
+        package static let invalidHost = Code("invalid_host", 400, .malformed)
+        /// 400: `Host` is sent more than once (the parser's code on `listen`).
+        package static let duplicateHost = Code("duplicate_host", 400, .malformed)
+        /// 400: an `X-App-Attest-*` header that is none of the gateway's (`GatewayHeaderNamespace`).
+        package static let unknownGatewayHeader = Code("unknown_gateway_header", 400, .malformed)
+        /// 400: a method override (`X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`,
+        /// `_method`) that is not a method token.
+        package static let invalidMethodOverride = Code("invalid_method_override", 400, .malformed)
+        /// 400: a method override would take the request to another route than its request
+        /// line's, and that route does not say `allow_method_overrides: true`.
+        package static let methodOverrideRefused = Code("method_override_refused", 400, .malformed)
         /// 429: a per-client-address limit refused the request; `Retry-After` says when to retry.
         package static let rateLimited = Code("rate_limited", 429, .rateLimited)
         // MARK: The check-only listener (`authz_listen`)

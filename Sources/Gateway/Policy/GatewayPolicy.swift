@@ -210,6 +210,10 @@ public struct RoutePolicy: Sendable, Hashable {
     /// `fallback: devicecheck`: accept a gateway DeviceCheck token (`X-App-Attest-Token`)
     /// from devices without App Attest, instead of an assertion. `none` by default.
     public var fallback: Fallback = .none
+    /// `allow_method_overrides: true`: a request whose method override (`MethodOverrides`)
+    /// reaches another route is judged under the strictest route its methods reach, instead of
+    /// refused with 400 `method_override_refused`.
+    public var allowMethodOverrides: Bool = false
 
     /// What a route accepts from a device where App Attest is unsupported.
     public enum Fallback: String, Sendable, Hashable, CaseIterable {

@@ -74,7 +74,7 @@ struct PolicyDecoder {
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
-        "fallback",
+        "fallback", "allow_method_overrides",
         "max_risk_metric", "action",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]

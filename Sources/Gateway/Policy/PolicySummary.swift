@@ -180,6 +180,7 @@ public enum PolicySummary {
         if route.counterWindow > 0 { out += " counter_window=\(route.counterWindow)" }
         if route.mode == .enforce && route.enforcePercent < 100 { out += " enforce_percent=\(route.enforcePercent)" }
         if route.allowDebugTokens { out += " allow_debug_tokens=true" }
+        if route.allowMethodOverrides { out += " allow_method_overrides=true" }
         if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
         if let rule = route.riskMetric { out += " max_risk_metric=\(rule.maximum) action=\(rule.action.rawValue)" }
         if let validation = route.appValidation {

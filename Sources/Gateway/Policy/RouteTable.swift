@@ -40,6 +40,8 @@ public final class RouteTable: Sendable {
     private let patternBytes: [UInt8]
     /// The distinct methods named by any route; method `i` is bit `i` of `CompiledRoute.methodMask`.
     private let methodNames: [String]
+    /// The distinct methods any route's `methods:` names (with HEAD wherever GET is named).
+    public let namedMethods: [String]
     /// Set when routes name more than `maximumMaskedMethods` distinct methods (not expected in
     /// practice): method sets are then compared as strings.
     private let methodLists: [[String]?]?
@@ -63,6 +65,7 @@ public final class RouteTable: Sendable {
                 names.append(method)
             }
         }
+        self.namedMethods = names
         let masked = names.count <= Self.maximumMaskedMethods
         self.methodNames = masked ? names : []
         self.methodLists = masked ? nil : effectiveMethods
