@@ -55,9 +55,14 @@ extension EndToEnd {
                 ("X-App-Attest-App-Id", "FORGED1234.com.evil.app"),
                 ("X-App-Attest-Environment", "development"),
                 ("X-App-Attest-Counter", "4000000000"),
-                ("x-app-attest-key-id-extra", "spoof"),
-                ("X-APP-ATTEST-ANYTHING", "spoof"),
             ]
+            // A name in the gateway's namespace that is none of its headers is refused, not
+            // stripped: a check-only proxy could not overwrite it (issue 29).
+            for unknown in ["x-app-attest-key-id-extra", "X-APP-ATTEST-ANYTHING"] {
+                let refused = try gateway.request("GET", "/v1/orders", headers: [(unknown, "spoof")])
+                #expect(refused.status == 400, "\(refused)")
+                #expect(String(decoding: refused.body, as: UTF8.self).contains("unknown_gateway_header"))
+            }
             let response = try gateway.request(
                 "POST",
                 target,

@@ -232,7 +232,7 @@ struct EnforcementHarness {
         let spoofs = [
             ("X-App-Attest-Status", "verified"), ("x-app-attest-app-id", "EVIL123456.com.evil"),
             ("X-App-Attest-Counter", "999999"), ("X-App-Attest-Environment", "development"),
-            ("X-App-Attest-Whatever", "1"),
+            ("X-App-Attest-Risk-Metric", "0"),
         ]
         let head = try EnforcementHarness.signed(
             device,
@@ -246,7 +246,7 @@ struct EnforcementHarness {
         #expect(forwarded.headers.values(for: "X-App-Attest-App-Id") == [EnforcementHarness.appID])
         #expect(forwarded.headers.values(for: "X-App-Attest-Counter") == ["1"])
         #expect(forwarded.headers.values(for: "X-App-Attest-Environment") == ["production"])
-        #expect(!forwarded.headers.contains("X-App-Attest-Whatever"))
+        #expect(!forwarded.headers.contains("X-App-Attest-Risk-Metric"))
         #expect(!forwarded.headers.contains("X-App-Assertion"))
 
         // Off routes strip them too, and say `skipped`.

@@ -238,9 +238,11 @@ package final class AttestGate: RequestGate {
             lineRoute = found
         }
         // A method override is part of the method: the route judged is the strictest it reaches.
-        switch MethodOverrides.read(head) {
-        case .failure(let error):
-            return self.refuse(error, route: self.label(of: lineRoute), limit: nil, routeIndex: lineRoute)
+        switch HTTPMethodOverrides.read(head) {
+        case .failure(let invalid):
+            return self.refuse(
+                EnforcementError(.invalidMethodOverride, invalid.reason), route: self.label(of: lineRoute), limit: nil,
+                routeIndex: lineRoute)
         case .success(let overrides) where !overrides.isEmpty:
             switch MethodOverrideRouting.route(
                 table: self.routes, target: head.target[...], lineRoute: lineRoute, overrides: overrides)

@@ -1,4 +1,6 @@
-/// The route a request with method overrides (`MethodOverrides`) is judged under.
+import HTTP1
+
+/// The route a request with method overrides (`HTTPMethodOverrides`) is judged under.
 ///
 /// Every method the request may become is looked up. When all of them reach the request line's
 /// route, nothing changes. Otherwise:
@@ -16,7 +18,7 @@ enum MethodOverrideRouting {
 
     /// The route index to judge the request under (nil: no route), or the refusal.
     static func route(
-        table: RouteTable, target: Substring, lineRoute: Int?, overrides: MethodOverrides
+        table: RouteTable, target: Substring, lineRoute: Int?, overrides: HTTPMethodOverrides
     ) -> Result<Int?, EnforcementError> {
         var methods = overrides.methods
         if overrides.couldBeAnyMethod {

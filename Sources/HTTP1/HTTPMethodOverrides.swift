@@ -1,5 +1,3 @@
-package import HTTP1
-
 /// The methods a request may become behind the gateway: frameworks let a request name another
 /// method than its request line's (Express `method-override`, Flask's documented middleware,
 /// Rack, Laravel, Symfony, ASP.NET, Spring), so the route judged must be the strictest of them.
@@ -13,13 +11,19 @@ package import HTTP1
 ///   forward-auth check), so it may become any method (`couldBeAnyMethod`).
 ///
 /// Values are upper-cased, as every framework does before comparing. A value that is not a
-/// method token is refused (`invalid_method_override`): nothing ambiguous passes.
-package struct MethodOverrides: Sendable, Hashable {
+/// method token is refused (`Invalid`; the gateway answers 400 `invalid_method_override`):
+/// nothing ambiguous passes. Pure and bounded: the `request-rules` fuzz target runs it.
+package struct HTTPMethodOverrides: Sendable, Hashable {
     /// Methods other than the request line's that some upstream may run instead, upper-cased,
     /// in the order found, each once.
     package var methods: [String] = []
     /// A form POST: its body may name any method.
     package var couldBeAnyMethod = false
+
+    /// Why the overrides of a request cannot be read.
+    package struct Invalid: Error, Sendable, Hashable {
+        package let reason: String
+    }
 
     package var isEmpty: Bool { self.methods.isEmpty && !self.couldBeAnyMethod }
 
@@ -32,11 +36,11 @@ package struct MethodOverrides: Sendable, Hashable {
     /// Longest method accepted in an override (the longest registered method has 17 bytes).
     static let maximumMethodBytes = 32
 
-    package static let none = MethodOverrides()
+    package static let none = HTTPMethodOverrides()
 
     /// The overrides `head` carries, or the refusal of a value that is not a method.
-    package static func read(_ head: HTTPRequestHead) -> Result<MethodOverrides, EnforcementError> {
-        var found = MethodOverrides()
+    package static func read(_ head: HTTPRequestHead) -> Result<HTTPMethodOverrides, Invalid> {
+        var found = HTTPMethodOverrides()
         var values: [Substring] = []
         for field in head.headers where Self.isOverrideField(field.name) {
             values.append(contentsOf: field.value[...].split(separator: ",", omittingEmptySubsequences: false))
@@ -46,16 +50,13 @@ package struct MethodOverrides: Sendable, Hashable {
                 let pair = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard let name = Self.formDecoded(pair[0]), name.lowercased() == Self.parameterName else { continue }
                 guard pair.count == 2, let value = Self.formDecoded(pair[1]) else {
-                    return .failure(
-                        EnforcementError(.invalidMethodOverride, "the \(Self.parameterName) query parameter is not a method"))
+                    return .failure(Invalid(reason: "the \(Self.parameterName) query parameter is not a method"))
                 }
                 values.append(value[...])
             }
         }
         if values.count > Self.maximumValues {
-            return .failure(
-                EnforcementError(
-                    .invalidMethodOverride, "more than \(Self.maximumValues) method overrides in one request"))
+            return .failure(Invalid(reason: "more than \(Self.maximumValues) method overrides in one request"))
         }
         for raw in values {
             let value = raw.trimmingASCIIWhitespace()
@@ -64,9 +65,9 @@ package struct MethodOverrides: Sendable, Hashable {
             let method = value.uppercased()
             guard method.utf8.count <= Self.maximumMethodBytes, method.utf8.allSatisfy(HTTPByte.isMethodByte) else {
                 return .failure(
-                    EnforcementError(
-                        .invalidMethodOverride,
-                        "a method override (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override or _method) is not an HTTP method"
+                    Invalid(
+                        reason:
+                            "a method override (X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override or _method) is not an HTTP method"
                     ))
             }
             if method != head.method && !found.methods.contains(method) { found.methods.append(method) }
