@@ -61,6 +61,22 @@ import Testing
         #expect(found.allSatisfy { $0.code == "unreachable_route" })
     }
 
+    @Test func caseSensitiveRouteHidesOnlyItsOwnSpelling() {
+        let text =
+            Self.header + """
+                  - { name: cs, match: { path_prefix: /cs/ }, upstream: api, case_sensitive: true }
+                  - { name: folded, match: { path_prefix: /cs/v2 }, upstream: api }
+                  - { name: same, match: { path: /cs/v3 }, upstream: api, case_sensitive: true }
+                  - { name: digits, match: { path_prefix: /1/ }, upstream: api, case_sensitive: true }
+                  - { name: under, match: { path: /1/a }, upstream: api }
+                """
+        let found = self.warnings(text)
+        // folded: /CS/v2 never reaches cs, so folded still matches it; same: spelled as cs;
+        // under: /1/ has no letters to spell, so it matches /1/A too.
+        #expect(found.map(\.field) == ["routes[2]", "routes[4]"])
+        #expect(found.allSatisfy { $0.code == "unreachable_route" })
+    }
+
     @Test func exactRouteOnAnEndpointPathIsUnreachable() {
         let text =
             Self.header + """

@@ -217,6 +217,14 @@ struct PolicyLint {
                 return false
             }
         }
+        // A case-sensitive pattern with letters matches one spelling of its paths; a
+        // case-insensitive later route still matches the others (`/CS/x` after `/cs/`).
+        if earlier.caseSensitive && !later.caseSensitive,
+            let pattern = earlier.match.path ?? earlier.match.pathPrefix,
+            pattern.lowercased() != pattern.uppercased()
+        {
+            return false
+        }
         if let exact = earlier.match.path {
             guard let laterExact = later.match.path else { return false }
             return earlier.caseSensitive ? laterExact == exact : laterExact.lowercased() == exact.lowercased()
