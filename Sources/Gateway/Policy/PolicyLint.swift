@@ -11,7 +11,8 @@ struct PolicySourceMap {
 /// Legal but suspicious settings of a decoded policy, as `PolicyWarning`s that `check-config`
 /// prints and `serve` logs: the in-memory store, development trust roots, no routes, routes
 /// that can never match, settings without effect, fail-open store errors, debug tokens in
-/// production, and body caps that the body budget or deadline make unreachable.
+/// production, body caps that the body budget or deadline make unreachable, and case-sensitive
+/// protected routes whose other spellings reach a weaker route (`CaseShadowProbe`).
 ///
 /// A separate pass over the finished `GatewayPolicy`: the decoder only refuses what is
 /// invalid, and every warning can look at the whole policy (later routes, limits, endpoints).
@@ -108,9 +109,11 @@ struct PolicyLint {
             }
         }
         precondition(policy.routes.count == source.routes.count, "one source mapping per decoded route")
+        let caseProbe = CaseShadowProbe(policy: policy)
         for index in policy.routes.indices {
             warnings += self.settingWarnings(policy.routes[index], source.routes[index], policy: policy)
             warnings += self.reachWarnings(at: index, source.routes[index], policy: policy)
+            warnings += self.caseWarnings(at: index, source.routes[index], policy: policy, probe: caseProbe)
         }
         return warnings
     }
@@ -210,12 +213,52 @@ struct PolicyLint {
         return warnings
     }
 
+    /// `case_sensitive: true` on an enforce or monitor route whose paths, spelled in another
+    /// letter case, reach a weaker route forwarding to the same upstream (the rule:
+    /// `CaseShadowProbe`). A case-insensitive upstream (Express by default) runs the protected
+    /// handler for both spellings, so the other spelling skips what this route asks for.
+    private func caseWarnings(
+        at index: Int, _ fields: Fields, policy: GatewayPolicy, probe: CaseShadowProbe
+    ) -> [PolicyWarning] {
+        let shadows = probe.shadows(of: index)
+        guard let first = shadows.first else { return [] }
+        let route = policy.routes[index]
+        let shadow = policy.routes[first.index]
+        let match = route.match.path.map { "path \($0)" } ?? route.match.pathPrefix.map { "path_prefix \($0)" } ?? ""
+        var message =
+            "route \(Self.quote(route.name)) matches case-sensitively, but \(first.method) \(first.shadowedPath) goes to"
+            + " routes[\(first.index)] (\(Self.quote(shadow.name))) and "
+            + first.weaknesses.joined(separator: ", and ")
+            + ", while \(first.method) \(first.matchedPath) is checked here: a case-insensitive upstream (Express by default) runs one handler for both"
+        if shadows.count > 1 {
+            message +=
+                "; " + shadows.dropFirst().map { "routes[\($0.index)]" }.joined(separator: ", ")
+                + " take other spellings too"
+        }
+        message +=
+            "; fix: add a case-insensitive route for \(match) with this route's mode (\(route.mode.rawValue)) and settings"
+            + " ahead of routes[\(first.index)], or make the upstream route case-sensitively"
+        return [
+            self.warning(
+                "case_sensitive_route_shadowed", fields.keyMark("case_sensitive"), fields.path("case_sensitive"),
+                message)
+        ]
+    }
+
     /// True when every request `later` matches is matched by `earlier` first.
     static func covers(_ earlier: RoutePolicy, _ later: RoutePolicy) -> Bool {
         if let methods = earlier.match.methods {
             guard let laterMethods = later.match.methods, laterMethods.allSatisfy(methods.contains) else {
                 return false
             }
+        }
+        // A case-sensitive pattern with letters matches one spelling of its paths; a
+        // case-insensitive later route still matches the others (`/CS/x` after `/cs/`).
+        if earlier.caseSensitive && !later.caseSensitive,
+            let pattern = earlier.match.path ?? earlier.match.pathPrefix,
+            pattern.lowercased() != pattern.uppercased()
+        {
+            return false
         }
         if let exact = earlier.match.path {
             guard let laterExact = later.match.path else { return false }
