@@ -93,4 +93,37 @@ import Testing
         #expect(!ClientTrustHeaders(adding: ["Host", "X-*"]).contains("Host"))
         #expect(!ClientTrustHeaders(adding: ["X-*"]).contains("X-App-Attest-Status"))
     }
+
+    // MARK: - strip_client_headers
+
+    @Test func stripClientHeadersLoadsAndIsSummarized() throws {
+        let policy = try PolicyLoader.parse(
+            "strip_client_headers: [X-Company-User, X-Auth-*]\n" + minimalPolicy(), sourcePath: "policies.yaml")
+        #expect(policy.stripClientHeaders == ["X-Company-User", "X-Auth-*"])
+        #expect(try PolicyLoader.parse(minimalPolicy(), sourcePath: "policies.yaml").stripClientHeaders.isEmpty)
+        #expect(PolicySummary.render(policy).contains("strip_client_headers  X-Company-User, X-Auth-*  [besides"))
+        let trust = ClientTrustHeaders(adding: policy.stripClientHeaders)
+        #expect(trust.contains("x-auth-user") && trust.contains("X-COMPANY-USER"))
+    }
+
+    @Test func badEntriesAreRefusedWithFileLineAndField() {
+        let cases: [(String, PolicyError.Code, String, String)] = [
+            ("strip_client_headers: [X-Ok, \"X Bad\"]", .invalidValue, "strip_client_headers[1]", "header name"),
+            ("strip_client_headers: [Host]", .invalidValue, "strip_client_headers[0]", "host"),
+            ("strip_client_headers: [\"X-*\"]", .invalidValue, "strip_client_headers[0]", "prefix covers"),
+            ("strip_client_headers: [X-App-Attest-Status]", .invalidValue, "strip_client_headers[0]", "X-App-Attest"),
+            ("strip_client_headers: [\"*\"]", .invalidValue, "strip_client_headers[0]", "before the *"),
+            ("strip_client_headers: X-Company-User", .wrongType, "strip_client_headers", "list"),
+            ("strip_client_headers: [[X-A]]", .wrongType, "strip_client_headers[0]", "header name"),
+        ]
+        for (line, code, field, reason) in cases {
+            guard let error = policyError(line + "\n" + minimalPolicy()) else { continue }
+            #expect(error.code == code, "\(error)")
+            #expect(error.file == "policies.yaml" && error.line == 1 && error.field == field, "\(error)")
+            #expect(error.description.contains(reason), "\(error)")
+        }
+        let described = policyError("strip_client_headers: [X-Ok, \"X Bad\"]\n" + minimalPolicy())?.description
+        #expect(described?.hasPrefix("policies.yaml:1:30: strip_client_headers[1]: expected a header name") == true)
+        #expect(described?.hasSuffix("; found \"X Bad\"") == true, "\(String(describing: described))")
+    }
 }
