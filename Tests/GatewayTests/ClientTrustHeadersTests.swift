@@ -126,4 +126,148 @@ import Testing
         #expect(described?.hasPrefix("policies.yaml:1:30: strip_client_headers[1]: expected a header name") == true)
         #expect(described?.hasSuffix("; found \"X Bad\"") == true, "\(String(describing: described))")
     }
+
+    // MARK: - The upstream head
+
+    static let clientAddress = "203.0.113.9"
+
+    /// The upstream head's fields as the proxy writes them (`writeHead`), after checking that
+    /// the reference (`make`) writes the same bytes.
+    static func upstreamFields(
+        _ fields: [(String, String)],
+        trusted: Bool = false,
+        originAddress: String? = nil,
+        trust: ClientTrustHeaders = ClientTrustHeaders(),
+        subjectHeader: String = ListenerTLSConfiguration.defaultClientSubjectHeader,
+        subject: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [(String, String)] {
+        let gateHead = HTTPRequestHead(
+            method: "GET", target: "/v1/x", headers: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
+        let subjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader, subjectHeader])
+        let correlation = RequestCorrelation.scan(gateHead.headers, peerIsTrusted: trusted) {
+            RequestID(high: 1, low: 2)
+        }
+        let plan = UpstreamRequestPlan.make(
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, clientAddress: Self.clientAddress,
+            upstreamHost: "up:8080", peerIsTrusted: trusted, originAddress: originAddress, trustHeaders: trust,
+            subjectHeaders: subjectHeaders, subjectHeader: subjectHeader, subject: subject,
+            requestID: correlation.requestID.text)
+        var expected: [UInt8] = []
+        HTTPSerializer.writeRequestHead(plan.head, into: &expected)
+
+        var client = UpstreamRequestPlan.Client(address: Self.clientAddress)
+        client.peerIsTrusted = trusted
+        client.originAddress = originAddress
+        client.trustHeaders = trust
+        client.reservedSubjectHeaders = subjectHeaders
+        client.subjectHeader = subjectHeader
+        client.subject = subject
+        let bound = UpstreamRequestPlan.headBound(
+            gateHead: gateHead, client: client, upstreamHost: "up:8080", requestID: correlation.requestID)
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
+        defer { memory.deallocate() }
+        var writer = HeadWriter(memory)
+        _ = UpstreamRequestPlan.writeHead(
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "up:8080",
+            correlation: correlation, into: &writer)
+        let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
+        let text = String(decoding: written, as: UTF8.self)
+        #expect(
+            written == expected, "\(text)\nwant:\n\(String(decoding: expected, as: UTF8.self))",
+            sourceLocation: sourceLocation)
+        return text.split(separator: "\r\n").dropFirst().compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...]))
+        }
+    }
+
+    static func values(_ name: String, _ fields: [(String, String)]) -> [String] {
+        fields.filter { $0.0.lowercased() == name.lowercased() }.map(\.1)
+    }
+
+    @Test func aClientsXRealIPIsReplacedByTheClientAddress() {
+        let fields = Self.upstreamFields([
+            ("Host", "api.example"), ("X-Real-IP", "6.6.6.6"), ("x-real-ip", "7.7.7.7"), ("X-REAL-IP", ""),
+        ])
+        #expect(Self.values("X-Real-IP", fields) == [Self.clientAddress], "\(fields)")
+        // The same address X-Forwarded-For ends with.
+        #expect(Self.values("X-Forwarded-For", fields) == [Self.clientAddress])
+    }
+
+    /// From a trusted peer, X-Real-IP is the client the gateway logs and limits (the right-most
+    /// untrusted X-Forwarded-For hop), not what the peer sent, nor the peer itself.
+    @Test func aTrustedPeersXRealIPGivesWayToTheDerivedClientAddress() {
+        let fields = Self.upstreamFields(
+            [("Host", "api.example"), ("X-Forwarded-For", "198.51.100.4"), ("X-Real-IP", "6.6.6.6")],
+            trusted: true, originAddress: "198.51.100.4")
+        #expect(Self.values("X-Real-IP", fields) == ["198.51.100.4"], "\(fields)")
+        #expect(Self.values("X-Forwarded-For", fields) == ["198.51.100.4, \(Self.clientAddress)"])
+        // Without a derived address (no X-Forwarded-For), the peer itself.
+        let direct = Self.upstreamFields([("Host", "h"), ("X-Real-IP", "6.6.6.6")], trusted: true)
+        #expect(Self.values("X-Real-IP", direct) == [Self.clientAddress])
+        // An untrusted peer's origin is never read.
+        let untrusted = Self.upstreamFields([("Host", "h")], originAddress: "198.51.100.4")
+        #expect(Self.values("X-Real-IP", untrusted) == [Self.clientAddress])
+    }
+
+    @Test func clientCertificateHeadersAreRemovedInAnyCase() {
+        let fields = Self.upstreamFields([
+            ("Host", "api.example"), ("X-Forwarded-Client-Cert", "By=spiffe://evil;Hash=00;Subject=\"CN=admin\""),
+            ("X-SSL-Client-S-DN", "CN=admin"), ("x-ssl-client-s-dn", "CN=admin"), ("X-SSL-CLIENT-VERIFY", "SUCCESS"),
+            ("X-Ssl-Client-Cert", "-----BEGIN"), ("X-Client-Cert", "MIIB"), ("client-cert", ":MIIB:"),
+            ("Client-Cert-Chain", ":MIIB:, :MIIC:"), ("Accept", "*/*"), ("X-Client-Certs", "kept"),
+        ])
+        let names = fields.map(\.0)
+        #expect(
+            names == [
+                "Host", "Accept", "X-Client-Certs", "X-Forwarded-For", "X-Real-IP", "X-Forwarded-Proto",
+                "X-Forwarded-Host", "Forwarded", "X-Request-Id",
+            ], "\(fields)")
+    }
+
+    @Test func operatorAddedNamesAndPrefixesAreRemoved() {
+        let trust = ClientTrustHeaders(adding: ["X-Company-User", "X-Auth-*"])
+        let sent = [
+            ("Host", "h"), ("X-Company-User", "admin"), ("x-company-user", "root"), ("X-Auth-Token", "t"),
+            ("x-auth-groups", "admins"), ("X-Authorization", "kept"), ("X-Company-Users", "kept"),
+        ]
+        let fields = Self.upstreamFields(sent, trust: trust)
+        #expect(
+            fields.map(\.0).filter { !$0.hasPrefix("X-Forwarded") && $0 != "Forwarded" }
+                == ["Host", "X-Authorization", "X-Company-Users", "X-Real-IP", "X-Request-Id"], "\(fields)")
+        // Without the operator's list they go through.
+        #expect(Self.values("X-Company-User", Self.upstreamFields(sent)) == ["admin", "root"])
+    }
+
+    /// `tls.client_subject_header: X-SSL-Client-S-DN` (a name upstreams behind nginx read): the
+    /// client's copies go, the gateway's verified subject is the one sent.
+    @Test func theGatewaysSubjectHeaderIsSentUnderAListedName() {
+        let sent = [
+            ("Host", "h"), ("X-SSL-Client-S-DN", "CN=spoofed"), ("x-ssl-client-s-dn", "CN=spoofed"),
+            ("X-SSL-Client-Verify", "SUCCESS"),
+        ]
+        func ssl(_ fields: [(String, String)]) -> [String] {
+            fields.filter { $0.0.lowercased().hasPrefix("x-ssl-client-") }.map { $0.0 + ": " + $0.1 }
+        }
+        let verified = Self.upstreamFields(sent, subjectHeader: "X-SSL-Client-S-DN", subject: "CN=app,O=Example")
+        #expect(ssl(verified) == ["X-SSL-Client-S-DN: CN=app,O=Example"], "\(verified)")
+        let none = Self.upstreamFields(sent, subjectHeader: "X-SSL-Client-S-DN")
+        #expect(ssl(none).isEmpty, "\(none)")
+        // The same when the operator also listed it.
+        let listed = Self.upstreamFields(
+            sent, trust: ClientTrustHeaders(adding: ["X-SSL-Client-S-DN"]), subjectHeader: "X-SSL-Client-S-DN",
+            subject: "CN=app")
+        #expect(Self.values("X-SSL-Client-S-DN", listed) == ["CN=app"])
+    }
+
+    @Test func trailersLoseTrustHeaders() {
+        let trailers = HTTPHeaders([
+            (name: "X-Real-IP", value: "6.6.6.6"), (name: "x-ssl-client-s-dn", value: "CN=admin"),
+            (name: "Client-Cert", value: ":MIIB:"), (name: "X-Company-User", value: "admin"),
+            (name: "X-Checksum", value: "abc"),
+        ])
+        let trust = ClientTrustHeaders(adding: ["X-Company-User"])
+        #expect(HeaderRewriting.forwardedTrailers(trailers, trust: trust)?.map(\.name) == ["X-Checksum"])
+    }
 }
