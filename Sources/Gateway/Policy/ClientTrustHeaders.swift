@@ -10,8 +10,8 @@
 /// - whatever the operator adds under `strip_client_headers:` (exact names and `Prefix-*`).
 ///
 /// ASCII case-insensitive. `contains` runs for every field of every request: a built-in name is
-/// found by its length and first bytes (like `HeaderRewriting.role(of:)`), and the operator's
-/// list is looked at only when there is one. Pure, with no dependency on other files: the proxy
+/// found by its first bytes and its length (as `HeaderRewriting.role(of:)` finds its names), and
+/// the operator's list is looked at only when there is one. Pure, with no dependency on other files: the proxy
 /// and the policy decoder use it (the check-only answer is to), and so do the fuzz harnesses
 /// that compile a few files alone (Fuzz/policy, Fuzz/correlation).
 package struct ClientTrustHeaders: Sendable, Hashable {
@@ -30,8 +30,9 @@ package struct ClientTrustHeaders: Sendable, Hashable {
         let isPrefix: Bool
     }
 
-    /// The operator's entries, as written (`strip_client_headers:`).
-    package let added: [String]
+    /// The operator's entries (`strip_client_headers:`), without duplicates. The only stored
+    /// property, so that a copy of the list (the head writer's `Client` is copied per request)
+    /// costs one retain.
     private let patterns: [Pattern]
 
     /// The built-in list plus `added` (entries `refusal(of:)` accepts: a name, or a name prefix
@@ -44,44 +45,91 @@ package struct ClientTrustHeaders: Sendable, Hashable {
             let pattern = Pattern(bytes: bytes, isPrefix: isPrefix)
             if !patterns.contains(pattern) { patterns.append(pattern) }
         }
-        self.added = added
         self.patterns = patterns
     }
 
-    /// True for a field a client may not send upstream (ASCII case-insensitive).
+    /// True for a field a client may not send upstream (ASCII case-insensitive). One look at
+    /// the name's bytes (contiguous for every native string, small ones included).
     @inline(__always)
     package func contains(_ name: String) -> Bool {
-        Self.isBuiltIn(name) || (!self.patterns.isEmpty && self.isAdded(name))
+        name.utf8.withContiguousStorageIfAvailable { self.contains(bytes: $0) } ?? self.containsCopying(name)
     }
 
-    /// True for `X-Real-IP` (ASCII case-insensitive).
+    /// `contains` for a string without contiguous UTF-8 (a bridged one; none on Linux).
+    @inline(never)
+    private func containsCopying(_ name: String) -> Bool {
+        Array(name.utf8).withUnsafeBufferPointer { self.contains(bytes: $0) }
+    }
+
+    /// The common case (a name not on the list) is decided here, inline in the caller; the rest
+    /// of the comparison is out of line, so that this stays small enough to inline.
     @inline(__always)
+    private func contains(bytes name: UnsafeBufferPointer<UInt8>) -> Bool {
+        (Self.mayBeBuiltIn(name) && Self.isBuiltIn(bytes: name)) || (!self.patterns.isEmpty && self.isAdded(name))
+    }
+
+    /// False for a name that cannot be on the built-in list, by its length and first bytes:
+    /// every entry has at least 9 and starts with `c`, or with `x-` and one of `r s c f`. A
+    /// name that is not on the list is ruled out in one to four comparisons (`X-App-Attest-*`,
+    /// on every forwarded request, at its third byte).
+    @inline(__always)
+    private static func mayBeBuiltIn(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard name.count >= 9 else { return false }
+        let first = name[0] | 0x20  // lowercase for letters; other bytes only need not match
+        if first == UInt8(ascii: "c") { return true }
+        guard first == UInt8(ascii: "x"), name[1] == UInt8(ascii: "-") else { return false }
+        let third = name[2] | 0x20
+        return third == UInt8(ascii: "r") || third == UInt8(ascii: "s") || third == UInt8(ascii: "c")
+            || third == UInt8(ascii: "f")
+    }
+
+    /// True for `X-Real-IP` (ASCII case-insensitive): the list's only name of 9 bytes.
     package static func isRealIP(_ name: String) -> Bool {
-        name.utf8.count == 9 && Self.startsWith(name, "x-real-ip")
+        name.utf8.count == 9 && Self.isBuiltIn(name)
     }
 
-    /// True for a built-in name or prefix. A switch on the length, then a comparison that stops
-    /// at the first byte that differs (for most names the first one: every entry starts with
-    /// `x` or `c`).
-    @inline(__always)
+    /// True for a built-in name or prefix (ASCII case-insensitive).
     package static func isBuiltIn(_ name: String) -> Bool {
-        let count = name.utf8.count
-        switch count {
-        case ..<9, 10, 12: return false
-        case 9: return Self.startsWith(name, "x-real-ip")
-        case 11: return Self.startsWith(name, "client-cert")
-        case 13: return Self.startsWith(name, "x-client-cert") || Self.startsWith(name, "x-ssl-client-")
-        case 17: return Self.startsWith(name, "client-cert-chain") || Self.startsWith(name, "x-ssl-client-")
-        case 23: return Self.startsWith(name, "x-forwarded-client-cert") || Self.startsWith(name, "x-ssl-client-")
-        default: return Self.startsWith(name, "x-ssl-client-")
+        if let found = name.utf8.withContiguousStorageIfAvailable({ Self.isBuiltIn(bytes: $0) }) { return found }
+        return Array(name.utf8).withUnsafeBufferPointer { Self.isBuiltIn(bytes: $0) }
+    }
+
+    /// The built-in list by the first and third bytes, then the length: every entry starts with
+    /// `x-` or `c`, and after `x-` the third byte tells the four apart; a candidate is then
+    /// compared to the end of its entry.
+    @inline(never)
+    private static func isBuiltIn(bytes name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = name.count
+        guard count >= 9 else { return false }
+        switch Self.lower(name[0]) {
+        case UInt8(ascii: "x"):
+            guard name[1] == UInt8(ascii: "-") else { return false }
+            switch Self.lower(name[2]) {
+            case UInt8(ascii: "r"): return count == 9 && Self.matches(name, "x-real-ip")
+            case UInt8(ascii: "s"): return count >= 13 && Self.matches(name, "x-ssl-client-")
+            case UInt8(ascii: "c"): return count == 13 && Self.matches(name, "x-client-cert")
+            case UInt8(ascii: "f"): return count == 23 && Self.matches(name, "x-forwarded-client-cert")
+            default: return false
+            }
+        case UInt8(ascii: "c"):
+            switch count {
+            case 11: return Self.matches(name, "client-cert")
+            case 17: return Self.matches(name, "client-cert-chain")
+            default: return false
+            }
+        default:
+            return false
         }
     }
 
-    private func isAdded(_ name: String) -> Bool {
-        let count = name.utf8.count
+    @inline(never)
+    private func isAdded(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = name.count
         for pattern in self.patterns {
             if pattern.isPrefix ? count < pattern.bytes.count : count != pattern.bytes.count { continue }
-            if Self.startsWith(name, pattern.bytes) { return true }
+            var index = 0
+            while index < pattern.bytes.count, Self.lower(name[index]) == pattern.bytes[index] { index += 1 }
+            if index == pattern.bytes.count { return true }
         }
         return false
     }
@@ -148,31 +196,9 @@ package struct ClientTrustHeaders: Sendable, Hashable {
     /// `name` starts with `literal` (lowercase), ASCII case-insensitively: equals it when the
     /// caller checked that the lengths are equal. The caller checked that `name` is long enough.
     @inline(__always)
-    private static func startsWith(_ name: String, _ literal: StaticString) -> Bool {
-        let count = literal.utf8CodeUnitCount
+    private static func matches(_ name: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
         let expected = literal.utf8Start
-        if let result = name.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
-            for index in 0..<count where Self.lower(bytes[index]) != expected[index] { return false }
-            return true
-        }) {
-            return result
-        }
-        var index = 0
-        for byte in name.utf8.prefix(count) {
-            if Self.lower(byte) != expected[index] { return false }
-            index += 1
-        }
+        for index in 0..<literal.utf8CodeUnitCount where Self.lower(name[index]) != expected[index] { return false }
         return true
-    }
-
-    /// `name` starts with `bytes` (lowercase); the caller checked that `name` is long enough.
-    private static func startsWith(_ name: String, _ bytes: [UInt8]) -> Bool {
-        if let result = name.utf8.withContiguousStorageIfAvailable({ name -> Bool in
-            for index in bytes.indices where Self.lower(name[index]) != bytes[index] { return false }
-            return true
-        }) {
-            return result
-        }
-        return zip(name.utf8, bytes).allSatisfy { Self.lower($0) == $1 }
     }
 }

@@ -69,7 +69,7 @@ package struct UpstreamRequestPlan: Sendable {
         var fields = 0
         for field in gateHead.headers { fields += field.name.utf8.count + field.value.utf8.count + 4 }
         let subject = client.subject.map { $0.utf8.count + client.subjectHeader.utf8.count + 4 } ?? 0
-        let realIP = (client.originAddress ?? client.address).utf8.count + 13
+        let realIP = (client.originAddress?.utf8.count ?? 0) + client.address.utf8.count + 13
         return gateHead.method.utf8.count + gateHead.target.utf8.count + 16 + 4 * fields
             + 4 * (client.address.utf8.count + client.forwardedNode.utf8.count + upstreamHost.utf8.count) + subject
             + realIP + requestID.utf8Count + 16 + 256
@@ -155,7 +155,11 @@ package struct UpstreamRequestPlan: Sendable {
         }
         writer.writeSanitized(client.address)
         writer.write("\r\nX-Real-IP: ")
-        writer.writeSanitized(trusted ? client.originAddress ?? client.address : client.address)
+        if trusted, let origin = client.originAddress {
+            writer.writeSanitized(origin)
+        } else {
+            writer.writeSanitized(client.address)
+        }
         writer.write("\r\nX-Forwarded-Proto: ")
         let keepsProto = trusted && forwardedProtoOrHostCount > 0 && Self.hasValue(in: head.headers, Self.isProto)
         if keepsProto {
