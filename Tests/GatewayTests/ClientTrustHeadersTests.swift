@@ -172,12 +172,12 @@ import Testing
         client.subjectHeader = subjectHeader
         client.subject = subject
         let bound = UpstreamRequestPlan.headBound(
-            gateHead: gateHead, client: client, upstreamHost: "up:8080", requestID: correlation.requestID)
+            gateHead: gateHead, client: &client, upstreamHost: "up:8080", requestID: correlation.requestID)
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
         defer { memory.deallocate() }
         var writer = HeadWriter(memory)
         _ = UpstreamRequestPlan.writeHead(
-            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "up:8080",
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: &client, upstreamHost: "up:8080",
             correlation: correlation, into: &writer)
         let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
         let text = String(decoding: written, as: UTF8.self)

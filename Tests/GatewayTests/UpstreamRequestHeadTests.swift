@@ -91,13 +91,13 @@ import Testing
                 var client = UpstreamRequestPlan.Client(address: address)
                 client.peerIsTrusted = trusted
                 let bound = UpstreamRequestPlan.headBound(
-                    gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:18080",
+                    gateHead: gateHead, client: &client, upstreamHost: "127.0.0.1:18080",
                     requestID: correlation.requestID)
                 let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
                 defer { memory.deallocate() }
                 var writer = HeadWriter(memory)
                 let encoding = UpstreamRequestPlan.writeHead(
-                    gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
+                    gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: &client,
                     upstreamHost: "127.0.0.1:18080", correlation: correlation, into: &writer)
                 let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
                 let got = String(decoding: written, as: UTF8.self)
@@ -164,12 +164,12 @@ import Testing
             client.subjectHeader = "X-Verified-Subject"
             client.subject = subject
             let bound = UpstreamRequestPlan.headBound(
-                gateHead: gateHead, client: client, upstreamHost: "up:8080", requestID: correlation.requestID)
+                gateHead: gateHead, client: &client, upstreamHost: "up:8080", requestID: correlation.requestID)
             let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
             defer { memory.deallocate() }
             var writer = HeadWriter(memory)
             let encoding = UpstreamRequestPlan.writeHead(
-                gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
+                gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: &client,
                 upstreamHost: "up:8080", correlation: correlation, into: &writer)
             let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
             #expect(written == expected, "iteration \(iteration) trusted \(trusted): \(fields)")
@@ -179,15 +179,15 @@ import Testing
 
     @Test func connectionCannotRemoveHost() {
         let gateHead = Self.head("GET", "/h", [("Host", "api.example"), ("Connection", "Host")])
-        let client = UpstreamRequestPlan.Client(address: "127.0.0.1")
+        var client = UpstreamRequestPlan.Client(address: "127.0.0.1")
         let correlation = Self.correlation(gateHead, trusted: false)
         let bound = UpstreamRequestPlan.headBound(
-            gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:1", requestID: correlation.requestID)
+            gateHead: gateHead, client: &client, upstreamHost: "127.0.0.1:1", requestID: correlation.requestID)
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
         defer { memory.deallocate() }
         var writer = HeadWriter(memory)
         _ = UpstreamRequestPlan.writeHead(
-            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "127.0.0.1:1",
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: &client, upstreamHost: "127.0.0.1:1",
             correlation: correlation, into: &writer)
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]), as: UTF8.self)
         #expect(text.contains("\r\nHost: api.example\r\n"), "\(text)")
