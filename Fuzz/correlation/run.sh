@@ -16,7 +16,7 @@ if [ -d Fuzz/correlation/regressions ]; then inputs="$inputs Fuzz/correlation/re
 if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
 # One module named HTTP1: the Gateway files' `package import HTTP1` then names the module itself
-# (a warning), so the scan compiles with the HTTP1 sources and the four files it needs.
+# (a warning), so the scan compiles with the HTTP1 sources and the files it needs.
 swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -package-name attest_gateway -module-name HTTP1 \
   -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility \
@@ -24,6 +24,7 @@ swiftc -sanitize=fuzzer,address -parse-as-library -O \
   Sources/Gateway/Proxy/RequestCorrelation.swift \
   Sources/Gateway/Proxy/HeaderRewriting.swift \
   Sources/Gateway/Proxy/ClientSubjectHeaders.swift \
+  Sources/Gateway/Policy/ClientTrustHeaders.swift \
   Sources/Gateway/Enforcement/IdentityHeaders.swift \
   Sources/Gateway/Enforcement/RolloutArm.swift \
   Fuzz/correlation/harness.swift \

@@ -10,9 +10,11 @@ extension UpstreamRequestPlan {
     ///   - framing: the client's body framing.
     ///   - bufferedBodyCount: the body's size when it was buffered (the upstream then gets a Content-Length).
     ///   - upstreamHost: `host:port` of the upstream, used as Host when the client sent none (HTTP/1.0).
-    ///   - tlsEndedHere, peerIsTrusted: as `ForwardedHeaders.plan`.
+    ///   - tlsEndedHere, peerIsTrusted, originAddress: as `ForwardedHeaders.plan`.
     ///   - subjectHeaders: names no client may send; `subject` (already a field value) goes in
     ///     `subjectHeader` when set.
+    ///   - trustHeaders: the headers other proxies set to name the client, removed (X-Real-IP is
+    ///     then set by the plan).
     ///   - requestID: the `X-Request-Id` written after the forwarding fields (every one the
     ///     request carried is removed); `traceparentIsValid`: `traceparent` and `tracestate` stay.
     package static func make(
@@ -23,6 +25,8 @@ extension UpstreamRequestPlan {
         upstreamHost: String,
         tlsEndedHere: Bool = false,
         peerIsTrusted: Bool = false,
+        originAddress: String? = nil,
+        trustHeaders: ClientTrustHeaders = ClientTrustHeaders(),
         subjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
             ListenerTLSConfiguration.defaultClientSubjectHeader
         ]),
@@ -35,7 +39,8 @@ extension UpstreamRequestPlan {
         // ProxyConnectionStateMachine) and adds Host for HTTP/1.0 requests that had none.
         var head = HeaderRewriting.upstreamRequest(
             gateHead, clientAddress: clientAddress, scheme: tlsEndedHere ? "https" : "http",
-            upstreamHost: upstreamHost, peerIsTrusted: peerIsTrusted)
+            upstreamHost: upstreamHost, peerIsTrusted: peerIsTrusted, originAddress: originAddress,
+            trustHeaders: trustHeaders)
         head.versionMinor = 1
         // The request ID is the gateway's; trace context goes on only with a valid traceparent.
         head.headers.removeAll { field in
@@ -74,9 +79,11 @@ extension HeaderRewriting {
     /// Removes hop-by-hop headers (Connection and every header it names, Keep-Alive, TE, Trailer,
     /// Upgrade, Proxy-Connection, Proxy-Authenticate, Proxy-Authorization), Transfer-Encoding and
     /// Content-Length (the proxy re-frames), and Expect (the gateway answers `100-continue` itself);
-    /// sets X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host and `Forwarded` (RFC 7239:
-    /// `for`, `proto`, `host`) as `ForwardedHeaders.plan` says: from a trusted peer its lists are
-    /// appended to and its proto and host stand; from any other peer they are replaced.
+    /// removes the headers other proxies set to name the client (`trustHeaders`: X-Real-IP,
+    /// X-Forwarded-Client-Cert, X-SSL-Client-*, …); sets X-Forwarded-For, X-Real-IP,
+    /// X-Forwarded-Proto, X-Forwarded-Host and `Forwarded` (RFC 7239: `for`, `proto`, `host`) as
+    /// `ForwardedHeaders.plan` says: from a trusted peer its lists are appended to and its proto
+    /// and host stand; from any other peer they are replaced.
     ///
     /// `X-App-Attest-*` fields are never removed for being named in Connection: by the time a
     /// head gets here the gate has replaced every client-sent one with the gateway's own
@@ -92,7 +99,9 @@ extension HeaderRewriting {
         clientAddress: String,
         scheme: String,
         upstreamHost: String? = nil,
-        peerIsTrusted: Bool = false
+        peerIsTrusted: Bool = false,
+        originAddress: String? = nil,
+        trustHeaders: ClientTrustHeaders = ClientTrustHeaders()
     ) -> HTTPRequestHead {
         var rewritten = head
         rewritten.versionMinor = 1
@@ -126,6 +135,7 @@ extension HeaderRewriting {
             case .other, .userAgent, .requestID, .traceparent, .tracestate:
                 break
             }
+            if trustHeaders.contains(field.name) { continue }
             // The identity headers in `head` are the gateway's own (the gate removed every
             // client-sent one): the client's Connection option must not remove them.
             if !named.isEmpty, named.contains(where: { $0.equalsCaseInsensitiveASCII(field.name) }),
@@ -138,8 +148,9 @@ extension HeaderRewriting {
         if host == nil, let upstreamHost { kept.append(HTTPField(name: "Host", value: upstreamHost)) }
         let plan = ForwardedHeaders.plan(
             peerIsTrusted: peerIsTrusted, tlsEndedHere: scheme == "https", incoming: incoming,
-            clientAddress: clientAddress, host: host)
+            clientAddress: clientAddress, host: host, originAddress: originAddress)
         kept.append(HTTPField(name: "X-Forwarded-For", value: plan.forwardedFor))
+        kept.append(HTTPField(name: ClientTrustHeaders.realIP, value: plan.realIP))
         kept.append(HTTPField(name: "X-Forwarded-Proto", value: plan.forwardedProto))
         if let forwardedHost = plan.forwardedHost {
             kept.append(HTTPField(name: "X-Forwarded-Host", value: forwardedHost))

@@ -23,7 +23,8 @@ import Testing
                     forwardedFor: "198.51.100.7",
                     forwardedProto: "http",
                     forwardedHost: "api.example.com",
-                    forwarded: "for=198.51.100.7;proto=http;host=api.example.com"))
+                    forwarded: "for=198.51.100.7;proto=http;host=api.example.com",
+                    realIP: "198.51.100.7"))
     }
 
     @Test func tlsEndedHereSaysHTTPS() {
@@ -56,7 +57,8 @@ import Testing
                     forwardedFor: "203.0.113.9",
                     forwardedProto: "https",
                     forwardedHost: "api.example.com",
-                    forwarded: "for=203.0.113.9;proto=https;host=api.example.com"))
+                    forwarded: "for=203.0.113.9;proto=https;host=api.example.com",
+                    realIP: "203.0.113.9"))
     }
 
     @Test func fieldLinesJoinInOrderAndHostsAreQuotedWhenNotTokens() {

@@ -38,7 +38,10 @@ import Testing
         #expect(rewritten.method == "POST" && rewritten.target == "/x")
         #expect(
             Self.names(rewritten.headers)
-                == ["Host", "Authorization", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded"]
+                == [
+                    "Host", "Authorization", "X-Forwarded-For", "X-Real-IP", "X-Forwarded-Proto", "X-Forwarded-Host",
+                    "Forwarded",
+                ]
         )
         #expect(rewritten.headers["x-forwarded-for"] == "192.0.2.7")
         #expect(rewritten.headers["x-forwarded-proto"] == "https")

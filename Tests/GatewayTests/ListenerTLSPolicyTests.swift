@@ -246,6 +246,11 @@ import Testing
                 "client_subject_header: X-Verified-Subject", "client_subject_header: \"X Subject\"", .invalidValue,
                 "listen[1].tls.client_subject_header"
             ),
+            // Issue 29: the gateway sets X-Real-IP to the client address itself.
+            (
+                "client_subject_header: X-Verified-Subject", "client_subject_header: x-real-ip", .invalidValue,
+                "listen[1].tls.client_subject_header"
+            ),
             ("\"*.Example.org\"", "\"*.org\"", .invalidValue, "listen[1].tls.sni[0].server_names[1]"),
             ("\"*.Example.org\"", "\"a.*.example.org\"", .invalidValue, "listen[1].tls.sni[0].server_names[1]"),
             ("\"*.Example.org\"", "API.example.com", .duplicateServerName, "listen[1].tls.sni[0].server_names[1]"),

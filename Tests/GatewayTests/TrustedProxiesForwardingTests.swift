@@ -93,4 +93,47 @@ import Testing
         #expect(response.status == 200)
         #expect(Self.value("X-Forwarded-Proto", try response.echoedHeaders()) == ["http"])
     }
+
+    /// Issue 29: a client's X-Real-IP is replaced by its address, its certificate headers are
+    /// removed, and so are the names `strip_client_headers` adds, from the next request after a
+    /// reload.
+    @Test func headersOtherProxiesSetAreReplacedOrRemoved() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1)
+        defer { gateway.stop() }
+        let request =
+            "GET /f HTTP/1.1\r\nHost: api.example\r\nX-Real-IP: 6.6.6.6\r\nX-Forwarded-Client-Cert: Hash=00\r\n"
+            + "x-ssl-client-s-dn: CN=admin\r\nX-Client-Cert: MIIB\r\nClient-Cert: :MIIB:\r\n"
+            + "Client-Cert-Chain: :MIIB:\r\nX-Company-User: admin\r\n\r\n"
+        let before = try TestHTTPClient.request(port: gateway.port, request).echoedHeaders()
+        #expect(Self.value("X-Real-IP", before) == ["127.0.0.1"], "\(before)")
+        for name in [
+            "X-Forwarded-Client-Cert", "X-SSL-Client-S-DN", "X-Client-Cert", "Client-Cert", "Client-Cert-Chain",
+        ] {
+            #expect(Self.value(name, before).isEmpty, "\(name): \(before)")
+        }
+        #expect(Self.value("X-Company-User", before) == ["admin"])
+
+        var policy = GatewayPolicy(listen: [], upstreams: ["api": upstream.configuration], routes: [])
+        policy.stripClientHeaders = ["X-Company-*"]
+        try gateway.server.update(policy: policy, gates: [:])
+        let after = try TestHTTPClient.request(port: gateway.port, request).echoedHeaders()
+        #expect(Self.value("X-Company-User", after).isEmpty, "\(after)")
+        #expect(Self.value("X-Real-IP", after) == ["127.0.0.1"])
+    }
+
+    /// From a trusted peer, X-Real-IP names the client the access log names (the right-most
+    /// untrusted X-Forwarded-For hop), whatever X-Real-IP the peer sent.
+    @Test func aTrustedPeersXRealIPIsTheClientItsForwardedForNames() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(
+            upstreams: ["api": upstream.configuration], loops: 1, trustedProxies: ["127.0.0.1/32"])
+        defer { gateway.stop() }
+        let headers = try TestHTTPClient.request(
+            port: gateway.port,
+            "GET / HTTP/1.1\r\nHost: h\r\nX-Forwarded-For: 203.0.113.7\r\nX-Real-IP: 6.6.6.6\r\n\r\n"
+        ).echoedHeaders()
+        #expect(Self.value("X-Real-IP", headers) == ["203.0.113.7"], "\(headers)")
+        #expect(Self.value("X-Forwarded-For", headers) == ["203.0.113.7, 127.0.0.1"])
+    }
 }

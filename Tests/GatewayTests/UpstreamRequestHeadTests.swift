@@ -91,13 +91,13 @@ import Testing
                 var client = UpstreamRequestPlan.Client(address: address)
                 client.peerIsTrusted = trusted
                 let bound = UpstreamRequestPlan.headBound(
-                    gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:18080",
+                    gateHead: gateHead, client: &client, upstreamHost: "127.0.0.1:18080",
                     requestID: correlation.requestID)
                 let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
                 defer { memory.deallocate() }
                 var writer = HeadWriter(memory)
                 let encoding = UpstreamRequestPlan.writeHead(
-                    gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
+                    gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: &client,
                     upstreamHost: "127.0.0.1:18080", correlation: correlation, into: &writer)
                 let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
                 let got = String(decoding: written, as: UTF8.self)
@@ -118,7 +118,8 @@ import Testing
             "Connection", "Keep-Alive", "TE", "Expect", "Content-Length", "Transfer-Encoding", "X-App-Attest-Status",
             "X-App-Assertion", "X-A", "x-a", "Upgrade", "Proxy-Connection", "Accept", "Cookie",
             "X-Client-Cert-Subject", "x-verified-subject", "x-forwarded-proto", "X-Request-Id", "x-request-id",
-            "traceparent", "Traceparent", "tracestate", "User-Agent",
+            "traceparent", "Traceparent", "tracestate", "User-Agent", "X-Real-IP", "x-real-ip", "X-SSL-Client-S-DN",
+            "X-Forwarded-Client-Cert", "Client-Cert", "X-Company-User", "x-auth-token",
         ]
         let values = [
             "", "x", "a, b", "x-a, close", "keep-alive", "X-A", "x-app-attest-status, te", "\"q\\\"", "caf\u{E9}",
@@ -126,6 +127,7 @@ import Testing
             " https ", "http", "\t", "CN=spoofed", Self.validTraceparent, "req-1", "00-abc",
         ]
         let subjectHeaders = ClientSubjectHeaders(["X-Client-Cert-Subject", "X-Verified-Subject"])
+        let trustHeaders = ClientTrustHeaders(adding: ["X-Company-User", "X-Auth-*"])
         let methods = ["GET", "POST", "PUT", "PATCH", "HEAD", "DELETE"]
         let framings: [RequestBodyFraming] = [.none, .contentLength(0), .contentLength(42), .chunked]
         let addresses = ["127.0.0.1", "::1", "fe80::1%eth0", "10.0.0.255"]
@@ -144,26 +146,30 @@ import Testing
             let trusted = Bool.random(using: &random)
             let tls = Bool.random(using: &random)
             let subject: String? = Bool.random(using: &random) ? "CN=app \\x0D,O=Example" : nil
+            let originAddress: String? = Bool.random(using: &random) ? "2001:db8:ffff::42" : nil
             let correlation = Self.correlation(gateHead, trusted: trusted)
             let plan = UpstreamRequestPlan.make(
                 gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, clientAddress: address,
-                upstreamHost: "up:8080", tlsEndedHere: tls, peerIsTrusted: trusted, subjectHeaders: subjectHeaders,
+                upstreamHost: "up:8080", tlsEndedHere: tls, peerIsTrusted: trusted, originAddress: originAddress,
+                trustHeaders: trustHeaders, subjectHeaders: subjectHeaders,
                 subjectHeader: "X-Verified-Subject", subject: subject, requestID: correlation.requestID.text,
                 traceparentIsValid: correlation.traceparent != nil)
             var expected: [UInt8] = []
             HTTPSerializer.writeRequestHead(plan.head, into: &expected)
             var client = UpstreamRequestPlan.Client(address: address, tlsEndedHere: tls)
             client.peerIsTrusted = trusted
+            client.originAddress = originAddress
+            client.trustHeaders = trustHeaders
             client.reservedSubjectHeaders = subjectHeaders
             client.subjectHeader = "X-Verified-Subject"
             client.subject = subject
             let bound = UpstreamRequestPlan.headBound(
-                gateHead: gateHead, client: client, upstreamHost: "up:8080", requestID: correlation.requestID)
+                gateHead: gateHead, client: &client, upstreamHost: "up:8080", requestID: correlation.requestID)
             let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
             defer { memory.deallocate() }
             var writer = HeadWriter(memory)
             let encoding = UpstreamRequestPlan.writeHead(
-                gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: client,
+                gateHead: gateHead, framing: framing, bufferedBodyCount: buffered, client: &client,
                 upstreamHost: "up:8080", correlation: correlation, into: &writer)
             let written = Array(UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]))
             #expect(written == expected, "iteration \(iteration) trusted \(trusted): \(fields)")
@@ -173,15 +179,15 @@ import Testing
 
     @Test func connectionCannotRemoveHost() {
         let gateHead = Self.head("GET", "/h", [("Host", "api.example"), ("Connection", "Host")])
-        let client = UpstreamRequestPlan.Client(address: "127.0.0.1")
+        var client = UpstreamRequestPlan.Client(address: "127.0.0.1")
         let correlation = Self.correlation(gateHead, trusted: false)
         let bound = UpstreamRequestPlan.headBound(
-            gateHead: gateHead, client: client, upstreamHost: "127.0.0.1:1", requestID: correlation.requestID)
+            gateHead: gateHead, client: &client, upstreamHost: "127.0.0.1:1", requestID: correlation.requestID)
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bound, alignment: 1)
         defer { memory.deallocate() }
         var writer = HeadWriter(memory)
         _ = UpstreamRequestPlan.writeHead(
-            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: client, upstreamHost: "127.0.0.1:1",
+            gateHead: gateHead, framing: .none, bufferedBodyCount: nil, client: &client, upstreamHost: "127.0.0.1:1",
             correlation: correlation, into: &writer)
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]), as: UTF8.self)
         #expect(text.contains("\r\nHost: api.example\r\n"), "\(text)")

@@ -89,6 +89,7 @@ package final class GatewayService: Sendable {
         self.server.update(accessLogKeyID: keyIDFormat)
         self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         self.server.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
+        self.server.update(clientTrustHeaders: ClientTrustHeaders(adding: policy.stripClientHeaders))
         var bound: [(String, SocketAddress)] = []
         var secured: [ListenerTLS?] = []
         for listener in policy.listeners {

@@ -41,6 +41,10 @@ public struct GatewayPolicy: Sendable {
     public var readiness = ReadinessPolicy()
     /// `access_log:`: how the access log writes key IDs.
     public var accessLog = AccessLogPolicy()
+    /// `strip_client_headers:`: header names and `Prefix-*` patterns added to the built-in list
+    /// of headers other proxies set to name the client (`ClientTrustHeaders`); client copies of
+    /// every one are removed before a request goes upstream.
+    public var stripClientHeaders: [String] = []
 
     public init(
         listen: [ListenAddress],

@@ -23,6 +23,7 @@ struct ListenerDecoder {
     static let refusedSubjectHeaders: Set<String> = [
         "host", "content-length", "transfer-encoding", "connection", "keep-alive", "te", "trailer", "upgrade",
         "forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-app-assertion", "expect",
+        "x-real-ip",
     ]
 
     // MARK: - listen

@@ -47,6 +47,7 @@ import Foundation
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
+/// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
 /// | `access_log.key_id` / `.key_id_hash_key_file` | `prefix` \| `full` \| `hashed` \| `omitted`; file (hashed only): see `AccessLogPolicy` | `prefix` |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
@@ -58,6 +59,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
+        "strip_client_headers",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -145,6 +147,7 @@ struct PolicyDecoder {
         let limits = try self.decodeLimits(top)
         redisOptions.commandTimeout = limits.storeCommandTimeout
         let trustedProxies = try self.decodeTrustedProxies(top)
+        let stripClientHeaders = try self.decodeStripClientHeaders(top)
         let challengeKeyFile = try self.decodeChallengeKeyFile(top)
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
@@ -192,6 +195,7 @@ struct PolicyDecoder {
         policy.identitySignature = identitySignature
         policy.readiness = try self.decodeReadiness(top)
         policy.accessLog = try self.decodeAccessLog(top)
+        policy.stripClientHeaders = stripClientHeaders
         policy.listeners = listeners
         policy.authzListener = authzListener
         policy.authzPathPrefix = authzPathPrefix
@@ -240,6 +244,21 @@ struct PolicyDecoder {
             networks.append(text)
         }
         return networks
+    }
+
+    /// `strip_client_headers`: names and `Prefix-*` patterns as `ClientTrustHeaders.refusal(of:)`
+    /// accepts them (a name, or a prefix and `*`; none the gateway writes or judges itself).
+    private func decodeStripClientHeaders(_ top: Fields) throws(PolicyError) -> [String] {
+        guard let node = top["strip_client_headers"] else { return [] }
+        var entries: [String] = []
+        for item in try self.reader.list(node, expected: "a list of header names or Prefix-* patterns") {
+            let text = try self.reader.string(item, expected: "a header name (X-Company-User) or a prefix (X-Auth-*)")
+            if let refusal = ClientTrustHeaders.refusal(of: text) {
+                throw self.reader.error(.invalidValue, item, "\(refusal); found \(PolicyScalarReader.quote(text))")
+            }
+            entries.append(text)
+        }
+        return entries
     }
 
     private func decodeChallengeKeyFile(_ top: Fields) throws(PolicyError) -> String? {

@@ -29,6 +29,12 @@ public enum PolicySummary {
             policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"
         )
         add("trusted_proxies", policy.trustedProxies.isEmpty ? "(none)" : policy.trustedProxies.joined(separator: ", "))
+        let builtIn = ClientTrustHeaders.builtInNames + ClientTrustHeaders.builtInPrefixes.map { $0 + "*" }
+        add(
+            "strip_client_headers",
+            (policy.stripClientHeaders.isEmpty ? "(none)" : policy.stripClientHeaders.joined(separator: ", "))
+                + "  [besides the built-in " + builtIn.joined(separator: ", ") + "]"
+        )
         add("challenge_key_file", policy.challengeKeyFile ?? "(none: the key is shared through the store)")
         if let signature = policy.identitySignature {
             // Paths and key IDs only: the key material never leaves the signer.

@@ -1,13 +1,16 @@
 package import HTTP1
 
 /// The forwarding headers a request carries upstream (`X-Forwarded-For`, `-Proto`, `-Host`,
-/// RFC 7239 `Forwarded`), by the `trusted_proxies` rule (issue 11):
+/// RFC 7239 `Forwarded`, and `X-Real-IP`), by the `trusted_proxies` rule (issue 11):
 ///
 /// - from a trusted peer (a load balancer in `trusted_proxies`), what it sent is kept:
 ///   `X-Forwarded-For` and `Forwarded` get this hop appended; its `X-Forwarded-Proto` and
 ///   `X-Forwarded-Host` describe the client's own connection, so they stand, and only fill in
-///   when it sent none;
-/// - from any other peer, all four are replaced by what this gateway saw: a client cannot
+///   when it sent none; its `X-Real-IP` does not stand (issue 29): `X-Real-IP` is the client
+///   address the gateway itself derives from that `X-Forwarded-For` (`TrustedProxies.clientAddress`,
+///   the address it logs and limits), as nginx's realip module with `real_ip_recursive on`
+///   makes `$remote_addr` (docs/design-notes.md, "Headers other proxies set");
+/// - from any other peer, all five are replaced by what this gateway saw: a client cannot
 ///   plant an address, a scheme or a host for the upstream to believe.
 ///
 /// The scheme is `https` when TLS ended at this gateway, else `http`. Pure: the head writer
@@ -21,6 +24,8 @@ package struct ForwardedHeaders: Sendable, Hashable {
     package var forwardedHost: String?
     /// `Forwarded` (RFC 7239): comma-separated elements, this hop's (`for=...;proto=...;host=...`) last.
     package var forwarded: String
+    /// `X-Real-IP`: one address, the client's.
+    package var realIP: String
 
     /// The forwarding fields as received, one entry per field line, in order.
     package struct Incoming: Sendable, Hashable {
@@ -42,11 +47,14 @@ package struct ForwardedHeaders: Sendable, Hashable {
         }
     }
 
-    package init(forwardedFor: String, forwardedProto: String, forwardedHost: String?, forwarded: String) {
+    package init(
+        forwardedFor: String, forwardedProto: String, forwardedHost: String?, forwarded: String, realIP: String
+    ) {
         self.forwardedFor = forwardedFor
         self.forwardedProto = forwardedProto
         self.forwardedHost = forwardedHost
         self.forwarded = forwarded
+        self.realIP = realIP
     }
 
     /// The plan for one request.
@@ -61,12 +69,16 @@ package struct ForwardedHeaders: Sendable, Hashable {
     ///   - clientAddress: the address this hop received the request from, without port or
     ///     brackets: the socket peer, or the PROXY protocol header's source.
     ///   - host: the request's Host field, if any.
+    ///   - originAddress: from a trusted peer, the client address by the `trusted_proxies` rule
+    ///     (`TrustedProxies.clientAddress`: the right-most untrusted `X-Forwarded-For` hop), which
+    ///     `X-Real-IP` carries; nil: `clientAddress`. Not read for any other peer.
     package static func plan(
         peerIsTrusted: Bool,
         tlsEndedHere: Bool,
         incoming: Incoming,
         clientAddress: String,
-        host: String?
+        host: String?,
+        originAddress: String? = nil
     ) -> ForwardedHeaders {
         let scheme = tlsEndedHere ? "https" : "http"
         var element = "for=" + HeaderRewriting.forwardedNode(clientAddress)
@@ -74,13 +86,15 @@ package struct ForwardedHeaders: Sendable, Hashable {
         if let host { element += ";host=" + HeaderRewriting.forwardedValue(host) }
         guard peerIsTrusted else {
             return ForwardedHeaders(
-                forwardedFor: clientAddress, forwardedProto: scheme, forwardedHost: host, forwarded: element)
+                forwardedFor: clientAddress, forwardedProto: scheme, forwardedHost: host, forwarded: element,
+                realIP: clientAddress)
         }
         return ForwardedHeaders(
             forwardedFor: Self.appending(clientAddress, to: incoming.forwardedFor),
             forwardedProto: Self.joined(incoming.forwardedProto) ?? scheme,
             forwardedHost: Self.joined(incoming.forwardedHost) ?? host,
-            forwarded: Self.appending(element, to: incoming.forwarded)
+            forwarded: Self.appending(element, to: incoming.forwarded),
+            realIP: originAddress ?? clientAddress
         )
     }
 

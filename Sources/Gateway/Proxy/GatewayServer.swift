@@ -43,6 +43,7 @@ package final class GatewayServer: Sendable {
         var limits: GatewayLimits
         var trustedProxies = TrustedProxies([])
         var clientSubjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader])
+        var clientTrustHeaders = ClientTrustHeaders()
         var accessLogKeyID = AccessLogKeyIDFormat.prefix
     }
 
@@ -121,6 +122,15 @@ package final class GatewayServer: Sendable {
         }
     }
 
+    /// Replaces the headers other proxies set to name the client (the built-in list and
+    /// `strip_client_headers`): client copies are removed from upstream requests.
+    package func update(clientTrustHeaders: ClientTrustHeaders) {
+        self.state.withLock { state in
+            state.clientTrustHeaders = clientTrustHeaders
+            for context in state.contexts.values { context.replace(clientTrustHeaders: clientTrustHeaders) }
+        }
+    }
+
     /// Replaces how access-log lines write key IDs (`access_log.key_id`).
     package func update(accessLogKeyID: AccessLogKeyIDFormat) {
         self.state.withLock { state in
@@ -141,6 +151,7 @@ package final class GatewayServer: Sendable {
         // Upstreams first: the only step that can fail (a name, an https upstream's files).
         try self.update(upstreams: policy.upstreams, limits: policy.limits)
         self.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
+        self.update(clientTrustHeaders: ClientTrustHeaders(adding: policy.stripClientHeaders))
         self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
         for (name, gate) in gates {
             self.update(gate: gate, forListener: name)
@@ -167,7 +178,7 @@ package final class GatewayServer: Sendable {
                 context = ListenerContext(
                     name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
                     checkOnly: checkOnly, trustedProxies: state.trustedProxies,
-                    clientSubjectHeaders: state.clientSubjectHeaders,
+                    clientSubjectHeaders: state.clientSubjectHeaders, clientTrustHeaders: state.clientTrustHeaders,
                     accessLogKeyID: state.accessLogKeyID)
                 state.contexts[name] = context
             }

@@ -54,15 +54,16 @@ package enum HeaderRewriting {
     /// handling (Host, Expect, Authorization, Content-Type, Content-Encoding; RFC 9110 §6.5.1).
     /// Client-sent `X-App-Attest-*` / `X-App-Assertion` fields go too, as they do from the head:
     /// an upstream that merges trailers into headers would otherwise trust a spoofed identity
-    /// (the CVE-2013-5704 pattern). For the same reason the forwarding fields and the client
-    /// certificate subject headers (`reserved`) go. nil when nothing is left.
+    /// (the CVE-2013-5704 pattern). For the same reason the forwarding fields, the client
+    /// certificate subject headers (`reserved`) and the headers other proxies set to name the
+    /// client (`trust`: X-Real-IP, X-SSL-Client-*, …) go. nil when nothing is left.
     package static func forwardedTrailers(
-        _ trailers: HTTPHeaders?, reserved: ClientSubjectHeaders? = nil
+        _ trailers: HTTPHeaders?, reserved: ClientSubjectHeaders? = nil, trust: ClientTrustHeaders? = nil
     ) -> HTTPHeaders? {
         guard var trailers else { return nil }
         trailers.removeAll { field in
             Self.isHopByHop(field.name) || IdentityHeaders.isReserved(field.name)
-                || reserved?.isReserved(field.name) == true
+                || reserved?.isReserved(field.name) == true || trust?.contains(field.name) == true
                 || Self.role(of: field.name) == .forwardedFor || Self.role(of: field.name) == .forwarded
                 || Self.role(of: field.name) == .forwardedProtoOrHost || Self.role(of: field.name) == .requestID
                 || Self.role(of: field.name) == .traceparent || Self.role(of: field.name) == .tracestate

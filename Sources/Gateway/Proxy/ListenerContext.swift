@@ -10,6 +10,8 @@ final class ListenerContext: Sendable {
         var trustedProxies: TrustedProxies
         /// Header names no client may send, on any listener (`GatewayPolicy.clientSubjectHeaderNames`).
         var clientSubjectHeaders: ClientSubjectHeaders
+        /// The headers other proxies set to name the client (`strip_client_headers` included).
+        var clientTrustHeaders: ClientTrustHeaders
         /// How access-log lines write key IDs (`access_log.key_id`).
         var accessLogKeyID: AccessLogKeyIDFormat
     }
@@ -27,6 +29,7 @@ final class ListenerContext: Sendable {
         clientSubjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
             ListenerTLSConfiguration.defaultClientSubjectHeader
         ]),
+        clientTrustHeaders: ClientTrustHeaders = ClientTrustHeaders(),
         accessLogKeyID: AccessLogKeyIDFormat = .prefix
     ) {
         self.name = name
@@ -34,11 +37,17 @@ final class ListenerContext: Sendable {
         self.snapshotBox = Mutex(
             Snapshot(
                 gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies,
-                clientSubjectHeaders: clientSubjectHeaders, accessLogKeyID: accessLogKeyID))
+                clientSubjectHeaders: clientSubjectHeaders, clientTrustHeaders: clientTrustHeaders,
+                accessLogKeyID: accessLogKeyID))
     }
 
     func replace(clientSubjectHeaders: ClientSubjectHeaders) {
         self.snapshotBox.withLock { $0.clientSubjectHeaders = clientSubjectHeaders }
+        self.generationCounter.increment()
+    }
+
+    func replace(clientTrustHeaders: ClientTrustHeaders) {
+        self.snapshotBox.withLock { $0.clientTrustHeaders = clientTrustHeaders }
         self.generationCounter.increment()
     }
 

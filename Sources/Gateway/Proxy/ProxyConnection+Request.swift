@@ -141,6 +141,8 @@ extension ProxyConnection {
             let clientAddress = proxies.clientAddress(peer: self.peerAddress, forwardedFor: head.forwardedFor)
             clientLimitKey = IPAddressBytes.limitKey(clientAddress)
             self.exchange.clientAddress = clientAddress
+            // X-Real-IP names the client the gateway logs and limits (docs/design-notes.md).
+            self.forwardedClient.originAddress = clientAddress
         }
         self.exchange.correlation = RequestCorrelation.scan(
             head.headers, peerIsTrusted: self.forwardedClient.peerIsTrusted,
@@ -181,6 +183,8 @@ extension ProxyConnection {
 
     /// This request's side of the upstream head: whether the peer is a trusted proxy (a reload
     /// may change it), the reserved subject header names, and the verified certificate subject.
+    /// (The other headers proxies set to name the client change only with the snapshot:
+    /// `refreshSnapshot`.)
     /// Returns the refusal when a trusted peer's forwarding fields are ambiguous.
     private func prepareForwarding(_ head: HTTPRequestHead) -> ProxyError? {
         let proxies = self.snapshot.trustedProxies
@@ -240,7 +244,8 @@ extension ProxyConnection {
             var framing = self.takeScratchBytes()
             HTTPSerializer.writeLastChunk(
                 trailers: HeaderRewriting.forwardedTrailers(
-                    trailers, reserved: self.forwardedClient.reservedSubjectHeaders),
+                    trailers, reserved: self.forwardedClient.reservedSubjectHeaders,
+                    trust: self.forwardedClient.trustHeaders),
                 into: &framing)
             upstream.send(framing)
             self.returnScratchBytes(framing)

@@ -9,14 +9,14 @@ extension ProxyConnection {
         let requestID = self.requestID  // set with the head; made here only if it was not
         let correlation = self.exchange.correlation ?? RequestCorrelation(requestID: requestID)
         let bound = UpstreamRequestPlan.headBound(
-            gateHead: head, client: self.forwardedClient, upstreamHost: target.hostHeader,
+            gateHead: head, client: &self.forwardedClient, upstreamHost: target.hostHeader,
             requestID: requestID)
         let memory = self.loopContext.headScratch(atLeast: bound)
         var writer = HeadWriter(UnsafeMutableRawBufferPointer(rebasing: memory[0..<bound]))
         let encoding = UpstreamRequestPlan.writeHead(
             gateHead: head, framing: self.exchange.info?.framing ?? .none,
             bufferedBodyCount: self.exchange.bufferedBody?.count,
-            client: self.forwardedClient, upstreamHost: target.hostHeader, correlation: correlation,
+            client: &self.forwardedClient, upstreamHost: target.hostHeader, correlation: correlation,
             into: &writer)
         self.requestBytes.removeAll(keepingCapacity: true)
         UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {

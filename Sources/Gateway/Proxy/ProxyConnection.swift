@@ -134,6 +134,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if let tls { self.forwardedClient.subjectHeader = tls.clientSubjectHeader }
         self.snapshotGeneration = context.generation
         self.snapshot = context.snapshot
+        self.forwardedClient.trustHeaders = self.snapshot.clientTrustHeaders
         self.timeouts = Timeouts(self.snapshot.limits)
         self.parser = HTTPRequestParser(
             limits: HTTPParserLimits(
@@ -309,6 +310,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
         if generation != self.snapshotGeneration {
             self.snapshotGeneration = generation
             self.snapshot = self.context.snapshot
+            // Set here, not per request: copying the lists would cost every request a retain.
+            self.forwardedClient.trustHeaders = self.snapshot.clientTrustHeaders
             self.lastTarget = nil
             self.timeouts = Timeouts(self.snapshot.limits)
         }

@@ -10,7 +10,9 @@ import Testing
 @Suite(.serialized) struct ClientCertificateTests {
     static let subjectHeader = "X-Verified-Subject"
 
-    private static func gateway(mode: TLSClientAuthentication.Mode, upstream: UpstreamProcess) throws -> TestGateway {
+    private static func gateway(
+        mode: TLSClientAuthentication.Mode, upstream: UpstreamProcess, subjectHeader: String = Self.subjectHeader
+    ) throws -> TestGateway {
         let pki = TLSTestPKI.shared
         let context = try TLSServerContext(
             settings: TLSServerSettings(
@@ -18,8 +20,8 @@ import Testing
                 clientAuthentication: TLSClientAuthentication(caFilePath: pki.caCertificate, mode: mode)))
         return try TestGateway(
             upstreams: ["api": upstream.configuration], loops: 1,
-            tls: ListenerTLS(context: context, handshakeTimeout: .seconds(5), clientSubjectHeader: Self.subjectHeader),
-            clientSubjectHeaders: [ListenerTLSConfiguration.defaultClientSubjectHeader, Self.subjectHeader])
+            tls: ListenerTLS(context: context, handshakeTimeout: .seconds(5), clientSubjectHeader: subjectHeader),
+            clientSubjectHeaders: [ListenerTLSConfiguration.defaultClientSubjectHeader, subjectHeader])
     }
 
     private static func curl(_ port: UInt16, _ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -48,6 +50,25 @@ import Testing
         let subjects = headers.filter { $0[0].lowercased() == "x-verified-subject" }
         #expect(subjects == [["X-Verified-Subject", "CN=app-client,O=Attest Test"]], "\(headers)")
         #expect(!headers.contains { $0[0].lowercased() == "x-client-cert-subject" }, "\(headers)")
+    }
+
+    /// Issue 29: a subject header named like nginx's (`X-SSL-Client-S-DN`, one of the headers
+    /// other proxies set) carries the verified subject and nothing a client sent.
+    @Test func aSubjectHeaderNamedLikeNginxsCarriesOnlyTheVerifiedSubject() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try Self.gateway(mode: .required, upstream: upstream, subjectHeader: "X-SSL-Client-S-DN")
+        defer { gateway.stop() }
+        let client = TLSTestPKI.shared.client
+        let (status, output) = try Self.curl(
+            gateway.port,
+            [
+                "-H", "x-ssl-client-s-dn: CN=spoofed", "-H", "X-SSL-Client-Verify: SUCCESS", "--cert",
+                client.certificateChainPath, "--key", client.privateKeyPath,
+            ])
+        #expect(status == 0, "\(output)")
+        let headers = try Self.headers(output)
+        let ssl = headers.filter { $0[0].lowercased().hasPrefix("x-ssl-client-") }
+        #expect(ssl == [["X-SSL-Client-S-DN", "CN=app-client,O=Attest Test"]], "\(headers)")
     }
 
     @Test func openSSLClientWithACertificateIsServedToo() throws {
