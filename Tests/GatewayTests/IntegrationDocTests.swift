@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import Gateway
+@testable import HTTP1
 
 /// docs/integrations.md is what operators copy into their proxies: its table of the gateway's
 /// headers is the code's list, and each proxy configuration copies or clears every name on it.
@@ -21,6 +22,11 @@ import Testing
     }
 
     static func lowered(_ names: [String]) -> Set<String> { Set(names.map { $0.lowercased() }) }
+
+    /// The client trust headers a proxy block must set or clear: every built-in name, and for
+    /// each built-in prefix the names in common use (nginx cannot clear by prefix).
+    static let trustHeadersForProxies: [String] =
+        ClientTrustHeaders.builtInNames + ["X-SSL-Client-Cert", "X-SSL-Client-S-DN", "X-SSL-Client-Verify"]
 
     @Test func theHeaderTableIsTheCodesList() throws {
         let doc = try Self.doc()
@@ -54,7 +60,7 @@ import Testing
         }
         let missing = Self.lowered(GatewayHeaderNamespace.copiedByProxies).subtracting(Self.lowered(set))
         #expect(missing.isEmpty, "nginx block does not overwrite \(missing.sorted())")
-        let trust = Self.lowered(ClientTrustHeaderNames.documentedForProxies).subtracting(Self.lowered(set))
+        let trust = Self.lowered(Self.trustHeadersForProxies).subtracting(Self.lowered(set))
         #expect(trust.isEmpty, "nginx block does not clear \(trust.sorted())")
     }
 
@@ -67,7 +73,7 @@ import Testing
         for name in GatewayHeaderNamespace.copiedByProxies {
             #expect(block.contains("header \(name) \"\""), "Caddy block keeps an empty \(name)")
         }
-        for name in ClientTrustHeaderNames.documentedForProxies where name.lowercased() != "x-real-ip" {
+        for name in Self.trustHeadersForProxies where name.lowercased() != "x-real-ip" {
             let deleted =
                 block.contains("request_header -\(name)\n")
                 || (name.lowercased().hasPrefix("x-ssl-client-") && block.contains("request_header -X-Ssl-Client-*"))
