@@ -24,8 +24,12 @@ done
 work=$(mktemp -d)
 driver=""
 cleanup() {
-  # doors.py stops what it started; these are for when it could not (killed, crashed).
-  [ -n "$driver" ] && kill "$driver" 2> /dev/null && wait "$driver" 2> /dev/null
+  set +e
+  # doors.py stops what it started (on SIGTERM too); these are for when it could not.
+  if [ -n "$driver" ]; then
+    kill "$driver" 2> /dev/null
+    wait "$driver" 2> /dev/null
+  fi
   if [ -f "$work/pids" ]; then
     while read -r pid; do kill -KILL -- "-$pid" 2> /dev/null || true; done < "$work/pids"
   fi

@@ -53,7 +53,10 @@ What fails a (request, door) pair:
   1. a protected handler of an upstream (POST /buy, DELETE and PUT /item, GET /v1/..., GET
      /v1/admin/..., GET /cs/...) ran with X-App-Attest-Status other than exactly `verified`
      (absent, `skipped`, `debug`, two values...), or ran `verified` for a request that carried no
-     valid assertion (a spoofed status got through);
+     valid assertion (a spoofed status got through). A line marked `@unless-warned REGEX` is
+     excused when one of check-config's warnings about the policy matches REGEX (a policy mistake
+     the gateway cannot see at run time, such as a case_sensitive route in front of a
+     case-insensitive router, is fixed by check-config saying so);
   2. a header the client sent in the gateway's namespace (X-App-Attest-*, X-App-Assertion) or a
      trust header other proxies set (X-Real-IP, X-Forwarded-Client-Cert, X-SSL-Client-*,
      X-Client-Cert, Client-Cert, Client-Cert-Chain) reached the upstream with the client's value
@@ -62,7 +65,9 @@ What fails a (request, door) pair:
      and the transcripts: inline/express): allowed vs refused, and both codes where both are
      known. One equivalence: a door that sends no body (nginx, Caddy, Traefik) may refuse with
      `authz_body_required` where inline refuses with another code (docs/integrations.md, "What
-     can be checked without the body");
+     can be checked without the body"). A door that the line marks `@front-rewrites DOOR REASON`
+     (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
+     compared, and `@expect` does not apply to it;
   4. the line's `@expect` is not met.
 
 Output: one line per (request, door), a summary of the failing lines, and `N passed, M failed`
@@ -892,10 +897,12 @@ def run_door(world, line, door, kind, upstream):
     if allowed + denied > 1:
         outcome.notes.append("the gateway answered %d checks for one request" % (allowed + denied))
     if allowed == 0 and denied == 0:
-        outcome.verdict = "refused-by-front" if not outcome.records else "allowed"
         if outcome.records:
+            outcome.verdict = "allowed"
             outcome.problems.append("reached the upstream without the gateway being asked")
-        outcome.notes.append("%s answered %s itself, nothing forwarded" % (kind, response.status))
+        else:
+            outcome.verdict = "refused-by-front"
+            outcome.notes.append("%s answered %s itself, nothing forwarded" % (kind, response.status))
     elif denied and not allowed:
         outcome.verdict = "refused"
         outcome.code = refusal_code(response)
@@ -917,11 +924,10 @@ def values_of(headers, name):
 
 
 def leaked(client_value, received_values):
-    for v in received_values:
-        if v == client_value or client_value in [p.strip() for p in v.split(",")] or \
-                (", " in v and client_value in v):
-            return True
-    return False
+    """The client's value is one of the received values, alone or as a member of a list that
+    joined repeated fields ("a, b" from Node, "a,b" from Werkzeug)."""
+    member = re.compile(r"(^|,\s*)" + re.escape(client_value) + r"(\s*,|$)")
+    return any(v == client_value or member.search(v) for v in received_values)
 
 
 def check_safety(world, line, outcome):
