@@ -5,7 +5,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh
+APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh node-express nodejs python3-flask
 BENCH_PACKAGES := nginx haproxy wrk gcc
 # The load-independent counts (callgrind; gcc builds the sigsuspend shim valgrind needs).
 INSTRUCTIONS_PACKAGES := valgrind gcc binutils

@@ -1,0 +1,1113 @@
+#!/usr/bin/python3
+"""Every door judges alike (issue 29): one suite of hostile requests through every door.
+
+    /usr/bin/python3 scripts/doors/doors.py --gateway-bin BIN --work DIR [--suite FILE] [--only REGEX]
+
+Started here (free loopback ports, each picked with a socket bound to port 0; all stopped at exit,
+their pids also listed in WORK/pids for the calling script's trap):
+  redis-server, the simulator's CA (`attest-gateway sim init`), two gateways sharing that Redis
+  and a challenge key (one per upstream: `listen`, `authz_listen`, `admin_listen`), the upstreams
+  express-upstream.js (Debian's Express 4) and flask-upstream.py (Debian's Flask), both with
+  method-override middleware on, one real nginx with the `tested-config: nginx` server block of
+  docs/integrations.md twice (one per upstream), and two real Caddy processes with the
+  `tested-config: caddy` Caddyfile (one per upstream). The configurations are read out of the
+  document at run time and only their ports are replaced, so a doc edit is what gets tested.
+
+The doors (each request of scripts/doors/suite.txt goes through all eight):
+  inline/express, inline/flask   the gateway's `listen` in front of the upstream
+  nginx/express, nginx/flask     real nginx `auth_request` -> the gateway's `authz_listen`
+  caddy/express, caddy/flask     real Caddy `forward_auth` -> the gateway's `authz_listen`
+  envoy                          by transcript: the check Envoy's documented `ext_authz` filter
+                                 (docs/integrations.md's Envoy block) would send for the request:
+                                 the original method, `path_prefix` + the original target, Host,
+                                 the headers its `allowed_headers` patterns pass (lower-cased, as
+                                 Envoy's codec has them, repeats kept), x-forwarded-for with the
+                                 client's address appended (an edge Envoy), a generated
+                                 x-request-id, x-envoy-expected-rq-timeout-ms and, because of
+                                 `with_request_body`, the body and x-envoy-auth-partial-body: false
+  traefik                        by transcript: Traefik's `forwardAuth` (the doc's Traefik block,
+                                 trustForwardHeader false): GET to the address's path, every client
+                                 header but hop-by-hop ones, Host and Content-Length (names in Go's
+                                 canonical form, grouped and sorted as Go writes them), and
+                                 X-Forwarded-Method/-Uri/-Host/-Proto/-For set from the request
+  Whether Envoy or Traefik would accept the client's request at all is not modelled: the gateway
+  is always asked. Their answer's allow (Envoy: 200; Traefik: 2xx) or deny is their verdict. For
+  an allowed answer the headers the upstream would then receive are computed from the doc's
+  `allowed_upstream_headers` + `x-envoy-auth-headers-to-remove` (Envoy) or `authResponseHeaders`
+  (Traefik), and the leak rule below applies to them.
+
+What each door's verdict is:
+  - inline: `allowed` when the gateway forwarded (the upstream recorded the request, or the answer
+    is not a gateway refusal: gateway refusals are JSON with an "error" field), else `refused`
+    with the JSON body's `error` code.
+  - nginx / caddy: the gateway's decision on the check (its attest_gateway_authz_decisions_total
+    counters before and after the request). When the gateway was not asked at all, the front
+    proxy refused the request itself (nginx answers 400 to a lower-case method before any check):
+    that is recorded as `refused-by-front`, counts as a refusal, and is not compared (verdicts are
+    compared only where the gateway was asked). The refusal code is what the door shows the
+    client: the JSON body's `error` (Caddy passes ours; the nginx block rebuilds it from
+    X-App-Attest-Error for 401 and 403) or the X-App-Attest-Error header. nginx turns every other
+    check status into its own 500 page: no code then, only the verdict is compared.
+
+What fails a (request, door) pair:
+  1. a protected handler of an upstream (POST /buy, DELETE and PUT /item, GET /v1/..., GET
+     /v1/admin/..., GET /cs/...) ran with X-App-Attest-Status other than exactly `verified`
+     (absent, `skipped`, `debug`, two values...), or ran `verified` for a request that carried no
+     valid assertion (a spoofed status got through). A line marked `@unless-warned REGEX` is
+     excused when one of check-config's warnings about the policy matches REGEX (a policy mistake
+     the gateway cannot see at run time, such as a case_sensitive route in front of a
+     case-insensitive router, is fixed by check-config saying so);
+  2. a header the client sent in the gateway's namespace (X-App-Attest-*, X-App-Assertion) or a
+     trust header other proxies set (X-Real-IP, X-Forwarded-Client-Cert, X-SSL-Client-*,
+     X-Client-Cert, Client-Cert, Client-Cert-Chain) reached the upstream with the client's value
+     (the key ID the gateway itself sets after a valid @assert excepted);
+  3. the verdict differs from inline's (real doors: the same upstream's inline door; inline/flask
+     and the transcripts: inline/express): allowed vs refused, and both codes where both are
+     known. One equivalence: a door that sends no body (nginx, Caddy, Traefik) may refuse with
+     `authz_body_required` where inline refuses with another code (docs/integrations.md, "What
+     can be checked without the body"). A door that the line marks `@front-rewrites DOOR REASON`
+     (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
+     compared, and `@expect` does not apply to it;
+  4. the line's `@expect` is not met.
+
+Output: one line per (request, door), a summary of the failing lines, and `N passed, M failed`
+counting (request, door) pairs; exit status 1 on any failure or when the harness cannot start.
+"""
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import yaml
+
+APP_ID = "ABCDE12345.com.example.app"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOC = os.path.join(ROOT, "docs", "integrations.md")
+
+UPSTREAMS = ("express", "flask")
+DOORS = [
+    ("inline/express", "inline", "express"),
+    ("inline/flask", "inline", "flask"),
+    ("nginx/express", "nginx", "express"),
+    ("nginx/flask", "nginx", "flask"),
+    ("caddy/express", "caddy", "express"),
+    ("caddy/flask", "caddy", "flask"),
+    ("envoy", "envoy", None),
+    ("traefik", "traefik", None),
+]
+# Doors whose check carries no body: they may refuse with authz_body_required (rule 3).
+BODILESS = {"nginx", "caddy", "traefik"}
+TRUST_HEADERS = {"x-real-ip", "x-forwarded-client-cert", "x-client-cert", "client-cert", "client-cert-chain"}
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+              "trailers", "transfer-encoding", "upgrade"}
+
+
+def watched(name):
+    lower = name.lower()
+    return (lower.startswith("x-app-attest-") or lower == "x-app-assertion" or lower in TRUST_HEADERS
+            or lower.startswith("x-ssl-client-"))
+
+
+# ----------------------------------------------------------------------------------------------
+# The suite
+# ----------------------------------------------------------------------------------------------
+
+def unescape(text):
+    out, i = bytearray(), 0
+    raw = text.encode("utf-8")
+    while i < len(raw):
+        c = raw[i:i + 1]
+        if c == b"\\" and i + 1 < len(raw):
+            n = raw[i + 1:i + 2]
+            if n in (b"r", b"n", b"t", b"\\"):
+                out += {b"r": b"\r", b"n": b"\n", b"t": b"\t", b"\\": b"\\"}[n]
+                i += 2
+                continue
+            if n == b"x" and re.fullmatch(rb"[0-9a-fA-F]{2}", raw[i + 2:i + 4]):
+                out.append(int(raw[i + 2:i + 4], 16))
+                i += 4
+                continue
+        out += c
+        i += 1
+    return bytes(out)
+
+
+class Line(object):
+    def __init__(self, number, text):
+        self.number, self.text = number, text
+        parts = [p.strip() for p in text.split(" | ")]
+        request = parts[0].split(" ")
+        if len(request) != 2 or not request[0] or not request[1]:
+            raise ValueError("line %d: expected METHOD TARGET first, got %r" % (number, parts[0]))
+        self.method, self.target = unescape(request[0]), unescape(request[1])
+        self.headers, self.body = [], None
+        self.assertion = self.challenge = self.debug_token = False
+        self.expect, self.front_rewrites, self.unless_warned = None, {}, None
+        for part in parts[1:]:
+            if part.startswith("@body "):
+                self.body = unescape(part[len("@body "):])
+            elif part == "@assert":
+                self.assertion = True
+            elif part == "@challenge":
+                self.challenge = True
+            elif part == "@debug-token":
+                self.debug_token = True
+            elif part.startswith("@expect "):
+                self.expect = part.split(" ", 1)[1].strip()
+                if self.expect not in ("allow", "refuse"):
+                    raise ValueError("line %d: @expect allow or refuse, not %r" % (number, self.expect))
+            elif part.startswith("@unless-warned "):
+                self.unless_warned = re.compile(part.split(" ", 1)[1].strip(), re.IGNORECASE)
+            elif part.startswith("@front-rewrites "):
+                words = part.split(" ", 2)
+                if len(words) < 3 or words[1] not in ("nginx", "caddy", "envoy", "traefik"):
+                    raise ValueError("line %d: @front-rewrites DOOR REASON" % number)
+                self.front_rewrites[words[1]] = words[2]
+            elif ":" in part and not part.startswith("@"):
+                name, value = part.split(":", 1)
+                if not name or name != name.strip():
+                    raise ValueError("line %d: bad header field %r" % (number, part))
+                self.headers.append((unescape(name), unescape(value.lstrip(" "))))
+            else:
+                raise ValueError("line %d: unknown field %r" % (number, part))
+        if self.challenge and not self.assertion:
+            raise ValueError("line %d: @challenge needs @assert" % number)
+
+    def has_header(self, name):
+        return any(n.lower() == name.lower().encode() for n, _ in self.headers)
+
+
+def read_suite(path):
+    lines = []
+    with open(path, encoding="utf-8") as f:
+        for number, raw in enumerate(f, 1):
+            text = raw.rstrip("\n")
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            lines.append(Line(number, text.strip()))
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Processes and ports
+# ----------------------------------------------------------------------------------------------
+
+class Processes(object):
+    def __init__(self, work):
+        self.work, self.children = work, []
+
+    def start(self, label, argv, env=None, cwd=None):
+        out = open(os.path.join(self.work, label + ".out"), "wb")
+        err = open(os.path.join(self.work, label + ".err"), "wb")
+        child = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+                                 start_new_session=True)
+        self.children.append((label, child))
+        with open(os.path.join(self.work, "pids"), "a") as pids:
+            pids.write("%d\n" % child.pid)
+        return child
+
+    def stop(self, child):
+        if child.poll() is None:
+            try:
+                os.killpg(child.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            try:
+                child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                child.wait(timeout=5)
+
+    def stop_all(self):
+        for _, child in reversed(self.children):
+            self.stop(child)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path, lines=20):
+    try:
+        with open(path, "rb") as f:
+            return b"\n".join(f.read().splitlines()[-lines:]).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def connectable(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def wait_until(predicate, child, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if child is not None and child.poll() is not None:
+            return False
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class SetupError(Exception):
+    pass
+
+
+# ----------------------------------------------------------------------------------------------
+# Raw HTTP/1.1 (odd methods, targets and repeated fields go on the wire as written)
+# ----------------------------------------------------------------------------------------------
+
+class Response(object):
+    def __init__(self, status=None, headers=(), body=b"", error=None):
+        self.status, self.headers, self.body, self.error = status, list(headers), body, error
+
+    def header(self, name):
+        for n, v in self.headers:
+            if n.lower() == name.lower():
+                return v
+        return None
+
+    def json(self):
+        try:
+            value = json.loads(self.body.decode("utf-8"))
+            return value if isinstance(value, dict) else None
+        except ValueError:
+            return None
+
+
+def serialize(method, target, headers, body):
+    head = method + b" " + target + b" HTTP/1.1\r\n"
+    for name, value in headers:
+        head += name + b": " + value + b"\r\n"
+    return head + b"\r\n" + (body or b"")
+
+
+def exchange(port, raw, timeout=10.0):
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError as error:
+        return Response(error="connect: %s" % error)
+    data = b""
+    try:
+        sock.sendall(raw)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+            parsed = parse_response(data, complete=False)
+            if parsed is not None:
+                return parsed
+    except OSError as error:
+        if not data:
+            return Response(error="send: %s" % error)
+    finally:
+        sock.close()
+    parsed = parse_response(data, complete=True)
+    return parsed if parsed is not None else Response(error="no response (%d bytes)" % len(data))
+
+
+def parse_response(data, complete):
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    lines = data[:end].split(b"\r\n")
+    match = re.match(rb"HTTP/1\.[01] (\d{3})", lines[0])
+    if not match:
+        return Response(error="bad status line %r" % lines[0][:80]) if complete else None
+    headers = []
+    for line in lines[1:]:
+        if b":" in line:
+            name, value = line.split(b":", 1)
+            headers.append((name.decode("latin1"), value.strip().decode("latin1")))
+    status = int(match.group(1))
+    rest = data[end + 4:]
+    response = Response(status, headers)
+    length = response.header("Content-Length")
+    if (response.header("Transfer-Encoding") or "").lower() == "chunked":
+        body, position = b"", 0
+        while True:
+            eol = rest.find(b"\r\n", position)
+            if eol < 0:
+                return response if complete else None
+            size = int(rest[position:eol].split(b";")[0] or b"0", 16)
+            if size == 0:
+                response.body = body
+                return response
+            if len(rest) < eol + 2 + size + 2:
+                return response if complete else None
+            body += rest[eol + 2:eol + 2 + size]
+            position = eol + 2 + size + 2
+    if length is not None:
+        if len(rest) >= int(length):
+            response.body = rest[:int(length)]
+            return response
+        return None if not complete else Response(status, headers, rest)
+    if status in (204, 304) or 100 <= status < 200:
+        return response
+    response.body = rest
+    return response if complete else None
+
+
+def http_json(method, url, payload=None, timeout=10):
+    data = None if payload is None else json.dumps(payload).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+# ----------------------------------------------------------------------------------------------
+# docs/integrations.md
+# ----------------------------------------------------------------------------------------------
+
+def documented_config(doc, name):
+    """The fenced block after `<!-- tested-config: NAME -->` (as AuthzTests.documentedConfig)."""
+    marker = doc.find("<!-- tested-config: %s -->" % name)
+    if marker < 0:
+        raise SetupError("docs/integrations.md has no tested %s configuration" % name)
+    fence = doc.find("```", marker)
+    start = doc.find("\n", fence) + 1
+    end = doc.find("\n```", start)
+    if fence < 0 or start <= 0 or end < 0:
+        raise SetupError("docs/integrations.md: the %s block is not fenced" % name)
+    return doc[start:end]
+
+
+def section_yaml(doc, heading):
+    """The first ```yaml block of the section whose heading starts with `heading`."""
+    at = doc.find("\n## " + heading)
+    if at < 0:
+        raise SetupError("docs/integrations.md has no section %r" % heading)
+    fence = doc.find("```yaml\n", at)
+    end = doc.find("\n```", fence + 8)
+    if fence < 0 or end < 0:
+        raise SetupError("docs/integrations.md: no yaml block in %r" % heading)
+    return yaml.safe_load(doc[fence + 8:end])
+
+
+def localize(text, front, front_port, authz_port, upstream_port):
+    for address in (front, "127.0.0.1:9191", "127.0.0.1:9000"):
+        if address not in text:
+            raise SetupError("the documented configuration no longer names %s" % address)
+    return (text.replace(front, "127.0.0.1:%d" % front_port).replace("127.0.0.1:9191", "127.0.0.1:%d" % authz_port)
+            .replace("127.0.0.1:9000", "127.0.0.1:%d" % upstream_port))
+
+
+class Patterns(object):
+    """Envoy StringMatcher patterns (`prefix`, `exact`, ...), matched on lower-case names."""
+
+    def __init__(self, patterns):
+        self.patterns = patterns or []
+
+    def match(self, name):
+        name = name.lower()
+        for p in self.patterns:
+            ignore = p.get("ignore_case", True)
+            subject = name if ignore else name
+            if "exact" in p and subject == p["exact"].lower():
+                return True
+            if "prefix" in p and subject.startswith(p["prefix"].lower()):
+                return True
+            if "suffix" in p and subject.endswith(p["suffix"].lower()):
+                return True
+            if "contains" in p and p["contains"].lower() in subject:
+                return True
+            if "safe_regex" in p and re.fullmatch(p["safe_regex"]["regex"], subject):
+                return True
+        return False
+
+
+class Dialects(object):
+    """What the doc says Envoy and Traefik are configured with."""
+
+    def __init__(self, doc):
+        envoy = section_yaml(doc, "Envoy")
+        try:
+            authz = envoy["http_filters"][0]["typed_config"]
+            service = authz["http_service"]
+            self.envoy_prefix = service["path_prefix"]
+            self.envoy_request = Patterns(service["authorization_request"]["allowed_headers"]["patterns"])
+            self.envoy_upstream = Patterns(service["authorization_response"]["allowed_upstream_headers"]["patterns"])
+            self.envoy_timeout_ms = int(float(str(service["server_uri"]["timeout"]).rstrip("s")) * 1000)
+            self.envoy_with_body = "with_request_body" in authz
+        except (KeyError, IndexError, TypeError) as error:
+            raise SetupError("docs/integrations.md's Envoy block changed shape: %r" % error)
+        traefik = section_yaml(doc, "Traefik")
+        try:
+            forward = traefik["http"]["middlewares"]["app-attest"]["forwardAuth"]
+            self.traefik_path = "/" + forward["address"].split("/", 3)[3]
+            self.traefik_response_headers = list(forward["authResponseHeaders"])
+            if forward.get("trustForwardHeader"):
+                raise SetupError("the doc's Traefik block trusts X-Forwarded-*: the transcript assumes it does not")
+        except (KeyError, IndexError, TypeError) as error:
+            raise SetupError("docs/integrations.md's Traefik block changed shape: %r" % error)
+
+
+def go_canonical(name):
+    """net/textproto.CanonicalMIMEHeaderKey."""
+    if not re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+", name):
+        return name
+    return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
+
+
+# ----------------------------------------------------------------------------------------------
+# The world
+# ----------------------------------------------------------------------------------------------
+
+class World(object):
+    def __init__(self, args):
+        self.args, self.work = args, args.work
+        self.procs = Processes(self.work)
+        self.binary = os.path.abspath(args.gateway_bin)
+        with open(DOC, encoding="utf-8") as f:
+            self.doc = f.read()
+        self.dialects = Dialects(self.doc)
+        self.nginx_block = documented_config(self.doc, "nginx")
+        self.caddy_block = documented_config(self.doc, "caddy")
+        self.upstream, self.gateway, self.nginx, self.caddy = {}, {}, {}, {}
+        self.warnings = []  # check-config's warnings about the policy
+
+    def run(self, *argv, **kwargs):
+        proc = subprocess.run([self.binary] + list(argv), capture_output=True, text=True, timeout=60, **kwargs)
+        if proc.returncode != 0:
+            raise SetupError("attest-gateway %s exited %d: %s %s" % (" ".join(argv[:2]), proc.returncode,
+                                                                      proc.stdout[-400:], proc.stderr[-400:]))
+        return proc.stdout
+
+    def start(self):
+        self.start_redis()
+        self.root_ca = json.loads(self.run("sim", "init", "--dir", os.path.join(self.work, "sim")))["root_ca"]
+        with open(os.path.join(self.work, "challenge.key"), "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        for name in UPSTREAMS:
+            self.start_upstream(name)
+        for name in UPSTREAMS:
+            self.start_gateway(name)
+        self.start_nginx()
+        for name in UPSTREAMS:
+            self.start_caddy(name)
+        self.attest()
+        self.debug_token = json.loads(self.run("debug-tokens", "create", "--name", "doors", "--ttl", "1h",
+                                               "--redis", self.redis_url))["token"]
+
+    def start_redis(self):
+        for attempt in range(4):
+            port = free_port()
+            child = self.procs.start("redis-%d" % attempt, [
+                "redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--dir", self.work])
+            if wait_until(lambda: self.redis_ping(port), child, 10):
+                self.redis_url = "redis://127.0.0.1:%d/0" % port
+                return
+            self.procs.stop(child)
+        raise SetupError("redis-server did not start: %s" % log_tail(os.path.join(self.work, "redis-0.out")))
+
+    @staticmethod
+    def redis_ping(port):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def start_upstream(self, name):
+        records = os.path.join(self.work, "calls-%s.jsonl" % name)
+        open(records, "w").close()
+        if name == "express":
+            env = dict(os.environ, NODE_PATH="/usr/share/nodejs")
+            argv = [self.args.node, os.path.join(HERE, "express-upstream.js"), records]
+        else:
+            env = dict(os.environ)
+            argv = ["/usr/bin/python3", os.path.join(HERE, "flask-upstream.py"), records]
+        child = self.procs.start("upstream-" + name, argv, env=env)
+        out = os.path.join(self.work, "upstream-%s.out" % name)
+        port = []
+
+        def listening():
+            text = log_tail(out, 5)
+            found = re.search(r"listening 127\.0\.0\.1:(\d+)", text)
+            if found:
+                port.append(int(found.group(1)))
+            return bool(found)
+
+        if not wait_until(listening, child, 20):
+            raise SetupError("the %s upstream did not start: %s" % (name, log_tail(out.replace(".out", ".err"))))
+        self.upstream[name] = {"port": port[0], "records": records}
+
+    def policy(self, name, listen, authz, admin):
+        return """# The doors check's policy (scripts/doors/doors.py), upstream: %(name)s
+listen: 127.0.0.1:%(listen)d
+authz_listen: 127.0.0.1:%(authz)d
+admin_listen: 127.0.0.1:%(admin)d
+trusted_proxies: [127.0.0.1]
+redis: %(redis)s
+app_ids: ["%(app)s"]
+environment: development
+trust_roots: [%(root)s]
+challenge_key_file: %(key)s
+upstreams:
+  app: { url: "http://127.0.0.1:%(upstream)d" }
+routes:
+  - { name: admin, match: { path_prefix: /v1/admin }, upstream: app, mode: enforce, challenge: required }
+  - { name: debug, match: { path_prefix: /v1/debug }, upstream: app, mode: enforce, allow_debug_tokens: true }
+  - { name: api, match: { path_prefix: /v1/ }, upstream: app, mode: enforce }
+  - { name: buy, match: { path: /buy, methods: [POST] }, upstream: app, mode: enforce }
+  - { name: item, match: { path: /item, methods: [DELETE, PUT] }, upstream: app, mode: enforce }
+  - { name: cs, match: { path_prefix: /cs/ }, upstream: app, mode: enforce, case_sensitive: true }
+  - { name: public, match: { path_prefix: /public }, upstream: app, mode: "off" }
+  - { name: rest, match: { path_prefix: / }, upstream: app, mode: "off" }
+""" % {"name": name, "listen": listen, "authz": authz, "admin": admin, "redis": self.redis_url, "app": APP_ID,
+       "root": self.root_ca, "key": os.path.join(self.work, "challenge.key"),
+       "upstream": self.upstream[name]["port"]}
+
+    def start_gateway(self, name):
+        for attempt in range(4):
+            listen, authz, admin = free_port(), free_port(), free_port()
+            path = os.path.join(self.work, "policy-%s.yaml" % name)
+            with open(path, "w") as f:
+                f.write(self.policy(name, listen, authz, admin))
+            check = subprocess.run([self.binary, "check-config", path], capture_output=True, text=True, timeout=60)
+            if check.returncode != 0:
+                raise SetupError("check-config refused %s: %s" % (path, check.stderr.strip()))
+            if attempt == 0:
+                for line in check.stdout.splitlines():
+                    if line.strip().startswith("warning:"):
+                        self.warnings.append(line.strip())
+                        print("  check-config (%s): %s" % (name, line.strip()))
+            label = "gateway-%s-%d" % (name, attempt)
+            child = self.procs.start(label, [self.binary, "serve", "--config", path])
+            if wait_until(lambda: self.ready(admin), child, 30):
+                self.gateway[name] = {"listen": listen, "authz": authz, "admin": admin, "child": child}
+                return
+            self.procs.stop(child)
+        raise SetupError("the %s gateway did not start: %s" % (name, log_tail(os.path.join(self.work, label + ".err"))))
+
+    @staticmethod
+    def ready(admin):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % admin, timeout=1) as answer:
+                return answer.status == 200
+        except OSError:
+            return False
+
+    def start_nginx(self):
+        d = self.work
+        for attempt in range(4):
+            ports = {name: free_port() for name in UPSTREAMS}
+            servers = "\n".join(
+                localize(self.nginx_block, "127.0.0.1:8000", ports[name], self.gateway[name]["authz"],
+                         self.upstream[name]["port"]) for name in UPSTREAMS)
+            conf = """daemon off;
+master_process off;
+pid %(d)s/nginx.pid;
+error_log %(d)s/nginx-error.log info;
+events { worker_connections 64; }
+http {
+    access_log off;
+    client_body_temp_path %(d)s/nginx-body;
+    proxy_temp_path %(d)s/nginx-proxy;
+    fastcgi_temp_path %(d)s/nginx-fastcgi;
+    uwsgi_temp_path %(d)s/nginx-uwsgi;
+    scgi_temp_path %(d)s/nginx-scgi;
+%(servers)s
+}
+""" % {"d": d, "servers": servers}
+            path = os.path.join(d, "nginx.conf")
+            with open(path, "w") as f:
+                f.write(conf)
+            child = self.procs.start("nginx-%d" % attempt, [self.args.nginx, "-p", d, "-e", d + "/nginx-error.log",
+                                                            "-c", path])
+            if wait_until(lambda: all(connectable(p) for p in ports.values()), child, 10):
+                self.nginx = ports
+                return
+            self.procs.stop(child)
+        raise SetupError("nginx did not start: %s" % log_tail(os.path.join(d, "nginx-error.log")))
+
+    def start_caddy(self, name):
+        d = self.work
+        for attempt in range(4):
+            port = free_port()
+            path = os.path.join(d, "Caddyfile-%s" % name)
+            with open(path, "w") as f:
+                f.write(localize(self.caddy_block, "127.0.0.1:8001", port, self.gateway[name]["authz"],
+                                 self.upstream[name]["port"]))
+            env = dict(os.environ, XDG_DATA_HOME=d + "/caddy-data", XDG_CONFIG_HOME=d + "/caddy-config")
+            label = "caddy-%s-%d" % (name, attempt)
+            child = self.procs.start(label, [self.args.caddy, "run", "--config", path, "--adapter", "caddyfile"],
+                                     env=env)
+            if wait_until(lambda: connectable(port), child, 15):
+                self.caddy[name] = port
+                return
+            self.procs.stop(child)
+        raise SetupError("caddy did not start: %s" % log_tail(os.path.join(d, label + ".err")))
+
+    def challenge(self):
+        status, body = http_json("POST", "http://127.0.0.1:%d/app-attest/challenge" % self.gateway["express"]["listen"])
+        if status != 200 or "challenge" not in body:
+            raise SetupError("no challenge: %s %s" % (status, body))
+        return body["challenge"]
+
+    def attest(self):
+        challenge = self.challenge()
+        out = json.loads(self.run("sim", "attest", "--dir", os.path.join(self.work, "sim"), "--app-id", APP_ID,
+                                  "--challenge", challenge, "--environment", "development"))
+        status, body = http_json("POST", "http://127.0.0.1:%d/app-attest/attest" % self.gateway["express"]["listen"],
+                                 {"key_id": out["key_id"], "attestation": out["attestation"], "challenge": challenge})
+        if status != 201:
+            raise SetupError("the simulated device's attestation was refused: %s %s" % (status, body))
+        self.key_id = out["key_id"]
+
+    def assertion(self, method, target, body, challenge):
+        client_data = b"appattest-v1\n" + method + b"\n" + target + b"\n" + \
+            hashlib.sha256(body or b"").hexdigest().encode() + b"\n" + challenge
+        out = json.loads(self.run("sim", "assert", "--dir", os.path.join(self.work, "sim"), "--key-id", self.key_id,
+                                  "--app-id", APP_ID, "--client-data", base64.b64encode(client_data).decode()))
+        return out["assertion"]
+
+    def decisions(self, name):
+        """(allowed, denied) answers of this gateway's authz listener so far."""
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.gateway[name]["admin"], timeout=5) as m:
+            text = m.read().decode()
+        allowed = denied = 0.0
+        for line in text.splitlines():
+            if line.startswith("attest_gateway_authz_decisions_total{"):
+                value = float(line.rsplit(" ", 1)[1])
+                if 'decision="allowed"' in line:
+                    allowed += value
+                else:
+                    denied += value
+        return allowed, denied
+
+    def records(self, name, door_id):
+        out = []
+        with open(self.upstream[name]["records"], encoding="utf-8") as f:
+            for raw in f:
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                if record.get("id") == door_id:
+                    out.append(record)
+        return out
+
+
+# ----------------------------------------------------------------------------------------------
+# One request through one door
+# ----------------------------------------------------------------------------------------------
+
+class Outcome(object):
+    def __init__(self, door):
+        self.door = door
+        self.verdict = None      # allowed | refused | refused-by-front | error
+        self.code = None
+        self.status = None
+        self.records = []
+        self.upstream_headers = None  # transcripts: what the upstream would receive
+        self.notes = []
+        self.problems = []
+        self.sent = []           # the client's header fields (name, value) as bytes
+
+
+def client_request(world, line, door, kind, port, door_id):
+    """The client's request for this door: (method, target, headers, body), all bytes."""
+    headers = list(line.headers)
+    if line.assertion:
+        challenge = world.challenge().encode() if line.challenge else b""
+        assertion = world.assertion(line.method, line.target, line.body, challenge)
+        headers += [(b"X-App-Attest-Key-Id", world.key_id.encode()), (b"X-App-Assertion", assertion.encode())]
+        if line.challenge:
+            headers.append((b"X-App-Attest-Challenge", challenge))
+    if line.debug_token:
+        headers.append((b"X-App-Attest-Debug-Token", world.debug_token.encode()))
+    defaults = []
+    if not line.has_header("Host"):
+        defaults.append((b"Host", b"127.0.0.1:%d" % port))
+    defaults.append((b"X-Doors-Id", door_id.encode()))
+    if line.body is not None and not line.has_header("Content-Length"):
+        headers.append((b"Content-Length", str(len(line.body)).encode()))
+    if not line.has_header("Connection"):
+        headers.append((b"Connection", b"close"))
+    return line.method, line.target, defaults + headers, line.body
+
+
+def envoy_check(world, method, target, headers, body):
+    d = world.dialects
+    out = []
+    host = next((v for n, v in headers if n.lower() == b"host"), b"")
+    out.append((b"host", host))
+    xff = [v for n, v in headers if n.lower() == b"x-forwarded-for"]
+    request_id = [v for n, v in headers if n.lower() == b"x-request-id"]
+    for name, value in headers:
+        lower = name.lower()
+        if lower in (b"host", b"content-length", b"x-forwarded-for", b"x-request-id", b"connection"):
+            continue
+        if lower == b"authorization" or d.envoy_request.match(lower.decode("latin1")):
+            out.append((lower, value))
+    if d.envoy_request.match("x-forwarded-for"):
+        out.append((b"x-forwarded-for", b", ".join(xff + [b"127.0.0.1"])))
+    if d.envoy_request.match("x-request-id"):
+        out.append((b"x-request-id", request_id[0] if request_id else str(uuid.uuid4()).encode()))
+    out.append((b"x-envoy-expected-rq-timeout-ms", str(d.envoy_timeout_ms).encode()))
+    check_body = b""
+    if d.envoy_with_body:
+        check_body = body or b""
+        out.append((b"x-envoy-auth-partial-body", b"false"))
+    out.append((b"content-length", str(len(check_body)).encode()))
+    out.append((b"connection", b"close"))
+    return serialize(method, d.envoy_prefix.encode() + target, out, check_body)
+
+
+def traefik_check(world, method, target, headers, authz_port):
+    d = world.dialects
+    grouped = {}
+    host = next((v for n, v in headers if n.lower() == b"host"), b"")
+    for name, value in headers:
+        lower = name.lower().decode("latin1")
+        if lower in HOP_BY_HOP or lower in ("host", "content-length"):
+            continue
+        grouped.setdefault(go_canonical(name.decode("latin1")), []).append(value)
+    for name, value in (("X-Forwarded-For", b"127.0.0.1"), ("X-Forwarded-Method", method),
+                        ("X-Forwarded-Proto", b"http"), ("X-Forwarded-Host", host), ("X-Forwarded-Uri", target)):
+        grouped[name] = [value]
+    grouped.setdefault("User-Agent", [b"Go-http-client/1.1"])
+    grouped.setdefault("Accept-Encoding", [b"gzip"])
+    out = [(b"Host", b"127.0.0.1:%d" % authz_port)]
+    for name in sorted(grouped):
+        for value in grouped[name]:
+            out.append((name.encode("latin1"), value))
+    out.append((b"Connection", b"close"))
+    return serialize(b"GET", d.traefik_path.encode(), out, b"")
+
+
+def transcript_upstream(world, kind, headers, answer):
+    """The header fields the upstream would receive after an allowed check (names lower-cased)."""
+    client = [(n.decode("latin1").lower(), v.decode("latin1")) for n, v in headers]
+    if kind == "envoy":
+        remove = {n.strip().lower() for n in (answer.header("x-envoy-auth-headers-to-remove") or "").split(",") if n.strip()}
+        copied = [(n.lower(), v) for n, v in answer.headers if world.dialects.envoy_upstream.match(n)]
+        names = {n for n, _ in copied}
+        result = [(n, v) for n, v in client if n not in names] + copied
+        return [(n, v) for n, v in result if n not in remove]
+    names = {n.lower() for n in world.dialects.traefik_response_headers}
+    result = [(n, v) for n, v in client if n not in names]
+    for n, v in answer.headers:
+        if n.lower() in names:
+            result.append((n.lower(), v))
+    return result
+
+
+def refusal_code(response):
+    body = response.json()
+    if body and isinstance(body.get("error"), str) and body["error"]:
+        return body["error"]
+    code = response.header("X-App-Attest-Error")
+    return code or None
+
+
+def run_door(world, line, door, kind, upstream):
+    outcome = Outcome(door)
+    door_id = "L%d-%s" % (line.number, door.replace("/", "-"))
+    if kind == "inline":
+        port = world.gateway[upstream]["listen"]
+    elif kind == "nginx":
+        port = world.nginx[upstream]
+    elif kind == "caddy":
+        port = world.caddy[upstream]
+    else:
+        port = world.gateway["express"]["listen"]  # the notional front the app addressed
+    method, target, headers, body = client_request(world, line, door, kind, port, door_id)
+    outcome.sent = headers
+    if kind in ("envoy", "traefik"):
+        authz = world.gateway["express"]["authz"]
+        raw = envoy_check(world, method, target, headers, body) if kind == "envoy" else \
+            traefik_check(world, method, target, headers, authz)
+        response = exchange(authz, raw)
+        outcome.status = response.status
+        if response.status is None:
+            outcome.verdict = "error"
+            outcome.notes.append(response.error)
+            return outcome
+        allowed = response.status == 200 if kind == "envoy" else 200 <= response.status < 300
+        if allowed:
+            outcome.verdict = "allowed"
+            outcome.upstream_headers = transcript_upstream(world, kind, headers, response)
+            status = response.header("X-App-Attest-Status")
+            outcome.notes.append("X-App-Attest-Status: %s" % status)
+        else:
+            outcome.verdict = "refused"
+            outcome.code = refusal_code(response)
+        return outcome
+
+    gateway = upstream
+    before = world.decisions(gateway) if kind in ("nginx", "caddy") else None
+    response = exchange(port, serialize(method, target, headers, body))
+    outcome.status = response.status
+    outcome.records = world.records(upstream, door_id)
+    gateway_refusal = response.json() is not None and isinstance(response.json().get("error"), str)
+    if kind == "inline":
+        if outcome.records or (response.status is not None and not gateway_refusal):
+            outcome.verdict = "allowed"
+        elif response.status is None:
+            outcome.verdict = "error"
+            outcome.notes.append(response.error)
+        else:
+            outcome.verdict = "refused"
+            outcome.code = refusal_code(response)
+        return outcome
+    after = world.decisions(gateway)
+    for _ in range(10):
+        if after != before:
+            break
+        time.sleep(0.02)
+        after = world.decisions(gateway)
+    allowed, denied = after[0] - before[0], after[1] - before[1]
+    if allowed + denied > 1:
+        outcome.notes.append("the gateway answered %d checks for one request" % (allowed + denied))
+    if allowed == 0 and denied == 0:
+        if outcome.records:
+            outcome.verdict = "allowed"
+            outcome.problems.append("reached the upstream without the gateway being asked")
+        else:
+            outcome.verdict = "refused-by-front"
+            outcome.notes.append("%s answered %s itself, nothing forwarded" % (kind, response.status))
+    elif denied and not allowed:
+        outcome.verdict = "refused"
+        outcome.code = refusal_code(response)
+    else:
+        outcome.verdict = "allowed"
+        if not outcome.records:
+            outcome.notes.append("allowed, but the upstream recorded nothing (answered %s)" % response.status)
+    if response.status is None:
+        outcome.notes.append(response.error)
+    return outcome
+
+
+# ----------------------------------------------------------------------------------------------
+# The rules
+# ----------------------------------------------------------------------------------------------
+
+def values_of(headers, name):
+    return [v for n, v in headers if n.lower() == name.lower()]
+
+
+def leaked(client_value, received_values):
+    """The client's value is one of the received values, alone or as a member of a list that
+    joined repeated fields ("a, b" from Node, "a,b" from Werkzeug)."""
+    member = re.compile(r"(^|,\s*)" + re.escape(client_value) + r"(\s*,|$)")
+    return any(v == client_value or member.search(v) for v in received_values)
+
+
+def check_safety(world, line, outcome):
+    # Rule 1: protected handlers only with X-App-Attest-Status: verified, never for a spoofed status.
+    excuse = None
+    if line.unless_warned:
+        excuse = next((w for w in world.warnings if line.unless_warned.search(w)), None)
+    for record in outcome.records:
+        if not record.get("protected"):
+            continue
+        statuses = [p.strip() for v in values_of(record["headers"], "X-App-Attest-Status") for p in v.split(",")]
+        what = "%s %s (%s %s on the wire) ran with X-App-Attest-Status: %s" % (
+            record["upstream"], record["handler"], record["wire_method"], record["target"],
+            ", ".join(statuses) if statuses else "(absent)")
+        if statuses != ["verified"]:
+            problem = "protected handler " + what
+        elif not line.assertion:
+            problem = "protected handler %s without any valid assertion" % what
+        else:
+            continue
+        if excuse:
+            outcome.notes.append("%s: excused, check-config warned (%s)" % (problem, excuse[:160]))
+        else:
+            outcome.problems.append(problem)
+    # Rule 2: no client value of a watched header reaches the upstream.
+    received_sets = [r["headers"] for r in outcome.records]
+    if outcome.upstream_headers is not None:
+        received_sets.append(outcome.upstream_headers)
+    for received in received_sets:
+        for name, value in outcome.sent:
+            name, value = name.decode("latin1"), value.decode("latin1")
+            if not watched(name):
+                continue
+            if line.assertion and name.lower() == "x-app-attest-key-id" and not line.has_header(name):
+                continue  # the gateway sets the verified key ID itself
+            if line.assertion and name.lower() == "x-app-attest-status" and value == "verified":
+                continue  # indistinguishable from the gateway's own verdict: rule 1 covers it
+            if leaked(value, values_of(received, name)):
+                where = "upstream" if outcome.upstream_headers is None else "upstream (computed from the answer)"
+                outcome.problems.append("client's %s: %s reached the %s" % (name, value[:60], where))
+
+
+def reference_of(door, kind, upstream):
+    if door == "inline/express":
+        return None
+    if kind == "inline" or upstream is None:
+        return "inline/express"
+    return "inline/" + upstream
+
+
+def compare(line, outcome, kind, reference):
+    if kind in line.front_rewrites:
+        outcome.notes.append("not compared: " + line.front_rewrites[kind])
+        return
+    if outcome.verdict == "refused-by-front":
+        outcome.notes.append("not compared: the gateway was not asked")
+        return
+    if reference is None or reference.verdict in (None, "error"):
+        return
+    if outcome.verdict == "error":
+        outcome.problems.append("no answer")
+        return
+    if outcome.verdict != reference.verdict:
+        outcome.problems.append("verdict %s, %s says %s%s" % (
+            describe(outcome), reference.door, reference.verdict,
+            " " + reference.code if reference.code else ""))
+        return
+    if outcome.verdict == "refused" and outcome.code and reference.code and outcome.code != reference.code:
+        if kind in BODILESS and outcome.code == "authz_body_required":
+            outcome.notes.append("authz_body_required for %s (no body on this door)" % reference.code)
+            return
+        outcome.problems.append("refused with %s, %s refused with %s" % (outcome.code, reference.door, reference.code))
+
+
+def check_expect(line, outcome, kind):
+    if not line.expect or kind in line.front_rewrites:
+        return
+    if line.expect == "allow" and outcome.verdict != "allowed":
+        outcome.problems.append("expected allowed, got %s" % describe(outcome))
+    if line.expect == "refuse" and outcome.verdict not in ("refused", "refused-by-front"):
+        outcome.problems.append("expected refused, got %s" % describe(outcome))
+
+
+def describe(outcome):
+    text = outcome.verdict or "?"
+    if outcome.code:
+        text += " " + outcome.code
+    return text
+
+
+def summary_of(outcome):
+    parts = [describe(outcome)]
+    if outcome.status is not None:
+        parts.append("(%s)" % outcome.status)
+    for record in outcome.records:
+        status = values_of(record["headers"], "X-App-Attest-Status")
+        parts.append("[upstream ran %s as %s, status %s]" % (record["handler"] or "no handler", record["method"],
+                                                             ",".join(status) or "-"))
+    return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gateway-bin", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--suite", default=os.path.join(HERE, "suite.txt"))
+    parser.add_argument("--only", help="run only the suite lines matching this regular expression")
+    parser.add_argument("--nginx", default="/usr/sbin/nginx")
+    parser.add_argument("--caddy", default="/usr/bin/caddy")
+    parser.add_argument("--node", default="node")
+    args = parser.parse_args()
+
+    try:
+        lines = read_suite(args.suite)
+    except ValueError as error:
+        print("FAIL suite: %s" % error)
+        print("0 passed, 1 failed")
+        return 1
+    if args.only:
+        lines = [l for l in lines if re.search(args.only, l.text)]
+
+    world = World(args)
+
+    def terminate(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, terminate)
+    started = time.time()
+    try:
+        try:
+            world.start()
+        except (SetupError, OSError, subprocess.SubprocessError, ValueError, KeyError) as error:
+            print("FAIL setup: %s" % error)
+            print("0 passed, 1 failed")
+            return 1
+        print("doors: %d requests x %d doors; gateway %s; upstreams express :%d, flask :%d (set up in %.1f s)" % (
+            len(lines), len(DOORS), args.gateway_bin, world.upstream["express"]["port"], world.upstream["flask"]["port"],
+            time.time() - started))
+        passed, failed, failing = 0, 0, []
+        for line in lines:
+            print("-- L%d: %s" % (line.number, line.text))
+            outcomes = {}
+            for door, kind, upstream in DOORS:
+                outcome = run_door(world, line, door, kind, upstream)
+                outcomes[door] = outcome
+                check_safety(world, line, outcome)
+            for door, kind, upstream in DOORS:
+                outcome = outcomes[door]
+                reference = reference_of(door, kind, upstream)
+                compare(line, outcome, kind, outcomes.get(reference) if reference else None)
+                check_expect(line, outcome, kind)
+                mark = "FAIL" if outcome.problems else "PASS"
+                detail = "; ".join(outcome.problems + outcome.notes)
+                print("%s L%-3d %-15s %s%s" % (mark, line.number, door, summary_of(outcome),
+                                               " -- " + detail if detail else ""))
+                if outcome.problems:
+                    failed += 1
+                    failing.append((line, door, outcome))
+                else:
+                    passed += 1
+        print()
+        if failing:
+            print("Failing (request, door) pairs:")
+            by_line = {}
+            for line, door, outcome in failing:
+                by_line.setdefault(line.number, (line, []))[1].append((door, outcome))
+            for number in sorted(by_line):
+                line, doors = by_line[number]
+                print("  L%d %s" % (number, line.text))
+                for door, outcome in doors:
+                    print("      %-15s %s" % (door, "; ".join(outcome.problems)))
+        print("doors: %d requests through %d doors in %.1f s" % (len(lines), len(DOORS), time.time() - started))
+        print("%d passed, %d failed" % (passed, failed))
+        return 1 if failed else 0
+    finally:
+        world.procs.stop_all()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
