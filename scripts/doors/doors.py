@@ -464,6 +464,14 @@ class Dialects(object):
             self.envoy_with_body = "with_request_body" in authz
         except (KeyError, IndexError, TypeError) as error:
             raise SetupError("docs/integrations.md's Envoy block changed shape: %r" % error)
+        # The route's request_headers_to_remove the Envoy section prescribes (in its prose), and
+        # X-Forwarded-Client-Cert, which Envoy sanitizes by default (forward_client_cert_details).
+        section = doc[doc.find("\n## Envoy"):]
+        listed = re.search(r"request_headers_to_remove: \[([^\]]*)\]", section)
+        if listed is None:
+            raise SetupError("docs/integrations.md's Envoy section no longer names request_headers_to_remove")
+        self.envoy_removed = {n.strip().lower() for n in listed.group(1).replace("\n", " ").split(",") if n.strip()}
+        self.envoy_removed.add("x-forwarded-client-cert")
         traefik = section_yaml(doc, "Traefik")
         try:
             forward = traefik["http"]["middlewares"]["app-attest"]["forwardAuth"]
@@ -473,6 +481,12 @@ class Dialects(object):
                 raise SetupError("the doc's Traefik block trusts X-Forwarded-*: the transcript assumes it does not")
         except (KeyError, IndexError, TypeError) as error:
             raise SetupError("docs/integrations.md's Traefik block changed shape: %r" % error)
+        # Headers the doc's router middlewares clear (an empty customRequestHeaders value deletes
+        # the field), and X-Real-Ip, which Traefik sets itself to the client address.
+        self.traefik_removed = {"x-real-ip"}
+        for name in traefik["http"]["routers"]["api"]["middlewares"]:
+            custom = traefik["http"]["middlewares"][name].get("headers", {}).get("customRequestHeaders", {})
+            self.traefik_removed |= {n.lower() for n, v in custom.items() if v == ""}
 
 
 def go_canonical(name):
@@ -819,10 +833,10 @@ def transcript_upstream(world, kind, headers, answer):
         remove = {n.strip().lower() for n in (answer.header("x-envoy-auth-headers-to-remove") or "").split(",") if n.strip()}
         copied = [(n.lower(), v) for n, v in answer.headers if world.dialects.envoy_upstream.match(n)]
         names = {n for n, _ in copied}
-        result = [(n, v) for n, v in client if n not in names] + copied
+        result = [(n, v) for n, v in client if n not in names and n not in world.dialects.envoy_removed] + copied
         return [(n, v) for n, v in result if n not in remove]
     names = {n.lower() for n in world.dialects.traefik_response_headers}
-    result = [(n, v) for n, v in client if n not in names]
+    result = [(n, v) for n, v in client if n not in names and n not in world.dialects.traefik_removed]
     for n, v in answer.headers:
         if n.lower() in names:
             result.append((n.lower(), v))
