@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | soak
+# attest-gateway: make deps | build | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | fuzz-long | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -16,7 +16,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz soak clean
+.PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -89,6 +89,11 @@ bench-http: deps
 # Every Fuzz/<target>/run.sh, each bounded in time; FUZZ_RUNS overrides the run count.
 fuzz: deps
 	bash scripts/fuzz.sh
+
+# Every fuzz target from an empty corpus for 10,000,000 executions or FUZZ_LONG_SECONDS (default
+# 1800) per target, whichever first; FUZZ_TARGETS picks targets. Prints each final stats line.
+fuzz-long: deps
+	bash scripts/fuzz-long.sh
 
 # 30 minutes (SOAK_SECONDS) of mixed traffic against the debug build, with a reload a minute
 # and a Redis restart at half time; fails on growth, unexpected statuses, leaks or a crash.
