@@ -13,7 +13,8 @@ package enum HTTPAuthority {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")), close > 1 else {
                 return "has an unterminated IP literal"
             }
-            for byte in bytes[1..<close] where !(Self.isHexDigit(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")) {
+            for byte in bytes[1..<close]
+            where !(Self.isHexDigit(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: ".")) {
                 return "has a character that is not part of an IP literal"
             }
             index = close + 1
@@ -22,7 +23,9 @@ package enum HTTPAuthority {
             }
         } else {
             while index < bytes.count && bytes[index] != UInt8(ascii: ":") {
-                guard Self.isRegNameByte(bytes[index]) else { return "has a character that is not allowed in a host name" }
+                guard Self.isRegNameByte(bytes[index]) else {
+                    return "has a character that is not allowed in a host name"
+                }
                 index += 1
             }
             if index == 0 { return "has a port but no host name" }
@@ -38,7 +41,8 @@ package enum HTTPAuthority {
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
 
     /// RFC 3986 reg-name: unreserved, sub-delims and `%` (pct-encoded).

@@ -138,7 +138,8 @@ package struct HTTPMethodOverrides: Sendable, Hashable {
             case UInt8(ascii: "+"):
                 bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
+                guard let high = iterator.next().flatMap(Self.hexValue),
+                    let low = iterator.next().flatMap(Self.hexValue)
                 else { return nil }
                 bytes.append(high << 4 | low)
             default:

@@ -10,7 +10,8 @@ import Testing
 /// must give the same verdict. Each finding of the issue is a case here that failed before.
 @Suite struct EveryDoorTests {
     static let routes: [RoutePolicy] = {
-        var debug = RoutePolicy(name: "debuggable", match: .init(pathPrefix: "/v1/debug"), upstream: "api", mode: .enforce)
+        var debug = RoutePolicy(
+            name: "debuggable", match: .init(pathPrefix: "/v1/debug"), upstream: "api", mode: .enforce)
         debug.allowDebugTokens = true
         return [
             debug,
@@ -79,10 +80,12 @@ import Testing
 
     /// Every door gives `expected`.
     static func expectEveryDoor(
-        _ head: HTTPRequestHead, _ expected: Verdict, gate: AttestGate, sourceLocation: SourceLocation = #_sourceLocation
+        _ head: HTTPRequestHead, _ expected: Verdict, gate: AttestGate,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async {
         for (door, verdict) in await Self.doors(head, gate: gate).sorted(by: { $0.key < $1.key }) {
-            #expect(verdict == expected, "\(head.method) \(head.target) through \(door)", sourceLocation: sourceLocation)
+            #expect(
+                verdict == expected, "\(head.method) \(head.target) through \(door)", sourceLocation: sourceLocation)
         }
     }
 

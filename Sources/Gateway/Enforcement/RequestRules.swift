@@ -32,7 +32,8 @@ package enum RequestRules {
                 continue
             }
             guard IdentityHeaders.isReserved(name) else { continue }
-            if name.caseInsensitiveEquals(IdentityHeaders.keyID) || name.caseInsensitiveEquals(IdentityHeaders.assertion)
+            if name.caseInsensitiveEquals(IdentityHeaders.keyID)
+                || name.caseInsensitiveEquals(IdentityHeaders.assertion)
             {
                 credentials.assertion = true
             } else if name.caseInsensitiveEquals(IdentityHeaders.debugToken) {
@@ -42,7 +43,8 @@ package enum RequestRules {
             } else if !GatewayHeaderNamespace.isKnown(name) {
                 return EnforcementError(
                     .unknownGatewayHeader,
-                    "\(name) is in the gateway's header namespace (X-App-Attest-*) but is none of its headers; remove it")
+                    "\(name) is in the gateway's header namespace (X-App-Attest-*) but is none of its headers; remove it"
+                )
             }
         }
         if hostCount > 1 {
