@@ -25,7 +25,7 @@ for name in $targets; do
   code=$?
   set -e
   end=$(date +%s)
-  runs=$(grep -h "^stat::number_of_executed_units" ".fuzz/$name/long.log" ".fuzz/$name/last-run.log" 2>/dev/null | tail -1 | awk '{print $2}')
+  runs=$( (grep -h "^stat::number_of_executed_units" ".fuzz/$name/long.log" ".fuzz/$name/last-run.log" 2>/dev/null || true) | tail -1 | awk '{print $2}')
   grep -h -E "^#[0-9]+ +DONE|^stat::" ".fuzz/$name/long.log" ".fuzz/$name/last-run.log" 2>/dev/null | tail -8 || true
   rate=$(( ${runs:-0} / ( end - start > 0 ? end - start : 1 ) ))
   line="$name: ${runs:-?} executions in $((end - start)) s (~$rate/s), exit $code"
