@@ -96,7 +96,9 @@ extension FakeAppleServer {
             from: Data(try #require(Self.text(try redis.command("HGET", record, "fraud_risk"))).utf8))
         #expect(state.receiptExpiration != nil, "the attestation's receipt was verified and its fields recorded")
         #expect(state.riskMetric == nil)
-        #expect(Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)) != nil)
+        // The due entry is a second command after the state (HSET, then ZADD): wait for it too,
+        // or a loaded machine sees the state without it.
+        try await Self.eventually { Self.text(try redis.command("ZSCORE", "appattest:fraudrisk:due", keyID)) != nil }
 
         // Before any refresh: the metric is unknown, no header, and even `deny` passes.
         let unknown = await runGate(
