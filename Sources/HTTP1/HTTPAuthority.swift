@@ -5,7 +5,14 @@
 package enum HTTPAuthority {
     /// Why `host` is not one authority with at most one port, or nil.
     package static func violation(_ host: String) -> String? {
-        let bytes = Array(host.utf8)
+        // In place: this runs on every request, and a copy of the bytes would allocate.
+        var host = host
+        if let result = host.utf8.withContiguousStorageIfAvailable({ Self.violation(bytes: $0) }) { return result }
+        host.makeContiguousUTF8()
+        return host.utf8.withContiguousStorageIfAvailable { Self.violation(bytes: $0) } ?? "is not contiguous UTF-8"
+    }
+
+    private static func violation(bytes: UnsafeBufferPointer<UInt8>) -> String? {
         guard !bytes.isEmpty else { return "is empty" }
         var index = 0
         if bytes[0] == UInt8(ascii: "[") {
