@@ -3,7 +3,8 @@
 #   fuzz_build NAME MODULE SOURCES...   builds .fuzz/NAME/fuzz-NAME with libFuzzer + ASan when a
 #                                       source (or the calling run.sh) is newer than the binary
 #   fuzz_run NAME                       runs it for FUZZ_RUNS executions, capped at FUZZ_MAX_TIME
-#                                       seconds, over .fuzz/NAME/corpus; exit 1 on any crash
+#                                       seconds, over .fuzz/NAME/corpus (with FUZZ_DICT, when set,
+#                                       as libFuzzer's -dict); exit 1 on any crash
 # Callers set FUZZ_RUNS / FUZZ_MAX_TIME defaults and seed .fuzz/NAME/corpus between the two.
 
 fuzz_build() {
@@ -27,7 +28,8 @@ fuzz_run() {
   start=$(date +%s)
   set +e
   "$work/fuzz-$name" -runs="$FUZZ_RUNS" -max_total_time="$FUZZ_MAX_TIME" -max_len=8192 -timeout=10 \
-    -rss_limit_mb=2048 -artifact_prefix="$work/artifacts/" -print_final_stats=1 "$work/corpus" \
+    -rss_limit_mb=2048 -artifact_prefix="$work/artifacts/" -print_final_stats=1 \
+    ${FUZZ_DICT:+-dict="$FUZZ_DICT"} "$work/corpus" \
     2>"$work/last-run.log"
   status=$?
   set -e

@@ -97,21 +97,18 @@ package struct HTTPMethodOverrides: Sendable, Hashable {
     /// spell the name) and no `_method` in any case. Most queries are ruled out here, without
     /// splitting them.
     static func mayNameParameter(_ query: Substring) -> Bool {
-        let bytes = Array(query.utf8)
-        let name = Array(Self.parameterName.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
+        let name = Self.parameterName.utf8
+        let utf8 = query.utf8
+        var index = utf8.startIndex
+        while index < utf8.endIndex {
+            let byte = utf8[index]
             if byte == UInt8(ascii: "%") { return true }
-            if byte == UInt8(ascii: "_"), index + name.count <= bytes.count {
-                var matches = true
-                for offset in 1..<name.count where HTTPByte.lower(bytes[index + offset]) != name[offset] {
-                    matches = false
-                    break
-                }
-                if matches { return true }
+            if byte == UInt8(ascii: "_"), utf8[index...].count >= name.count,
+                zip(utf8[index...].dropFirst(), name.dropFirst()).allSatisfy({ HTTPByte.lower($0) == $1 })
+            {
+                return true
             }
-            index += 1
+            index = utf8.index(after: index)
         }
         return false
     }

@@ -26,7 +26,9 @@ package enum AuthzAnswer {
         var headers = HTTPHeaders()
         var absent: [String] = []
         for name in Self.identityHeaderNames {
-            if let value = forwarded.headers[name], !Self.isClientCredential(name) {
+            // The app's credentials are never the gateway's word (inline strips them; the key ID,
+            // also a credential, is the gateway's once verified).
+            if let value = forwarded.headers[name], !GatewayHeaderNamespace.isCredential(name) {
                 headers.add(name: name, value: value)
             } else {
                 headers.add(name: name, value: "")
@@ -50,12 +52,6 @@ package enum AuthzAnswer {
             response = response.tagged(code: code)
         }
         return response
-    }
-
-    /// The forwarded head's `X-App-Attest-Key-Id` etc. are the gateway's; the app's
-    /// credentials never are (inline mode strips them; the key ID is re-added when verified).
-    private static func isClientCredential(_ name: String) -> Bool {
-        GatewayHeaderNamespace.isCredential(name)
     }
 
     /// The `error` field of the gateway's own JSON error body (`{"error":"code",...}`, written by

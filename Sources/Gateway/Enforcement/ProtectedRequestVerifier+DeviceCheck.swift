@@ -21,10 +21,8 @@ extension ProtectedRequestVerifier {
             refuse(.deviceCheckNotAllowed(route: route.name))
             return
         }
-        let others = [IdentityHeaders.keyID, IdentityHeaders.assertion, IdentityHeaders.debugToken]
-        guard IdentityHeaders.occurrences(of: IdentityHeaders.deviceCheckToken, in: head.headers) == 1,
-            others.allSatisfy({ head.headers[$0] == nil })
-        else {
+        // A token beside another kind of credential never gets here (`RequestRules`); twice does.
+        guard IdentityHeaders.occurrences(of: IdentityHeaders.deviceCheckToken, in: head.headers) == 1 else {
             refuse(.credentialsAmbiguous())
             return
         }
