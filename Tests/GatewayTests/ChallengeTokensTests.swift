@@ -38,7 +38,7 @@ import Testing
         var bytes = ChallengeTokens.decodeBase64URL(challenge)!
         for index in bytes.indices {
             bytes[index] ^= 0x01
-            let tampered = EndpointRequests.encodeBase64URL(bytes)
+            let tampered = Base64Text.encodeURL(bytes)
             #expect(throws: ChallengeTokens.Problem.self) { try tokens.check(tampered, now: self.now).get() }
             bytes[index] ^= 0x01
         }

@@ -41,16 +41,16 @@ import Verification
             for flip: UInt8 in [0x01, 0x80] {
                 bytes[index] ^= flip
                 let result = tokens.check(
-                    EndpointRequests.encodeBase64URL(bytes), appIDs: [self.appID], environment: .production,
+                    Base64Text.encodeURL(bytes), appIDs: [self.appID], environment: .production,
                     now: self.now)
                 #expect(throws: DeviceCheckTokens.Problem.self, "byte \(index) ^ \(flip)") { try result.get() }
                 bytes[index] ^= flip
             }
         }
         // Truncated or extended by a byte: the length no longer matches the App ID's.
-        let short = EndpointRequests.encodeBase64URL(Array(bytes.dropLast()))
+        let short = Base64Text.encodeURL(Array(bytes.dropLast()))
         #expect(tokens.check(short, appIDs: [self.appID], environment: nil, now: self.now) == .failure(.malformed))
-        let long = EndpointRequests.encodeBase64URL(bytes + [0])
+        let long = Base64Text.encodeURL(bytes + [0])
         #expect(tokens.check(long, appIDs: [self.appID], environment: nil, now: self.now) == .failure(.malformed))
     }
 
@@ -64,7 +64,7 @@ import Verification
         var forged = ChallengeTokens.decodeBase64URL(theirs.mint(self.claims()))!
         forged.replaceSubrange(2..<6, with: ours.keys[0].kid)
         #expect(
-            ours.check(EndpointRequests.encodeBase64URL(forged), appIDs: [self.appID], environment: nil, now: self.now)
+            ours.check(Base64Text.encodeURL(forged), appIDs: [self.appID], environment: nil, now: self.now)
                 == .failure(.badTag))
     }
 
@@ -122,7 +122,7 @@ import Verification
         bytes.removeLast(32)
         bytes += HMACSHA256.authenticationCode(key: tokens.keys[0].secret, message: bytes)
         #expect(
-            tokens.check(EndpointRequests.encodeBase64URL(bytes), appIDs: [self.appID], environment: nil, now: self.now)
+            tokens.check(Base64Text.encodeURL(bytes), appIDs: [self.appID], environment: nil, now: self.now)
                 == .failure(.wrongKind))
     }
 }

@@ -61,8 +61,8 @@ import Testing
     }
 
     @Test func base64Forms() {
-        #expect(EndpointRequests.encodeBase64URL([0xfb, 0xff, 0xfe]) == "-__-")
-        #expect(EndpointRequests.encodeBase64URL([0x01]) == "AQ")
+        #expect(Base64Text.encodeURL([0xfb, 0xff, 0xfe]) == "-__-")
+        #expect(Base64Text.encodeURL([0x01]) == "AQ")
         #expect(EndpointRequests.encodeBase64([0xfb, 0xff]) == "+/8=")
         #expect(EndpointRequests.decodeBase64("+/8=") == [0xfb, 0xff])
         #expect(EndpointRequests.decodeBase64(" AQ== ") == [0x01])

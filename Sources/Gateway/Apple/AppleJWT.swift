@@ -72,15 +72,15 @@ public struct AppleJWT: Sendable {
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let claims = JSONText.object([("iss", JSONText.quote(self.teamID)), ("iat", String(iat))])
         let signingInput =
-            EndpointRequests.encodeBase64URL(Array(header.utf8)) + "."
-            + EndpointRequests.encodeBase64URL(Array(claims.utf8))
+            Base64Text.encodeURL(Array(header.utf8)) + "."
+            + Base64Text.encodeURL(Array(claims.utf8))
         let signature: [UInt8]
         do {
             signature = try self.key.signatureRS(for: Array(signingInput.utf8))
         } catch {
             throw AppleError(.jwtSigningFailed, "signing the Apple JWT failed: \(error.reason)")
         }
-        return signingInput + "." + EndpointRequests.encodeBase64URL(signature)
+        return signingInput + "." + Base64Text.encodeURL(signature)
     }
 
     private static func keyError(_ error: VerificationError) -> AppleError {

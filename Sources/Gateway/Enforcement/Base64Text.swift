@@ -90,6 +90,20 @@ package enum Base64Text {
     }
 
     /// Standard base64 with padding.
+    /// base64url without padding (RFC 4648 §5): the challenge alphabet, JWT segments.
+    package static func encodeURL(_ bytes: [UInt8]) -> String {
+        var utf8 = Array(Self.encode(bytes).utf8)
+        while utf8.last == UInt8(ascii: "=") { utf8.removeLast() }
+        for index in utf8.indices {
+            if utf8[index] == UInt8(ascii: "+") {
+                utf8[index] = UInt8(ascii: "-")
+            } else if utf8[index] == UInt8(ascii: "/") {
+                utf8[index] = UInt8(ascii: "_")
+            }
+        }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
     package static func encode(_ bytes: [UInt8]) -> String {
         let count = (bytes.count + 2) / 3 * 4
         return String(unsafeUninitializedCapacity: count) { output in

@@ -61,7 +61,7 @@ package struct ChallengeTokens: Sendable {
             for j in 0..<8 { bytes.append(UInt8(truncatingIfNeeded: word >> (8 * UInt64(j)))) }
         }
         bytes += HMACSHA256.authenticationCode(key: self.keys[0], message: bytes).prefix(Self.tagBytes)
-        return EndpointRequests.encodeBase64URL(bytes)
+        return Base64Text.encodeURL(bytes)
     }
 
     /// Checks format, tag and expiry (no I/O). Single use is the caller's redemption.

@@ -21,7 +21,7 @@ package enum DebugTokens {
             let word = generator.next()
             for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(j))) }
         }
-        return Self.prefix + EndpointRequests.encodeBase64URL(bytes)
+        return Self.prefix + Base64Text.encodeURL(bytes)
     }
 
     /// What the store keeps: lowercase hex of SHA-256 of the token's UTF-8.

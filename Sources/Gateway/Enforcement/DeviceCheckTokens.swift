@@ -104,7 +104,7 @@ package struct DeviceCheckTokens: Sendable {
         bytes.append(UInt8(appID.count))
         bytes += appID
         bytes += HMACSHA256.authenticationCode(key: self.keys[0].secret, message: bytes)
-        return EndpointRequests.encodeBase64URL(bytes)
+        return Base64Text.encodeURL(bytes)
     }
 
     /// A fresh token valid for `ttlSeconds` from `now`.
@@ -123,7 +123,7 @@ package struct DeviceCheckTokens: Sendable {
         // Canonical text only: a decoder that ignores the last character's unused bits would
         // otherwise accept several spellings of one token.
         guard text.utf8.count <= Self.maximumTextBytes, let bytes = ChallengeTokens.decodeBase64URL(text),
-            EndpointRequests.encodeBase64URL(bytes) == text
+            Base64Text.encodeURL(bytes) == text
         else {
             return .failure(.malformed)
         }

@@ -62,14 +62,6 @@ package enum EndpointRequests {
         Base64Text.encode(bytes)
     }
 
-    /// base64url without padding (RFC 4648 §5), the challenge alphabet.
-    package static func encodeBase64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-
     static func jsonObject(_ body: [UInt8], maxBytes: Int) throws(EnforcementError) -> [String: Any] {
         guard !body.isEmpty else {
             throw EnforcementError(.malformedRequest, "body is empty; expected a JSON object")

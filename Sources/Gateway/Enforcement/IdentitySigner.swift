@@ -66,7 +66,7 @@ package struct IdentitySigner: Sendable {
         head.headers.add(
             name: Self.headerName,
             value:
-                "t=\(timestamp), kid=\(self.kid), alg=\(self.algorithm.rawValue), sig=\(EndpointRequests.encodeBase64URL(signature))"
+                "t=\(timestamp), kid=\(self.kid), alg=\(self.algorithm.rawValue), sig=\(Base64Text.encodeURL(signature))"
         )
         return head
     }

@@ -339,10 +339,8 @@ extension ProxyConnection {
         }
         guard case .reject = self.machine.bodyBudgetExhausted() else { return false }
         self.exchange.bufferedBody = nil
-        let error = EnforcementError(
-            .rateLimited,
-            "this address holds its share of the gateway's buffered request bodies; retry later",
-            retryAfterSeconds: 1)
+        let error = ProxyError(
+            .rateLimited, "this address holds its share of the gateway's buffered request bodies; retry later")
         self.answerLocally(error.response, verdict: .rateLimited)
         return false
     }

@@ -34,10 +34,14 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         case upstreamTLSHostnameMismatch = "upstream_tls_hostname_mismatch"
         /// The upstream's chain does not lead to a CA in its `ca_file` (or the system store).
         case upstreamTLSUnknownCA = "upstream_tls_unknown_ca"
+        /// The client address holds its share of the buffered-body budget
+        /// (`limits.max_buffered_body_bytes_per_address`).
+        case rateLimited = "rate_limited"
 
         package var status: Int {
             switch self {
             case .bodyTooLarge: 413
+            case .rateLimited: 429
             case .bodyBudgetExhausted: 503
             case .requestTimeout: 408
             case .upstreamUnavailable: 502
@@ -55,7 +59,7 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Seconds after which a retry may succeed (the condition is the gateway's, not the request's).
         package var retryAfterSeconds: Int? {
             switch self {
-            case .bodyBudgetExhausted: 1
+            case .bodyBudgetExhausted, .rateLimited: 1
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
                 .upstreamBusy, .invalidForwardedHeader, .authzUntrustedPeer, .upstreamTLSError,
                 .upstreamTLSCertificateExpired,

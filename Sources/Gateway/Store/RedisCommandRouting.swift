@@ -47,7 +47,7 @@ extension RedisConnection: RedisCommandRouting {
 
     package func pingAll(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         self.send([Array("PING".utf8)]) { result in
-            completion(RedisStore.interpretPing(result))
+            completion(RedisReplies.interpretPing(result))
         }
     }
 }

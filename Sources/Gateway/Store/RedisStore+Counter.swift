@@ -96,7 +96,7 @@ extension RedisStore {
                 Self.lazyRefreshQuietArgument,
             ]
         ) { [waitArguments = self.waitArguments] reply in
-            let result = Self.interpret(reply, command: "EVALSHA advance_counter", Self.decodeAdvance)
+            let result = RedisReplies.interpret(reply, command: "EVALSHA advance_counter", Self.decodeAdvance)
             // counter_durability: replica: an advance counts once a replica has it, so that a
             // failover cannot bring the old counter back (and the used assertion with it).
             // An out-of-order acceptance wrote the seen-map: it must be as durable as an advance.
@@ -108,7 +108,7 @@ extension RedisStore {
             }
             router.send(waitArguments, key: key) { reply in
                 completion(
-                    Self.interpret(reply, command: "WAIT") { reply -> CounterAdvanceReading? in
+                    RedisReplies.interpret(reply, command: "WAIT") { reply -> CounterAdvanceReading? in
                         guard case .integer(let replicas) = reply else { return nil }
                         return replicas >= 1 ? accepted : nil
                     }.flatMapError { error in

@@ -34,7 +34,7 @@ extension RedisStore {
             [Self.bytes("HSETNX"), Self.debugTokenIndexKey, Self.bytes(record.name), Self.bytes(digest)],
             key: Self.debugTokenIndexKey
         ) {
-            let claimed = Self.interpret($0, command: "HSETNX") { reply -> Bool? in
+            let claimed = RedisReplies.interpret($0, command: "HSETNX") { reply -> Bool? in
                 if case .integer(let n) = reply { return n == 1 }
                 return nil
             }
@@ -48,7 +48,7 @@ extension RedisStore {
             arguments += [Self.bytes("expires_at"), Self.bytes(String(Self.unixSeconds(record.expiresAt)))]
             connection.send(arguments, key: Self.debugTokenKey(digest)) {
                 completion(
-                    Self.interpret($0, command: "HSET") { reply -> Bool? in
+                    RedisReplies.interpret($0, command: "HSET") { reply -> Bool? in
                         if case .integer = reply { return true }
                         return nil
                     })
@@ -64,7 +64,7 @@ extension RedisStore {
             arguments: [Self.bytes(String(Self.unixSeconds(now)))]
         ) {
             completion(
-                Self.interpret($0, command: "EVALSHA use_debug_token") { reply -> DebugTokenUse? in
+                RedisReplies.interpret($0, command: "EVALSHA use_debug_token") { reply -> DebugTokenUse? in
                     guard case .array(let items) = reply, case .integer(let code)? = items.first else { return nil }
                     switch (code, items.count) {
                     case (-1, 1): return .unknown
@@ -81,7 +81,7 @@ extension RedisStore {
     package func listDebugTokens(completion: @escaping @Sendable (Result<[DebugTokenRecord], StoreError>) -> Void) {
         let connection = self.callerConnection
         connection.send([Self.bytes("HGETALL"), Self.debugTokenIndexKey], key: Self.debugTokenIndexKey) { result in
-            let index = Self.interpret(result, command: "HGETALL") { reply -> [String]? in
+            let index = RedisReplies.interpret(result, command: "HGETALL") { reply -> [String]? in
                 guard case .array(let items) = reply, items.count % 2 == 0 else { return nil }
                 var digests: [String] = []
                 for i in stride(from: 1, to: items.count, by: 2) {
@@ -104,7 +104,7 @@ extension RedisStore {
             for digest in digests {
                 connection.send([Self.bytes("HGETALL"), Self.debugTokenKey(digest)], key: Self.debugTokenKey(digest)) {
                     reply in
-                    let record = Self.interpret(reply, command: "HGETALL") { reply -> DebugTokenRecord?? in
+                    let record = RedisReplies.interpret(reply, command: "HGETALL") { reply -> DebugTokenRecord?? in
                         Self.decodeDebugToken(reply)
                     }
                     let finished = state.withLock { state -> Result<[DebugTokenRecord], StoreError>? in
@@ -128,7 +128,7 @@ extension RedisStore {
         let connection = self.callerConnection
         connection.send([Self.bytes("HGET"), Self.debugTokenIndexKey, Self.bytes(name)], key: Self.debugTokenIndexKey) {
             result in
-            let digest = Self.interpret(result, command: "HGET") { reply -> String?? in
+            let digest = RedisReplies.interpret(result, command: "HGET") { reply -> String?? in
                 switch reply {
                 case .bulk(let bytes): return .some(String(decoding: bytes, as: UTF8.self))
                 case .null: return .some(nil)
@@ -143,14 +143,14 @@ extension RedisStore {
             case .success(let digest?):
                 connection.send([Self.bytes("DEL"), Self.debugTokenKey(digest)], key: Self.debugTokenKey(digest)) {
                     deleted in
-                    if case .failure(let error) = Self.interpret(deleted, command: "DEL", { _ in true }) {
+                    if case .failure(let error) = RedisReplies.interpret(deleted, command: "DEL", { _ in true }) {
                         completion(.failure(error))
                         return
                     }
                     connection.send(
                         [Self.bytes("HDEL"), Self.debugTokenIndexKey, Self.bytes(name)], key: Self.debugTokenIndexKey
                     ) { released in
-                        completion(Self.interpret(released, command: "HDEL") { _ in true })
+                        completion(RedisReplies.interpret(released, command: "HDEL") { _ in true })
                     }
                 }
             }

@@ -33,7 +33,7 @@ extension RedisStore {
         ]
         self.callerConnection.send(arguments, key: Self.fraudRiskDueKey) {
             completion(
-                Self.interpret($0, command: "ZADD") { reply -> Void? in
+                RedisReplies.interpret($0, command: "ZADD") { reply -> Void? in
                     if case .integer = reply { return () }
                     return nil
                 })
@@ -53,7 +53,7 @@ extension RedisStore {
             ],
             key: Self.fraudRiskLeaseKey
         ) { result in
-            let claimed = Self.interpret(result, command: "SET NX") { reply -> Bool? in
+            let claimed = RedisReplies.interpret(result, command: "SET NX") { reply -> Bool? in
                 switch reply {
                 case .status: return true
                 case .null: return false
@@ -66,7 +66,7 @@ extension RedisStore {
             }
             // Held already: ours (renew) or another gateway's.
             connection.send([Self.bytes("GET"), Self.fraudRiskLeaseKey], key: Self.fraudRiskLeaseKey) { reply in
-                let holder = Self.interpret(reply, command: "GET") { reply -> [UInt8]? in
+                let holder = RedisReplies.interpret(reply, command: "GET") { reply -> [UInt8]? in
                     if case .bulk(let bytes) = reply { return bytes }
                     if case .null = reply { return [] }
                     return nil
@@ -78,7 +78,7 @@ extension RedisStore {
                 connection.send(
                     [Self.bytes("PEXPIRE"), Self.fraudRiskLeaseKey, Self.bytes(String(milliseconds))],
                     key: Self.fraudRiskLeaseKey
-                ) { completion(Self.interpret($0, command: "PEXPIRE") { _ in true }) }
+                ) { completion(RedisReplies.interpret($0, command: "PEXPIRE") { _ in true }) }
             }
         }
     }
@@ -89,7 +89,7 @@ extension RedisStore {
     ) {
         self.callerConnection.evaluate(
             Self.releaseFraudRiskLeaseScript, keys: [Self.fraudRiskLeaseKey], arguments: [Self.bytes(owner)]
-        ) { completion(Self.interpret($0, command: "EVALSHA release_lease") { _ in () }) }
+        ) { completion(RedisReplies.interpret($0, command: "EVALSHA release_lease") { _ in () }) }
     }
 
     /// At most `limit` key IDs whose next attempt is at or before `now`, earliest first.
@@ -102,7 +102,7 @@ extension RedisStore {
         ]
         self.callerConnection.send(arguments, key: Self.fraudRiskDueKey) {
             completion(
-                Self.interpret($0, command: "ZRANGEBYSCORE") { reply -> [String]? in
+                RedisReplies.interpret($0, command: "ZRANGEBYSCORE") { reply -> [String]? in
                     guard case .array(let items) = reply else { return nil }
                     var keys: [String] = []
                     for item in items {
@@ -121,7 +121,7 @@ extension RedisStore {
         let key = Self.keyRecordKey(keyID)
         self.callerConnection.send([Self.bytes("HGET"), key, Self.bytes("fraud_risk")], key: key) {
             completion(
-                Self.interpret($0, command: "HGET") { reply -> FraudRiskRefresh?? in
+                RedisReplies.interpret($0, command: "HGET") { reply -> FraudRiskRefresh?? in
                     switch reply {
                     case .null: return .some(nil)
                     case .bulk(let bytes):
@@ -154,7 +154,7 @@ extension RedisStore {
         arguments.append(Self.bytes(state.nextAttempt.map { String(Self.unixSeconds($0)) } ?? ""))
         let connection = self.callerConnection
         connection.evaluate(Self.saveFraudRiskScript, keys: [key], arguments: arguments) { result in
-            let saved = Self.interpret(result, command: "EVALSHA save_fraud_risk") { reply -> Bool? in
+            let saved = RedisReplies.interpret(result, command: "EVALSHA save_fraud_risk") { reply -> Bool? in
                 if case .integer(let n) = reply { return n == 1 }
                 return nil
             }
@@ -172,7 +172,7 @@ extension RedisStore {
                 due = [Self.bytes("ZREM"), Self.fraudRiskDueKey, Self.bytes(keyID)]
             }
             connection.send(due, key: Self.fraudRiskDueKey) {
-                completion(Self.interpret($0, command: "ZADD") { _ in () })
+                completion(RedisReplies.interpret($0, command: "ZADD") { _ in () })
             }
         }
     }
@@ -202,7 +202,7 @@ extension RedisStore {
             Self.bytes(keyID),
         ]
         self.callerConnection.send(arguments, key: Self.fraudRiskDueKey) { result in
-            if case .failure(let error) = Self.interpret(result, command: "ZADD LT", { _ in () }) {
+            if case .failure(let error) = RedisReplies.interpret(result, command: "ZADD LT", { _ in () }) {
                 Log.warning(
                     "fraud_risk_wake_failed",
                     [("key_id_prefix", String(keyID.prefix(8))), ("error", error.description)])

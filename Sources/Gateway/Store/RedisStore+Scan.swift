@@ -66,7 +66,7 @@ extension RedisStore {
                         connection, cursor: next, pattern: pattern, limit: limit, found: found, completion: completion)
                 }
             case .success(let reply):
-                completion(.failure(Self.serverError(reply, command: "SCAN") ?? StoreError(.protocolError, "SCAN")))
+                completion(.failure(RedisReplies.serverError(reply, command: "SCAN") ?? StoreError(.protocolError, "SCAN")))
             }
         }
     }

@@ -220,7 +220,7 @@ package final class RedisStore: AttestStore {
             ], key: key
         ) {
             completion(
-                Self.interpret($0, command: "SET") { reply in
+                RedisReplies.interpret($0, command: "SET") { reply in
                     switch reply {
                     case .status("OK"): return true
                     case .null: return false
@@ -241,7 +241,7 @@ package final class RedisStore: AttestStore {
             [Self.bytes("SET"), key, proposed, Self.bytes("NX"), Self.bytes("GET")], key: key
         ) {
             completion(
-                Self.interpret($0, command: "SET") { reply in
+                RedisReplies.interpret($0, command: "SET") { reply in
                     switch reply {
                     case .null: return proposed
                     case .bulk(let stored): return stored
@@ -259,7 +259,7 @@ package final class RedisStore: AttestStore {
         let key = Self.challengeKey(challenge)
         self.callerConnection.send([Self.bytes("GETDEL"), key], key: key) {
             completion(
-                Self.interpret($0, command: "GETDEL") { reply in
+                RedisReplies.interpret($0, command: "GETDEL") { reply in
                     switch reply {
                     case .bulk: return true
                     case .null: return false
@@ -291,7 +291,7 @@ package final class RedisStore: AttestStore {
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
         ) {
             completion(
-                Self.interpret($0, command: "EVALSHA create_key") { reply in
+                RedisReplies.interpret($0, command: "EVALSHA create_key") { reply in
                     switch reply {
                     case .integer(1): return .created
                     case .integer(0): return .alreadyExists
@@ -309,7 +309,7 @@ package final class RedisStore: AttestStore {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let reply):
-                if let error = Self.serverError(reply, command: "HGETALL") {
+                if let error = RedisReplies.serverError(reply, command: "HGETALL") {
                     completion(.failure(error))
                     return
                 }
@@ -325,7 +325,7 @@ package final class RedisStore: AttestStore {
     package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.callerConnection.evaluate(Self.revokeKeyScript, keys: [Self.keyRecordKey(keyID)], arguments: []) {
             completion(
-                Self.interpret($0, command: "EVALSHA revoke_key") { reply in
+                RedisReplies.interpret($0, command: "EVALSHA revoke_key") { reply in
                     switch reply {
                     case .integer(1): return true
                     case .integer(0): return false
@@ -359,13 +359,6 @@ package final class RedisStore: AttestStore {
         }
     }
 
-    static func interpretPing(_ reply: Result<RedisReply, StoreError>) -> Result<Void, StoreError> {
-        Self.interpret(reply, command: "PING") { reply -> Void? in
-            if case .status("PONG") = reply { return () }
-            return nil
-        }
-    }
-
     // MARK: - Replies
 
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
@@ -373,35 +366,6 @@ package final class RedisStore: AttestStore {
     /// Seconds since 1970, rounded down: the resolution of `attested_at`.
     static func unixSeconds(_ date: Date) -> Int64 {
         Int64(date.timeIntervalSince1970.rounded(.down))
-    }
-
-    /// Error replies that mean "Redis cannot serve now" rather than "we sent nonsense".
-    private static let unavailableErrorCodes: Set<String> = [
-        "LOADING", "MASTERDOWN", "READONLY", "BUSY", "NOAUTH", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "OOM",
-    ]
-
-    static func serverError(_ reply: RedisReply, command: String) -> StoreError? {
-        guard case .error(let message) = reply else { return nil }
-        let code = reply.errorCode ?? ""
-        let kind: StoreError.Kind = Self.unavailableErrorCodes.contains(code) ? .unavailable : .protocolError
-        return StoreError(kind, "redis refused \(command): \(message.prefix(200))")
-    }
-
-    static func interpret<T>(
-        _ result: Result<RedisReply, StoreError>,
-        command: String,
-        _ decode: (RedisReply) -> T?
-    ) -> Result<T, StoreError> {
-        switch result {
-        case .failure(let error):
-            return .failure(error)
-        case .success(let reply):
-            if let error = Self.serverError(reply, command: command) { return .failure(error) }
-            guard let value = decode(reply) else {
-                return .failure(StoreError(.protocolError, "unexpected redis reply to \(command): \(reply.summary)"))
-            }
-            return .success(value)
-        }
     }
 
     static func decodeKeyRecord(keyID: String, reply: RedisReply) throws(StoreError) -> KeyRecord? {

@@ -55,8 +55,3 @@ package struct StoreHealth: Sendable, Hashable {
     /// A store without connections: nothing can be down.
     package static let alwaysReady = StoreHealth(isReady: true)
 }
-
-extension AttestStore {
-    /// A store without connections is ready while it exists; `RedisStore` reports its own.
-    package var storeHealth: StoreHealth { .alwaysReady }
-}
