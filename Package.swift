@@ -58,9 +58,69 @@ let package = Package(
             dependencies: ["Verification", "COpenSSL"],
             swiftSettings: swiftSettings
         ),
+        // The gateway, bottom to top: a target imports only targets above it in this list, so
+        // the compiler keeps the walls (ARCHITECTURE.md draws the graph).
         .target(
-            name: "Gateway",
-            dependencies: ["HTTP1", "Verification", "COpenSSL", "CHiredis", "CYAML", "CGatewayShims"],
+            // Event loops, sockets, byte transports (plain, TLS), limits, logging, the metrics
+            // registry: everything a connection of any kind needs, and nothing about HTTP policy.
+            name: "GatewayIO",
+            dependencies: ["Verification", "COpenSSL", "CGatewayShims"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // Apple's DeviceCheck and fraud-risk services: JWT, requests and answers as values,
+            // the HTTPS client on the loops, breaker and token bucket.
+            name: "AppleClient",
+            dependencies: ["GatewayIO", "HTTP1", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // Redis: RESP, connections on the loops, cluster slots and redirects, sentinel.
+            name: "RedisClient",
+            dependencies: ["GatewayIO", "Verification", "CHiredis"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // policies.yaml to `GatewayPolicy` values: routes, listeners, store and Apple settings, lint.
+            name: "PolicyModel",
+            dependencies: ["GatewayIO", "AppleClient", "RedisClient", "Verification", "CYAML"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // The attestation store: keys, counters, challenges, debug tokens (Redis or memory).
+            name: "KeyStore",
+            dependencies: ["GatewayIO", "AppleClient", "RedisClient", "PolicyModel", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // What the proxy knows of a gate: the `RequestGate` protocol, decisions, verdicts,
+            // identity headers. HTTP1 only: neither the proxy nor the gate reaches the other.
+            name: "GateContract",
+            dependencies: ["HTTP1", "GatewayIO"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // HTTP/1.1 proxy connections, listeners, upstream pools, header rewriting, access log.
+            name: "HTTPProxy",
+            dependencies: ["GateContract", "GatewayIO", "HTTP1", "PolicyModel", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // The gate: assertions, attestations, challenges, DeviceCheck, fraud risk, check-only dialects.
+            name: "Enforcement",
+            dependencies: [
+                "AppleClient", "GateContract", "GatewayIO", "HTTP1", "KeyStore", "PolicyModel", "RedisClient",
+                "Verification",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // The composition root: builds everything from a policy, reloads, signals, admin listener.
+            name: "GatewayServe",
+            dependencies: [
+                "AppleClient", "Enforcement", "GateContract", "GatewayIO", "HTTP1", "HTTPProxy", "KeyStore",
+                "PolicyModel", "RedisClient", "Verification", "CHiredis", "CYAML",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -69,14 +129,17 @@ let package = Package(
             // the reference request-head writer, PassthroughGate, parser probes, array forms.
             // Not linked into the gateway.
             name: "GatewayTesting",
-            dependencies: ["Gateway", "HTTP1"],
+            dependencies: ["GateContract", "HTTPProxy", "PolicyModel", "HTTP1"],
             swiftSettings: swiftSettings
         ),
 
         // MARK: - Executable
         .executableTarget(
             name: "attest-gateway",
-            dependencies: ["Gateway", "Verification", "Simulator"],
+            dependencies: [
+                "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GateContract", "GatewayIO", "Verification", "Simulator",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -89,7 +152,10 @@ let package = Package(
         ),
         .testTarget(
             name: "GatewayTests",
-            dependencies: ["Gateway", "GatewayTesting", "HTTP1", "Verification", "Simulator"],
+            dependencies: [
+                "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

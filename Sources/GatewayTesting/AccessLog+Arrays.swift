@@ -1,7 +1,7 @@
 // Array forms of the access-log pieces, for the tests: the gateway writes lines through a
 // `HeadWriter` into reserved memory (`AccessLogBuffer.append`).
-package import Gateway
 import HTTP1
+import HTTPProxy
 
 extension AccessLogBuffer {
     package static func appendQuoted(_ text: some StringProtocol, into out: inout [UInt8]) {

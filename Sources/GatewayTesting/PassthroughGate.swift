@@ -1,5 +1,6 @@
-package import Gateway
 package import HTTP1
+package import GateContract
+package import PolicyModel
 
 /// A gate for plain proxying: routes by the policy's `RouteTable`, ignores `mode`
 /// (no attestation), never buffers, and forwards every routed request unchanged

@@ -1,4 +1,5 @@
-import Gateway
+import PolicyModel
+
 
 /// `attest-gateway check-config FILE`: validate a policy and print what it means;
 /// `--strict` also refuses a policy that loads with warnings.

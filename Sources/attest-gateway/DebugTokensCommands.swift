@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+import KeyStore
 
 /// `attest-gateway debug-tokens create --name NAME --ttl 30d`: mint a debug token.
 enum DebugTokensCreateCommand: Subcommand {

@@ -1,6 +1,8 @@
 import Dispatch
 import Foundation
-import Gateway
+import AppleClient
+import GatewayIO
+import PolicyModel
 
 /// `attest-gateway devicecheck query|update|validate`: one DeviceCheck call with the
 /// credentials of the policy's `apple:` block, Apple's answer printed as JSON.

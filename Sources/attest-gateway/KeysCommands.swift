@@ -1,5 +1,8 @@
 import Foundation
-import Gateway
+import GatewayServe
+import KeyStore
+import PolicyModel
+import RedisClient
 
 /// `attest-gateway keys show KEYID`: print one attested key's record as JSON.
 enum KeysShowCommand: Subcommand {

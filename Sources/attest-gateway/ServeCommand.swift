@@ -1,6 +1,10 @@
 import Dispatch
 import Foundation
-import Gateway
+import Enforcement
+import GatewayIO
+import GatewayServe
+import HTTPProxy
+import PolicyModel
 
 /// `attest-gateway serve --config FILE`: loads the policy, listens, proxies until SIGTERM.
 enum ServeCommand: Subcommand {

@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+import GatewayServe
 
 // Thin entry point: pick the subcommand, run it, exit with its status.
 // Every command prints exactly what its usage says; usage errors exit 2.

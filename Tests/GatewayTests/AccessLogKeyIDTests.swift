@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// `access_log.key_id`: prefix, full, hashed (keyed, so lines join but cannot be reversed) or
 /// omitted; decoded with its file checks, applied to real access-log lines, swapped by a reload.

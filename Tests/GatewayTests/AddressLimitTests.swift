@@ -1,7 +1,8 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import PolicyModel
 
 @Suite struct AddressRateLimiterTests {
     @Test func oneAddressExhaustsOnlyItsOwnBucket() {

@@ -2,8 +2,10 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayServe
+@testable import KeyStore
+@testable import RedisClient
 
 @Suite struct AdminGateTests {
     final class State: Sendable {

@@ -1,8 +1,8 @@
 import Foundation
 import HTTP1
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 @Suite struct AppleAnswerTests {
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 import Testing
+@testable import AppleClient
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// The client's breaker against `scripts/fake-apple.py` over real TLS: Apple down → the
 /// breaker opens after its threshold and later calls fail at once without reaching Apple; Apple

@@ -1,6 +1,6 @@
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 /// The breaker and the token bucket in front of Apple, as values: no socket, no clock.
 @Suite struct AppleCircuitBreakerTests {

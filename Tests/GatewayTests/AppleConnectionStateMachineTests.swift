@@ -1,6 +1,6 @@
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 /// `AppleConnectionStateMachine` without sockets: the steps of a call, keep-alive reuse, the
 /// one re-send after a stale connection, and each failure's typed error.

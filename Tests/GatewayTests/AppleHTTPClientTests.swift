@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import Testing
 import Verification
+@testable import AppleClient
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// `AppleHTTPClient` on a real event loop against `scripts/fake-apple.py` over real TLS (a
 /// throwaway CA in `ca_file`): every documented answer, keep-alive reuse, and each way a call

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+@testable import AppleClient
+@testable import PolicyModel
 
-@testable import Gateway
 
 @Suite struct ApplePolicyTests {
     static let base = """

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 @Suite struct AppleRequestTests {
     static let time = Date(timeIntervalSince1970: 1_487_716_472.25)

@@ -1,7 +1,7 @@
 import HTTP1
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 @Suite struct AppleRetryPolicyTests {
     let policy = AppleRetryPolicy()

@@ -1,7 +1,11 @@
 import Foundation
 import Testing
+@testable import AppleClient
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import KeyStore
+@testable import RedisClient
 
-@testable import Gateway
 
 /// `serve`'s Apple services across builds and reloads (`EnforcementGateFactory`): the sweeper
 /// runs and refreshes a due key through the fake; a reload with the same `apple:` keeps the

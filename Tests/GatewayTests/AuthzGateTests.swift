@@ -2,8 +2,9 @@ import Foundation
 import Simulator
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
 
 /// The check-only gate over the real inline gate (MemoryStore, simulator CA, real verifiers):
 /// the same verification and state, answered instead of forwarded.

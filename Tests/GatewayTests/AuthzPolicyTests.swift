@@ -1,6 +1,6 @@
 import Testing
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// `authz_listen` and `authz_path_prefix`: decoded like a `listen` entry, checked against the
 /// other listeners, and warned about when anyone may ask.

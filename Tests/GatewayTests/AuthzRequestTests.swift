@@ -1,7 +1,8 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
 
 /// Dialect detection and the original request's reconstruction, without sockets.
 @Suite struct AuthzRequestTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+@testable import Enforcement
+@testable import GatewayIO
 
-@testable import Gateway
 
 @Suite struct Base64TextTests {
     private func decode(_ text: String) -> Base64Text.Decoded {

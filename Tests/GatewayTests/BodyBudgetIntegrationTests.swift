@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
 
 /// The process-wide buffered-body budget and HEAD answers, on loopback: a real upstream
 /// (`scripts/upstream.py`), the server in-process, blocking clients. Budgets are tiny so that

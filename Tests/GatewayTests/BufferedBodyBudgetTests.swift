@@ -2,8 +2,11 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// The process-wide budget for buffered bodies, without sockets: the shared counter, one
 /// request's reservation, the state machine's answer, the policy key and the HEAD framing.

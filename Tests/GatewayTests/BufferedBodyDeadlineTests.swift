@@ -3,8 +3,11 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// `limits.buffered_body_timeout` without sockets: the machine arms the body timer for the
 /// earlier of the idle timeout and the buffered body's total deadline, and tells which fired.

@@ -1,7 +1,9 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GatewayIO
+@testable import PolicyModel
 
 @Suite struct ChallengeTokensTests {
     let key = [UInt8](repeating: 0x42, count: 32)

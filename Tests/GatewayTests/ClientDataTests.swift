@@ -1,8 +1,8 @@
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
 
 @Suite struct ClientDataTests {
     /// SHA-256 of the empty string (FIPS 180-2 test value).

@@ -1,7 +1,8 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import HTTPProxy
 
 /// `ClientResponsePlan.writeHead` (the proxy's path: bytes copied from the upstream's head) must
 /// write exactly what `ClientResponsePlan.make` + `HTTPSerializer.writeResponseHead` write.

@@ -1,7 +1,8 @@
 import HTTP1
 import Testing
+@testable import HTTPProxy
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// Client-sent copies of the client certificate subject header never reach the upstream.
 @Suite struct ClientSubjectHeadersTests {

@@ -1,8 +1,9 @@
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// Issue 29: the headers other proxies set to tell an upstream who the client is. A client's
 /// `X-Real-IP` is replaced by the client address; its `X-Forwarded-Client-Cert`,

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// `counter_window: N`: out-of-order counters within the window pass exactly once, in
 /// `CounterWindow` (the model) and in both stores (the Lua script in Redis).

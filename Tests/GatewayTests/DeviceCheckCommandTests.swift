@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 
 /// `attest-gateway devicecheck …` and `apple check` through the built binary, against
 /// `scripts/fake-apple.py` over TLS (`devicecheck_url` and `ca_file` in the policy's `apple:`).

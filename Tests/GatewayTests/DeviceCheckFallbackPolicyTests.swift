@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import AppleClient
+@testable import Enforcement
+@testable import PolicyModel
 
 /// The policy keys of the DeviceCheck fallback: `routes[i].fallback`, `endpoints.devicecheck`,
 /// `apple.device_check.token_ttl` and `.admin_token_file`, and what the policy document says.

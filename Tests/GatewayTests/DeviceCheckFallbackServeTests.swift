@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import Enforcement
 
-@testable import Gateway
 
 /// The DeviceCheck fallback and the admin DeviceCheck API through the built binary (`serve`),
 /// with scripts/fake-apple.py over TLS as Apple and scripts/upstream.py as the upstream.

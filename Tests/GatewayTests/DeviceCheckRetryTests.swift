@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import AppleClient
 
-@testable import Gateway
 
 /// `DeviceCheckClient` against `scripts/fake-apple.py` over real TLS: a 503 or a 429 is sent
 /// again (Apple's `Retry-After` honoured) and the call succeeds once the fake recovers; a final

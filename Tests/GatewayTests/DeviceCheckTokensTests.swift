@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import Verification
+@testable import Enforcement
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// The gateway DeviceCheck token (`DeviceCheckTokens`): what it accepts and every way it refuses.
 @Suite struct DeviceCheckTokensTests {

@@ -1,7 +1,10 @@
 import HTTP1
 import Testing
+@testable import Enforcement
+@testable import GateContract
+@testable import PolicyModel
+@testable import RedisClient
 
-@testable import Gateway
 
 /// The denials written once for every path that gives them, the verdict labels of the proxy
 /// layer, and how a protected request's outcome becomes a decision under the route's mode.

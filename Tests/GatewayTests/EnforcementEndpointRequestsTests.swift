@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GatewayIO
 
 @Suite struct EnforcementEndpointRequestsTests {
     static let keyID = [UInt8](0..<32)

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
 
 @Suite struct EnforcementErrorTests {
     @Test func protectedRouteCodesHaveTheirStatusAndVerdict() {

@@ -3,8 +3,13 @@ import Simulator
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
+@testable import GatewayIO
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
 /// The whole App Attest flow through `AttestGate`, without sockets: MemoryStore, the
 /// simulator's CA and devices, and the real verifiers.

@@ -3,8 +3,11 @@ import Simulator
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import PolicyModel
 
 @Suite struct EnforcementGateFactoryTests {
     static func policy(store: StoreConfiguration = .memory, trustRoots: [String] = []) -> GatewayPolicy {

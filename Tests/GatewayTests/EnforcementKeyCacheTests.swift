@@ -1,7 +1,7 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
 
 @Suite struct EnforcementKeyCacheTests {
     @Test func evictsTheLeastRecentlyUsed() {

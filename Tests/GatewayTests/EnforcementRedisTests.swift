@@ -3,8 +3,11 @@ import Simulator
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import GatewayServe
+@testable import KeyStore
+@testable import RedisClient
 
 /// The gate over `RedisStore` on a real redis-server (loopback, one process per test):
 /// the store is the authority shared by several gateway instances.

@@ -5,8 +5,11 @@ import Synchronization
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// The gates as `serve` wires them (`EnforcementGateFactory` + `GatewayService`), over real
 /// loopback sockets, with scripts/upstream.py as the upstream: what the upstream receives.

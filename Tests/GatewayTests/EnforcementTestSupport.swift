@@ -3,8 +3,11 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
+@testable import KeyStore
+@testable import RedisClient
 
 /// Wraps a real store and makes chosen operations fail (or never answer), to drive the
 /// gate's store-error paths. Every call is forwarded unless a fault is set for it.

@@ -3,8 +3,8 @@ import Foundation
 import Glibc
 import Synchronization
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// The loop parks in epoll_wait and is woken by an eventfd. These loops use a 10 s tick, so
 /// a lost wake-up cannot hide behind the tick: it shows as a 10 s stall.

@@ -2,8 +2,11 @@ import Foundation
 import Simulator
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
+@testable import KeyStore
+@testable import PolicyModel
 
 /// Issue 29: one judgement for every door. Each request is judged inline (`AttestGate`), as a
 /// forward-auth check (nginx, Caddy, Traefik) and as an Envoy check (`AuthzGate`), and every door

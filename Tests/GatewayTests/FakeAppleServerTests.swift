@@ -2,8 +2,8 @@ import Foundation
 import Simulator
 import Testing
 import Verification
+@testable import AppleClient
 
-@testable import Gateway
 
 /// `scripts/fake-apple.py` behaves as Apple documents, proven over real TLS with the
 /// gateway's own request builders, JWT signer, response reader and answer decoders (only the

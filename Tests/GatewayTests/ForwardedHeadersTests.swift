@@ -1,7 +1,7 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
 
 /// The `trusted_proxies` rule for forwarding headers: kept and appended from a trusted peer,
 /// replaced from any other; `https` when TLS ended here.

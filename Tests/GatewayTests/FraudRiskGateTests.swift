@@ -4,8 +4,13 @@ import Synchronization
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import AppleClient
+@testable import Enforcement
+@testable import GatewayIO
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
 extension FakeAppleServer {
     /// One request the fake saw (`GET /_fake/log`).

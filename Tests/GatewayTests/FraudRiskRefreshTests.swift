@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import Verification
+@testable import AppleClient
 
-@testable import Gateway
 
 @Suite struct FraudRiskRefreshTests {
     static let t0 = Date(timeIntervalSince1970: 1_764_000_000)

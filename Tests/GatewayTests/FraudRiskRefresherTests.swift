@@ -2,8 +2,12 @@ import Foundation
 import Simulator
 import Testing
 import Verification
+@testable import AppleClient
+@testable import Enforcement
+@testable import GatewayIO
+@testable import KeyStore
+@testable import RedisClient
 
-@testable import Gateway
 
 /// `FraudRiskRefresher` against a real redis-server and `scripts/fake-apple.py` over TLS: a
 /// simulator-attested key is refreshed with a simulator-minted receipt (risk metric 42), then

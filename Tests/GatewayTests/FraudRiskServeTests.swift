@@ -3,8 +3,10 @@ import Simulator
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import AppleClient
+@testable import KeyStore
+@testable import RedisClient
 
 /// Fraud risk end to end through the built binary (`attest-gateway serve`), issue 13: a real
 /// redis-server, scripts/fake-apple.py over TLS as Apple (`attest_data_url`, `ca_file`),

@@ -1,7 +1,6 @@
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
 
 @Suite struct HTTPRequestParserTests {

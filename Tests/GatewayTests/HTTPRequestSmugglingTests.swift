@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
 
 /// Malformed and ambiguous requests, each refused with the right status, whatever the feed split.

@@ -1,6 +1,5 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
 
 @Suite struct HTTPResponseParserTests {

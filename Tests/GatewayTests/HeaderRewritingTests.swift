@@ -1,8 +1,9 @@
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import HTTPProxy
 
 @Suite struct HeaderRewritingTests {
     static func names(_ headers: HTTPHeaders) -> [String] { headers.map(\.name) }

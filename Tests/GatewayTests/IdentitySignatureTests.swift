@@ -2,8 +2,13 @@ import Foundation
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import KeyStore
+@testable import PolicyModel
 
 /// `X-App-Attest-Signature`: the canonical string, HMAC and ES256 signing, the policy block, the
 /// gate signing every forward, and the proxy delivering it to a real upstream.

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import PolicyModel
 
 /// docs/integrations.md is what operators copy into their proxies: its table of the gateway's
 /// headers is the code's list, and each proxy configuration copies or clears every name on it.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// `listen:` objects with `tls:` and `proxy_protocol:`, and `https://` upstreams: paths resolve
 /// against the policy file's directory, every file is checked at load, and each refusal names

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
 
-@testable import Gateway
 
 /// `serve` with a bad policy drops its `GatewayServer` (and the per-loop contexts) while the
 /// loops still tick. The loops' batch hook read the context `unowned`, and the next tick

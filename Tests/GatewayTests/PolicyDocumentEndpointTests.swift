@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import PolicyModel
 
 /// `GET /app-attest/policy`: the route discovery document (schema version 1), its caching
 /// headers and conditional answers, and the `endpoints.policy` setting.

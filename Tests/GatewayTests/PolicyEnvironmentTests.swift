@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import PolicyModel
 
-@testable import Gateway
 
 @Suite struct PolicyEnvironmentTests {
     private let environment = PolicyEnvironment([

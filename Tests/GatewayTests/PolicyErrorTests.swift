@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import PolicyModel
 
 /// Each kind of bad policy names the right code, line, column and field.
 @Suite struct PolicyErrorTests {

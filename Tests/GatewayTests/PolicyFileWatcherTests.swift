@@ -3,8 +3,11 @@ import Foundation
 import GatewayTesting
 import Synchronization
 import Testing
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import HTTPProxy
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// `serve --watch`: the file is rewritten the ways platforms and editors do it, and the
 /// running service reloads once per change.

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import PolicyModel
 
 /// The example of DESIGN.md, verbatim: it must load unchanged.
 let designExamplePolicy = """

@@ -1,6 +1,6 @@
 import Testing
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// `PolicyScalarReader.oneOf`: any `RawRepresentable & CaseIterable` enum with String raw
 /// values is read by its raw values, and a wrong value is refused with a message that lists

@@ -1,6 +1,6 @@
 import Testing
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// Legal but suspicious settings load, with a warning naming line and field.
 @Suite struct PolicyWarningTests {

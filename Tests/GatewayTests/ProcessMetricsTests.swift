@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import GatewayServe
 
 /// `process_*`, `attest_gateway_build_info`, reload metrics and `/config`: parsing without the
 /// kernel, then one scrape of this very process.

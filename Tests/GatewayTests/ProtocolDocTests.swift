@@ -2,8 +2,16 @@ import Foundation
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import AppleClient
+@testable import Enforcement
+@testable import GateContract
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import HTTPProxy
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
 /// docs/protocol.md is what app developers implement against: its worked clientData examples
 /// must be byte-exact, and every error code the gateway can answer must be explained there.

@@ -1,8 +1,8 @@
 import Foundation
 import HTTP1
 import Testing
+@testable import HTTPProxy
 
-@testable import Gateway
 
 @Suite struct ProxyErrorTests {
     @Test func everyCodeHasItsStatus() {

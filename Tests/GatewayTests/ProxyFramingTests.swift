@@ -1,8 +1,9 @@
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
+@testable import PolicyModel
 
 @Suite struct ProxyFramingTests {
     private func request(_ method: String, _ headers: [(String, String)]) -> HTTPRequestHead {

@@ -6,8 +6,12 @@ import Synchronization
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// The proxy end to end on loopback: a real upstream (`scripts/upstream.py`), the server
 /// in-process, blocking test clients. Each test is bounded to a few seconds.

@@ -2,8 +2,9 @@ import Foundation
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import HTTPProxy
 
 @Suite struct ProxyMetricsTests {
     @Test func countersGaugesAndHistogramsRenderInPrometheusTextFormat() {

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
 
-@testable import Gateway
 
 /// `proxy_protocol: true` listeners on loopback, with the real upstream (`scripts/upstream.py`
 /// echoes the request headers): the header's source becomes the client for X-Forwarded-For,

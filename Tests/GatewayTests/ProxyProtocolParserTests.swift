@@ -1,6 +1,6 @@
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// `ProxyProtocolParser` against transcripts from haproxy's proxy-protocol.txt and from the
 /// senders the gateway sits behind (AWS NLB, haproxy `send-proxy-v2`), fed whole, split at

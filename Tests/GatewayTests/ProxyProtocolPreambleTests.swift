@@ -1,6 +1,8 @@
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// The PROXY protocol accept phase as a value: trust, peeks, deadline and end of file,
 /// without sockets (`ProxyHeaderReader` executes it; `ProxyProtocolListenerTests` on sockets).

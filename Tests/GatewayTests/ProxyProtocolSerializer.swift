@@ -1,3 +1,5 @@
+@testable import GatewayIO
+
 #if PROXY_PROTOCOL_FUZZ_HARNESS
     // Built into the fuzz target as one module with the parser (Fuzz/proxy-protocol/run.sh).
 #else

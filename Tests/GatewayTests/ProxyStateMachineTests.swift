@@ -1,7 +1,7 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
 
 /// `ProxyConnectionStateMachine` without sockets: events in, actions out.
 @Suite struct ProxyStateMachineTests {

@@ -2,8 +2,12 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
 /// `readiness.require_store`: when a store that does not answer makes `/readyz` 503.
 @Suite struct ReadinessPolicyTests {

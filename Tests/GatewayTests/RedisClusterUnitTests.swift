@@ -1,7 +1,8 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// The pure parts of the Cluster / Sentinel layer: no sockets.
 @Suite struct RedisHashSlotTests {

@@ -1,6 +1,6 @@
 import Testing
+@testable import RedisClient
 
-@testable import Gateway
 
 @Suite struct RedisURLTests {
     @Test func parsesHostPortDatabaseAndPassword() throws {

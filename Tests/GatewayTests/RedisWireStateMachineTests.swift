@@ -1,6 +1,6 @@
 import Testing
+@testable import RedisClient
 
-@testable import Gateway
 
 /// The Redis socket's life and reply matching, without sockets (`RedisWireStateMachine`), and
 /// the RESP encoding of commands (`RESPWriter`), and hiredis' reader behind `RedisReplyReader`.

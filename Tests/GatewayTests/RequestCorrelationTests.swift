@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
 
 /// W3C `traceparent` parsing, request-ID generation and acceptance, and the access-log fields
 /// they feed (no sockets: `ProxyIntegrationTests`/`RequestIDIntegrationTests` do those).

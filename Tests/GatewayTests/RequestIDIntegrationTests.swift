@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
 
 /// `X-Request-Id` and W3C trace context through a real gateway on loopback (the peer is

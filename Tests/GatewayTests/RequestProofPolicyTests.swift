@@ -1,7 +1,7 @@
 import Testing
 import Verification
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// The policy keys of issue 12: values, inheritance from the top level, and errors that name
 /// line and field.

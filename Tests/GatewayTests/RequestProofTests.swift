@@ -4,8 +4,12 @@ import Synchronization
 import Testing
 import Verification
 
-@testable import Gateway
 @testable import HTTP1
+@testable import Enforcement
+@testable import GateContract
+@testable import GatewayIO
+@testable import KeyStore
+@testable import PolicyModel
 
 /// A gate built from policy YAML (so the decoder is exercised too), over one store, with the
 /// simulator's CA trusted.

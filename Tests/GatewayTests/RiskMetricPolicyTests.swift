@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 import Verification
+@testable import AppleClient
+@testable import KeyStore
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// `max_risk_metric` / `action` (issue 13): decoding, errors that name line and field, the
 /// rule's verdicts (unknown passes), and `keys show`'s fraud-risk fields.

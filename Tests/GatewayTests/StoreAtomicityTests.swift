@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// N gateways racing on one key: the compare-and-set and the one-use challenge hold across
 /// connections, because each is one atomic step on the server.

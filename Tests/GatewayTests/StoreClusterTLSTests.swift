@@ -1,7 +1,9 @@
 import Foundation
 import Testing
+@testable import GatewayIO
+@testable import KeyStore
+@testable import RedisClient
 
-@testable import Gateway
 
 /// `rediss-cluster://` against a real 3-primary cluster whose nodes speak TLS to clients and
 /// to each other (`tls-cluster yes`): the slot map comes over TLS and names the TLS ports,

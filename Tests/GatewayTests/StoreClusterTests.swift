@@ -3,8 +3,11 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
 /// `RedisStore` on a real Redis Cluster and real Sentinels: redirects during a resharding,
 /// a primary killed during traffic. Every server is started by the test and stopped after.

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
 
 /// One behaviour, two stores: every test runs against `MemoryStore` and against

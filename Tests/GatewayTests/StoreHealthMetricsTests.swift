@@ -1,7 +1,10 @@
 import Synchronization
 import Testing
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import KeyStore
+@testable import RedisClient
 
-@testable import Gateway
 
 /// The store's families on `/metrics`: exported through the registry, read at each scrape,
 /// with the names, help text and order operators' dashboards were built on.

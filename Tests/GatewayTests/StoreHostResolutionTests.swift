@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+@testable import GatewayIO
+@testable import RedisClient
 
-@testable import Gateway
 
 /// Redis host names are looked up on `HostResolver`'s queue, never on the connection's queue:
 /// on an event loop a blocking getaddrinfo would stall every client and every other Redis

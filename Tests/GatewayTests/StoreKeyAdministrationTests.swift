@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// What `keys show` / `keys revoke` rely on.
 @Suite struct StoreKeyAdministrationTests {

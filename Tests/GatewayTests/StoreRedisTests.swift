@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import KeyStore
+@testable import RedisClient
 
 /// RedisStore specifics on a real redis-server: the key layout, AUTH/SELECT, Unix sockets,
 /// script reloading, queue confinement and reference balance.

@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// Outages, hangs and overload against a real redis-server: every command completes, with
 /// an error when Redis cannot answer, within its timeout; the same store recovers.

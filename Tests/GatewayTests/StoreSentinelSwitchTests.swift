@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import RedisClient
 
-@testable import Gateway
 
 /// Sentinel `+switch-master`: the resolver's subscribers hear the switch and move every
 /// watched connection at once, with the periodic question turned down to once a minute so

@@ -1,7 +1,11 @@
 import Foundation
 import Testing
+@testable import GatewayIO
+@testable import GatewayServe
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
 
-@testable import Gateway
 
 /// `rediss://` against a real `redis-server --tls-port` with the test PKI, logged in as an ACL
 /// user whose password comes from a file: what works, and how a wrong CA, name or password is

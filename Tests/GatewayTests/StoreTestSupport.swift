@@ -1,8 +1,10 @@
 import Foundation
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import KeyStore
+@testable import RedisClient
 
 /// Async bridges over the completion-handler store API (tests only).
 extension AttestStore {

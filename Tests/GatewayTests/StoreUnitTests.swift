@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import KeyStore
+@testable import RedisClient
 
 /// The store's pure parts, without sockets or a server.
 @Suite struct StoreUnitTests {

@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import PolicyModel
 
 /// `trusted_proxies` on a plain listener, on loopback (the peer is 127.0.0.1): what the
 /// upstream receives in X-Forwarded-For, -Proto, -Host and Forwarded, and which client the

@@ -1,8 +1,9 @@
 import GatewayTesting
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// `UpstreamRequestPlan.writeHead` (the proxy's path) must write exactly what
 /// `UpstreamRequestPlan.make` + `HTTPSerializer.writeRequestHead` write.

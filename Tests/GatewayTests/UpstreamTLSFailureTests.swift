@@ -1,7 +1,8 @@
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import HTTPProxy
 
 /// The pure side of `https://` upstream failures: verification verdict → reason label and
 /// 502 code, the state machine's answer (never a retry), and serving no longer refusing

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
+@testable import AppleClient
 
-@testable import Gateway
 
 /// `scripts/fake-apple.py` over real TLS for one test: a throwaway test CA and a server
 /// certificate for `localhost` / 127.0.0.1, an Apple key pair (`AppleTestKeys`) whose public

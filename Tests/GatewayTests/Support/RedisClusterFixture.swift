@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
+@testable import RedisClient
 
-@testable import Gateway
 
 /// A real Redis Cluster for tests: `primaries` `redis-server` processes with
 /// `cluster-enabled yes` on free loopback ports, the 16384 slots split evenly

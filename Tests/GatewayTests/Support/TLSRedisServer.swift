@@ -1,6 +1,8 @@
 import Foundation
+@testable import GatewayIO
+@testable import PolicyModel
+@testable import RedisClient
 
-@testable import Gateway
 
 /// A `redis-server` with a TLS port beside its plain one (the test PKI's `ecdsa` leaf, valid
 /// for localhost and 127.0.0.1, under the test CA), and the ACL user `gateway` whose password

@@ -4,8 +4,11 @@ import GatewayTesting
 import Glibc
 import Synchronization
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GateContract
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// An in-process `GatewayServer` on a free loopback port, for one test.
 final class TestGateway: @unchecked Sendable {

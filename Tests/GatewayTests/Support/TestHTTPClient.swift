@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
 
 struct TestResponse {
     var status: Int

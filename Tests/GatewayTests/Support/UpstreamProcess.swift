@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 
-@testable import Gateway
 @testable import HTTP1
+@testable import PolicyModel
 
 /// `scripts/upstream.py` started on a free loopback port for one test; stopped by `stop()`
 /// (and by deinit, so a failing test never leaves it running).

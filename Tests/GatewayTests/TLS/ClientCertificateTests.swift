@@ -1,8 +1,10 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// mTLS on a listener (`tls.client_certificates`), with curl and openssl s_client presenting
 /// the test PKI's client certificate: the verified subject reaches the upstream in the

@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
 
-@testable import Gateway
 
 /// More real clients and hostile peers against a TLS listener served by the proxy in-process
 /// (`ListenerTLSTests` has curl, plain HTTP, a silent client, a truncated ClientHello):

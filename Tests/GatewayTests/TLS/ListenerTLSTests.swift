@@ -1,8 +1,9 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
+@testable import HTTPProxy
 
-@testable import Gateway
 
 /// TLS terminated by the proxy, on loopback: real clients (curl, openssl s_client, Python's
 /// ssl), the real upstream (`scripts/upstream.py`), the server in-process.

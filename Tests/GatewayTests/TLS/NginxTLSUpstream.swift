@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
+@testable import GatewayIO
+@testable import PolicyModel
 
-@testable import Gateway
 
 /// A real nginx serving HTTPS on a free 127.0.0.1 port for one test (`master_process off`:
 /// one process, killed by `stop()` and by deinit). Every response is a small JSON document

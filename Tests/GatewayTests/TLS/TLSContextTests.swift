@@ -1,7 +1,7 @@
 import Foundation
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// Building contexts from files: every bad file is a `TLSConfigurationError` naming it.
 @Suite struct TLSContextTests {

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// A measurement, not a unit test: runs only when `TLS_IDLE_MEMORY_CONNECTIONS` is set, e.g.
 /// `TLS_IDLE_MEMORY_CONNECTIONS=10000 swift test --filter TLSIdleMemory` (needs `ulimit -n`

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// Real clients (curl, openssl s_client) against a TLSTransport server: a blocking accept on a
 /// background thread (tests only), one connection each.

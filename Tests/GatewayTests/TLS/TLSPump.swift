@@ -1,6 +1,6 @@
 import Glibc
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// One end of an in-process TLS exchange: a transport plus the bytes it still has to send
 /// and the bytes (and EOF, or error) it received. Driven by `TLSPump`, no event loop: each

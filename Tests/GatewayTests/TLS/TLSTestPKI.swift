@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// A throwaway PKI made with the `openssl` CLI (Debian's openssl package, 3.0) in a temp
 /// directory, once per test process:

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Testing
+@testable import GatewayIO
 
-@testable import Gateway
 
 /// TLSTransport server and client over a non-blocking socket pair, pumped by hand.
 @Suite struct TLSTransportTests {

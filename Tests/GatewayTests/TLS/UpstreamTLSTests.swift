@@ -3,8 +3,10 @@ import GatewayTesting
 import Glibc
 import Testing
 
-@testable import Gateway
 @testable import HTTP1
+@testable import GatewayIO
+@testable import HTTPProxy
+@testable import PolicyModel
 
 /// `https://` upstreams through the in-process gateway against a real nginx (started per test
 /// on a free loopback port) under the test PKI: keep-alive reuse, session resumption, the three

@@ -1,0 +1,186 @@
+import Dispatch
+import Synchronization
+package import GatewayIO
+
+/// The gateway's HTTPS/1.1 client for Apple's servers (DeviceCheck, fraud-risk receipts), on
+/// the event loops: one keep-alive connection per host per loop (`AppleHTTPConnection`),
+/// requests queued behind it (at most `maximumQueuedPerHost`), a timeout per call, TLS
+/// verified against the system trust store or `apple.ca_file`. The JWT comes from one
+/// `AppleJWTCache` shared by every loop, re-signed every 30 minutes and after a 401.
+///
+/// `send` may be called from any queue; the completion runs on the chosen loop's queue. The
+/// `async` form is for the CLI and the background refresher. Nothing blocks a loop: DNS runs on
+/// a resolver queue, the socket is non-blocking.
+package final class AppleHTTPClient: Sendable {
+    /// Default idle time before a keep-alive connection to Apple is closed.
+    package static let defaultIdleTimeout: Duration = .seconds(50)
+    /// Default bound of the calls waiting for one host's connection on one loop.
+    package static let defaultMaximumQueuedPerHost = 256
+
+    package let loops: [EventLoop]
+    package let jwt: AppleJWTCache
+    package let metrics: AppleClientMetrics
+    private let tls: TLSClientContext
+    private let idleTimeout: Duration
+    private let maximumQueuedPerHost: Int
+    /// Per loop (same index): the connections by "host:port"; each dictionary used only on
+    /// its loop's queue.
+    private let pools: [AppleConnectionPool]
+    /// The breaker and the global token bucket (nil: no rate limit), shared by every loop.
+    private let guards: Mutex<(breaker: AppleCircuitBreaker, bucket: AppleTokenBucket?)>
+
+    /// - Parameters:
+    ///   - requestsPerSecond: the global rate limit of this client (DeviceCheck and fraud-risk
+    ///     calls together); nil = none (the CLI's one-off calls).
+    ///   - breaker: the circuit breaker's thresholds (`AppleCircuitBreaker`).
+    package init(
+        loops: [EventLoop], jwt: AppleJWTCache, caFile: String?, metrics: AppleClientMetrics,
+        idleTimeout: Duration = AppleHTTPClient.defaultIdleTimeout,
+        maximumQueuedPerHost: Int = AppleHTTPClient.defaultMaximumQueuedPerHost,
+        requestsPerSecond: Int? = nil,
+        breaker: AppleCircuitBreaker = AppleCircuitBreaker()
+    ) throws(AppleError) {
+        precondition(!loops.isEmpty, "an Apple client needs a loop")
+        do {
+            self.tls = try TLSClientContext(settings: TLSClientSettings(caFilePath: caFile, sessionCacheCapacity: 8))
+        } catch {
+            throw AppleError(.tlsFailed, "TLS settings for Apple: \(error)")
+        }
+        self.loops = loops
+        self.jwt = jwt
+        self.metrics = metrics
+        self.idleTimeout = idleTimeout
+        self.maximumQueuedPerHost = maximumQueuedPerHost
+        self.pools = loops.map { _ in AppleConnectionPool() }
+        self.guards = Mutex((breaker, requestsPerSecond.map { AppleTokenBucket(ratePerSecond: $0) }))
+        metrics.breakerState(.closed)
+    }
+
+    /// The breaker's state now (tests, `apple check`).
+    package var breakerState: AppleCircuitBreaker.State { self.guards.withLock { $0.breaker.state } }
+
+    /// Sends `request` on `loop` (default: the first) and calls `completion` on that loop's
+    /// queue with Apple's answer (any status) or why there was none.
+    package func send(
+        _ request: AppleHTTPRequest, timeout: Duration, on loop: EventLoop? = nil,
+        completion: @escaping @Sendable (Result<AppleHTTPResponse, AppleError>) -> Void
+    ) {
+        let loop = loop ?? self.loops[0]
+        guard let index = self.loops.firstIndex(where: { $0 === loop }) else {
+            preconditionFailure("loop not served by this client")
+        }
+        let pool = self.pools[index]
+        let now = DispatchTime.now().uptimeNanoseconds
+        let maximumWait = UInt64(max(0, timeout.components.seconds)) * 1_000_000_000 / 2
+        // Breaker first (an open breaker spends no token), then the bucket.
+        let admission = self.guards.withLock { guards -> (AppleCircuitBreaker.Admission, UInt64?) in
+            let admission = guards.breaker.admit(now: now)
+            guard admission != .reject else { return (admission, 0) }
+            guard var bucket = guards.bucket else { return (admission, 0) }
+            let wait = bucket.take(now: now, maximumWait: maximumWait)
+            guards.bucket = bucket
+            if wait == nil, admission == .probe {
+                // The probe never went out: let the next call probe instead.
+                guards.breaker.record(success: false, now: now)
+            }
+            return (admission, wait)
+        }
+        let service = AppleClientMetrics.service(path: request.endpoint.path)
+        guard admission.0 != .reject else {
+            self.metrics.rejected(service: service, outcome: "breaker_open")
+            loop.execute { completion(.failure(AppleError(.unreachable, "circuit breaker open: Apple is failing"))) }
+            return
+        }
+        guard let wait = admission.1 else {
+            self.metrics.rejected(service: service, outcome: "rate_limited")
+            loop.execute {
+                completion(.failure(AppleError(.throttled, "the gateway's requests_per_second towards Apple is spent")))
+            }
+            return
+        }
+        let finish: @Sendable (Result<AppleHTTPResponse, AppleError>) -> Void = { [self] result in
+            let changed = self.guards.withLock {
+                $0.breaker.record(
+                    success: !AppleCircuitBreaker.isFailure(result), now: DispatchTime.now().uptimeNanoseconds)
+            }
+            if let changed {
+                self.metrics.breakerState(changed)
+                Log.warning("apple_breaker_\(changed.rawValue)", [("service", service)])
+            }
+            completion(result)
+        }
+        let enqueue: @Sendable () -> Void = { [self] in
+            let connection = pool.connection(for: request.endpoint) {
+                AppleHTTPConnection(
+                    loop: loop, host: request.endpoint.host, port: request.endpoint.port, tls: self.tls, jwt: self.jwt,
+                    metrics: self.metrics, idleTimeout: self.idleTimeout, maximumQueued: self.maximumQueuedPerHost)
+            }
+            connection.enqueue(request, timeout: timeout, completion: finish)
+        }
+        if wait == 0 {
+            loop.execute(enqueue)
+        } else {
+            // Deferred by the loop's own timer, never a sleep (a block queued on the loop's
+            // queue would wait behind the running loop).
+            loop.schedule(after: UInt64(wait), enqueue)
+        }
+    }
+
+    /// `send`, awaited.
+    package func send(
+        _ request: AppleHTTPRequest, timeout: Duration, on loop: EventLoop? = nil
+    ) async -> Result<AppleHTTPResponse, AppleError> {
+        await withCheckedContinuation { continuation in
+            self.send(request, timeout: timeout, on: loop) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Whether the first loop holds an open connection to `endpoint`'s host, and how many
+    /// it opened so far (tests: keep-alive reuse).
+    package func connectionState(to endpoint: AppleEndpoint) async -> (isConnected: Bool, opened: Int) {
+        let loop = self.loops[0]
+        let pool = self.pools[0]
+        return await withCheckedContinuation { continuation in
+            loop.execute {
+                let connection = pool.existing(endpoint)
+                continuation.resume(returning: (connection?.isConnected ?? false, connection?.connectionsOpened ?? 0))
+            }
+        }
+    }
+
+    /// Fails the queued calls and closes every connection; `completion` runs when done.
+    package func shutdown(completion: @escaping @Sendable () -> Void = {}) {
+        let group = DispatchGroup()
+        for (index, loop) in self.loops.enumerated() {
+            group.enter()
+            let pool = self.pools[index]
+            loop.execute {
+                pool.shutdown()
+                group.leave()
+            }
+        }
+        group.notify(queue: .global(), execute: completion)
+    }
+}
+
+/// One loop's connections to Apple, by "host:port". Used only on that loop's queue.
+final class AppleConnectionPool: @unchecked Sendable {
+    private var connections: [String: AppleHTTPConnection] = [:]
+
+    func connection(for endpoint: AppleEndpoint, make: () -> AppleHTTPConnection) -> AppleHTTPConnection {
+        let key = "\(endpoint.host):\(endpoint.port)"
+        if let existing = self.connections[key] { return existing }
+        let connection = make()
+        self.connections[key] = connection
+        return connection
+    }
+
+    func existing(_ endpoint: AppleEndpoint) -> AppleHTTPConnection? {
+        self.connections["\(endpoint.host):\(endpoint.port)"]
+    }
+
+    func shutdown() {
+        for connection in self.connections.values { connection.shutdown() }
+        self.connections = [:]
+    }
+}

@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import HTTP1
+import Verification
+import GateContract
+import GatewayIO
+import KeyStore
+import PolicyModel
+
+/// `POST <endpoints.attest>` (default `/app-attest/attest`): registers a key from an App Attest
+/// attestation over a challenge this fleet issued, `201 {"key_id", "environment", "app_id"}`
+/// plus the launch validation when the device wrote one.
+///
+/// Steps: parse the JSON body; check the challenge's tag and expiry (no I/O); verify the
+/// attestation on the verification queue; redeem the challenge; create the key. The challenge
+/// is redeemed only once the attestation verified, so a failed attempt writes nothing.
+/// Immutable; any queue; the completion runs once, on the calling queue, the verification
+/// queue or the store's queue.
+final class AttestEndpoint: Sendable {
+    private let path: String
+    /// nil when the policy names no App ID (a passthrough-only policy): every attestation is
+    /// refused.
+    private let verifier: AttestationVerifier?
+    private let challenges: IssuedChallenges
+    private let store: any AttestStore
+    private let fraudRisk: FraudRiskGateHooks
+    private let metrics: any GateMetrics
+    private let storeFailures: StoreFailureReporter
+    private let verificationQueue: DispatchQueue
+    private let now: @Sendable () -> Date
+
+    /// - Parameter verificationQueue: the certificate chain check (~1 ms) runs there, never on
+    ///   a connection queue.
+    init(
+        path: String,
+        verifier: AttestationVerifier?,
+        challenges: IssuedChallenges,
+        store: any AttestStore,
+        fraudRisk: FraudRiskGateHooks,
+        metrics: any GateMetrics,
+        storeFailures: StoreFailureReporter,
+        verificationQueue: DispatchQueue,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.path = path
+        self.verifier = verifier
+        self.challenges = challenges
+        self.store = store
+        self.fraudRisk = fraudRisk
+        self.metrics = metrics
+        self.storeFailures = storeFailures
+        self.verificationQueue = verificationQueue
+        self.now = now
+    }
+
+    func respond(to head: HTTPRequestHead, body: [UInt8]?, completion: @escaping @Sendable (GateDecision) -> Void) {
+        let finish: @Sendable (Result<AttestedKey, EnforcementError>) -> Void = { [self] result in
+            completion(self.decision(result))
+        }
+        guard head.method == "POST" else {
+            finish(.failure(.methodNotAllowed(endpoint: self.path)))
+            return
+        }
+        let request: EndpointRequests.AttestRequest
+        do throws(EnforcementError) {
+            request = try EndpointRequests.parseAttestRequest(body ?? [])
+        } catch {
+            finish(.failure(error))
+            return
+        }
+        let checked: ChallengeTokens.Checked
+        switch self.challenges.check(request.challenge) {
+        case .failure(let error):
+            finish(.failure(error))
+            return
+        case .success(let value):
+            checked = value
+        }
+        self.verificationQueue.async { [self] in
+            self.verify(request, challenge: checked, finish: finish)
+        }
+    }
+
+    /// The response to an attestation that registered a key or failed; counts it.
+    private func decision(_ result: Result<AttestedKey, EnforcementError>) -> GateDecision {
+        switch result {
+        case .success(let attested):
+            self.metrics.attestation(result: AttestVerdict.verified.rawValue)
+            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
+            let keyID = EndpointRequests.encodeBase64(attested.keyID)
+            var fields = [
+                ("key_id", JSONText.quote(keyID)),
+                ("environment", JSONText.quote(attested.environment.rawValue)),
+                ("app_id", JSONText.quote(attested.appID)),
+            ]
+            if let category = attested.launchValidation.category {
+                fields.append(("validation_category", JSONText.quote(LaunchValidationCategory.name(of: category))))
+            }
+            if let version = attested.launchValidation.bundleVersion {
+                fields.append(("bundle_version", JSONText.quote(version)))
+            }
+            if let policy = attested.keyAccessPolicy {
+                fields.append(("key_access_policy", JSONText.quote(policy.rawValue)))
+            }
+            let body = JSONText.object(fields)
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
+            return .respond(
+                response, GateLogInfo(verdict: AttestVerdict.verified.rawValue, keyID: keyID))
+        case .failure(let error):
+            self.metrics.attestation(result: error.code.rawValue)
+            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
+            return .respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
+        }
+    }
+
+    private func verify(
+        _ request: EndpointRequests.AttestRequest,
+        challenge: ChallengeTokens.Checked,
+        finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
+    ) {
+        let attestedAt = self.now()
+        guard let verifier = self.verifier else {
+            let code = EnforcementError.Code.attestation(.appIDMismatch)
+            finish(.failure(EnforcementError(code, "the policy accepts no App ID (app_ids is empty)")))
+            return
+        }
+        let attested: AttestedKey
+        do throws(VerificationError) {
+            attested = try verifier.verify(
+                attestationObject: request.attestation,
+                keyID: request.keyID,
+                clientDataHash: SHA256.hash(Array(request.challenge.utf8)),
+                at: attestedAt
+            )
+        } catch {
+            let code = EnforcementError.Code.attestation(error.code)
+            if code == .internalError {
+                Log.error("attestation_internal_error", [("reason", error.reason)])
+            }
+            finish(.failure(EnforcementError(code, error.reason)))
+            return
+        }
+        // On the verification queue, like the attestation's own chain check.
+        let receipt = self.fraudRisk.verifyReceipt(of: attested, at: attestedAt, metrics: self.metrics)
+        let record = KeyRecord(
+            keyID: EndpointRequests.encodeBase64(attested.keyID),
+            publicKey: attested.publicKey,
+            counter: 0,
+            appID: attested.appID,
+            environment: attested.environment.rawValue,
+            receipt: attested.receipt,
+            attestedAt: attestedAt,
+            validationCategory: attested.launchValidation.category,
+            bundleVersion: attested.launchValidation.bundleVersion,
+            keyAccessPolicy: attested.keyAccessPolicy?.rawValue
+        )
+        self.challenges.redeem(challenge) { [self] redeemed in
+            switch redeemed {
+            case .failure(let error):
+                self.storeFailures.report(error, operation: "redeem_challenge", route: AttestGate.RouteLabel.attest)
+                finish(.failure(.stateUnavailable()))
+            case .success(false):
+                finish(.failure(.challengeAlreadyUsed()))
+            case .success(true):
+                self.createKey(record, attested: attested, receipt: receipt, finish: finish)
+            }
+        }
+    }
+
+    private func createKey(
+        _ record: KeyRecord,
+        attested: AttestedKey,
+        receipt: Receipt?,
+        finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
+    ) {
+        self.store.createKey(record) { [self] created in
+            switch created {
+            case .failure(let error):
+                self.storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
+                finish(.failure(.stateUnavailable()))
+            case .success(.alreadyExists):
+                finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
+            case .success(.created):
+                self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
+                finish(.success(attested))
+            }
+        }
+    }
+}

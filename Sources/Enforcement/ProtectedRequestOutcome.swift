@@ -1,0 +1,72 @@
+import HTTP1
+import GateContract
+import PolicyModel
+import RedisClient
+import AppleClient
+
+/// How verification of one protected request ended, before the route's mode applies.
+enum ProtectedRequestOutcome: Sendable {
+    case verified(IdentityHeaders.Identity)
+    /// Admitted by the named debug token.
+    case debug(name: String)
+    /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`).
+    case deviceCheck(DeviceCheckTokens.Claims)
+    case failed(EnforcementError, keyID: String?)
+    /// The store could not answer `operation`: the route's `on_store_error` decides.
+    case storeFailed(StoreError, operation: String, keyID: String?)
+
+    /// The verdict label of the outcome (metrics and the access log).
+    var verdict: AttestVerdict {
+        switch self {
+        case .verified: return .verified
+        case .debug: return .debug
+        case .deviceCheck: return .deviceCheck
+        case .failed(let error, _): return error.verdict
+        case .storeFailed: return .storeError
+        }
+    }
+
+    /// The route's mode and `on_store_error` applied: forward (with the identity headers, or
+    /// with why it failed in monitor mode) or answer the denial. `route` is the route as
+    /// judged: a gradual rollout's monitor arm has `mode: monitor`.
+    func decision(for head: HTTPRequestHead, route: RoutePolicy, arm: RolloutArm?) -> GateDecision {
+        switch self {
+        case .verified(let identity):
+            return .forward(
+                IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
+                GateLogInfo(
+                    verdict: self.verdict.rawValue, keyID: identity.keyID, arm: arm?.rawValue)
+            )
+        case .debug(let name):
+            var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+        case .deviceCheck(let claims):
+            // App ID and environment as the token says; no key ID or counter: the upstream
+            // sees `devicecheck` and knows the assurance is a genuine device, not an attested
+            // app instance.
+            var forwarded = IdentityHeaders.forwarded(head, status: .deviceCheck, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
+            forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment.rawValue)
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+        case .failed(let error, let keyID):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
+            // A body over the cap is refused in every mode: the cap bounds memory.
+            if route.mode == .monitor && error.code != .bodyTooLarge {
+                return .forward(
+                    IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue), arm: arm), info)
+            }
+            return .respond(error.response, info)
+        case .storeFailed(_, _, let keyID):
+            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
+            if route.onStoreError == .allow || route.mode == .monitor {
+                return .forward(
+                    IdentityHeaders.forwarded(
+                        head, status: .unverified(reason: AttestVerdict.storeError.rawValue), arm: arm),
+                    info
+                )
+            }
+            return .respond(EnforcementError.stateUnavailable().response, info)
+        }
+    }
+}

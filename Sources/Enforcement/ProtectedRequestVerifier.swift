@@ -1,0 +1,486 @@
+import Dispatch
+import Foundation
+import HTTP1
+import Verification
+import GateContract
+import GatewayIO
+import KeyStore
+import PolicyModel
+import RedisClient
+
+/// Verification of one request on an `enforce` or `monitor` route: an assertion over its
+/// clientData (`binding: request`: `ClientData.canonical`; `binding: body`: the raw body) by an
+/// attested key, or a debug token where the route allows one.
+///
+/// Steps: body cap; debug token or credentials; the route's challenge (tag and expiry, no
+/// I/O); the key (in-process cache, else the store); environment, App ID, the assertion and
+/// launch validation; then the store redeems the challenge and advances the counter. The
+/// store is the authority on counters, challenges and revocation; the cache only saves the
+/// `fetchKey` round trip.
+///
+/// Immutable; any queue. The completion runs exactly once, on the calling queue, the store's
+/// queue or the verification queue.
+final class ProtectedRequestVerifier: Sendable {
+    /// What the verifier keeps of an attested key between requests.
+    private struct CachedKey: Sendable {
+        var publicKey: ECPublicKey
+        var appID: AppID
+        var environment: String
+        /// Highest counter this process has seen accepted (or read) for the key: a
+        /// pre-check only; the store decides.
+        var counter: UInt32
+        /// Launch validation at attestation (iOS 27+), nil when none was written.
+        var validationCategory: UInt32?
+        var bundleVersion: String?
+        /// The key access-control extension's verdict (macOS 27+), nil when none.
+        var keyAccessPolicy: String?
+    }
+
+    /// Everything `verify` derived from the request, carried across store hops.
+    ///
+    /// A class: each hop's closure captures one reference, where a struct (the head, the
+    /// route and the credentials) was copied field by field, a retain for each.
+    private final class Request: Sendable {
+        let head: HTTPRequestHead
+        let route: RoutePolicy
+        let keyID: String
+        let assertion: [UInt8]
+        let clientDataHash: [UInt8]
+        /// Required by the route, present and checked; nil when the route needs none.
+        let challenge: ChallengeTokens.Checked?
+
+        init(
+            head: HTTPRequestHead, route: RoutePolicy, keyID: String, assertion: [UInt8], clientDataHash: [UInt8],
+            challenge: ChallengeTokens.Checked?
+        ) {
+            self.head = head
+            self.route = route
+            self.keyID = keyID
+            self.assertion = assertion
+            self.clientDataHash = clientDataHash
+            self.challenge = challenge
+        }
+    }
+
+    private let environment: EnvironmentPolicy
+    private let acceptedAppIDs: Set<String>
+    private let assertionVerifier = AssertionVerifier()
+    private let keys: KeyCache<CachedKey>
+    private let challenges: IssuedChallenges
+    private let store: any AttestStore
+    private let fraudRisk: FraudRiskGateHooks
+    let metrics: any GateMetrics
+    private let storeFailures: StoreFailureReporter
+    private let verificationQueue: DispatchQueue
+    let now: @Sendable () -> Date
+    /// Gateway DeviceCheck tokens on `fallback: devicecheck` routes; nil without `apple:`.
+    let deviceCheckTokens: DeviceCheckTokenCheck?
+
+    /// - Parameters:
+    ///   - keyCacheCapacity: how many keys the in-process cache holds (LRU beyond).
+    ///   - verificationQueue: parsing a fetched key and the work after it run there, never on
+    ///     the store's queue.
+    init(
+        environment: EnvironmentPolicy,
+        appIDs: [String],
+        keyCacheCapacity: Int,
+        challenges: IssuedChallenges,
+        store: any AttestStore,
+        fraudRisk: FraudRiskGateHooks,
+        metrics: any GateMetrics,
+        storeFailures: StoreFailureReporter,
+        verificationQueue: DispatchQueue,
+        now: @escaping @Sendable () -> Date,
+        deviceCheckTokens: DeviceCheckTokenCheck? = nil
+    ) {
+        self.deviceCheckTokens = deviceCheckTokens
+        self.environment = environment
+        self.acceptedAppIDs = Set(appIDs)
+        self.keys = KeyCache(capacity: max(1, keyCacheCapacity))
+        self.challenges = challenges
+        self.store = store
+        self.fraudRisk = fraudRisk
+        self.metrics = metrics
+        self.storeFailures = storeFailures
+        self.verificationQueue = verificationQueue
+        self.now = now
+    }
+
+    /// Verifies `head` with its whole `body` on the route as configured; `client` is the
+    /// client's address key (a gradual rollout's arm when the request carries no key ID);
+    /// `credentials` are the head's, when the caller already decoded them (else decoded here).
+    func verify(
+        _ head: HTTPRequestHead,
+        body: [UInt8],
+        route configured: RoutePolicy,
+        client: String,
+        credentials decoded: AssertionCredentials? = nil,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
+        let started = SystemCalls.monotonicNanoseconds()
+        // Gradual rollout: the monitor arm is this request judged as on a monitor route.
+        var route = configured
+        var arm: RolloutArm? = nil
+        if route.mode == .enforce && route.enforcePercent < 100 {
+            let chosen = RolloutArm.of(Self.rolloutAttribute(head, client: client), percent: route.enforcePercent)
+            arm = chosen
+            if chosen == .monitor { route.mode = .monitor }
+        }
+        let conclude: @Sendable (ProtectedRequestOutcome) -> Void = { [self, route, arm] outcome in
+            self.conclude(outcome, head: head, route: route, arm: arm, started: started, completion: completion)
+        }
+        guard body.count <= route.maxBodyBytes else {
+            conclude(
+                .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyID: nil)
+            )
+            return
+        }
+        if let token = head.headers[IdentityHeaders.deviceCheckToken] {
+            self.verifyDeviceCheckToken(token, head: head, route: route, conclude: conclude)
+            return
+        }
+        if let token = head.headers[IdentityHeaders.debugToken] {
+            self.verifyDebugToken(token, head: head, route: route, conclude: conclude)
+            return
+        }
+        let credentials: AssertionCredentials
+        switch decoded.map({ .success($0) }) ?? AssertionCredentials.decode(head) {
+        case .failure(let failure):
+            conclude(.failed(failure.error, keyID: failure.keyID))
+            return
+        case .success(let decoded):
+            credentials = decoded
+        }
+        let keyID = credentials.keyID
+        let loggedKeyID = keyID
+
+        var challenge: String? = nil
+        if route.challenge == .required {
+            switch route.binding {
+            case .request:
+                challenge = head.headers[IdentityHeaders.challenge]
+            case .body:
+                challenge = EndpointRequests.challengeField(route.challengeField, in: body)
+            }
+            guard let value = challenge, !value.isEmpty else {
+                let place =
+                    route.binding == .request
+                    ? "header \(IdentityHeaders.challenge)"
+                    : "JSON string field \"\(route.challengeField)\" of the body"
+                let error = EnforcementError(
+                    .challengeMissing,
+                    "route \(route.name) requires a challenge in the \(place)"
+                )
+                conclude(.failed(error, keyID: loggedKeyID))
+                return
+            }
+        }
+
+        var checkedChallenge: ChallengeTokens.Checked? = nil
+        if let challenge {
+            switch self.challenges.check(challenge) {
+            case .failure(let error):
+                if error.code == .storeError {
+                    conclude(
+                        .storeFailed(
+                            StoreError(.unavailable, "the shared challenge key is not loaded"),
+                            operation: "challenge_key", keyID: loggedKeyID))
+                } else {
+                    conclude(.failed(error, keyID: loggedKeyID))
+                }
+                return
+            case .success(let checked):
+                checkedChallenge = checked
+            }
+        }
+
+        let clientData: [UInt8]
+        switch route.binding {
+        case .request:
+            clientData = ClientData.canonical(
+                method: head.method,
+                target: head.target,
+                body: body,
+                challenge: challenge ?? ""
+            )
+        case .body:
+            clientData = body
+        }
+        let request = Request(
+            head: head,
+            route: route,
+            keyID: keyID,
+            assertion: credentials.assertion,
+            clientDataHash: SHA256.hash(clientData),
+            challenge: checkedChallenge
+        )
+
+        if let cached = self.keys.value(for: keyID) {
+            // ECDSA on the calling (connection) queue: ~40 µs, cheaper than a hop.
+            self.verifyAssertion(request, key: cached, conclude: conclude)
+            return
+        }
+        self.fetchKey(request, conclude: conclude)
+    }
+
+    /// The stable client attribute of the rollout arm: the key ID (canonical base64) when
+    /// the request carries a decodable one, else the client's address key (after
+    /// `trusted_proxies`; an IPv6 client's /64, so privacy addresses keep their arm).
+    private static func rolloutAttribute(_ head: HTTPRequestHead, client: String) -> String {
+        if let text = head.headers[IdentityHeaders.keyID], let bytes = EndpointRequests.decodeBase64(text),
+            bytes.count == 32
+        {
+            return EndpointRequests.encodeBase64(bytes)
+        }
+        return client
+    }
+
+    /// `X-App-Attest-Debug-Token` instead of an assertion: accepted only where the route
+    /// allows it; every use is logged with the token's name.
+    private func verifyDebugToken(
+        _ token: String,
+        head: HTTPRequestHead,
+        route: RoutePolicy,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
+        guard route.allowDebugTokens else {
+            conclude(.failed(.debugTokenNotAllowed(route: route.name), keyID: nil))
+            return
+        }
+        guard IdentityHeaders.occurrences(of: IdentityHeaders.debugToken, in: head.headers) == 1,
+            DebugTokens.isWellFormed(token)
+        else {
+            let error = EnforcementError(
+                .debugTokenInvalid, "\(IdentityHeaders.debugToken) is not one token made by debug-tokens create")
+            conclude(.failed(error, keyID: nil))
+            return
+        }
+        let routeName = route.name
+        self.store.useDebugToken(digest: DebugTokens.digest(token), now: self.now()) { result in
+            switch result {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "use_debug_token", keyID: nil))
+            case .success(.accepted(let name)):
+                Log.info("debug_token_used", [("name", name), ("route", routeName)])
+                conclude(.debug(name: name))
+            case .success(.expired(let name)):
+                Log.warning("debug_token_expired", [("name", name), ("route", routeName)])
+                conclude(
+                    .failed(EnforcementError(.debugTokenInvalid, "debug token \(name) has expired"), keyID: nil))
+            case .success(.unknown):
+                conclude(
+                    .failed(
+                        EnforcementError(.debugTokenInvalid, "unknown or revoked debug token"), keyID: nil))
+            }
+        }
+    }
+
+    /// The key from the store (not cached in this process yet), parsed and cached.
+    private func fetchKey(_ request: Request, conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void) {
+        let keyID = request.keyID
+        let loggedKeyID = request.keyID
+        self.store.fetchKey(keyID: keyID) { [self] result in
+            // On the store's queue: only classify the reply, then hop.
+            switch result {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "fetch_key", keyID: loggedKeyID))
+            case .success(nil):
+                conclude(.failed(.unknownKey(), keyID: loggedKeyID))
+            case .success(let record?):
+                if record.status == .revoked {
+                    conclude(.failed(.revokedKey(), keyID: loggedKeyID))
+                    return
+                }
+                self.verificationQueue.async { [self] in
+                    let key: CachedKey
+                    do throws(VerificationError) {
+                        key = CachedKey(
+                            publicKey: try ECPublicKey(x962: record.publicKey),
+                            appID: AppID(record.appID),
+                            environment: record.environment,
+                            counter: record.counter,
+                            validationCategory: record.validationCategory,
+                            bundleVersion: record.bundleVersion,
+                            keyAccessPolicy: record.keyAccessPolicy
+                        )
+                    } catch {
+                        Log.error(
+                            "key_record_invalid",
+                            [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
+                        conclude(
+                            .failed(
+                                EnforcementError(.internalError, "stored public key is invalid"),
+                                keyID: loggedKeyID
+                            )
+                        )
+                        return
+                    }
+                    self.keys.set(key, for: keyID)
+                    self.verifyAssertion(request, key: key, conclude: conclude)
+                }
+            }
+        }
+    }
+
+    /// Key policy checks and the assertion itself; then the store's challenge and counter.
+    private func verifyAssertion(
+        _ request: Request,
+        key: CachedKey,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
+        let loggedKeyID = request.keyID
+        if let mismatch = self.environmentMismatch(key.environment) {
+            conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyID: loggedKeyID))
+            return
+        }
+        guard self.acceptedAppIDs.contains(key.appID.value) else {
+            let error = EnforcementError(
+                .appIDMismatch,
+                "key's App ID \(key.appID.value) is not accepted by the policy"
+            )
+            conclude(.failed(error, keyID: loggedKeyID))
+            return
+        }
+        let result: AssertionResult
+        do throws(VerificationError) {
+            // The cached counter is at most the stored one, so this pre-check only rejects
+            // what the store would reject too (replays, without a round trip).
+            result = try self.assertionVerifier.verify(
+                assertionObject: request.assertion,
+                clientDataHash: request.clientDataHash,
+                publicKey: key.publicKey,
+                appID: key.appID,
+                previousCounter: CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow)
+            )
+        } catch {
+            let code = EnforcementError.Code.assertion(error.code)
+            if code == .internalError {
+                Log.error(
+                    "assertion_internal_error",
+                    [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
+            }
+            conclude(.failed(EnforcementError(code, error.reason), keyID: loggedKeyID))
+            return
+        }
+        let launch = result.launchValidation
+        self.metrics.launchValidation(category: launch.category, bundleVersion: launch.bundleVersion)
+        if let attested = key.validationCategory, launch.category != attested {
+            let found = launch.category.map(LaunchValidationCategory.name(of:)) ?? "none"
+            let error = EnforcementError(
+                .validationCategoryMismatch,
+                "the assertion's launch validation category (\(found)) differs from the key's attested \(LaunchValidationCategory.name(of: attested)): the binary was re-signed"
+            )
+            conclude(.failed(error, keyID: loggedKeyID))
+            return
+        }
+        let category = launch.category ?? key.validationCategory
+        let bundleVersion = launch.bundleVersion ?? key.bundleVersion
+        if let refusal = request.route.appValidation?.refusal(
+            category: category, bundleVersion: bundleVersion, keyAccessPolicy: key.keyAccessPolicy)
+        {
+            conclude(.failed(refusal, keyID: loggedKeyID))
+            return
+        }
+        let identity = IdentityHeaders.Identity(
+            keyID: request.keyID,
+            appID: key.appID.value,
+            environment: key.environment,
+            counter: result.counter,
+            validationCategory: category.map(LaunchValidationCategory.name(of:)),
+            bundleVersion: bundleVersion,
+            keyAccessPolicy: key.keyAccessPolicy
+        )
+        guard let challenge = request.challenge else {
+            self.advanceCounter(request, identity: identity, conclude: conclude)
+            return
+        }
+        self.challenges.redeem(challenge) { [self] redeemed in
+            switch redeemed {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "redeem_challenge", keyID: loggedKeyID))
+            case .success(false):
+                conclude(.failed(.challengeAlreadyUsed(), keyID: loggedKeyID))
+            case .success(true):
+                self.advanceCounter(request, identity: identity, conclude: conclude)
+            }
+        }
+    }
+
+    private func advanceCounter(
+        _ request: Request,
+        identity: IdentityHeaders.Identity,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
+        let keyID = request.keyID
+        let loggedKeyID = request.keyID
+        let counter = identity.counter
+        let window = request.route.counterWindow
+        let now = self.now()
+        // The key's fraud-risk fields come back with the counter: no round trip of their own.
+        self.store.advanceCounterReadingRisk(
+            keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now)
+        ) { [self] readingResult in
+            let reading: CounterAdvanceReading
+            switch readingResult {
+            case .failure(let error):
+                conclude(.storeFailed(error, operation: "advance_counter", keyID: loggedKeyID))
+                return
+            case .success(let read):
+                reading = read
+            }
+            switch reading.advance {
+            case .advanced, .acceptedOutOfOrder:
+                self.keys.update(keyID) { $0.counter = max($0.counter, counter) }
+                let risk = reading.risk
+                if risk.refreshDue { self.fraudRisk.wake(keyID: keyID, now: now) }
+                conclude(self.judgeRisk(risk, identity: identity, route: request.route, now: now, keyID: loggedKeyID))
+            case .notIncreasing(let stored):
+                self.keys.update(keyID) { $0.counter = max($0.counter, stored) }
+                let reason =
+                    window == 0
+                    ? "assertion counter \(counter) is not greater than stored counter \(stored)"
+                    : "assertion counter \(counter) was already used, or is not within the window of \(window) counters up to the highest stored \(stored)"
+                conclude(.failed(EnforcementError(.counterReplay, reason), keyID: loggedKeyID))
+            case .unknownKey:
+                self.keys.remove(keyID)
+                conclude(.failed(.unknownKey(), keyID: loggedKeyID))
+            case .revoked:
+                self.keys.remove(keyID)
+                conclude(.failed(.revokedKey(), keyID: loggedKeyID))
+            }
+        }
+    }
+
+    /// nil when a key of `environment` is accepted by the policy, else the reason.
+    private func environmentMismatch(_ environment: String) -> String? {
+        switch self.environment {
+        case .any: return nil
+        case .production, .development:
+            let wanted = self.environment.rawValue
+            return environment == wanted ? nil : "a \(environment) key is not accepted under environment \(wanted)"
+        }
+    }
+
+    /// Applies the route's mode and `on_store_error` to an outcome; records metrics.
+    private func conclude(
+        _ outcome: ProtectedRequestOutcome,
+        head: HTTPRequestHead,
+        route: RoutePolicy,
+        arm: RolloutArm?,
+        started: UInt64,
+        completion: @Sendable (GateDecision) -> Void
+    ) {
+        // Monotonic nanoseconds: a `Duration` costs 128-bit arithmetic to convert.
+        self.metrics.verificationLatency(seconds: Double(SystemCalls.monotonicNanoseconds() &- started) / 1e9)
+        if case .storeFailed(let error, let operation, _) = outcome {
+            self.storeFailures.report(error, operation: operation, route: route.name)
+        }
+        let decision = outcome.decision(for: head, route: route, arm: arm)
+        let verdict = outcome.verdict
+        self.metrics.requestDecided(route: route.name, verdict: verdict)
+        if let arm {
+            self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
+        }
+        completion(decision)
+    }
+}

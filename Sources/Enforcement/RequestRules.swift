@@ -1,0 +1,73 @@
+package import HTTP1
+import GateContract
+
+/// The rules every door runs on the request value before routing: inline (`listen`) and every
+/// check-only dialect (`AuthzGate` rebuilds the original request and hands it to the same
+/// `AttestGate.classify`, which starts here). A rule added here applies to all of them.
+///
+/// The HTTP/1.1 parser refuses malformed heads on `listen` already (its checks are byte-level and
+/// frame the connection); these rules are the ones a request must pass whatever carried it, so a
+/// head rebuilt from `X-Forwarded-Method`/`-Uri`/`-Host` is held to the same spelling:
+/// - the method is an upper-case token (`post` and `Post` are refused, as nginx refuses them);
+/// - at most one `Host`, an RFC 3986 authority with at most one port of 1–5 digits
+///   (`x:80:80` and `x:` are refused: upstreams read them differently);
+/// - no header of the gateway's namespace (`X-App-Attest-*`) that is not on its list
+///   (`GatewayHeaderNamespace`);
+/// - at most one kind of credential: an assertion (`X-App-Attest-Key-Id`/`X-App-Assertion`),
+///   a debug token or a DeviceCheck token; with two, which one was judged would be ambiguous.
+package enum RequestRules {
+    /// Longest method accepted (the longest registered method has 17 bytes).
+    static let maximumMethodBytes = 32
+
+    /// Why `head` is refused before routing, or nil.
+    package static func violation(of head: HTTPRequestHead) -> EnforcementError? {
+        if let error = Self.methodViolation(head.method) { return error }
+        var hostCount = 0
+        var host: String?
+        var credentials = (assertion: false, debugToken: false, deviceCheckToken: false)
+        for field in head.headers {
+            let name = field.name
+            if name.utf8.count == 4 && name.equalsLowercaseASCII("host") {
+                hostCount += 1
+                host = field.value
+                continue
+            }
+            guard IdentityHeaders.isReserved(name) else { continue }
+            if name.caseInsensitiveEquals(IdentityHeaders.keyID)
+                || name.caseInsensitiveEquals(IdentityHeaders.assertion)
+            {
+                credentials.assertion = true
+            } else if name.caseInsensitiveEquals(IdentityHeaders.debugToken) {
+                credentials.debugToken = true
+            } else if name.caseInsensitiveEquals(IdentityHeaders.deviceCheckToken) {
+                credentials.deviceCheckToken = true
+            } else if !GatewayHeaderNamespace.isKnown(name) {
+                return EnforcementError(
+                    .unknownGatewayHeader,
+                    "\(name) is in the gateway's header namespace (X-App-Attest-*) but is none of its headers; remove it"
+                )
+            }
+        }
+        if hostCount > 1 {
+            return EnforcementError(.duplicateHost, "the request carries Host more than once")
+        }
+        if let host, let why = HTTPAuthority.violation(host) {
+            return EnforcementError(.invalidHost, "Host \(why)")
+        }
+        let kinds =
+            (credentials.assertion ? 1 : 0) + (credentials.debugToken ? 1 : 0) + (credentials.deviceCheckToken ? 1 : 0)
+        if kinds > 1 { return .credentialsAmbiguous() }
+        return nil
+    }
+
+    /// The request line's method: an upper-case token, as the parser requires on `listen`.
+    static func methodViolation(_ method: String) -> EnforcementError? {
+        guard !method.isEmpty, method.utf8.count <= Self.maximumMethodBytes,
+            method.utf8.allSatisfy(HTTPByte.isMethodByte)
+        else {
+            return EnforcementError(
+                .invalidMethod, "the method is not an upper-case HTTP method token (methods are case-sensitive)")
+        }
+        return nil
+    }
+}

@@ -1,0 +1,142 @@
+package import HTTP1
+import GatewayIO
+
+/// The one point where enforcement plugs into the proxy.
+///
+/// The connection calls `classify` on its queue as soon as a request head is parsed,
+/// then (if the classification asks for it) reads the body up to the cap, then calls
+/// `decide`. Nothing is sent upstream before `decide` completes with `.forward`.
+package protocol RequestGate: Sendable {
+    /// Chooses the route for a head. Must be cheap and non-blocking. `client` is the client
+    /// address's limit key (`IPAddressBytes.limitKey`, after `trusted_proxies`).
+    func classify(_ head: HTTPRequestHead, client: String) -> GateClassification
+
+    /// Decides the request's fate. `body` is the complete body when the
+    /// classification asked for buffering, else nil. `completion` may run on any
+    /// queue, exactly once; the connection hops back to its own queue. `head` is consumed: the
+    /// connection hands over its only reference to the fields, so a gate that adds a field
+    /// to the head it forwards appends in place instead of copying them.
+    func decide(
+        _ head: consuming HTTPRequestHead,
+        body: [UInt8]?,
+        classification: GateClassification,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    )
+}
+
+package struct GateClassification: Sendable {
+    /// Route name for logs and metrics ("-" when none matched).
+    package var routeName: String { self.names.routeName }
+    /// Upstream name to forward to; nil when the gateway answers itself (endpoints, no route).
+    package var upstream: String? { self.names.upstream }
+    /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
+    /// nil = stream the body; `decide` is called with the head only.
+    package var bufferBodyUpTo: Int?
+    /// The matched route's index in the gate's route table (matched once, in `classify`).
+    package var routeIndex: Int?
+    /// Set when the gate already knows the answer from the head alone (an ambiguous target,
+    /// missing credentials on an enforce route, a rate limit): `bufferBodyUpTo` is then nil, so
+    /// no body byte is buffered or reserved, and `decide` completes with this at once.
+    package var refusal: GateDecision? { self.refusalBox?.decision }
+    /// Boxed: a classification is copied several times per request, a `GateDecision` is large.
+    private var refusalBox: Refusal?
+
+    private final class Refusal: Sendable {
+        let decision: GateDecision
+        init(_ decision: GateDecision) { self.decision = decision }
+    }
+    /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
+    /// a gradual rollout's arm when the request carries no key ID).
+    package var client: String { self.names.client }
+    /// What the gate derived from the head in `classify` for its own `decide` (the attest
+    /// gate's decoded credentials), so `decide` does not derive it again. Opaque to the proxy.
+    package var gateData: (any Sendable)? { self.names.gateData }
+
+    /// The strings, boxed and immutable: the connection copies a classification about three
+    /// times per request, and a copy is then one retain instead of one per string.
+    private let names: Names
+
+    private final class Names: Sendable {
+        let routeName: String
+        let upstream: String?
+        let client: String
+        let gateData: (any Sendable)?
+
+        init(routeName: String, upstream: String?, client: String, gateData: (any Sendable)?) {
+            self.routeName = routeName
+            self.upstream = upstream
+            self.client = client
+            self.gateData = gateData
+        }
+    }
+
+    package init(
+        routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
+        refusal: GateDecision? = nil, client: String = "", gateData: (any Sendable)? = nil
+    ) {
+        self.names = Names(routeName: routeName, upstream: upstream, client: client, gateData: gateData)
+        self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
+        self.routeIndex = routeIndex
+        self.refusalBox = refusal.map(Refusal.init)
+    }
+
+    /// A refusal decided from the head alone: `response` with its verdict in the log line,
+    /// no upstream, no body buffered.
+    package static func refused(
+        route: String, routeIndex: Int?, response: LocalResponse, verdict: String
+    ) -> GateClassification {
+        GateClassification(
+            routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex,
+            refusal: .respond(response, GateLogInfo(verdict: verdict)))
+    }
+}
+
+/// `indirect`: a decision is copied and destroyed several times on its way from the gate
+/// through the completion closures to the connection; boxed, each copy is one retain instead
+/// of one per string and array in the head (−900 instructions per passthrough request,
+/// callgrind, BENCHMARKS.md).
+package indirect enum GateDecision: Sendable {
+    /// Forward with this (rewritten) head: the gate already removed client-sent
+    /// identity headers and added its own.
+    case forward(HTTPRequestHead, GateLogInfo)
+    /// Answer locally and do not contact the upstream.
+    case respond(LocalResponse, GateLogInfo)
+}
+
+/// What the access log records about the gate's verdict.
+package struct GateLogInfo: Sendable {
+    /// `verified`, `skipped`, `missing`, `invalid_signature`, ... (the metrics verdict label).
+    package var verdict: String
+    /// The key ID (base64) when the request named one, or nil. The access log writes it as
+    /// `access_log.key_id` says (`AccessLogKeyIDFormat`).
+    package var keyID: String?
+    /// The rollout arm (`enforce` | `monitor`) on routes with `enforce_percent` < 100.
+    package var arm: String?
+
+    package init(verdict: String, keyID: String? = nil, arm: String? = nil) {
+        self.verdict = verdict
+        self.keyID = keyID
+        self.arm = arm
+    }
+}
+
+/// A complete response produced by the gateway itself.
+package struct LocalResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
+
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// `{"error": code, "message": message}` with `Content-Type: application/json`.
+    package static func jsonError(status: Int, code: String, message: String) -> LocalResponse {
+        let body = "{\"error\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))}"
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "application/json")
+        return LocalResponse(status: status, headers: headers, body: Array(body.utf8))
+    }
+}

@@ -1,0 +1,54 @@
+import HTTP1
+import GateContract
+import GatewayIO
+
+/// One request's state on a client connection, from its head to its last response byte.
+/// The connection starts each exchange with one assignment (`RequestExchange()`), so nothing
+/// of a request can leak into the next. Reservations it holds (`bodyReservation`,
+/// `addressReservedBytes`) are given back before it is replaced.
+struct RequestExchange {
+    var head: HTTPRequestHead?
+    var info: HTTPRequestInfo?
+    var classification: GateClassification?
+    /// The body read for the gate (routes that see the body before deciding).
+    var bufferedBody: [UInt8]?
+    /// What the buffered body holds of `server.bodyBudget`: taken before the bytes are
+    /// buffered, returned when the exchange ends (until then the body is kept, in
+    /// `bufferedBody` or the request bytes, for `decide` and a retry).
+    var bodyReservation = BufferedBodyBudget.Reservation()
+    /// Body bytes held of the client address's share (`limits.max_buffered_body_bytes_per_address`).
+    var addressReservedBytes = 0
+    /// The client address's limit key (after `trusted_proxies`).
+    var clientLimitKey: String
+    /// The client address (after `trusted_proxies`), for the access log.
+    var clientAddress: String
+    var logInfo: GateLogInfo?
+    var target: UpstreamTarget?
+    /// How the request body goes upstream, and the response body to the client.
+    var requestEncoding: BodyEncoding = .none
+    var responseEncoding: BodyEncoding = .none
+    /// The response to the client says `Connection: close` (its framing needs it).
+    var responseCloseAfter = false
+    var upstreamKeepAlive = false
+    var responseStatus = 0
+    /// The request ID, trace context and user agent (set with the head; a response without a
+    /// parsed head gets a generated ID, `ProxyConnection.correlation`).
+    var correlation: RequestCorrelation?
+    /// Request body bytes received from the client (after de-chunking).
+    var bodyBytesIn: UInt64 = 0
+    /// The client channel's `queuedBytes` when the exchange began (bytes out = the difference).
+    var queuedBytesAtStart: UInt64
+    /// Monotonic ns of the head's arrival and of the upstream lease (0: not yet).
+    var requestStart: UInt64 = 0
+    var upstreamStart: UInt64 = 0
+
+    /// Starts as the connection's peer; a request from a trusted proxy narrows it to the client.
+    init(clientLimitKey: String, clientAddress: String, queuedBytesAtStart: UInt64 = 0) {
+        self.clientLimitKey = clientLimitKey
+        self.clientAddress = clientAddress
+        self.queuedBytesAtStart = queuedBytesAtStart
+    }
+}
+
+@available(*, unavailable)
+extension RequestExchange: Sendable {}

@@ -1,0 +1,146 @@
+import Foundation
+import Synchronization
+package import RedisClient
+
+/// `AttestStore` in process memory: for tests and a single development node
+/// (`store: memory`). Same semantics as `RedisStore`: challenges expire after their TTL
+/// and are consumed once, `attested_at` keeps whole seconds, the counter advance is one
+/// atomic compare-and-set. Thread-safe (one `Mutex`, never held across a callback).
+/// Completions run at once, on the caller's thread, exactly once each: there is no I/O to
+/// wait for, so a request verified on an event loop stays on it.
+package final class MemoryStore: AttestStore {
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    let state = Mutex(State())
+
+    struct State {
+        var challenges: [String: ContinuousClock.Instant] = [:]
+        var keys: [String: KeyRecord] = [:]
+        /// The `seen` field of each key record (counter windows), as `RedisStore` keeps it.
+        var seen: [String: [UInt8]] = [:]
+        var putsSincePurge = 0
+        var secrets: [String: [UInt8]] = [:]
+        /// Debug tokens: digest → record, and name → digest.
+        var debugTokens: [String: DebugTokenRecord] = [:]
+        var debugTokenNames: [String: String] = [:]
+    }
+
+    /// Expired challenges are purged every this many puts (and ignored when consumed).
+    private static let purgeInterval = 1024
+
+    /// - Parameter clock: injectable for tests of challenge expiry.
+    package init(clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.clock = clock
+    }
+
+    private func complete<T: Sendable>(_ completion: @escaping @Sendable (Result<T, StoreError>) -> Void, _ value: T) {
+        completion(.success(value))
+    }
+
+    package func putChallenge(
+        _ challenge: String,
+        ttlSeconds: Int,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        let now = self.clock()
+        let expiry = now + .seconds(max(1, ttlSeconds))
+        let stored = self.state.withLock { state -> Bool in
+            state.putsSincePurge += 1
+            if state.putsSincePurge >= Self.purgeInterval {
+                state.putsSincePurge = 0
+                state.challenges = state.challenges.filter { $0.value > now }
+            }
+            if let existing = state.challenges[challenge], existing > now { return false }
+            state.challenges[challenge] = expiry
+            return true
+        }
+        self.complete(completion, stored)
+    }
+
+    package func sharedSecret(
+        name: String,
+        proposed: [UInt8],
+        completion: @escaping @Sendable (Result<[UInt8], StoreError>) -> Void
+    ) {
+        let secret = self.state.withLock { state -> [UInt8] in
+            if let stored = state.secrets[name] { return stored }
+            state.secrets[name] = proposed
+            return proposed
+        }
+        self.complete(completion, secret)
+    }
+
+    package func consumeChallenge(
+        _ challenge: String,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        let now = self.clock()
+        let consumed = self.state.withLock { state -> Bool in
+            guard let expiry = state.challenges.removeValue(forKey: challenge) else { return false }
+            return expiry > now
+        }
+        self.complete(completion, consumed)
+    }
+
+    package func createKey(
+        _ record: KeyRecord,
+        completion: @escaping @Sendable (Result<KeyCreation, StoreError>) -> Void
+    ) {
+        var stored = record
+        stored.attestedAt = Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds(record.attestedAt)))
+        let outcome = self.state.withLock { state -> KeyCreation in
+            if state.keys[record.keyID] != nil { return .alreadyExists }
+            state.keys[record.keyID] = stored
+            return .created
+        }
+        self.complete(completion, outcome)
+    }
+
+    package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {
+        let record = self.state.withLock { $0.keys[keyID] }
+        self.complete(completion, record)
+    }
+
+    package func advanceCounter(
+        keyID: String,
+        to newCounter: UInt32,
+        window: Int,
+        completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
+    ) {
+        let outcome = self.state.withLock { state -> CounterAdvance in
+            guard var record = state.keys[keyID] else { return .unknownKey }
+            if record.status == .revoked { return .revoked }
+            guard window > 0 else {
+                if record.counter >= newCounter { return .notIncreasing(stored: record.counter) }
+                record.counter = newCounter
+                state.keys[keyID] = record
+                state.seen[keyID] = nil
+                return .advanced
+            }
+            var counters = CounterWindow(highest: record.counter, seen: state.seen[keyID], size: window)
+            let result = counters.admit(newCounter)
+            switch result {
+            case .refused:
+                return .notIncreasing(stored: record.counter)
+            case .advanced, .acceptedOutOfOrder:
+                record.counter = counters.highest
+                state.keys[keyID] = record
+                state.seen[keyID] = counters.seen
+                return result == .advanced ? .advanced : .acceptedOutOfOrder
+            }
+        }
+        self.complete(completion, outcome)
+    }
+
+    package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
+        let revoked = self.state.withLock { state -> Bool in
+            guard state.keys[keyID] != nil else { return false }
+            state.keys[keyID]?.status = .revoked
+            return true
+        }
+        self.complete(completion, revoked)
+    }
+
+    package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
+        completion(.success(()))
+    }
+}

@@ -1,0 +1,262 @@
+public import AppleClient
+public import GatewayIO
+
+/// Everything `policies.yaml` says, validated. Built by `PolicyLoader`; immutable and
+/// shared by every queue (a reload swaps the whole value).
+public struct GatewayPolicy: Sendable {
+    /// The proxy's listeners (`listen:`): address, TLS, PROXY protocol, in policy order.
+    public var listeners: [ListenerConfiguration]
+    /// Where the proxy listens, e.g. `0.0.0.0:8080` or `[::]:8080` (the listeners' addresses).
+    public var listen: [ListenAddress] { self.listeners.map(\.address) }
+    /// Admin listener for /metrics, /healthz, /readyz (`admin_listen:`); nil = none.
+    public var adminListen: ListenAddress?
+    public var store: StoreConfiguration
+    public var appIDs: [String]
+    public var environment: EnvironmentPolicy
+    public var challengeTTLSeconds: Int
+    /// Extra trust roots (PEM file paths). Development only: logged loudly at start.
+    public var trustRoots: [String]
+    public var limits: GatewayLimits
+    public var upstreams: [String: UpstreamConfiguration]
+    public var endpoints: EndpointPaths
+    /// In order; the first match wins.
+    public var routes: [RoutePolicy]
+    /// The file this policy came from (for log messages).
+    public var sourcePath: String
+    /// `trusted_proxies:` addresses / CIDR networks whose X-Forwarded-For is believed.
+    public var trustedProxies: [String]
+    /// `challenge_key_file:` (resolved path); nil = the key is shared through the store.
+    public var challengeKeyFile: String?
+    /// Redis secrets and key lifecycle (`redis_password_file`/`_env`, `key_idle_ttl`).
+    public var redisOptions: RedisStoreOptions
+    /// Apple's servers (`apple:`); nil = no DeviceCheck, no fraud-risk refresh.
+    public var apple: AppleConfiguration? = nil
+    /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
+    public var identitySignature: IdentitySignatureConfiguration? = nil
+    /// The check-only listener (`authz_listen:`): other gateways ask it whether a request is
+    /// attested (Envoy ext_authz, Traefik/Caddy forward auth, nginx auth_request); nil = none.
+    public var authzListener: ListenerConfiguration? = nil
+    /// `authz_path_prefix:`: Envoy's `http_service.path_prefix`; a check whose target starts
+    /// with it (then `/`) is read as Envoy's, any other as forward auth.
+    public var authzPathPrefix: String = GatewayPolicy.defaultAuthzPathPrefix
+    public static let defaultAuthzPathPrefix = "/ext_authz"
+    /// `readiness:`: what `/readyz` requires.
+    public var readiness = ReadinessPolicy()
+    /// `access_log:`: how the access log writes key IDs.
+    public var accessLog = AccessLogPolicy()
+    /// `strip_client_headers:`: header names and `Prefix-*` patterns added to the built-in list
+    /// of headers other proxies set to name the client (`ClientTrustHeaders`); client copies of
+    /// every one are removed before a request goes upstream.
+    public var stripClientHeaders: [String] = []
+
+    public init(
+        listen: [ListenAddress],
+        adminListen: ListenAddress? = nil,
+        store: StoreConfiguration = .memory,
+        appIDs: [String] = [],
+        environment: EnvironmentPolicy = .production,
+        challengeTTLSeconds: Int = 300,
+        trustRoots: [String] = [],
+        limits: GatewayLimits = GatewayLimits(),
+        upstreams: [String: UpstreamConfiguration],
+        endpoints: EndpointPaths = EndpointPaths(),
+        routes: [RoutePolicy],
+        sourcePath: String = "<memory>",
+        trustedProxies: [String] = [],
+        challengeKeyFile: String? = nil,
+        redisOptions: RedisStoreOptions = RedisStoreOptions()
+    ) {
+        self.redisOptions = redisOptions
+        self.listeners = listen.map { ListenerConfiguration(address: $0) }
+        self.adminListen = adminListen
+        self.store = store
+        self.appIDs = appIDs
+        self.environment = environment
+        self.challengeTTLSeconds = challengeTTLSeconds
+        self.trustRoots = trustRoots
+        self.limits = limits
+        self.upstreams = upstreams
+        self.endpoints = endpoints
+        self.routes = routes
+        self.sourcePath = sourcePath
+        self.trustedProxies = trustedProxies
+        self.challengeKeyFile = challengeKeyFile
+    }
+
+    /// Header names no client may send: each carries a verified client certificate subject on
+    /// some listener (`tls.client_subject_header`), plus the default name, so that an upstream
+    /// reading it is never fooled by a copy sent over a plain listener or without mTLS. Every
+    /// listener strips these from client requests, like the identity headers.
+    public var clientSubjectHeaderNames: [String] {
+        var names = [ListenerTLSConfiguration.defaultClientSubjectHeader]
+        for listener in self.listeners {
+            guard let name = listener.tls?.clientSubjectHeader else { continue }
+            if !names.contains(where: { $0.lowercased() == name.lowercased() }) { names.append(name) }
+        }
+        return names
+    }
+}
+
+/// `host:port`; host is an IPv4 or IPv6 literal (`[::1]:8080`) or `localhost`.
+public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: UInt16
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+    public var description: String {
+        self.host.contains(":") ? "[\(self.host)]:\(self.port)" : "\(self.host):\(self.port)"
+    }
+}
+
+public enum StoreConfiguration: Sendable, Hashable {
+    /// `redis://[:password@]host:port/db` or `unix:///path`.
+    case redis(url: String)
+    /// In-process store: a single development node only.
+    case memory
+}
+
+public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
+    case production, development, any
+}
+
+public struct EndpointPaths: Sendable, Hashable {
+    public var challenge: String
+    public var attest: String
+    /// The route discovery document (`GET`, unauthenticated): `PolicyDocumentEndpoint`.
+    public var policy: String
+    /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
+    public var deviceCheck: String = "/app-attest/devicecheck"
+    public init(
+        challenge: String = "/app-attest/challenge",
+        attest: String = "/app-attest/attest",
+        policy: String = "/app-attest/policy"
+    ) {
+        self.challenge = challenge
+        self.attest = attest
+        self.policy = policy
+    }
+}
+
+public struct UpstreamConfiguration: Sendable, Hashable {
+    public var name: String
+    /// From `url:`; also the default TLS server name.
+    public var host: String
+    public var port: UInt16
+    /// `https://` upstreams: SNI, verification, client certificate; nil = plain HTTP.
+    public var tls: UpstreamTLSConfiguration?
+    /// Keep-alive pool size per gateway process.
+    public var maxConnections: Int
+    public var connectTimeout: Duration
+    /// Time allowed for the upstream to send its response head.
+    public var responseTimeout: Duration
+
+    public init(
+        name: String,
+        host: String,
+        port: UInt16,
+        maxConnections: Int = 64,
+        connectTimeout: Duration = .seconds(5),
+        responseTimeout: Duration = .seconds(60)
+    ) {
+        self.name = name
+        self.host = host
+        self.port = port
+        self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
+        self.responseTimeout = responseTimeout
+    }
+}
+
+public struct RoutePolicy: Sendable, Hashable {
+    public enum Mode: String, Sendable, Hashable, CaseIterable { case enforce, monitor, off }
+    public enum Challenge: String, Sendable, Hashable, CaseIterable { case required, none }
+    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body }
+    public enum StoreErrorAction: String, Sendable, Hashable, CaseIterable { case deny, allow }
+
+    public struct Match: Sendable, Hashable {
+        public var pathPrefix: String?
+        public var path: String?
+        /// nil = every method.
+        public var methods: [String]?
+        public init(pathPrefix: String? = nil, path: String? = nil, methods: [String]? = nil) {
+            self.pathPrefix = pathPrefix
+            self.path = path
+            self.methods = methods
+        }
+    }
+
+    /// A name for logs and metrics: `name:` or "route<index>".
+    public var name: String
+    public var match: Match
+    public var upstream: String
+    public var mode: Mode
+    public var challenge: Challenge
+    public var binding: Binding
+    /// For `binding: body` with a challenge: the JSON string field holding it.
+    public var challengeField: String
+    /// Cap on a buffered body (binding body/request); beyond it 413.
+    public var maxBodyBytes: Int
+    public var onStoreError: StoreErrorAction
+    /// `case_sensitive: true`: the path compares byte for byte (the upstream distinguishes case).
+    public var caseSensitive: Bool
+    /// `allow_encoded_slashes: true`: `%2F` / `%5C` in the path are data (see `RoutePath`).
+    public var allowEncodedSlashes: Bool
+    /// Which builds of the app are admitted (`app_validation:`, the route's own or the
+    /// top-level one); nil = no launch validation rule.
+    public var appValidation: AppValidationPolicy?
+    /// Out-of-order counter window N (`counter_window:`, the route's own or the top-level
+    /// one); 0 = strict (Apple's rule). See `CounterWindow`.
+    public var counterWindow: Int = 0
+    /// Gradual rollout on an enforce route: the percentage of clients enforced; the others
+    /// are monitored (`RolloutArm`). 100 = every client.
+    public var enforcePercent: Int = 100
+    /// Accept `X-App-Attest-Debug-Token` instead of an assertion (simulators, CI).
+    public var allowDebugTokens: Bool = false
+    /// `fallback: devicecheck`: accept a gateway DeviceCheck token (`X-App-Attest-Token`)
+    /// from devices without App Attest, instead of an assertion. `none` by default.
+    public var fallback: Fallback = .none
+    /// `allow_method_overrides: true`: a request whose method override (`MethodOverrides`)
+    /// reaches another route is judged under the strictest route its methods reach, instead of
+    /// refused with 400 `method_override_refused`.
+    public var allowMethodOverrides: Bool = false
+
+    /// What a route accepts from a device where App Attest is unsupported.
+    public enum Fallback: String, Sendable, Hashable, CaseIterable {
+        case none
+        case deviceCheck = "devicecheck"
+    }
+    /// `max_risk_metric` and `action` (issue 13); nil = no fraud-risk rule.
+    public var riskMetric: RiskMetricRule?
+
+    /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
+    /// store's script on every request).
+    public static let maximumCounterWindow = 1024
+
+    public init(
+        name: String,
+        match: Match,
+        upstream: String,
+        mode: Mode = .off,
+        challenge: Challenge = .none,
+        binding: Binding = .request,
+        challengeField: String = "challenge",
+        maxBodyBytes: Int = 1_048_576,
+        onStoreError: StoreErrorAction = .deny,
+        caseSensitive: Bool = false,
+        allowEncodedSlashes: Bool = false
+    ) {
+        self.name = name
+        self.match = match
+        self.upstream = upstream
+        self.mode = mode
+        self.challenge = challenge
+        self.binding = binding
+        self.challengeField = challengeField
+        self.maxBodyBytes = maxBodyBytes
+        self.onStoreError = onStoreError
+        self.caseSensitive = caseSensitive
+        self.allowEncodedSlashes = allowEncodedSlashes
+    }
+}
