@@ -129,7 +129,7 @@ let package = Package(
             // the reference request-head writer, PassthroughGate, parser probes, array forms.
             // Not linked into the gateway.
             name: "GatewayTesting",
-            dependencies: ["GateContract", "HTTPProxy", "PolicyModel", "HTTP1"],
+            dependencies: ["GateContract", "GatewayIO", "HTTPProxy", "PolicyModel", "HTTP1"],
             swiftSettings: swiftSettings
         ),
 

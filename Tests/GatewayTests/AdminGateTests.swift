@@ -6,6 +6,7 @@ import Testing
 @testable import GatewayServe
 @testable import KeyStore
 @testable import RedisClient
+@testable import GateContract
 
 @Suite struct AdminGateTests {
     final class State: Sendable {

@@ -5,6 +5,7 @@ import Testing
 @testable import GatewayServe
 @testable import KeyStore
 @testable import RedisClient
+@testable import PolicyModel
 
 
 /// `serve`'s Apple services across builds and reloads (`EnforcementGateFactory`): the sweeper

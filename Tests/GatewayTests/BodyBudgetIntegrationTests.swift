@@ -4,6 +4,7 @@ import Testing
 
 @testable import HTTP1
 @testable import GatewayIO
+@testable import HTTPProxy
 
 /// The process-wide buffered-body budget and HEAD answers, on loopback: a real upstream
 /// (`scripts/upstream.py`), the server in-process, blocking clients. Budgets are tiny so that

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Enforcement
+@testable import AppleClient
 
 
 /// The DeviceCheck fallback and the admin DeviceCheck API through the built binary (`serve`),

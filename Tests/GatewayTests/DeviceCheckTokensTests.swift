@@ -3,6 +3,7 @@ import Testing
 import Verification
 @testable import Enforcement
 @testable import GatewayIO
+@testable import AppleClient
 
 
 /// The gateway DeviceCheck token (`DeviceCheckTokens`): what it accepts and every way it refuses.

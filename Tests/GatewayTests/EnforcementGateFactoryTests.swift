@@ -8,6 +8,8 @@ import Verification
 @testable import GatewayIO
 @testable import GatewayServe
 @testable import PolicyModel
+@testable import GateContract
+@testable import RedisClient
 
 @Suite struct EnforcementGateFactoryTests {
     static func policy(store: StoreConfiguration = .memory, trustRoots: [String] = []) -> GatewayPolicy {

@@ -4,6 +4,7 @@ import Testing
 @testable import HTTP1
 @testable import Enforcement
 @testable import PolicyModel
+@testable import GateContract
 
 /// `GET /app-attest/policy`: the route discovery document (schema version 1), its caching
 /// headers and conditional answers, and the `endpoints.policy` setting.

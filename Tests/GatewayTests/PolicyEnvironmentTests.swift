@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PolicyModel
+@testable import GatewayIO
 
 
 @Suite struct PolicyEnvironmentTests {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import HTTP1
 @testable import PolicyModel
+@testable import GatewayIO
 
 /// Each kind of bad policy names the right code, line, column and field.
 @Suite struct PolicyErrorTests {

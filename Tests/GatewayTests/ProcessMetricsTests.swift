@@ -4,6 +4,7 @@ import Testing
 @testable import HTTP1
 @testable import GatewayIO
 @testable import GatewayServe
+@testable import GateContract
 
 /// `process_*`, `attest_gateway_build_info`, reload metrics and `/config`: parsing without the
 /// kernel, then one scrape of this very process.

@@ -2,6 +2,7 @@ import Foundation
 import HTTP1
 import Testing
 @testable import HTTPProxy
+@testable import GateContract
 
 
 @Suite struct ProxyErrorTests {

@@ -4,6 +4,7 @@ import Testing
 @testable import HTTP1
 @testable import HTTPProxy
 @testable import PolicyModel
+@testable import GateContract
 
 @Suite struct ProxyFramingTests {
     private func request(_ method: String, _ headers: [(String, String)]) -> HTTPRequestHead {

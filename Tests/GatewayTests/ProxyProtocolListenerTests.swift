@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import GatewayTesting
 @testable import GatewayIO
 @testable import HTTPProxy
 

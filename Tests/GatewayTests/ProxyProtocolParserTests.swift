@@ -1,4 +1,5 @@
 import Testing
+import GatewayTesting
 @testable import GatewayIO
 
 

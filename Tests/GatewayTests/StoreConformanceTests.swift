@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import HTTP1
+@testable import KeyStore
 
 /// One behaviour, two stores: every test runs against `MemoryStore` and against
 /// `RedisStore` on a real redis-server (loopback, its own process per test).

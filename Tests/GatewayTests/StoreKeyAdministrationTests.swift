@@ -4,6 +4,7 @@ import Testing
 @testable import HTTP1
 @testable import KeyStore
 @testable import RedisClient
+@testable import PolicyModel
 
 /// What `keys show` / `keys revoke` rely on.
 @Suite struct StoreKeyAdministrationTests {

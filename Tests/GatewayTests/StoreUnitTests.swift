@@ -133,17 +133,17 @@ import Testing
 
     @Test func serverErrorsThatMeanUnavailableAreNotProtocolErrors() {
         #expect(
-            RedisStore.serverError(.error("LOADING Redis is loading the dataset in memory"), command: "GET")?.kind
+            RedisReplies.serverError(.error("LOADING Redis is loading the dataset in memory"), command: "GET")?.kind
                 == .unavailable
         )
         #expect(
-            RedisStore.serverError(.error("READONLY You can't write against a read only replica."), command: "SET")?
+            RedisReplies.serverError(.error("READONLY You can't write against a read only replica."), command: "SET")?
                 .kind == .unavailable
         )
         #expect(
-            RedisStore.serverError(.error("ERR unknown command 'GETDEL'"), command: "GETDEL")?.kind == .protocolError
+            RedisReplies.serverError(.error("ERR unknown command 'GETDEL'"), command: "GETDEL")?.kind == .protocolError
         )
-        #expect(RedisStore.serverError(.status("OK"), command: "SET") == nil)
+        #expect(RedisReplies.serverError(.status("OK"), command: "SET") == nil)
         #expect(RedisReply.error("NOSCRIPT No matching script").errorCode == "NOSCRIPT")
     }
 

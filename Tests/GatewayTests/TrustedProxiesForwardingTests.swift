@@ -4,6 +4,7 @@ import Testing
 
 @testable import HTTP1
 @testable import PolicyModel
+@testable import HTTPProxy
 
 /// `trusted_proxies` on a plain listener, on loopback (the peer is 127.0.0.1): what the
 /// upstream receives in X-Forwarded-For, -Proto, -Host and Forwarded, and which client the

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import RedisClient
+@testable import GatewayIO
 
 
 /// A real Redis Cluster for tests: `primaries` `redis-server` processes with

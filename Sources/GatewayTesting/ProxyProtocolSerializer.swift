@@ -1,16 +1,10 @@
-@testable import GatewayIO
-
-#if PROXY_PROTOCOL_FUZZ_HARNESS
-    // Built into the fuzz target as one module with the parser (Fuzz/proxy-protocol/run.sh).
-#else
-    @testable import Gateway
-#endif
+package import GatewayIO
 
 /// Writes PROXY protocol headers the way senders (haproxy, AWS NLB) do, so tests and the fuzz
 /// target can check that a parsed header written again parses to the same header.
-enum ProxyProtocolSerializer {
+package enum ProxyProtocolSerializer {
     /// v1: `PROXY TCP4 src dst sport dport\r\n`, or `PROXY UNKNOWN\r\n` for `socketPeer`.
-    static func v1(_ addresses: ProxyProtocolHeader.Addresses) -> [UInt8] {
+    package static func v1(_ addresses: ProxyProtocolHeader.Addresses) -> [UInt8] {
         switch addresses {
         case .socketPeer:
             return Array("PROXY UNKNOWN\r\n".utf8)
@@ -23,7 +17,7 @@ enum ProxyProtocolSerializer {
 
     /// v2 with the PROXY command (LOCAL for `socketPeer`), then `tlvs` (type, value) after
     /// the addresses.
-    static func v2(_ addresses: ProxyProtocolHeader.Addresses, tlvs: [(UInt8, [UInt8])] = []) -> [UInt8] {
+    package static func v2(_ addresses: ProxyProtocolHeader.Addresses, tlvs: [(UInt8, [UInt8])] = []) -> [UInt8] {
         var block: [UInt8] = []
         let versionCommand: UInt8
         let family: UInt8
@@ -56,7 +50,7 @@ enum ProxyProtocolSerializer {
     }
 
     /// The header as its own version writes it.
-    static func serialize(_ header: ProxyProtocolHeader) -> [UInt8] {
+    package static func serialize(_ header: ProxyProtocolHeader) -> [UInt8] {
         header.version == .v1 ? Self.v1(header.addresses) : Self.v2(header.addresses)
     }
 }
