@@ -66,7 +66,7 @@ printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n
 openssl x509 -req -in "$WORK/leaf.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial -days 2 \
     -sha256 -extfile "$WORK/leaf.ext" -out "$WORK/cert.pem" 2>/dev/null
 
-# The gateway's TLS settings (Sources/Gateway/Transport/TLS/TLSCipherPolicy.swift), for nginx.
+# The gateway's TLS settings (Sources/GatewayIO/Transport/TLS/TLSCipherPolicy.swift), for nginx.
 TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
