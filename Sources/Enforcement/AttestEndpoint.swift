@@ -107,11 +107,11 @@ final class AttestEndpoint: Sendable {
             headers.add(name: "Content-Type", value: "application/json")
             let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
             return .respond(
-                response, GateLogInfo(verdict: AttestVerdict.verified.rawValue, keyID: keyID))
+                response, GateLogInfo(verdict: AttestVerdict.verified, keyID: keyID))
         case .failure(let error):
             self.metrics.attestation(result: error.code.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
-            return .respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
+            return .respond(error.response, GateLogInfo(verdict: error.verdict))
         }
     }
 

@@ -332,7 +332,7 @@ package final class AttestGate: RequestGate {
             }
         }
         return .refused(
-            route: route, routeIndex: routeIndex, response: error.response, verdict: error.verdict.rawValue)
+            route: route, routeIndex: routeIndex, response: error.response, verdict: error.verdict)
     }
 
     /// Dispatches on what `classify` found: the route by its index, else the endpoint by its
@@ -394,7 +394,7 @@ package final class AttestGate: RequestGate {
         case .off:
             self.metrics.requestDecided(routeIndex: index, route: self.routes.routes[index].name, verdict: .skipped)
             let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
-            completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+            completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped)))
         case .enforce, .monitor:
             self.protectedRequests.verify(
                 head, body: body ?? [], route: self.routes.routes[index], client: classification.client,
@@ -412,7 +412,7 @@ package final class AttestGate: RequestGate {
         switch label {
         case RouteLabel.policy:
             self.metrics.requestDecided(route: RouteLabel.policy, verdict: .skipped)
-            let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
+            let info = GateLogInfo(verdict: AttestVerdict.skipped)
             completion(.respond(self.policyDocument.response(to: head), info))
         case RouteLabel.challenge:
             self.challengeEndpoint.respond(to: head, completion: completion)
@@ -423,7 +423,7 @@ package final class AttestGate: RequestGate {
         default:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")
-            completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+            completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped)))
         }
     }
 }

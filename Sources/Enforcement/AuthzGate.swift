@@ -90,7 +90,7 @@ package final class AuthzGate: RequestGate {
         self.metrics.decided(dialect: dialect, allowed: false)
         return .refused(
             route: route, routeIndex: routeIndex, response: AuthzAnswer.deny(error.response),
-            verdict: error.verdict.rawValue)
+            verdict: error.verdict)
     }
 
     package func decide(

@@ -41,11 +41,11 @@ struct ChallengeEndpoint: Sendable {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Cache-Control", value: "no-store")
         let response = LocalResponse(status: 200, headers: headers, body: Array(body.utf8))
-        completion(.respond(response, GateLogInfo(verdict: AttestVerdict.skipped.rawValue)))
+        completion(.respond(response, GateLogInfo(verdict: AttestVerdict.skipped)))
     }
 
     private func refuse(_ error: EnforcementError) -> GateDecision {
         self.metrics.requestDecided(route: AttestGate.RouteLabel.challenge, verdict: error.verdict)
-        return .respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
+        return .respond(error.response, GateLogInfo(verdict: error.verdict))
     }
 }

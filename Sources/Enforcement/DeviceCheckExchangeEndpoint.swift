@@ -75,7 +75,7 @@ struct DeviceCheckExchangeEndpoint: Sendable {
                 headers.add(name: "Content-Type", value: "application/json")
                 headers.add(name: "Cache-Control", value: "no-store")
                 let response = LocalResponse(status: 200, headers: headers, body: Array(body.utf8))
-                completion(.respond(response, GateLogInfo(verdict: AttestVerdict.deviceCheck.rawValue)))
+                completion(.respond(response, GateLogInfo(verdict: AttestVerdict.deviceCheck)))
             case .failure(let error):
                 completion(self.refuse(error))
             }
@@ -150,6 +150,6 @@ struct DeviceCheckExchangeEndpoint: Sendable {
     private func refuse(_ error: EnforcementError) -> GateDecision {
         self.metrics.deviceCheckDecided(stage: .exchange, result: error.code.rawValue)
         self.metrics.requestDecided(route: AttestGate.RouteLabel.deviceCheck, verdict: error.verdict)
-        return .respond(error.response, GateLogInfo(verdict: error.verdict.rawValue))
+        return .respond(error.response, GateLogInfo(verdict: error.verdict))
     }
 }

@@ -35,12 +35,12 @@ enum ProtectedRequestOutcome: Sendable {
             return .forward(
                 IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
                 GateLogInfo(
-                    verdict: self.verdict.rawValue, keyID: identity.keyID, arm: arm?.rawValue)
+                    verdict: self.verdict, keyID: identity.keyID, arm: arm)
             )
         case .debug(let name):
             var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
             forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)
-            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict, arm: arm))
         case .deviceCheck(let claims):
             // App ID and environment as the token says; no key ID or counter: the upstream
             // sees `devicecheck` and knows the assurance is a genuine device, not an attested
@@ -48,9 +48,9 @@ enum ProtectedRequestOutcome: Sendable {
             var forwarded = IdentityHeaders.forwarded(head, status: .deviceCheck, arm: arm)
             forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
             forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment.rawValue)
-            return .forward(forwarded, GateLogInfo(verdict: self.verdict.rawValue, arm: arm?.rawValue))
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict, arm: arm))
         case .failed(let error, let keyID):
-            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
+            let info = GateLogInfo(verdict: self.verdict, keyID: keyID, arm: arm)
             // A body over the cap is refused in every mode: the cap bounds memory.
             if route.mode == .monitor && error.code != .bodyTooLarge {
                 return .forward(
@@ -58,7 +58,7 @@ enum ProtectedRequestOutcome: Sendable {
             }
             return .respond(error.response, info)
         case .storeFailed(_, _, let keyID):
-            let info = GateLogInfo(verdict: self.verdict.rawValue, keyID: keyID, arm: arm?.rawValue)
+            let info = GateLogInfo(verdict: self.verdict, keyID: keyID, arm: arm)
             if route.onStoreError == .allow || route.mode == .monitor {
                 return .forward(
                     IdentityHeaders.forwarded(

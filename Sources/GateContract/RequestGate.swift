@@ -83,7 +83,7 @@ package struct GateClassification: Sendable {
     /// A refusal decided from the head alone: `response` with its verdict in the log line,
     /// no upstream, no body buffered.
     package static func refused(
-        route: String, routeIndex: Int?, response: LocalResponse, verdict: String
+        route: String, routeIndex: Int?, response: LocalResponse, verdict: AttestVerdict
     ) -> GateClassification {
         GateClassification(
             routeName: route, upstream: nil, bufferBodyUpTo: nil, routeIndex: routeIndex,
@@ -105,15 +105,15 @@ package indirect enum GateDecision: Sendable {
 
 /// What the access log records about the gate's verdict.
 package struct GateLogInfo: Sendable {
-    /// `verified`, `skipped`, `missing`, `invalid_signature`, ... (the metrics verdict label).
-    package var verdict: String
+    /// The metrics and access-log verdict label.
+    package var verdict: AttestVerdict
     /// The key ID (base64) when the request named one, or nil. The access log writes it as
     /// `access_log.key_id` says (`AccessLogKeyIDFormat`).
     package var keyID: String?
-    /// The rollout arm (`enforce` | `monitor`) on routes with `enforce_percent` < 100.
-    package var arm: String?
+    /// The rollout arm on routes with `enforce_percent` < 100.
+    package var arm: RolloutArm?
 
-    package init(verdict: String, keyID: String? = nil, arm: String? = nil) {
+    package init(verdict: AttestVerdict, keyID: String? = nil, arm: RolloutArm? = nil) {
         self.verdict = verdict
         self.keyID = keyID
         self.arm = arm

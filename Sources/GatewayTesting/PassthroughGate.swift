@@ -38,7 +38,7 @@ package struct PassthroughGate: RequestGate {
                     .jsonError(
                         status: 404, code: "no_route",
                         message: "no route matches \(head.answeredMethod) \(head.path)"),
-                    GateLogInfo(verdict: "no_route")))
+                    GateLogInfo(verdict: .noRoute)))
             return
         }
         var forwarded = head
@@ -46,6 +46,6 @@ package struct PassthroughGate: RequestGate {
             IdentityHeaders.strip(&forwarded.headers)
         }
         forwarded.headers.add(name: "X-App-Attest-Status", value: "skipped")
-        completion(.forward(forwarded, GateLogInfo(verdict: "skipped")))
+        completion(.forward(forwarded, GateLogInfo(verdict: .skipped)))
     }
 }

@@ -43,9 +43,9 @@ struct ExchangeRecorder {
         self.loopContext.logBuffer.append(
             AccessLogBuffer.Entry(
                 method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
-                status: exchange.responseStatus, verdict: exchange.logInfo?.verdict ?? "-",
+                status: exchange.responseStatus, verdict: exchange.logInfo?.verdict.rawValue ?? "-",
                 keyID: keyIDFormat.render(exchange.logInfo?.keyID), upstreamNanoseconds: upstreamTime,
-                totalNanoseconds: total, arm: exchange.logInfo?.arm, client: exchange.clientAddress,
+                totalNanoseconds: total, arm: exchange.logInfo?.arm?.rawValue, client: exchange.clientAddress,
                 requestID: exchange.correlation?.requestID, traceparent: exchange.correlation?.traceparent,
                 userAgent: exchange.correlation?.userAgent, bytesIn: exchange.bodyBytesIn, bytesOut: bytesOut,
                 upstreamAddress: upstreamTime == nil ? nil : exchange.target?.addressText, tlsVersion: tlsVersion))

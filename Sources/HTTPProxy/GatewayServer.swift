@@ -27,6 +27,8 @@ package final class GatewayServer: Sendable {
     /// Open connections per peer address (`limits.max_connections_per_address`).
     package let addressConnections = AddressLedger()
     private let state: Mutex<ServerState>
+    /// What connections read from the policy: replaced whole by `install`.
+    let serving: ServingSnapshotCell
     private let isDrainingFlag = Atomic<Bool>(false)
     private let shutdownState = Mutex<ShutdownState>(.running)
 
@@ -42,12 +44,6 @@ package final class GatewayServer: Sendable {
     struct ServerState {
         var listeners: [Listener] = []
         var contexts: [String: ListenerContext] = [:]
-        var upstreams: UpstreamTable
-        var limits: GatewayLimits
-        var trustedProxies = TrustedProxies([])
-        var clientSubjectHeaders = ClientSubjectHeaders([ListenerTLSConfiguration.defaultClientSubjectHeader])
-        var clientTrustHeaders = ClientTrustHeaders()
-        var accessLogKeyID = AccessLogKeyIDFormat.prefix
     }
 
     /// - Parameters:
@@ -65,7 +61,8 @@ package final class GatewayServer: Sendable {
         self.bodyBudget = BufferedBodyBudget(limit: limits.maxBufferedBodyBytes, gauge: self.metrics.bufferedBodyBytes)
         self.accessLog = accessLog
         if let accessLog { accessLog.exportDroppedLines(through: metrics) }
-        self.state = Mutex(ServerState(upstreams: UpstreamTable(targets: [:]), limits: limits))
+        self.state = Mutex(ServerState())
+        self.serving = ServingSnapshotCell(ServingSnapshot(limits: limits))
         var contexts: [LoopContext] = []
         for loop in self.group.loops {
             contexts.append(LoopContext(loop: loop, metrics: self.metrics, accessLog: accessLog))
@@ -84,81 +81,46 @@ package final class GatewayServer: Sendable {
 
     package var openConnections: Int { Int(self.activeConnections.load()) }
 
-    /// Replaces the upstream table (resolving names: call off the loops) and the limits.
-    /// Targets whose configuration is unchanged keep their warm pools.
-    /// Throws `IOError` (a name does not resolve) or `TLSConfigurationError` (an `https://`
-    /// upstream's CA file or client certificate); either leaves the running upstreams alone.
-    package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws {
-        let previous = self.state.withLock { $0.upstreams }
+    /// Start and reload: resolves the upstreams (names, `https://` contexts: call off the
+    /// loops), then swaps the whole snapshot at once. Gates are replaced for the listener names
+    /// `configuration` gives; a listener it does not name keeps its gate. Targets whose
+    /// configuration is unchanged keep their warm pools. Throws `IOError` (a name does not
+    /// resolve) or `TLSConfigurationError` (an upstream's CA file or client certificate);
+    /// either leaves everything running as it was.
+    package func install(_ configuration: ServingConfiguration) throws {
         let (table, retired) = try UpstreamTable.make(
-            upstreams: upstreams, loops: self.group.loops, previous: previous, metrics: self.metrics,
-            bufferSweeps: self.loopContexts.map(\.tlsBufferSweep))
-        self.state.withLock { state in
-            state.upstreams = table
-            if let limits {
-                state.limits = limits
-                self.bodyBudget.setLimit(limits.maxBufferedBodyBytes)
-            }
-            for context in state.contexts.values {
-                context.replace(upstreams: table, limits: state.limits)
-            }
+            upstreams: configuration.upstreams, loops: self.group.loops, previous: self.serving.current.upstreams,
+            metrics: self.metrics, bufferSweeps: self.loopContexts.map(\.tlsBufferSweep))
+        self.serving.swap { snapshot in
+            snapshot.gates.merge(configuration.gates) { _, new in new }
+            snapshot.upstreams = table
+            snapshot.limits = configuration.limits
+            snapshot.trustedProxies = configuration.trustedProxies
+            snapshot.clientSubjectHeaders = configuration.clientSubjectHeaders
+            snapshot.clientTrustHeaders = configuration.clientTrustHeaders
+            snapshot.accessLogKeyID = configuration.accessLogKeyID
         }
+        self.bodyBudget.setLimit(configuration.limits.maxBufferedBodyBytes)
         for target in retired { target.retire() }
     }
 
-    /// The running upstream table (what `update(upstreams:)` last installed).
-    package var upstreamTable: UpstreamTable { self.state.withLock { $0.upstreams } }
-
-    /// Replaces the peers whose X-Forwarded-For names the client (`trusted_proxies`).
-    package func update(trustedProxies: TrustedProxies) {
-        self.state.withLock { state in
-            state.trustedProxies = trustedProxies
-            for context in state.contexts.values { context.replace(trustedProxies: trustedProxies) }
-        }
+    /// Replaces the upstream table and, when given, the limits (tests and benchmarks that
+    /// build a server without a policy); the rest of the snapshot stays.
+    package func update(upstreams: [String: UpstreamConfiguration], limits: GatewayLimits? = nil) throws {
+        let current = self.serving.current
+        var configuration = ServingConfiguration(snapshot: current)
+        configuration.upstreams = upstreams
+        if let limits { configuration.limits = limits }
+        configuration.gates = [:]
+        try self.install(configuration)
     }
 
-    /// Replaces the header names no client may send (`GatewayPolicy.clientSubjectHeaderNames`).
-    package func update(clientSubjectHeaders: ClientSubjectHeaders) {
-        self.state.withLock { state in
-            state.clientSubjectHeaders = clientSubjectHeaders
-            for context in state.contexts.values { context.replace(clientSubjectHeaders: clientSubjectHeaders) }
-        }
-    }
+    /// The running upstream table (what `install` last put in the snapshot).
+    package var upstreamTable: UpstreamTable { self.serving.current.upstreams }
 
-    /// Replaces the headers other proxies set to name the client (the built-in list and
-    /// `strip_client_headers`): client copies are removed from upstream requests.
-    package func update(clientTrustHeaders: ClientTrustHeaders) {
-        self.state.withLock { state in
-            state.clientTrustHeaders = clientTrustHeaders
-            for context in state.contexts.values { context.replace(clientTrustHeaders: clientTrustHeaders) }
-        }
-    }
-
-    /// Replaces how access-log lines write key IDs (`access_log.key_id`).
-    package func update(accessLogKeyID: AccessLogKeyIDFormat) {
-        self.state.withLock { state in
-            state.accessLogKeyID = accessLogKeyID
-            for context in state.contexts.values { context.replace(accessLogKeyID: accessLogKeyID) }
-        }
-    }
-
-    /// Swaps the gate of the listener(s) named `listenerName`.
-    package func update(gate: any RequestGate, forListener listenerName: String) {
-        self.state.withLock { state in
-            state.contexts[listenerName]?.replace(gate: gate)
-        }
-    }
-
-    /// Reload: the policy's upstreams and limits, and the new gate for each named listener.
-    package func update(policy: GatewayPolicy, gates: [String: any RequestGate]) throws {
-        // Upstreams first: the only step that can fail (a name, an https upstream's files).
-        try self.update(upstreams: policy.upstreams, limits: policy.limits)
-        self.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
-        self.update(clientTrustHeaders: ClientTrustHeaders(adding: policy.stripClientHeaders))
-        self.update(trustedProxies: TrustedProxies(policy.trustedProxies))
-        for (name, gate) in gates {
-            self.update(gate: gate, forListener: name)
-        }
+    /// Changes one part of the snapshot other than the upstreams (tests, and a listener's gate).
+    package func update(_ change: (inout ServingSnapshot) -> Void) {
+        self.serving.swap(change)
     }
 
     /// Starts listening on `address` with `gate`. Several addresses may share a name (and so a
@@ -178,11 +140,10 @@ package final class GatewayServer: Sendable {
             if let existing = state.contexts[name] {
                 context = existing
             } else {
-                context = ListenerContext(
-                    name: name, gate: gate, upstreams: state.upstreams, limits: state.limits,
-                    checkOnly: checkOnly, trustedProxies: state.trustedProxies,
-                    clientSubjectHeaders: state.clientSubjectHeaders, clientTrustHeaders: state.clientTrustHeaders,
-                    accessLogKeyID: state.accessLogKeyID)
+                self.serving.swap { snapshot in
+                    if snapshot.gates[name] == nil { snapshot.gates[name] = gate }
+                }
+                context = ListenerContext(name: name, checkOnly: checkOnly, cell: self.serving, initialGate: gate)
                 state.contexts[name] = context
             }
             return (context, state.listeners.count % self.group.loops.count)
@@ -405,7 +366,7 @@ package final class GatewayServer: Sendable {
                 group.leave()
             }
         }
-        let upstreams = self.state.withLock { $0.upstreams }
+        let upstreams = self.serving.current.upstreams
         group.notify(queue: .global()) {
             for target in upstreams.targets.values {
                 for pool in target.pools {

@@ -3,19 +3,45 @@ import GateContract
 import GatewayIO
 import PolicyModel
 
-/// What a listener's connections use: its gate, the upstreams and limits, swapped as one
-/// snapshot. Connections re-read it only when `generation` changed.
+/// The server's one `ServingSnapshot` and its generation: `GatewayServer.install` swaps both
+/// under the lock; connections compare the generation (one atomic load) before each request
+/// and re-read the snapshot only when it moved.
+final class ServingSnapshotCell: Sendable {
+    private let box: Mutex<ServingSnapshot>
+    private let generationCounter = AtomicCounter()
+
+    init(_ snapshot: ServingSnapshot) {
+        self.box = Mutex(snapshot)
+    }
+
+    var generation: UInt64 { self.generationCounter.load() }
+
+    var current: ServingSnapshot { self.box.withLock { $0 } }
+
+    /// Replaces the snapshot with what `change` makes of it; returns the one it replaced.
+    @discardableResult
+    func swap(_ change: (inout ServingSnapshot) -> Void) -> ServingSnapshot {
+        self.box.withLock { snapshot in
+            let previous = snapshot
+            change(&snapshot)
+            // Inside the lock: a reader that sees the new generation reads the new snapshot.
+            self.generationCounter.increment()
+            return previous
+        }
+    }
+}
+
+/// What a listener's connections use: its name's gate in the server's snapshot, with the
+/// upstreams, limits and header lists of that same snapshot.
 final class ListenerContext: Sendable {
+    /// One listener's view of a `ServingSnapshot`.
     struct Snapshot: Sendable {
         var gate: any RequestGate
         var upstreams: UpstreamTable
         var limits: GatewayLimits
         var trustedProxies: TrustedProxies
-        /// Header names no client may send, on any listener (`GatewayPolicy.clientSubjectHeaderNames`).
         var clientSubjectHeaders: ClientSubjectHeaders
-        /// The headers other proxies set to name the client (`strip_client_headers` included).
         var clientTrustHeaders: ClientTrustHeaders
-        /// How access-log lines write key IDs (`access_log.key_id`).
         var accessLogKeyID: AccessLogKeyIDFormat
     }
 
@@ -23,63 +49,26 @@ final class ListenerContext: Sendable {
     /// The check-only listener (`authz_listen`): with `trusted_proxies` set, only those peers
     /// may ask (their `X-Forwarded-*` describe the request to check).
     let checkOnly: Bool
-    private let snapshotBox: Mutex<Snapshot>
-    private let generationCounter = AtomicCounter()
+    private let cell: ServingSnapshotCell
+    /// The gate of the first `listen` with this name: used until a snapshot names one.
+    private let initialGate: any RequestGate
 
-    init(
-        name: String, gate: any RequestGate, upstreams: UpstreamTable, limits: GatewayLimits,
-        checkOnly: Bool = false, trustedProxies: TrustedProxies = TrustedProxies([]),
-        clientSubjectHeaders: ClientSubjectHeaders = ClientSubjectHeaders([
-            ListenerTLSConfiguration.defaultClientSubjectHeader
-        ]),
-        clientTrustHeaders: ClientTrustHeaders = ClientTrustHeaders(),
-        accessLogKeyID: AccessLogKeyIDFormat = .prefix
-    ) {
+    init(name: String, checkOnly: Bool, cell: ServingSnapshotCell, initialGate: any RequestGate) {
         self.name = name
         self.checkOnly = checkOnly
-        self.snapshotBox = Mutex(
-            Snapshot(
-                gate: gate, upstreams: upstreams, limits: limits, trustedProxies: trustedProxies,
-                clientSubjectHeaders: clientSubjectHeaders, clientTrustHeaders: clientTrustHeaders,
-                accessLogKeyID: accessLogKeyID))
+        self.cell = cell
+        self.initialGate = initialGate
     }
 
-    func replace(clientSubjectHeaders: ClientSubjectHeaders) {
-        self.snapshotBox.withLock { $0.clientSubjectHeaders = clientSubjectHeaders }
-        self.generationCounter.increment()
+    var generation: UInt64 { self.cell.generation }
+
+    var snapshot: Snapshot {
+        let serving = self.cell.current
+        return Snapshot(
+            gate: serving.gates[self.name] ?? self.initialGate, upstreams: serving.upstreams, limits: serving.limits,
+            trustedProxies: serving.trustedProxies, clientSubjectHeaders: serving.clientSubjectHeaders,
+            clientTrustHeaders: serving.clientTrustHeaders, accessLogKeyID: serving.accessLogKeyID)
     }
 
-    func replace(clientTrustHeaders: ClientTrustHeaders) {
-        self.snapshotBox.withLock { $0.clientTrustHeaders = clientTrustHeaders }
-        self.generationCounter.increment()
-    }
-
-    func replace(accessLogKeyID: AccessLogKeyIDFormat) {
-        self.snapshotBox.withLock { $0.accessLogKeyID = accessLogKeyID }
-        self.generationCounter.increment()
-    }
-
-    func replace(trustedProxies: TrustedProxies) {
-        self.snapshotBox.withLock { $0.trustedProxies = trustedProxies }
-        self.generationCounter.increment()
-    }
-
-    var generation: UInt64 { self.generationCounter.load() }
-
-    var snapshot: Snapshot { self.snapshotBox.withLock { $0 } }
-
-    var limitsSnapshot: GatewayLimits { self.snapshotBox.withLock { $0.limits } }
-
-    func replace(gate: any RequestGate) {
-        self.snapshotBox.withLock { $0.gate = gate }
-        self.generationCounter.increment()
-    }
-
-    func replace(upstreams: UpstreamTable, limits: GatewayLimits) {
-        self.snapshotBox.withLock {
-            $0.upstreams = upstreams
-            $0.limits = limits
-        }
-        self.generationCounter.increment()
-    }
+    var limitsSnapshot: GatewayLimits { self.cell.current.limits }
 }

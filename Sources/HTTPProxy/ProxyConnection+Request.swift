@@ -286,7 +286,7 @@ extension ProxyConnection {
     /// Writes the gateway's own answer (the connection closes after it unless the request was
     /// complete and kept alive) and ends the exchange.
     private func answerLocally(_ response: LocalResponse, verdict: AttestVerdict) {
-        self.exchange.logInfo = GateLogInfo(verdict: verdict.rawValue)
+        self.exchange.logInfo = GateLogInfo(verdict: verdict)
         self.queueLocalResponse(response, keepAlive: false)
         self.finishRequest(keepAlive: self.machine.localResponseWritten())
     }

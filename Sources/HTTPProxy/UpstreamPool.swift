@@ -63,6 +63,9 @@ package final class UpstreamTable: Sendable {
         self.targets = targets
     }
 
+    /// The configurations the table was built from, by name.
+    package var configurations: [String: UpstreamConfiguration] { self.targets.mapValues(\.configuration) }
+
     /// Builds the table for `upstreams`, reusing the targets of `previous` whose configuration
     /// did not change (their warm pools stay). Resolves names and reads the TLS files of every
     /// `https://` upstream (a reload picks up a renewed CA or client certificate, also for a

@@ -47,16 +47,7 @@ enum ServeCommand: Subcommand {
             configPath: configPath,
             server: server,
             load: { path in try PolicyLoader.loadLoggingWarnings(path: path) },
-            makeGates: { policy, _ in
-                let built = try gates.makeGates(for: policy)
-                // The check-only listener runs the very same gate (same routes, store, signer).
-                let authz = policy.authzListener.map { _ in
-                    AuthzGate(
-                        inner: built.main, pathPrefix: policy.authzPathPrefix,
-                        metrics: AuthzMetrics(registry: metrics))
-                }
-                return GatewayGates(main: built.main, admin: built.admin, authz: authz)
-            },
+            makeGates: { policy, _ in try gates.makeGates(for: policy) },
             reloadMetrics: ConfigReloadMetrics(registry: metrics),
             onShutdown: { gates.shutdownApple() })
         do {

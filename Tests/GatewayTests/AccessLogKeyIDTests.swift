@@ -116,11 +116,13 @@ import Testing
             return entry["key_id"]
         }
         #expect(try keyIDLogged(after: 0) as? String == "ZmFrZS1r", "prefix by default")
-        gateway.server.update(accessLogKeyID: .hashed(key: Self.hashKey))
+        gateway.server.update { $0.accessLogKeyID = .hashed(key: Self.hashKey) }
         #expect(try keyIDLogged(after: 1) as? String == "h:b98f872e70e2a671d96fada37bbf3fb2")
-        gateway.server.update(accessLogKeyID: try AccessLogKeyIDFormat.load(AccessLogPolicy(keyID: .full)).get())
+        let full = try AccessLogKeyIDFormat.load(AccessLogPolicy(keyID: .full)).get()
+        gateway.server.update { $0.accessLogKeyID = full }
         #expect(try keyIDLogged(after: 2) as? String == Self.keyID)
-        gateway.server.update(accessLogKeyID: try AccessLogKeyIDFormat.load(AccessLogPolicy(keyID: .omitted)).get())
+        let omitted = try AccessLogKeyIDFormat.load(AccessLogPolicy(keyID: .omitted)).get()
+        gateway.server.update { $0.accessLogKeyID = omitted }
         #expect(try keyIDLogged(after: 3) is NSNull)
     }
 }
@@ -137,6 +139,6 @@ struct KeyIDTestGate: RequestGate {
         _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        completion(.forward(head, GateLogInfo(verdict: "verified", keyID: self.keyID)))
+        completion(.forward(head, GateLogInfo(verdict: .verified, keyID: self.keyID)))
     }
 }

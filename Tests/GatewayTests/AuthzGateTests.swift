@@ -46,7 +46,7 @@ import Testing
         #expect(answer.headers["X-App-Attest-Counter"] == "1")
         #expect(answer.headers["X-App-Attest-Bundle-Version"] == "")
         #expect(answer.headers["X-App-Assertion"] == "")
-        #expect(decision.logInfo.verdict == "verified")
+        #expect(decision.logInfo.verdict == .verified)
         #expect(probe.count == 1)
 
         // The same assertion again: the counter in the shared store refuses it.

@@ -301,7 +301,7 @@ import Testing
             _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
             completion: @escaping @Sendable (GateDecision) -> Void
         ) {
-            completion(.forward(head, GateLogInfo(verdict: "verified")))
+            completion(.forward(head, GateLogInfo(verdict: .verified)))
         }
     }
 

@@ -16,7 +16,7 @@ import Testing
                     defaultCertificate: .init(certificatePath: "/c.pem", privateKeyPath: "/k.pem"),
                     clientSubjectHeader: "X-Verified-Subject")),
         ]
-        let reserved = ClientSubjectHeaders(policy: policy)
+        let reserved = ClientSubjectHeaders(policy.clientSubjectHeaderNames)
         var headers = HTTPHeaders([
             (name: "x-client-cert-subject", value: "CN=spoofed"),
             (name: "Host", value: "api"),

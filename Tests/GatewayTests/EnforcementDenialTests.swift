@@ -69,7 +69,7 @@ import Testing
         #expect(marked.forwardedHead?.headers.values(for: "X-App-Attest-Status") == ["failed; reason=unknown_key"])
         #expect(marked.forwardedHead?.headers["X-App-Attest-Rollout-Arm"] == "monitor")
         guard case .forward(_, let info) = marked else { return }
-        #expect(info.verdict == "unknown_key" && info.keyID == "abcdefgh" && info.arm == "monitor")
+        #expect(info.verdict == .unknownKey && info.keyID == "abcdefgh" && info.arm == .monitor)
     }
 
     @Test func aBodyOverTheCapIsRefusedEvenWhenMonitored() {

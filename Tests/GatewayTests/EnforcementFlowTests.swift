@@ -219,7 +219,7 @@ struct EnforcementHarness {
         #expect(forwarded.headers["X-App-Attest-App-Id"] == EnforcementHarness.appID)
         #expect(forwarded.headers["X-App-Attest-Environment"] == "production")
         #expect(forwarded.headers["X-App-Attest-Counter"] == "1")
-        #expect(decision.logInfo.verdict == "verified")
+        #expect(decision.logInfo.verdict == .verified)
         #expect(decision.logInfo.keyID == keyID)
         #expect(probe.count == 1)
 
@@ -261,7 +261,7 @@ struct EnforcementHarness {
         let offHead = try #require(decision.forwardedHead)
         #expect(offHead.headers.fields.map(\.name) == ["Host", "X-App-Attest-Status"])
         #expect(offHead.headers["X-App-Attest-Status"] == "skipped")
-        #expect(decision.logInfo.verdict == "skipped")
+        #expect(decision.logInfo.verdict == .skipped)
     }
 
     @Test func replayedAssertionIsRefused() async throws {
@@ -399,7 +399,7 @@ struct EnforcementHarness {
         let decision = await runGate(h.gate, head).1
         #expect(decision.status == 401)
         #expect(decision.errorCode == "app_id_mismatch")
-        #expect(decision.logInfo.verdict == "app_id_mismatch")
+        #expect(decision.logInfo.verdict == .appIDMismatch)
     }
 
     @Test func unknownKeyIsRefused() async throws {
@@ -409,7 +409,7 @@ struct EnforcementHarness {
         let decision = await runGate(h.gate, head).1
         #expect(decision.status == 401)
         #expect(decision.errorCode == "unknown_key")
-        #expect(decision.logInfo.verdict == "unknown_key")
+        #expect(decision.logInfo.verdict == .unknownKey)
     }
 
     @Test func revokedKeyIsRefusedEvenWhenCached() async throws {
@@ -511,7 +511,7 @@ struct EnforcementHarness {
         let decision = await runGate(h.gate, head).1
         #expect(decision.status == 428)
         #expect(decision.errorCode == "challenge_missing")
-        #expect(decision.logInfo.verdict == "missing")
+        #expect(decision.logInfo.verdict == .missing)
     }
 
     @Test func developmentKeyUnderProductionPolicyIsRefused() async throws {
@@ -540,7 +540,7 @@ struct EnforcementHarness {
         let none = await runGate(h.gate, request("GET", "/v1/items")).1
         #expect(none.status == 401)
         #expect(none.errorCode == "assertion_missing")
-        #expect(none.logInfo.verdict == "missing")
+        #expect(none.logInfo.verdict == .missing)
 
         let badKey = request(
             "GET",
@@ -565,7 +565,7 @@ struct EnforcementHarness {
         )
         let decision = await runGate(h.gate, garbage).1
         #expect(decision.errorCode == "malformed_assertion")
-        #expect(decision.logInfo.verdict == "malformed")
+        #expect(decision.logInfo.verdict == .malformed)
     }
 
     @Test func duplicatedProtocolHeadersAreMalformed() async throws {
@@ -713,7 +713,7 @@ struct EnforcementHarness {
             #expect(forwarded.headers.values(for: "X-App-Attest-Status") == ["failed; reason=\(code)"])
             #expect(!forwarded.headers.contains("X-App-Attest-Key-Id"))
             #expect(!forwarded.headers.contains("X-App-Assertion"))
-            #expect(decision.logInfo.verdict != "verified")
+            #expect(decision.logInfo.verdict != .verified)
         }
         let counts = h.metrics.snapshot.requests
         #expect(counts["watch|verified"] == 1)
@@ -733,7 +733,7 @@ struct EnforcementHarness {
         ).1
         #expect(denied.status == 503)
         #expect(denied.errorCode == "store_error")
-        #expect(denied.logInfo.verdict == "store_error")
+        #expect(denied.logInfo.verdict == .storeError)
 
         let allowed = await runGate(
             h.gate,
@@ -777,7 +777,7 @@ struct EnforcementHarness {
         let head = try EnforcementHarness.signed(device, counter: 1, method: "GET", target: "/v1/watch/a")
         let decision = await runGate(h.gate, head).1
         #expect(decision.forwardedHead?.headers["X-App-Attest-Status"] == "unverified; reason=store_error")
-        #expect(decision.logInfo.verdict == "store_error")
+        #expect(decision.logInfo.verdict == .storeError)
     }
 
     @Test func corruptKeyRecordIsAnInternalErrorNotACrash() async throws {
@@ -801,7 +801,7 @@ struct EnforcementHarness {
         #expect(decision.status == 500)
         #expect(decision.errorCode == "internal_error")
         #expect(decision.json?["message"] as? String == "internal error")
-        #expect(decision.logInfo.verdict == "internal_error")
+        #expect(decision.logInfo.verdict == .internalError)
     }
 
     @Test func bodyOverTheRouteCapIs413() async throws {

@@ -155,10 +155,7 @@ import Verification
             configPath: "<test>",
             server: server,
             load: { _ in policy },
-            makeGates: { policy, _ in
-                let built = try factory.makeGates(for: policy)
-                return GatewayGates(main: built.main, admin: built.admin)
-            }
+            makeGates: { policy, _ in try factory.makeGates(for: policy) }
         )
         let bound = try service.start()
         defer {
@@ -265,10 +262,7 @@ import Verification
                 guard let policy = next.withLock({ $0 }) else { throw RedisServerError("bad policy file") }
                 return policy
             },
-            makeGates: { policy, _ in
-                let built = try factory.makeGates(for: policy)
-                return GatewayGates(main: built.main, admin: built.admin)
-            }
+            makeGates: { policy, _ in try factory.makeGates(for: policy) }
         )
         let bound = try service.start()
         defer {

@@ -169,7 +169,7 @@ import Testing
             Issue.record("expected forward")
             return
         }
-        #expect(info.verdict == "skipped")
+        #expect(info.verdict == .skipped)
         #expect(forwarded.headers.values(for: "X-App-Attest-Status") == ["skipped"])
         #expect(!forwarded.headers.contains("X-App-Attest-Key-Id"))
         #expect(!forwarded.headers.contains("X-App-Assertion"))

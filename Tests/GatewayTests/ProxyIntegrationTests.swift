@@ -451,7 +451,7 @@ import Verification
         let client = try TestHTTPClient(port: gateway.port)
         try client.send("GET /swap HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try client.readResponse().status == 200)
-        gateway.server.update(gate: DenyingTestGate(), forListener: "main")
+        gateway.server.update { $0.gates["main"] = DenyingTestGate() }
         try client.send("GET /swap HTTP/1.1\r\nHost: t\r\n\r\n")
         let denied = try client.readResponse()
         #expect(denied.status == 403)
@@ -688,7 +688,7 @@ struct BufferingTestGate: RequestGate {
         DispatchQueue.global().async {
             var forwarded = head
             forwarded.headers.add(name: "X-Gate-Body-Bytes", value: String(body?.count ?? -1))
-            completion(.forward(forwarded, GateLogInfo(verdict: "verified", keyID: "testkey1")))
+            completion(.forward(forwarded, GateLogInfo(verdict: .verified, keyID: "testkey1")))
         }
     }
 }
@@ -706,6 +706,6 @@ struct DenyingTestGate: RequestGate {
         completion(
             .respond(
                 .jsonError(status: 403, code: "denied_by_test", message: "no"),
-                GateLogInfo(verdict: "invalid_signature")))
+                GateLogInfo(verdict: .invalidSignature)))
     }
 }

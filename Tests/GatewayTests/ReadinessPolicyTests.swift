@@ -104,7 +104,7 @@ import Testing
         var policy = EnforcementGateFactoryTests.policy()
         for (requirement, required) in [(ReadinessPolicy.StoreRequirement.never, false), (.always, true)] {
             policy.readiness = ReadinessPolicy(requireStore: requirement)
-            let admin = try factory.makeGates(for: policy).admin
+            let admin = try #require(try factory.makeGates(for: policy).admin)
             let answer = await runGate(admin, request("GET", "/readyz")).1
             #expect(answer.status == 200 && answer.json?["store"] as? String == "ok")
             #expect(answer.json?["store_required"] as? Bool == required, "\(requirement)")

@@ -333,7 +333,7 @@ struct ProofHarness {
             let first = await runGate(a.gate, head, body: []).1
             let second = await runGate(b.gate, head, body: []).1
             let arm = RolloutArm.of(key, percent: 30)
-            #expect(first.logInfo.arm == arm.rawValue && second.logInfo.arm == arm.rawValue)
+            #expect(first.logInfo.arm == arm && second.logInfo.arm == arm)
             switch arm {
             case .enforce:
                 enforced += 1
@@ -358,7 +358,7 @@ struct ProofHarness {
             let key = IPAddressBytes.limitKey(address)
             let decision = await runGate(h.gate, head, body: [], client: key).1
             let arm = RolloutArm.of(key, percent: 30)
-            #expect(decision.logInfo.arm == arm.rawValue)
+            #expect(decision.logInfo.arm == arm)
             #expect((decision.status == 401) == (arm == .enforce), "\(address)")
         }
     }

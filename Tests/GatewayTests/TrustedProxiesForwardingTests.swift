@@ -117,7 +117,7 @@ import Testing
 
         var policy = GatewayPolicy(listen: [], upstreams: ["api": upstream.configuration], routes: [])
         policy.stripClientHeaders = ["X-Company-*"]
-        try gateway.server.update(policy: policy, gates: [:])
+        try gateway.server.install(ServingConfiguration(policy: policy, gates: [:], accessLogKeyID: .prefix))
         let after = try TestHTTPClient.request(port: gateway.port, request).echoedHeaders()
         #expect(Self.value("X-Company-User", after).isEmpty, "\(after)")
         #expect(Self.value("X-Real-IP", after) == ["127.0.0.1"])

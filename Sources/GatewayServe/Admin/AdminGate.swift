@@ -87,7 +87,7 @@ package final class AdminGate: RequestGate {
         classification: GateClassification,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        let info = GateLogInfo(verdict: AttestVerdict.skipped.rawValue)
+        let info = GateLogInfo(verdict: AttestVerdict.skipped)
         let path = head.path
         if DeviceCheckAdminAPI.handles(path) {
             guard let api = self.deviceCheck else {

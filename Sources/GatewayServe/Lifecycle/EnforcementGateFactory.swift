@@ -8,8 +8,9 @@ import KeyStore
 package import PolicyModel
 package import RedisClient
 
-/// Builds the gates `serve` runs for a policy: `AttestGate` on the proxy listeners and
-/// `AdminGate` on `admin_listen`, over the store the policy names. Called at start and on
+/// Builds the gates `serve` runs for a policy: `AttestGate` on the proxy listeners,
+/// `AdminGate` on `admin_listen` and, with `authz_listen`, an `AuthzGate` around the very same
+/// `AttestGate` (same routes, store and signer), over the store the policy names. Called at start and on
 /// every SIGHUP reload (`GatewayService.makeGates`), from the signal queue: reading the
 /// trust-root files here never blocks a connection queue.
 ///
@@ -55,7 +56,7 @@ package final class EnforcementGateFactory: Sendable {
 
     /// The gates for `policy`. Throws when a trust root cannot be read or parsed, or the
     /// Redis URL is invalid.
-    package func makeGates(for policy: GatewayPolicy) throws -> (main: AttestGate, admin: AdminGate) {
+    package func makeGates(for policy: GatewayPolicy) throws -> GatewayGates {
         let store = try self.store(for: policy.store, options: policy.redisOptions)
         let trustRoots = try Self.readTrustRoots(policy.trustRoots)
         if !policy.trustRoots.isEmpty {
@@ -126,7 +127,10 @@ package final class EnforcementGateFactory: Sendable {
             registry: registry,
             storeRequired: policy.readiness.storeRequired(routes: policy.routes)
         )
-        return (gate, admin)
+        let authz = policy.authzListener.map { _ in
+            AuthzGate(inner: gate, pathPrefix: policy.authzPathPrefix, metrics: AuthzMetrics(registry: registry))
+        }
+        return GatewayGates(main: gate, admin: admin, authz: authz)
     }
 
     /// The running `AppleServices` when the policy's `apple:` block and the store are the same,

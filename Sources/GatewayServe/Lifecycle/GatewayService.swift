@@ -88,12 +88,7 @@ package final class GatewayService: Sendable {
         let policy = try self.load(self.configPath)
         self.loadedContent.withLock { $0 = content }
         let gates = try self.makeGates(policy, self.server)
-        let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
-        try self.server.update(upstreams: policy.upstreams, limits: policy.limits)
-        self.server.update(accessLogKeyID: keyIDFormat)
-        self.server.update(trustedProxies: TrustedProxies(policy.trustedProxies))
-        self.server.update(clientSubjectHeaders: ClientSubjectHeaders(policy: policy))
-        self.server.update(clientTrustHeaders: ClientTrustHeaders(adding: policy.stripClientHeaders))
+        try self.install(policy, gates: gates)
         var bound: [(String, SocketAddress)] = []
         var secured: [ListenerTLS?] = []
         for listener in policy.listeners {
@@ -156,16 +151,8 @@ package final class GatewayService: Sendable {
             policy = try self.load(self.configPath)
             // New certificates are read before anything changes: a bad file keeps them all.
             let contexts = try self.reloadTLSContexts(policy)
-            // The hash key file is read again: a rotated key takes effect, a bad one keeps all.
-            let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
             let gates = try self.makeGates(policy, self.server)
-            var newGates: [String: any RequestGate] = [Self.mainListener: gates.main]
-            if let admin = gates.admin { newGates[Self.adminListener] = admin }
-            if let authz = gates.authz { newGates[Self.authzListener] = authz }
-            // Upstreams (names, https contexts from their CA and client certificate files)
-            // are built before anything is swapped: a bad upstream file keeps everything.
-            try self.server.update(policy: policy, gates: newGates)
-            self.server.update(accessLogKeyID: keyIDFormat)
+            try self.install(policy, gates: gates)
             for (tls, context) in contexts { tls.replace(context) }
         } catch {
             self.reloadMetrics?.reloadFailed()
@@ -190,6 +177,17 @@ package final class GatewayService: Sendable {
         }
         self.reloadMetrics?.reloaded()
         Log.info("policy_reloaded", [("path", self.configPath), ("routes", String(policy.routes.count))])
+    }
+
+    /// The one path from a policy to the running snapshot, for start and reload alike. The
+    /// access log's hash key file is read here (a rotated key takes effect, a bad one keeps
+    /// everything); upstream names and `https://` files are resolved before the swap.
+    private func install(_ policy: GatewayPolicy, gates: GatewayGates) throws {
+        let keyIDFormat = try AccessLogKeyIDFormat.load(policy.accessLog).get()
+        var byListener: [String: any RequestGate] = [Self.mainListener: gates.main]
+        if let admin = gates.admin { byListener[Self.adminListener] = admin }
+        if let authz = gates.authz { byListener[Self.authzListener] = authz }
+        try self.server.install(ServingConfiguration(policy: policy, gates: byListener, accessLogKeyID: keyIDFormat))
     }
 
     /// Binds `authz_listen` (plain, or TLS from its `tls:` block; its certificates are read at

@@ -44,8 +44,10 @@ final class TestGateway: @unchecked Sendable {
             limits: limits, loopCount: loops, metrics: self.metrics,
             accessLog: pipeFDs.map { AccessLog(fd: $0.1) })
         try self.server.update(upstreams: upstreams, limits: limits)
-        self.server.update(trustedProxies: TrustedProxies(trustedProxies))
-        self.server.update(clientSubjectHeaders: ClientSubjectHeaders(clientSubjectHeaders))
+        self.server.update { snapshot in
+            snapshot.trustedProxies = TrustedProxies(trustedProxies)
+            snapshot.clientSubjectHeaders = ClientSubjectHeaders(clientSubjectHeaders)
+        }
         let routes =
             routes ?? [RoutePolicy(name: "all", match: .init(pathPrefix: "/"), upstream: upstreams.keys.first ?? "api")]
         let gate = gate ?? PassthroughGate(routes: RouteTable(routes: routes))
