@@ -1,6 +1,6 @@
 /// The `apple:` block of policies.yaml: credentials and settings for Apple's DeviceCheck and
-/// fraud-risk servers. Decoded and checked at load (`PolicyDecoder+Apple`); nothing uses it
-/// until the HTTPS client to Apple is wired (issue 13).
+/// fraud-risk servers. Decoded and checked at load (`PolicyDecoder+Apple`); `AppleServices`
+/// builds the client, the DeviceCheck calls and the fraud-risk refresher from it.
 public struct AppleConfiguration: Sendable, Hashable {
     /// `team_id`: 10 characters, upper-case letters and digits (the JWT's `iss`).
     public var teamID: String

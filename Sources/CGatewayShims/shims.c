@@ -48,6 +48,12 @@ int CGatewayShims_epoll_wait(int epfd, CGatewayShims_event *out, int capacity, i
     return n;
 }
 
+static __thread const void *current_loop;
+
+void CGatewayShims_set_current_loop(const void *loop) { current_loop = loop; }
+
+const void *CGatewayShims_current_loop(void) { return current_loop; }
+
 int CGatewayShims_accept_nonblocking(int fd, struct sockaddr *addr, socklen_t *len) {
     int r;
     do {

@@ -13,7 +13,7 @@ import GatewayIO
 /// that lives until the challenge would have expired anyway.
 ///
 /// So an anonymous client can make the gateway compute HMACs, but never write to Redis: the
-/// flood of issue 9 (1,200 pipelined challenge requests filling a `noeviction` Redis) has
+/// anonymous flood (1,200 pipelined challenge requests filling a `noeviction` Redis) has
 /// nothing to fill. Redis holds one marker per *successful* redemption, for at most the TTL.
 package struct ChallengeTokens: Sendable {
     package static let version: UInt8 = 1

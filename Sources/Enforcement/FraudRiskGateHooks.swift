@@ -5,7 +5,7 @@ import GatewayIO
 import KeyStore
 import RedisClient
 
-/// What the gate does about fraud risk (issue 13), built once per policy by `AttestGate`:
+/// What the gate does about fraud risk, built once per policy by `AttestGate`:
 ///
 /// - attest time: the attestation's receipt is verified (`ReceiptVerifier`: Apple's root or
 ///   the policy's `trust_roots`, the key's public key, the App ID). Verified: its risk metric

@@ -1,12 +1,12 @@
 package import HTTP1
 
 /// The forwarding headers a request carries upstream (`X-Forwarded-For`, `-Proto`, `-Host`,
-/// RFC 7239 `Forwarded`, and `X-Real-IP`), by the `trusted_proxies` rule (issue 11):
+/// RFC 7239 `Forwarded`, and `X-Real-IP`), by the `trusted_proxies` rule:
 ///
 /// - from a trusted peer (a load balancer in `trusted_proxies`), what it sent is kept:
 ///   `X-Forwarded-For` and `Forwarded` get this hop appended; its `X-Forwarded-Proto` and
 ///   `X-Forwarded-Host` describe the client's own connection, so they stand, and only fill in
-///   when it sent none; its `X-Real-IP` does not stand (issue 29): `X-Real-IP` is the client
+///   when it sent none; its `X-Real-IP` does not stand: `X-Real-IP` is the client
 ///   address the gateway itself derives from that `X-Forwarded-For` (`TrustedProxies.clientAddress`,
 ///   the address it logs and limits), as nginx's realip module with `real_ip_recursive on`
 ///   makes `$remote_addr` (docs/design-notes.md, "Headers other proxies set");

@@ -1,6 +1,6 @@
 package import HTTP1
 
-// File length (~550 lines): every event handles every phase explicitly (issue 10), so the
+// File length (~550 lines): every event handles every phase explicitly, so the
 // switch over phase × event is long by design; splitting it would hide impossible combinations.
 
 /// The life of one client connection, as a value: events in, actions out.

@@ -45,7 +45,7 @@ package enum KeyAdministration {
     /// validation_category (integer) / bundle_version when the attestation carried them, and
     /// key_access_policy (macOS 27) when its certificate did.
     /// The key's fraud-risk refresh state (nil: none saved: refreshes off and the key attested
-    /// before issue 13, or the memory store). Waits at most `timeout`.
+    /// before fraud-risk refreshes existed, or the memory store). Waits at most `timeout`.
     package static func fetchFraudRisk(_ store: RedisStore, keyID: String, timeout: Duration) throws(StoreError)
         -> FraudRiskRefresh?
     {

@@ -3,7 +3,7 @@ package import AppleClient
 import GatewayIO
 package import RedisClient
 
-/// Fraud-risk refresh state in Redis (issue 13; docs/operations.md "Key layout"):
+/// Fraud-risk refresh state in Redis (docs/operations.md "Key layout"):
 /// - on the key record `appattest:key:{<keyID>}`: `receipt` is replaced by each verified
 ///   refreshed receipt; `fraud_risk` holds the `FraudRiskRefresh` state (JSON),
 ///   `risk_metric` (decimal) and `risk_metric_time` (Unix seconds) the last known metric.

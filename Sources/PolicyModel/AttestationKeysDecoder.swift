@@ -1,4 +1,4 @@
-/// Decodes the policy keys of "what a request proves" (issue 12): `app_validation`,
+/// Decodes the policy keys of "what a request proves": `app_validation`,
 /// `counter_window`, `enforce_percent`, `allow_debug_tokens`.
 ///
 /// | key | where | type | default |

@@ -1,4 +1,4 @@
-/// The headers other proxies set to tell an upstream who the client is (issue 29). Upstreams
+/// The headers other proxies set to tell an upstream who the client is. Upstreams
 /// behind nginx or Envoy commonly believe them, so a client's own copy must never reach one:
 ///
 /// - `X-Real-IP` (nginx `proxy_set_header X-Real-IP $remote_addr`): the gateway sets it itself,

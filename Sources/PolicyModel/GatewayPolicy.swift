@@ -227,7 +227,7 @@ public struct RoutePolicy: Sendable, Hashable {
         case none
         case deviceCheck = "devicecheck"
     }
-    /// `max_risk_metric` and `action` (issue 13); nil = no fraud-risk rule.
+    /// `max_risk_metric` and `action`; nil = no fraud-risk rule.
     public var riskMetric: RiskMetricRule?
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the

@@ -1,4 +1,4 @@
-/// A route's fraud-risk rule (issue 13): `max_risk_metric: N` with `action: flag | deny`.
+/// A route's fraud-risk rule: `max_risk_metric: N` with `action: flag | deny`.
 ///
 /// The metric is Apple's approximate count of this app's attested keys on the device over 30
 /// days (docs/apple-services.md); Apple asks that it be used as a signal, so the default

@@ -32,6 +32,18 @@ int CGatewayShims_eventfd(void);
 /// accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int CGatewayShims_accept_nonblocking(int fd, struct sockaddr *addr, socklen_t *len);
 
+// MARK: - The event loop this thread runs
+//
+// A loop runs as one long block on its queue, so the thread it runs on is fixed while it runs.
+// The loop notes itself in a thread-local when it starts; "am I on this loop?" is then one
+// thread-local load and a compare, cheap enough to check in release builds (a Dispatch
+// queue-specific lookup is a hash-table walk). Swift cannot import a thread-local itself.
+
+/// Set by a loop on its own thread as it starts (NULL when it ends).
+void CGatewayShims_set_current_loop(const void *loop);
+/// The loop running on this thread, or NULL.
+const void *CGatewayShims_current_loop(void);
+
 // MARK: - TLS session ticket keys
 //
 // The ticket key callback is real C: OpenSSL calls it from inside the handshake on any

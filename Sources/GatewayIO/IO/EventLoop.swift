@@ -80,7 +80,6 @@ package final class EventLoop: @unchecked Sendable {
     @exclusivity(unchecked) private var timers = LoopTimerHeap()
     private var events: UnsafeMutablePointer<CGatewayShims_event>
     private static let eventCapacity = 128
-    private let specificKey: DispatchSpecificKey<Int>
     @exclusivity(unchecked) private var isClosed = false
     @exclusivity(unchecked) private var nextTick: UInt64 = 0
 
@@ -124,8 +123,6 @@ package final class EventLoop: @unchecked Sendable {
         self.inbox = inbox
         self.events = .allocate(capacity: Self.eventCapacity)
         self.scratch = .allocate(byteCount: Self.scratchSize, alignment: 16)
-        self.specificKey = DispatchSpecificKey<Int>()
-        self.queue.setSpecific(key: self.specificKey, value: index)
         self.nextTick = self.now &+ self.tickNanoseconds
         self.queue.async { [weak self] in EventLoop.run(self) }
     }
@@ -140,7 +137,7 @@ package final class EventLoop: @unchecked Sendable {
 
     /// True when the caller runs on this loop.
     package var inLoop: Bool {
-        DispatchQueue.getSpecific(key: self.specificKey) == self.index
+        CGatewayShims_current_loop() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
     /// Runs `work` on the loop, after the work submitted before it (from any one thread, in
@@ -148,7 +145,17 @@ package final class EventLoop: @unchecked Sendable {
     /// Once the loop is closed, `work` still runs, on the loop's queue.
     package func execute(_ work: @escaping @Sendable () -> Void) {
         if case .stopped = self.inbox.submit(work) {
-            self.queue.async(execute: work)
+            self.runAfterClose(work)
+        }
+    }
+
+    /// Work submitted after the loop stopped still runs on its queue, in order, as the loop
+    /// (the thread-local says so for the block's duration).
+    private func runAfterClose(_ work: @escaping @Sendable () -> Void) {
+        self.queue.async {
+            CGatewayShims_set_current_loop(Unmanaged.passUnretained(self).toOpaque())
+            defer { CGatewayShims_set_current_loop(nil) }
+            work()
         }
     }
 
@@ -177,10 +184,12 @@ package final class EventLoop: @unchecked Sendable {
         self.queue.setSpecific(key: key, value: value)
     }
 
-    /// Debug builds stop when called off the loop (the loop runs on its queue).
+    /// Stops the process when called off the loop, in release builds too: confined state
+    /// touched from another thread is a data race, and the check is one thread-local load
+    /// (docs/design-notes.md, "Walls the compiler keeps").
     @inline(__always)
     package func assertInLoop() {
-        assertOnQueue(self.queue)
+        precondition(self.inLoop, "called off its event loop")
     }
 
     /// Registers `fd` for its lifetime (edge-triggered read+write+hangup) and returns its token.
@@ -254,6 +263,8 @@ package final class EventLoop: @unchecked Sendable {
     /// loop nobody references any more (never closed) ends within one tick.
     private static func run(_ loop: EventLoop?) {
         weak let weakLoop = loop
+        if let loop { CGatewayShims_set_current_loop(Unmanaged.passUnretained(loop).toOpaque()) }
+        defer { CGatewayShims_set_current_loop(nil) }
         while let loop = weakLoop {
             if !loop.turn() { return }
         }
@@ -349,7 +360,7 @@ package final class EventLoop: @unchecked Sendable {
         self.closeDescriptors()
         // Work that raced with the close still runs, in order, on the queue (as `execute` after it).
         for work in self.inbox.stop() {
-            self.queue.async(execute: work)
+            self.runAfterClose(work)
         }
         return false
     }

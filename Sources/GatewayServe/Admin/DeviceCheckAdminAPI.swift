@@ -5,7 +5,7 @@ import Enforcement
 package import GateContract
 
 /// `POST /devicecheck/query` and `POST /devicecheck/update` on the admin listener: DeviceCheck's
-/// two bits for upstream services (issue 13, part 3). Never routed on a public listener: only
+/// two bits for upstream services. Never routed on a public listener: only
 /// `AdminGate` calls this.
 ///
 /// Request JSON `{"device_token": B64, "bit0"?: bool, "bit1"?: bool, "environment"?:

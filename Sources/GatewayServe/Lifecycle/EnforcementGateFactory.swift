@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Verification
 import AppleClient
-package import Enforcement
+import Enforcement
 package import GatewayIO
 import KeyStore
 package import PolicyModel
