@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 package import GatewayIO
+import Synchronization
 
 /// The gateway's HTTPS/1.1 client for Apple's servers (DeviceCheck, fraud-risk receipts), on
 /// the event loops: one keep-alive connection per host per loop (`AppleHTTPConnection`),

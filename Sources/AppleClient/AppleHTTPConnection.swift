@@ -1,6 +1,6 @@
 import Dispatch
-import Glibc
 import GatewayIO
+import Glibc
 
 /// The one connection of one event loop to one of Apple's hosts (`host:port`), and the queue
 /// of requests waiting for it. Runs `AppleConnectionStateMachine`'s actions: DNS on a

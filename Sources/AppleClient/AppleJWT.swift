@@ -1,6 +1,6 @@
 public import Foundation
-public import Verification
 import GatewayIO
+public import Verification
 
 /// Signs the JSON Web Tokens Apple's DeviceCheck and App Attest servers want in
 /// `Authorization`: ES256 (ECDSA P-256, SHA-256) with the team's DeviceCheck key,

@@ -1,5 +1,5 @@
-import HTTP1
 import GateContract
+import HTTP1
 
 /// The credential headers of a protected request (`X-App-Attest-Key-Id`, `X-App-Assertion`),
 /// decoded. Read from the head alone, so `AttestGate.classify` refuses a request that cannot

@@ -1,11 +1,11 @@
 import Dispatch
 import Foundation
-import HTTP1
-import Verification
 import GateContract
 import GatewayIO
+import HTTP1
 import KeyStore
 import PolicyModel
+import Verification
 
 /// `POST <endpoints.attest>` (default `/app-attest/attest`): registers a key from an App Attest
 /// attestation over a challenge this fleet issued, `201 {"key_id", "environment", "app_id"}`

@@ -1,12 +1,12 @@
+package import AppleClient
 import Dispatch
 package import Foundation
-package import HTTP1
-package import Verification
-package import AppleClient
 package import GateContract
 package import GatewayIO
+package import HTTP1
 package import KeyStore
 package import PolicyModel
+package import Verification
 
 /// App Attest enforcement at the gateway: the `RequestGate` of the main listeners. It
 /// classifies each request and dispatches it to the feature that answers it:

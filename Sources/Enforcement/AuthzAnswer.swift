@@ -1,5 +1,5 @@
-package import HTTP1
 package import GateContract
+package import HTTP1
 
 /// The check-only listener's answer to the asking proxy, built from the inline gate's decision.
 ///

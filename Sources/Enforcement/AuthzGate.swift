@@ -1,6 +1,6 @@
-package import HTTP1
 package import GateContract
 package import GatewayIO
+package import HTTP1
 import PolicyModel
 
 /// The `RequestGate` of the check-only listener (`authz_listen`): a team's own gateway (Envoy,

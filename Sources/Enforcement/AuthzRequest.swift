@@ -1,5 +1,5 @@
-package import HTTP1
 import GateContract
+package import HTTP1
 
 /// Which gateway asks the authorization listener (`authz_listen`), read from the auth request.
 package enum AuthzDialect: String, Sendable, Hashable, CaseIterable {

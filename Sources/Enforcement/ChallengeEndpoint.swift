@@ -1,6 +1,6 @@
-import HTTP1
 import GateContract
 import GatewayIO
+import HTTP1
 import RedisClient
 
 /// `POST <endpoints.challenge>` (default `/app-attest/challenge`): a fresh challenge for the

@@ -1,10 +1,10 @@
 import Dispatch
-import Glibc
-import Synchronization
 import GatewayIO
+import Glibc
 package import KeyStore
 import PolicyModel
 import RedisClient
+import Synchronization
 
 /// The keys every gateway of a fleet signs and checks challenges with (`ChallengeTokens`).
 ///

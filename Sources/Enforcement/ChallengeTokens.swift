@@ -1,6 +1,6 @@
 import Foundation
-import Verification
 import GatewayIO
+import Verification
 
 /// Stateless, self-authenticating challenges: issuing one costs no shared state.
 ///

@@ -1,10 +1,10 @@
-import Foundation
-import HTTP1
-import Verification
 import AppleClient
+import Foundation
 import GateContract
 import GatewayIO
+import HTTP1
 import RedisClient
+import Verification
 
 /// `POST <endpoints.devicecheck>` (default `/app-attest/devicecheck`): the fallback for
 /// devices where App Attest is unsupported (Apple: "fall back to DeviceCheck").

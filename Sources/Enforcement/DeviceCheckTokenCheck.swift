@@ -1,5 +1,5 @@
-import Foundation
 import AppleClient
+import Foundation
 
 /// Checks `X-App-Attest-Token` on a route with `fallback: devicecheck`: the token codec over the
 /// challenge keyring's current keys, the policy's App IDs and the DeviceCheck environment.

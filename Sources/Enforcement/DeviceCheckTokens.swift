@@ -1,7 +1,7 @@
-import Foundation
-import Verification
 package import AppleClient
+import Foundation
 import GatewayIO
+import Verification
 
 /// The short-lived gateway token a device without App Attest gets from the DeviceCheck
 /// exchange (`DeviceCheckExchangeEndpoint`) and sends as `X-App-Attest-Token` on routes with

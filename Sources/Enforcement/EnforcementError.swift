@@ -1,6 +1,6 @@
+package import GateContract
 import HTTP1
 package import Verification
-package import GateContract
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
 /// every enforcement failure to an HTTP status, a stable `error` code and a verdict label

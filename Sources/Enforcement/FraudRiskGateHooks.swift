@@ -1,9 +1,9 @@
-import Foundation
-import Verification
 import AppleClient
+import Foundation
 import GatewayIO
 import KeyStore
 import RedisClient
+import Verification
 
 /// What the gate does about fraud risk, built once per policy by `AttestGate`:
 ///

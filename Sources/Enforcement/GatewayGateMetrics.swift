@@ -1,9 +1,9 @@
-import Synchronization
-import Verification
 package import GateContract
 package import GatewayIO
 import PolicyModel
 package import RedisClient
+import Synchronization
+import Verification
 
 /// `GateMetrics` recorded in the process's `MetricsRegistry` (rendered at `/metrics`):
 ///

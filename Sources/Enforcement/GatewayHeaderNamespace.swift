@@ -1,5 +1,5 @@
-import HTTP1
 import GateContract
+import HTTP1
 
 /// Every header name in the gateway's namespace (`X-App-Attest-*` and `X-App-Assertion`), each
 /// with the role it plays: the one list that inline forwarding, the check-only answer and the

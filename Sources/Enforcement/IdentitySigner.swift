@@ -1,7 +1,7 @@
-package import HTTP1
 import GateContract
-package import PolicyModel
 import GatewayIO
+package import HTTP1
+package import PolicyModel
 
 /// `X-App-Attest-Signature`: the gateway's signature over what it tells the upstream, so that
 /// an upstream reachable by other paths can tell the gateway's identity headers from a copy

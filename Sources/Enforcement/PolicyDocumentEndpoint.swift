@@ -1,8 +1,8 @@
-package import HTTP1
-import Verification
 package import GateContract
 import GatewayIO
+package import HTTP1
 package import PolicyModel
+import Verification
 
 /// `GET <endpoints.policy>` (default `/app-attest/policy`): the route discovery document,
 /// so that an app never hard-codes which of its requests need an assertion, a challenge or

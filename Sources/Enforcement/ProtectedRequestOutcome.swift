@@ -1,8 +1,8 @@
-import HTTP1
+import AppleClient
 import GateContract
+import HTTP1
 import PolicyModel
 import RedisClient
-import AppleClient
 
 /// How verification of one protected request ended, before the route's mode applies.
 enum ProtectedRequestOutcome: Sendable {

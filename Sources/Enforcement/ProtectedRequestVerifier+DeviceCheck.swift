@@ -1,5 +1,5 @@
-import HTTP1
 import GateContract
+import HTTP1
 import PolicyModel
 import RedisClient
 

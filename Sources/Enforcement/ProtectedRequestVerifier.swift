@@ -1,12 +1,12 @@
 import Dispatch
 import Foundation
-import HTTP1
-import Verification
 import GateContract
 import GatewayIO
+import HTTP1
 import KeyStore
 import PolicyModel
 import RedisClient
+import Verification
 
 /// Verification of one request on an `enforce` or `monitor` route: an assertion over its
 /// clientData (`binding: request`: `ClientData.canonical`; `binding: body`: the raw body) by an

@@ -1,5 +1,5 @@
-package import HTTP1
 import GateContract
+package import HTTP1
 
 /// The rules every door runs on the request value before routing: inline (`listen`) and every
 /// check-only dialect (`AuthzGate` rebuilds the original request and hands it to the same

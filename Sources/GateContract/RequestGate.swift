@@ -1,5 +1,5 @@
-package import HTTP1
 import GatewayIO
+package import HTTP1
 
 /// The one point where enforcement plugs into the proxy.
 ///

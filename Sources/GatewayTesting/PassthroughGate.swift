@@ -1,5 +1,5 @@
-package import HTTP1
 package import GateContract
+package import HTTP1
 package import PolicyModel
 
 /// A gate for plain proxying: routes by the policy's `RouteTable`, ignores `mode`

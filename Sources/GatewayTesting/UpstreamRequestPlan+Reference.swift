@@ -1,8 +1,8 @@
+import GateContract
 // The reference upstream request head: the rewritten `HTTPRequestHead` that
 // `UpstreamRequestPlan.writeHead` (the proxy's path) writes without building, byte for byte.
 // Tests check the fast writer against `make` + `HTTPSerializer.writeRequestHead`.
 package import HTTP1
-import GateContract
 package import HTTPProxy
 package import PolicyModel
 

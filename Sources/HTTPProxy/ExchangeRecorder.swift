@@ -1,6 +1,6 @@
-import HTTP1
-import GatewayIO
 import GateContract
+import GatewayIO
+import HTTP1
 
 /// What a finished exchange leaves behind: its route's request counter and latency, the
 /// upstream's latency, and its access-log line. Keeps the last route's and upstream's metric

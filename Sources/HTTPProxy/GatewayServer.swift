@@ -1,9 +1,9 @@
 import Dispatch
-import Glibc
-import Synchronization
 package import GateContract
 package import GatewayIO
+import Glibc
 package import PolicyModel
+import Synchronization
 
 /// The proxy: listeners, event loops, upstream pools, access log and metrics.
 ///

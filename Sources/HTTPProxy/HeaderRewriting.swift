@@ -1,5 +1,5 @@
-package import HTTP1
 import GateContract
+package import HTTP1
 package import PolicyModel
 
 /// Header changes at the proxy boundary (RFC 9110 §7.6.1 hop-by-hop fields, RFC 7239 Forwarded).

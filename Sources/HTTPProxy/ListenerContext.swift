@@ -1,7 +1,7 @@
-import Synchronization
 import GateContract
 import GatewayIO
 import PolicyModel
+import Synchronization
 
 /// The server's one `ServingSnapshot` and its generation: `GatewayServer.install` swaps both
 /// under the lock; connections compare the generation (one atomic load) before each request

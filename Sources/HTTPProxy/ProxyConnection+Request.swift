@@ -1,6 +1,6 @@
-import HTTP1
 import GateContract
 import GatewayIO
+import HTTP1
 import PolicyModel
 
 /// The client side of an exchange: reading and parsing the request, the body budget, and the

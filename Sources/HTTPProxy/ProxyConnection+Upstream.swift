@@ -1,6 +1,6 @@
-import HTTP1
-import GatewayIO
 import GateContract
+import GatewayIO
+import HTTP1
 
 /// The upstream side of an exchange: the upstream request, leasing a connection, relaying the
 /// response to the client re-framed, and upstream failures.

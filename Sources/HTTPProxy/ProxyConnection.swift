@@ -1,7 +1,7 @@
-import Glibc
-import HTTP1
 import GateContract
 import GatewayIO
+import Glibc
+import HTTP1
 import PolicyModel
 
 /// One client connection: the thin I/O class that executes `ProxyConnectionStateMachine`.

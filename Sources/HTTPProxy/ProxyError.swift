@@ -1,5 +1,5 @@
-import HTTP1
 package import GateContract
+import HTTP1
 
 /// Why the proxy itself answered, not the gate: a body it would not hold, a client or an
 /// upstream too slow, an upstream that failed. The one table from code to HTTP status (as

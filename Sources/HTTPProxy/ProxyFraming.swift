@@ -1,6 +1,6 @@
-package import HTTP1
 import GateContract
 import GatewayIO
+package import HTTP1
 import PolicyModel
 
 /// How a body is written on the wire after the proxy re-framed it.

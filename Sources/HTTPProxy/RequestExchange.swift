@@ -1,6 +1,6 @@
-import HTTP1
 import GateContract
 import GatewayIO
+import HTTP1
 
 /// One request's state on a client connection, from its head to its last response byte.
 /// The connection starts each exchange with one assignment (`RequestExchange()`), so nothing

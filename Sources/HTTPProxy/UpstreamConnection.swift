@@ -1,5 +1,5 @@
-import HTTP1
 import GatewayIO
+import HTTP1
 
 /// Who holds an upstream connection (or waits for one) and takes its response.
 protocol UpstreamLessee: AnyObject, Sendable {

@@ -1,6 +1,6 @@
+package import GatewayIO
 import Glibc
 import HTTP1
-package import GatewayIO
 package import PolicyModel
 
 /// One configured upstream: its resolved address and one keep-alive pool per event loop.

@@ -1,5 +1,5 @@
-import Synchronization
 package import GatewayIO
+import Synchronization
 
 /// An `https://` upstream's TLS: the client context its new connections take (built from the
 /// policy at start, rebuilt by every reload, swapped whole; pooled connections keep the

@@ -1,7 +1,7 @@
 package import Foundation
-import Verification
 import GatewayIO
 import PolicyModel
+import Verification
 
 /// Debug tokens: a stand-in for App Attest where it cannot run (the iOS Simulator, CI), like
 /// Firebase App Check's debug provider. Operators create named tokens

@@ -1,8 +1,8 @@
-package import Foundation
-import Synchronization
 package import AppleClient
+package import Foundation
 import GatewayIO
 package import RedisClient
+import Synchronization
 
 /// The `keys show` / `keys revoke` operations: blocking calls for the CLI, outside the
 /// request path (never call them on a gateway queue).

@@ -1,6 +1,6 @@
 package import Foundation
-import Synchronization
 package import RedisClient
+import Synchronization
 
 extension MemoryStore {
     package func createDebugToken(

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 package import RedisClient
+import Synchronization
 
 /// `AttestStore` in process memory: for tests and a single development node
 /// (`store: memory`). Same semantics as `RedisStore`: challenges expire after their TTL

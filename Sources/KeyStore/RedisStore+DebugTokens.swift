@@ -1,6 +1,6 @@
 package import Foundation
-import Synchronization
 package import RedisClient
+import Synchronization
 
 /// Debug tokens in Redis:
 /// - `appattest:debugtoken:{<digest>}`: hash `name`, `created_at`, `expires_at`, `last_used`

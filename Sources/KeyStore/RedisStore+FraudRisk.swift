@@ -1,5 +1,5 @@
-package import Foundation
 package import AppleClient
+package import Foundation
 import GatewayIO
 package import RedisClient
 

@@ -1,5 +1,5 @@
-import Synchronization
 package import RedisClient
+import Synchronization
 
 extension RedisStore {
     /// The key IDs of every key record whose key ID starts with `prefix` (all when empty), by
@@ -67,7 +67,8 @@ extension RedisStore {
                         connection, cursor: next, pattern: pattern, limit: limit, found: found, completion: completion)
                 }
             case .success(let reply):
-                completion(.failure(RedisReplies.serverError(reply, command: "SCAN") ?? StoreError(.protocolError, "SCAN")))
+                completion(
+                    .failure(RedisReplies.serverError(reply, command: "SCAN") ?? StoreError(.protocolError, "SCAN")))
             }
         }
     }

@@ -1,7 +1,7 @@
 package import Foundation
-import Synchronization
 package import GatewayIO
 package import RedisClient
+import Synchronization
 
 /// `AttestStore` on Redis: shared by every gateway instance.
 ///

@@ -1,6 +1,6 @@
 import Foundation
-import RedisClient
 import GatewayIO
+import RedisClient
 
 /// The effective policy as text (`check-config`): every setting including defaults, one
 /// line per route in match order, secrets masked, then the warnings.

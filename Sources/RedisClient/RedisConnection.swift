@@ -1,6 +1,6 @@
 import Dispatch
-import Glibc
 package import GatewayIO
+import Glibc
 
 // File length (~590 lines): one connection's whole lifecycle (connect, handshake commands, the
 // pending queue, timeouts, reconnect backoff) shares state that is confined to one queue; split

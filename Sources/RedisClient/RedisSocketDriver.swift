@@ -1,6 +1,6 @@
 import Dispatch
-import Glibc
 package import GatewayIO
+import Glibc
 
 // File length (~520 lines): the driver's two modes (on an event loop, or on Dispatch sources)
 // share one read/write/close path; the decisions are in `RedisWireStateMachine`.

@@ -1,6 +1,5 @@
 import PolicyModel
 
-
 /// `attest-gateway check-config FILE`: validate a policy and print what it means;
 /// `--strict` also refuses a policy that loads with warnings.
 enum CheckConfigCommand: Subcommand {

@@ -1,6 +1,6 @@
+import AppleClient
 import Dispatch
 import Foundation
-import AppleClient
 import GatewayIO
 import PolicyModel
 

@@ -1,6 +1,6 @@
 import Dispatch
-import Foundation
 import Enforcement
+import Foundation
 import GatewayIO
 import GatewayServe
 import HTTPProxy

@@ -1,9 +1,9 @@
-package import Foundation
-package import Verification
 package import AppleClient
+package import Foundation
 package import GatewayIO
 package import KeyStore
 package import RedisClient
+package import Verification
 
 /// The background refresher of fraud-risk receipts: one pass claims the Redis lease (so one
 /// gateway of N works the due set at a time), reads the due keys, and for each one posts its

@@ -1,8 +1,8 @@
-import Foundation
-import Synchronization
-import GatewayIO
 import AppleClient
+import Foundation
+import GatewayIO
 import RedisClient
+import Synchronization
 
 /// Runs `FraudRiskRefresher.runOnce` every `interval` in the background (`serve` with
 /// `apple.fraud_risk.enabled` and a Redis store). One task on Swift's cooperative pool: it

@@ -1,10 +1,10 @@
 import Dispatch
-package import HTTP1
-import Synchronization
 package import GateContract
 package import GatewayIO
+package import HTTP1
 package import KeyStore
 import RedisClient
+import Synchronization
 
 /// The gate of the admin listener (`admin_listen`): answers everything locally, never
 /// forwards.

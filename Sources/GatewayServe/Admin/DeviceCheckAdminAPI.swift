@@ -1,8 +1,8 @@
-import Foundation
-package import HTTP1
 package import AppleClient
 import Enforcement
+import Foundation
 package import GateContract
+package import HTTP1
 
 /// `POST /devicecheck/query` and `POST /devicecheck/update` on the admin listener: DeviceCheck's
 /// two bits for upstream services. Never routed on a public listener: only

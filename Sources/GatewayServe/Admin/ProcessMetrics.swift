@@ -1,5 +1,5 @@
-import Glibc
 package import GatewayIO
+import Glibc
 
 /// The standard `process_*` families Prometheus client libraries export, read from
 /// `/proc/self` at each scrape (nothing is kept between scrapes):

@@ -1,6 +1,6 @@
-import Synchronization
 package import GatewayIO
 package import RedisClient
+import Synchronization
 
 /// Exports the serving store's health (`StoreHealthReporting`) through the metrics registry,
 /// read when `/metrics` is scraped:

@@ -1,8 +1,8 @@
-import Verification
 package import AppleClient
 package import Enforcement
 import GatewayIO
 import KeyStore
+import Verification
 
 /// What `serve` runs for the policy's `apple:` block: one `AppleHTTPClient` on the gateway's
 /// loops and, with `fraud_risk.enabled` and a Redis store, the background refresher

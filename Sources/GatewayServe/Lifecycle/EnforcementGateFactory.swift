@@ -1,12 +1,12 @@
-import Foundation
-import Synchronization
-import Verification
 import AppleClient
 import Enforcement
+import Foundation
 package import GatewayIO
 import KeyStore
 package import PolicyModel
 package import RedisClient
+import Synchronization
+import Verification
 
 /// Builds the gates `serve` runs for a policy: `AttestGate` on the proxy listeners,
 /// `AdminGate` on `admin_listen` and, with `authz_listen`, an `AuthzGate` around the very same

@@ -1,10 +1,10 @@
 import Dispatch
-import Glibc
-import Synchronization
 package import GateContract
 package import GatewayIO
+import Glibc
 package import HTTPProxy
 package import PolicyModel
+import Synchronization
 
 /// The gates a policy needs: one for the proxy listeners, one for the admin listener, one for
 /// the check-only listener.

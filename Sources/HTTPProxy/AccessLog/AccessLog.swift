@@ -1,7 +1,7 @@
 import Dispatch
+package import GatewayIO
 import Glibc
 package import HTTP1
-package import GatewayIO
 
 /// One JSON line per request, on standard output (or any fd):
 ///

@@ -1,6 +1,6 @@
 import Foundation
-import Verification
 package import PolicyModel
+import Verification
 
 /// Writes a request's key ID into its access-log line as `access_log.key_id` says
 /// (`AccessLogPolicy`). Built at start and at each reload (the hash key file is read then:

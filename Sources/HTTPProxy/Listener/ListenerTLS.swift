@@ -1,6 +1,6 @@
-import Synchronization
 package import GatewayIO
 import PolicyModel
+import Synchronization
 
 /// A listener's TLS: the server context its new connections take (swapped whole by a
 /// certificate reload; live connections keep the context they started with) and the

@@ -1,5 +1,5 @@
-import Glibc
 import GatewayIO
+import Glibc
 import PolicyModel
 
 /// Executes `ProxyProtocolPreamble` for one accepted socket on a `proxy_protocol: true`

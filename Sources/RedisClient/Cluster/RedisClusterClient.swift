@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 package import GatewayIO
+import Synchronization
 
 /// A Redis Cluster seen from one queue (an event loop's, or its own): the slot map, one
 /// `RedisConnection` per primary on that queue (and that loop's epoll), and the routing of

@@ -1,6 +1,6 @@
 import Dispatch
-import Synchronization
 import GatewayIO
+import Synchronization
 
 /// Asks Redis Sentinels which node is the primary (`SENTINEL get-master-addr-by-name`), for
 /// every `RedisConnection` of a `redis-sentinel://` store.
