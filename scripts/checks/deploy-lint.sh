@@ -179,6 +179,24 @@ else
   echo "  SKIPPED kubectl kustomize (kubectl not installed)"
 fi
 
+# -- 6. one version everywhere ------------------------------------------------------------------
+# The binary's version (GatewayVersion.version) is the truth; every image tag and the chart's
+# appVersion must name it, and the built binary must say it.
+version=$(sed -n 's/.*static let version = "\([0-9.]*\)".*/\1/p' Sources/GatewayServe/Lifecycle/GatewayVersion.swift)
+[ -n "$version" ] || fail "no version in Sources/GatewayServe/Lifecycle/GatewayVersion.swift"
+while IFS= read -r hit; do
+  case "$hit" in
+    *"attest-gateway:$version"* | *"appVersion: \"$version\""* | *"tag: \"$version\""*) ;;
+    *) fail "version: $hit does not name $version" ;;
+  esac
+done < <(grep -rnE 'attest-gateway:[0-9]+\.[0-9]+|^appVersion:|^  tag:' deploy)
+if [ -x .build/debug/attest-gateway ]; then
+  said=$(.build/debug/attest-gateway --version | awk '{print $2}')
+  [ "$said" = "$version" ] || fail "version: the binary says $said, the source $version"
+fi
+[ -f deploy/helm/attest-gateway/templates/NOTES.txt ] || fail "Chart.yaml names templates/NOTES.txt, which is missing"
+echo "  version $version in every image tag, the chart's appVersion and the binary"
+
 if [ "$failures" -ne 0 ]; then
   echo "deploy-lint: $failures check(s) failed"
   exit 1

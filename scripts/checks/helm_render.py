@@ -230,6 +230,17 @@ def render_chart(chart_dir: Path, values: dict) -> tuple[list[dict], set[str], l
                     docs.append(doc)
         except yaml.YAMLError as e:
             problems.append(f"{path.name}: rendered YAML does not parse: {e}")
+    notes = chart_dir / "templates" / "NOTES.txt"
+    if not notes.exists():
+        problems.append("templates/NOTES.txt is missing")
+    else:
+        # Text, not YAML: it only has to render within the subset and leave no action behind.
+        try:
+            text = renderer.render(notes.read_text())
+            if "{{" in text or "}}" in text:
+                problems.append("NOTES.txt: an action survived rendering")
+        except TemplateError as e:
+            problems.append(f"NOTES.txt: {e}")
     return docs, renderer.read_paths, problems
 
 
@@ -240,6 +251,7 @@ def all_features_on(values: dict) -> dict:
     v["serviceMonitor"]["enabled"] = True
     v["serviceMonitor"]["labels"] = {"release": "prometheus"}
     v["networkPolicy"]["enabled"] = True
+    v["networkPolicy"]["redis"]["externalPeers"] = [{"ipBlock": {"cidr": "10.20.0.0/16"}}]
     v["redisSecret"]["create"] = True
     v["redisSecret"]["password"] = "not-a-real-password"
     v["tls"]["enabled"] = True
@@ -357,6 +369,10 @@ def check_rendered(docs: list[dict], values: dict, check_policy_text) -> list[st
             egress_to = [t.get("podSelector", {}).get("matchLabels") for r in gw[0]["spec"].get("egress", []) for t in r.get("to", [])]
             if values["networkPolicy"]["redis"]["podLabels"] not in egress_to:
                 problems.append("the gateway NetworkPolicy does not let the gateway reach Redis")
+            peers = [t for r in gw[0]["spec"].get("egress", []) for t in r.get("to", [])]
+            for peer in values["networkPolicy"]["redis"].get("externalPeers") or []:
+                if peer not in peers:
+                    problems.append(f"the gateway NetworkPolicy does not let the gateway reach Redis at {peer}")
             if up_labels not in egress_to:
                 problems.append("the gateway NetworkPolicy does not let the gateway reach the upstream")
     return problems
