@@ -5,6 +5,13 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    // Release builds: the hot paths cross module walls, so let the optimizer see across them
+    // (inlining and specialization as inside one module), and do not check exclusivity at run
+    // time. A stored property read from another module gets a dynamic check that its
+    // `@exclusivity(unchecked)` does not switch off there: ~1,000 instructions a proxied request
+    // (callgrind, docs/design-notes.md "Walls the compiler keeps"). Debug builds, which run
+    // every test, keep the checks.
+    .unsafeFlags(["-cross-module-optimization", "-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
 let package = Package(

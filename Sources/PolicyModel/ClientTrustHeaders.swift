@@ -51,6 +51,7 @@ package struct ClientTrustHeaders: Sendable, Hashable {
     /// True for a field a client may not send upstream (ASCII case-insensitive). One look at
     /// the name's bytes (contiguous for every native string, small ones included).
     @inline(__always)
+    @inlinable
     package func contains(_ name: String) -> Bool {
         name.utf8.withContiguousStorageIfAvailable { self.contains(bytes: $0) } ?? self.containsCopying(name)
     }

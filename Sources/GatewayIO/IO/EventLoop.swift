@@ -136,6 +136,7 @@ package final class EventLoop: @unchecked Sendable {
     }
 
     /// True when the caller runs on this loop.
+    @inlinable
     package var inLoop: Bool {
         CGatewayShims_current_loop() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
@@ -188,6 +189,7 @@ package final class EventLoop: @unchecked Sendable {
     /// touched from another thread is a data race, and the check is one thread-local load
     /// (docs/design-notes.md, "Walls the compiler keeps").
     @inline(__always)
+    @inlinable
     package func assertInLoop() {
         precondition(self.inLoop, "called off its event loop")
     }
@@ -247,6 +249,7 @@ package final class EventLoop: @unchecked Sendable {
 
     /// Sets the registration's single deadline to `now + after`; `nil` clears it.
     @inline(__always)
+    @inlinable
     package func setDeadline(token: UInt64, after: UInt64?) {
         let slotIndex = Int(token & 0xFFFF_FFFF)
         guard slotIndex < self.slots.count, self.slots[slotIndex].generation == UInt32(token >> 32) else { return }

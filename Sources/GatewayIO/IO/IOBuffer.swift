@@ -19,7 +19,9 @@ package final class IOBuffer {
         self.storage.deallocate()
     }
 
+    @inlinable
     package var readableCount: Int { self.writerIndex - self.readerIndex }
+    @inlinable
     package var isEmpty: Bool { self.writerIndex == self.readerIndex }
 
     package var readableBytes: UnsafeRawBufferPointer {

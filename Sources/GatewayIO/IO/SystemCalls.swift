@@ -183,6 +183,7 @@ package enum SystemCalls {
 
     /// Monotonic nanoseconds (CLOCK_MONOTONIC), for deadlines and latencies.
     @inline(__always)
+    @inlinable
     package static func monotonicNanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -119,6 +119,7 @@ package final class Counter: Sendable {
     private let value = Atomic<UInt64>(0)
     package init() {}
     @inline(__always)
+    @inlinable
     package func increment(by amount: UInt64 = 1) {
         self.value.wrappingAdd(amount, ordering: .relaxed)
     }
@@ -129,6 +130,7 @@ package final class Gauge: Sendable {
     private let value = Atomic<Int64>(0)
     package init() {}
     @inline(__always)
+    @inlinable
     package func add(_ amount: Int64) { self.value.wrappingAdd(amount, ordering: .relaxed) }
     package func set(_ newValue: Int64) { self.value.store(newValue, ordering: .relaxed) }
     package var value64: Int64 { self.value.load(ordering: .relaxed) }
@@ -149,6 +151,7 @@ package final class Histogram: Sendable {
     }
 
     @inline(__always)
+    @inlinable
     package func observe(nanoseconds: UInt64) {
         var index = 0
         while index < self.boundsNanoseconds.count && nanoseconds > self.boundsNanoseconds[index] { index += 1 }

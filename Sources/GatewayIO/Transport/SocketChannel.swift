@@ -64,6 +64,7 @@ package final class SocketChannel {
 
     /// Records what epoll reported: data may be readable, the peer half-closed.
     @inline(__always)
+    @inlinable
     package func noteEvents(_ events: UInt32) {
         if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
             self.mayRead = true
@@ -179,8 +180,10 @@ package final class SocketChannel {
     // MARK: - Writing
 
     /// Bytes queued and not yet written.
+    @inlinable
     package var unsentCount: Int { self.output?.readableCount ?? 0 }
 
+    @inlinable
     package var hasUnsentOutput: Bool { !(self.output?.isEmpty ?? true) }
 
     package func queue(_ bytes: UnsafeRawBufferPointer) {
