@@ -50,7 +50,8 @@ release: deps
 # scripts/check-all.sh then runs scripts/checks/*.sh, among them testssl.sh against a TLS
 # listener (~2 min; fails on any finding rated HIGH or CRITICAL).
 test: deps
-	$(SWIFT) build
+	@mkdir -p .build
+	$(SWIFT) build 2>&1 | tee .build/build.log; exit $${PIPESTATUS[0]}
 	SWIFT=$(SWIFT) bash scripts/swift-test.sh
 	bash scripts/check-all.sh
 

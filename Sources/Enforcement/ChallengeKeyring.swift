@@ -29,6 +29,9 @@ package final class ChallengeKeyring: Sendable {
 
     private let source: Source
     private let state: Mutex<State>
+    /// With the store down, every challenge asks for the key again: one warning per interval,
+    /// with how many it stands for, not one per request.
+    private let unavailableLog = LogThrottle(interval: .seconds(10))
 
     /// Keys from a file (already validated): first signs.
     package init(keys: [[UInt8]]) {
@@ -88,7 +91,11 @@ package final class ChallengeKeyring: Sendable {
             case .success(let key) where key.count < ChallengeKeyFile.minimumKeyBytes:
                 Log.error("challenge_key_invalid", [("reason", "the stored challenge key is \(key.count) bytes")])
             case .failure(let error):
-                Log.warning("challenge_key_unavailable", [("error", error.description)])
+                if let suppressed = self.unavailableLog.admit() {
+                    Log.warning(
+                        "challenge_key_unavailable",
+                        [("error", error.description), ("suppressed", String(suppressed))])
+                }
             case .success:
                 break
             }

@@ -111,7 +111,6 @@ enum KeysFindCommand: Subcommand {
     static let summary = "list the attested key IDs that start with a prefix (the access log's key_id)"
     static let usage = """
         usage: attest-gateway keys find PREFIX (--redis URL | --config FILE)
-               attest-gateway keys list (--redis URL | --config FILE)
           Prints one key ID per line, sorted (at most 10000): those starting with PREFIX (the
           access log's key ID prefix), or every one (keys list). SCANs every Redis node (every
           primary of a cluster); it walks the whole key space, so run it off-peak on big stores.
@@ -125,7 +124,7 @@ enum KeysFindCommand: Subcommand {
     static func run(_ words: [String], listsAll: Bool) throws -> Int32 {
         let arguments = try CommandLineArguments(words, valued: ["redis", "config"])
         if arguments.wantsHelp {
-            print(Self.usage)
+            print(listsAll ? KeysListCommand.usage : Self.usage)
             return 0
         }
         let prefix: String
@@ -149,7 +148,12 @@ enum KeysFindCommand: Subcommand {
 enum KeysListCommand: Subcommand {
     static let name = "keys list"
     static let summary = "list every attested key ID (see keys find)"
-    static let usage = KeysFindCommand.usage
+    static let usage = """
+        usage: attest-gateway keys list (--redis URL | --config FILE)
+          Prints every attested key ID, one per line, sorted (at most 10000), as keys find does
+          with an empty prefix. SCANs every Redis node: run it off-peak on big stores.
+          Exit 0 when there is at least one key, 1 when there is none or on a store error.
+        """
 
     static func run(_ words: [String]) throws -> Int32 {
         try KeysFindCommand.run(words, listsAll: true)

@@ -11,7 +11,7 @@ enum ServeCommand: Subcommand {
     static let name = "serve"
     static let summary = "run the gateway with a policy file"
     static let usage = """
-        attest-gateway serve --config FILE [--watch] [--loops N] [--no-access-log]
+        usage: attest-gateway serve --config FILE [--watch] [--loops N] [--no-access-log]
           --config FILE     policies.yaml to serve (SIGHUP reloads it; a bad file keeps the running one)
           --watch           also reload when the file's content changes (inotify on its directory,
                             500 ms debounce): editors, mv, Kubernetes ConfigMap updates

@@ -9,7 +9,7 @@ enum SimInitCommand: Subcommand {
     static let name = "sim init"
     static let summary = "create (or reuse) the simulator's test CA in DIR, print its root PEM path"
     static let usage = """
-        attest-gateway sim init --dir DIR
+        usage: attest-gateway sim init --dir DIR
           Creates root_ca.pem (+ attestation CA, receipt CA, receipt signer and keys) in DIR, or keeps the
           ones already there. Name root_ca.pem under trust_roots to let a development gateway trust it.
         Prints {"root_ca":"<path of the PEM>"}.
@@ -33,7 +33,7 @@ enum SimAttestCommand: Subcommand {
     static let name = "sim attest"
     static let summary = "generate a simulated device key and mint its attestation object"
     static let usage = """
-        attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production]
+        usage: attest-gateway sim attest --dir DIR --app-id ID (--challenge TEXT | --client-data-hash B64) [--environment development|production]
             [--key-id B64] [--validation-category N] [--bundle-version TEXT] [--key-access-policy POSTURE]
           --challenge TEXT         clientDataHash = SHA256(UTF-8 TEXT), what the app does with a gateway challenge
           --client-data-hash B64   the exact clientDataHash bytes
@@ -101,7 +101,7 @@ enum SimAssertCommand: Subcommand {
     static let name = "sim assert"
     static let summary = "sign an assertion with a simulated device key"
     static let usage = """
-        attest-gateway sim assert --dir DIR --key-id B64 --app-id ID (--client-data B64 | --client-data-hash B64) [--counter N]
+        usage: attest-gateway sim assert --dir DIR --key-id B64 --app-id ID (--client-data B64 | --client-data-hash B64) [--counter N]
             [--validation-category N] [--bundle-version TEXT]
           --client-data B64        the client data; clientDataHash = SHA256(it)
           --client-data-hash B64   the exact clientDataHash bytes

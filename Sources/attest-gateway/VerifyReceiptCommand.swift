@@ -6,7 +6,7 @@ enum VerifyReceiptCommand: Subcommand {
     static let name = "verify-receipt"
     static let summary = "verify an App Attest receipt (PKCS#7, Apple Root CA - G3), print JSON"
     static let usage = """
-        attest-gateway verify-receipt --receipt B64 [--app-id ID] [--public-key B64] [--at ISO8601] [--root-ca PEMFILE]
+        usage: attest-gateway verify-receipt --receipt B64 [--app-id ID] [--public-key B64] [--at ISO8601] [--root-ca PEMFILE]
           --receipt B64      the receipt (attStmt.receipt or a refreshed one), standard base64
           --app-id ID        require field 2 (App ID) to be ID
           --public-key B64   require the attested certificate's key to be this X9.62 point (65 bytes;

@@ -17,11 +17,11 @@ enum CommandTable {
             SimAssertCommand.self,
             KeysShowCommand.self,
             KeysRevokeCommand.self,
+            KeysFindCommand.self,
+            KeysListCommand.self,
             DebugTokensCreateCommand.self,
             DebugTokensListCommand.self,
             DebugTokensRevokeCommand.self,
-            KeysFindCommand.self,
-            KeysListCommand.self,
             DeviceCheckQueryCommand.self,
             DeviceCheckUpdateCommand.self,
             DeviceCheckValidateCommand.self,
@@ -34,10 +34,23 @@ func topLevelUsage() -> String {
     var text =
         "usage: attest-gateway <command> [options]   (attest-gateway <command> --help for details)\n"
         + "       attest-gateway --version\n\ncommands:\n"
+    let width = (CommandTable.subcommands.map { $0.name.count }.max() ?? 0) + 2
     for command in CommandTable.subcommands {
-        text += "  " + command.name.padding(toLength: 20, withPad: " ", startingAt: 0) + command.summary + "\n"
+        text += "  " + command.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.summary + "\n"
     }
     return text
+}
+
+/// `attest-gateway keys --help` and friends: one `usage:` line, then each subcommand's
+/// synopsis (the first line of its usage) once, in table order.
+func groupUsage(_ group: String) -> String {
+    var lines: [String] = []
+    for command in CommandTable.subcommands where command.name.hasPrefix(group + " ") {
+        let first = command.usage.split(separator: "\n").first.map(String.init) ?? command.name
+        let synopsis = first.hasPrefix("usage: ") ? String(first.dropFirst("usage: ".count)) : first
+        if !lines.contains(synopsis) { lines.append(synopsis) }
+    }
+    return "usage:\n" + lines.map { "  " + $0 }.joined(separator: "\n")
 }
 
 func runMain() -> Int32 {
@@ -73,13 +86,12 @@ func runMain() -> Int32 {
         }
     }
     if first == "sim" || first == "keys" || first == "debug-tokens" || first == "devicecheck" || first == "apple" {
-        let group = CommandTable.subcommands.filter { $0.name.hasPrefix(first + " ") }
-        let usage = group.map { "  " + $0.usage.split(separator: "\n").first.map(String.init)! }.joined(separator: "\n")
+        let usage = groupUsage(first)
         if words.count >= 2 && (words[1] == "--help" || words[1] == "-h") {
-            print("usage:\n" + usage)
+            print(usage)
             return 0
         }
-        printError("attest-gateway \(first): unknown or missing subcommand\nusage:\n" + usage)
+        printError("attest-gateway \(first): unknown or missing subcommand\n" + usage)
         return 2
     }
     printError("attest-gateway: unknown command \(first)\n" + topLevelUsage())

@@ -9,7 +9,10 @@ cd "$(dirname "$0")/../.."
 bin=${GATEWAY_BIN:-.build/release/attest-gateway}
 if [ -z "${GATEWAY_BIN:-}" ]; then
   echo "  building release (swift build -c release; incremental)"
-  swift build -c release --product attest-gateway 2>&1 | tail -n 3 | sed 's/^/  /'
+  mkdir -p .build
+  # The whole output is kept: scripts/checks/warnings.sh fails on any warning in it.
+  swift build -c release --product attest-gateway > .build/release-build.log 2>&1 || { tail -n 30 .build/release-build.log; exit 1; }
+  tail -n 3 .build/release-build.log | sed 's/^/  /'
 fi
 [ -x "$bin" ] || { echo "FAIL demo: $bin was not built"; exit 1; }
 
