@@ -56,11 +56,16 @@ extension EndToEnd {
                 let run = try Self.help([group])
                 #expect(run.status == 0, "\(group) --help exit \(run.status)")
                 #expect(run.stdout.components(separatedBy: "usage:").count == 2, "\(group): \(run.stdout)")
-                let lines = run.stdout.split(separator: "\n").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+                let lines = run.stdout.split(separator: "\n").dropFirst().map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
                 #expect(Set(lines).count == lines.count, "\(group) --help repeats a line:\n\(run.stdout)")
                 for name in names where name.hasPrefix(group + " ") {
-                    let mentions = lines.filter { $0.hasPrefix("attest-gateway \(name) ") || $0 == "attest-gateway \(name)" }
-                    #expect(mentions.count == 1, "\(group) --help names `\(name)` \(mentions.count) times:\n\(run.stdout)")
+                    let mentions = lines.filter {
+                        $0.hasPrefix("attest-gateway \(name) ") || $0 == "attest-gateway \(name)"
+                    }
+                    #expect(
+                        mentions.count == 1, "\(group) --help names `\(name)` \(mentions.count) times:\n\(run.stdout)")
                 }
             }
         }
