@@ -78,7 +78,7 @@ import Verification
         let doc = try Self.read("docs/protocol.md")
         var codes = Set<String>()
         for source in [
-            "Sources/Gateway/Enforcement/EnforcementError.swift", "Sources/Verification/VerificationError.swift",
+            "Sources/Enforcement/EnforcementError.swift", "Sources/Verification/VerificationError.swift",
         ] {
             codes.formUnion(Self.quotedCodes(in: try Self.read(source), after: "Code(\""))
         }

@@ -11,7 +11,7 @@ import Testing
         let expected: [ProxyError.Code: Int] = [
             .bodyTooLarge: 413, .bodyBudgetExhausted: 503, .requestTimeout: 408, .upstreamUnavailable: 502,
             .upstreamTimeout: 504, .upstreamInvalidResponse: 502, .upstreamBusy: 503, .invalidForwardedHeader: 400,
-            .authzUntrustedPeer: 403,
+            .authzUntrustedPeer: 403, .rateLimited: 429,
             .upstreamTLSError: 502, .upstreamTLSCertificateExpired: 502, .upstreamTLSHostnameMismatch: 502,
             .upstreamTLSUnknownCA: 502,
         ]
