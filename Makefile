@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | fuzz-long | soak
+# attest-gateway: make deps | build | check | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | fuzz-long | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -16,7 +16,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps instructions-deps soak-deps build release test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
+.PHONY: deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -43,10 +43,17 @@ build: deps
 release: deps
 	$(SWIFT) build -c release
 
-# Unit, integration (real redis-server, started by the tests) and end-to-end tests.
-# --no-parallel: the loopback and Redis outage tests measure bounded latencies; on a 2-core
-# machine, parallel suites that block threads starve them. scripts/swift-test.sh keeps the whole
-# output in .build/test.log and, on a failure, ends with the failing tests and their first issues.
+# Build plus the unit tests (GatewayUnitTests, VerificationTests: no sockets, no processes, no
+# clocks), in parallel; a couple of minutes from a built tree on the 2-core machine.
+check: deps
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) bash scripts/swift-test.sh unit --skip-build
+
+# Unit tests in parallel, then integration (real redis-server, started by the tests) and
+# end-to-end tests with --no-parallel: the loopback and Redis outage tests measure bounded
+# latencies; on a 2-core machine, parallel suites that block threads starve them.
+# scripts/swift-test.sh keeps the whole output in .build/test.log and, on a failure, ends with
+# the failing tests and their first issues.
 # scripts/check-all.sh then runs scripts/checks/*.sh, among them testssl.sh against a TLS
 # listener (~2 min; fails on any finding rated HIGH or CRITICAL).
 test: deps

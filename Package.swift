@@ -133,10 +133,15 @@ let package = Package(
 
         .target(
             // Test support shared by the tests and the fuzz harnesses (as HummingbirdTesting):
-            // the reference request-head writer, PassthroughGate, parser probes, array forms.
-            // Not linked into the gateway.
+            // the reference request-head writer, PassthroughGate, parser probes, array forms; and,
+            // for both the unit and the integration tests, the gate's and the store's test
+            // doubles and the one `eventually`. Not linked into the gateway.
             name: "GatewayTesting",
-            dependencies: ["GateContract", "GatewayIO", "HTTPProxy", "PolicyModel", "HTTP1"],
+            dependencies: [
+                "Enforcement", "GateContract", "GatewayIO", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient",
+                "HTTP1",
+                "Simulator", "Verification",
+            ],
             swiftSettings: swiftSettings
         ),
 
@@ -158,7 +163,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "GatewayTests",
+            // Pure: no sockets, no child processes, no sleeps or wall-clock bounds. Runs in
+            // parallel (`make check`).
+            name: "GatewayUnitTests",
+            dependencies: [
+                "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            // Loopback sockets, redis-server, the Python upstreams, openssl, the built binary, and
+            // bounded latencies: run serially (`make test`).
+            name: "GatewayIntegrationTests",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
                 "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
@@ -167,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["Simulator", "Verification"],
+            dependencies: ["GatewayTesting", "Simulator", "Verification"],
             swiftSettings: swiftSettings
         ),
     ]

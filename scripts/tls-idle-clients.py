@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Opens N idle TLS connections to HOST:PORT and holds them until stdin closes.
 
-Used by the TLS idle-memory measurement (Tests/GatewayTests/TLS/TLSIdleMemoryMeasurement.swift,
+Used by the TLS idle-memory measurement (Tests/GatewayIntegrationTests/TLS/TLSIdleMemoryMeasurement.swift,
 run only with TLS_IDLE_MEMORY_CONNECTIONS set): the clients live in this process so that the
 gateway process's RSS is the server side only; and by scripts/bench-tls.sh (gateway and nginx, with
 --request: each connection first makes one keep-alive request and reads the whole response, so

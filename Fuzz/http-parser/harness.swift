@@ -1,6 +1,6 @@
 // libFuzzer target for the HTTP/1.1 parsers. Built by run.sh as one module together with
 // Sources/HTTP1/*.swift, Sources/GatewayTesting/HTTP1/*.swift (the reference request-head writer
-// of the round trip) and Tests/GatewayTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).
+// of the round trip) and Tests/GatewayUnitTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).
 //
 // Input: byte 0 chooses the parser (bit 0), tiny limits (bit 1), for requests whether fields with
 // `_` are kept (bit 2), for responses which of four pipelined requests were HEAD (bits 2–5), and

@@ -17,7 +17,7 @@ swiftc -sanitize=fuzzer,address -parse-as-library -O \
   -D HTTP_FUZZ_HARNESS \
   Sources/HTTP1/*.swift \
   Sources/GatewayTesting/HTTP1/*.swift \
-  Tests/GatewayTests/HTTPParserTestDriver.swift \
+  Tests/GatewayUnitTests/HTTPParserTestDriver.swift \
   Fuzz/http-parser/harness.swift \
   -o "$work/fuzz-http-parser"
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayTesting
 import Simulator
 import Testing
 import Verification

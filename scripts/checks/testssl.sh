@@ -8,7 +8,7 @@
 # HTTP headers, and every vulnerability check (-p -s -f -S -P -h -U), no DNS (`--nodns none`,
 # `--ip 127.0.0.1`), no CRL/OCSP fetches (no --phone-out). --fast is not used: it skips checks.
 # Left out: per-cipher enumeration (-e/-E, minutes; the cipher list is pinned in
-# TLSCipherPolicy.swift and refused ciphers are tested in Tests/GatewayTests/TLS).
+# TLSCipherPolicy.swift and refused ciphers are tested in Tests/GatewayIntegrationTests/TLS).
 #
 # Env: GATEWAY_BIN (default .build/release or .build/debug attest-gateway, whichever exists,
 #      release first), TESTSSL (default testssl), TESTSSL_KEEP=DIR copies the JSON there,

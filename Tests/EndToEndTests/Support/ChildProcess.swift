@@ -291,17 +291,6 @@ func bindSource(_ fd: Int32, _ source: String) -> Bool {
     } == 0
 }
 
-/// Polls `condition` every 20 ms until it is true or `timeout` has passed.
-@discardableResult
-func eventually(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
-}
-
 /// Blocks the calling thread until `instant` (returns at once when it has passed).
 func sleep(until instant: ContinuousClock.Instant) {
     let left = instant - ContinuousClock.now

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayTesting
 
 /// `scripts/upstream.py` on a free loopback port: answers every request with a JSON echo of
 /// what it received (method, target, headers in order, body digest); `GET /_stats` counts

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayTesting
 import Glibc
 
 /// The ports a gateway process listens on.

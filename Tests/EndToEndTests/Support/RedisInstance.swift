@@ -1,4 +1,5 @@
 import Foundation
+import GatewayTesting
 import Glibc
 
 /// A real `redis-server` on a free 127.0.0.1 port, data in its own directory with
