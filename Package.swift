@@ -155,6 +155,34 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: - libFuzzer targets (Fuzz/<name>/run.sh builds them with -sanitize=fuzzer through
+        // Fuzz/lib.sh; a plain build makes replayers that run the files they are given)
+        .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-base64", dependencies: ["FuzzSupport", "GatewayIO", "Verification"], path: "Fuzz/base64", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-correlation", dependencies: ["FuzzSupport", "HTTPProxy", "GateContract", "PolicyModel", "GatewayIO", "HTTP1"], path: "Fuzz/correlation", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-http-parser", dependencies: ["FuzzSupport", "GatewayTesting", "HTTP1"], path: "Fuzz/http-parser", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-proxy-protocol", dependencies: ["FuzzSupport", "GatewayIO", "GatewayTesting"], path: "Fuzz/proxy-protocol", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-receipt", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/receipt", sources: ["FuzzReceipt.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-request-rules", dependencies: ["FuzzSupport", "Enforcement", "GateContract", "HTTP1"], path: "Fuzz/request-rules", sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-verification", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/verification", sources: ["FuzzVerification.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+
         // MARK: - Tests (Swift Testing)
         .testTarget(
             name: "VerificationTests",

@@ -1,3 +1,5 @@
+import GatewayIO
+
 // libFuzzer target for `Base64Text` (Sources/Gateway/Enforcement/Base64Text.swift), the decoder
 // of the two credential headers every protected request carries (`X-App-Attest-Key-Id`,
 // `X-App-Assertion`), written through buffer pointers. Built by run.sh from that file and the

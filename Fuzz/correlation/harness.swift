@@ -1,3 +1,6 @@
+import HTTPProxy
+import HTTP1
+
 // libFuzzer target for the request-correlation parsers: W3C `traceparent` (`TraceParent`),
 // `X-Request-Id` (`RequestID(accepting:)`, the generated IDs' hex) and the one pass over a
 // request's fields (`RequestCorrelation.scan`). Built by run.sh as one module with Sources/HTTP1

@@ -1,3 +1,6 @@
+import GatewayTesting
+import HTTP1
+
 // libFuzzer target for the HTTP/1.1 parsers. Built by run.sh as one module together with
 // Sources/HTTP1/*.swift, Sources/GatewayTesting/HTTP1/*.swift (the reference request-head writer
 // of the round trip) and Tests/GatewayUnitTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).

@@ -1,3 +1,5 @@
+import PolicyModel
+
 // libFuzzer target for the policy loader and the route matcher. Built by run.sh as one module
 // with Sources/Gateway/Policy/*.swift (libyaml through CYAML) and the value types they use.
 //

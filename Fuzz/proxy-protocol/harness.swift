@@ -1,3 +1,6 @@
+import GatewayIO
+import GatewayTesting
+
 // libFuzzer target for the PROXY protocol parser. Built by run.sh as one module with
 // Sources/Gateway/Transport/ProxyProtocol*.swift and Tests/GatewayTests/ProxyProtocolSerializer.swift
 // (PROXY_PROTOCOL_FUZZ_HARNESS): the parser depends on nothing else of the gateway.

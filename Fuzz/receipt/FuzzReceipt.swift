@@ -3,6 +3,7 @@
 // (Apple root only, and fixed time so runs reproduce). Built by Fuzz/receipt/run.sh together
 // with the Verification sources it needs into one module.
 import Foundation
+import Verification
 
 private let fuzzVerifier: ReceiptVerifier? = try? ReceiptVerifier()
 private let fuzzTime = Date(timeIntervalSince1970: 1_605_996_782)

@@ -1,3 +1,5 @@
+import HTTP1
+
 // libFuzzer target for the request rules every door runs that read client bytes: the method
 // overrides of a head (`HTTPMethodOverrides.read`: override fields, the `_method` query
 // parameter with its percent-decoding, form Content-Types) and the Host authority rule

@@ -3,6 +3,7 @@
 // objects, and the full verifiers (fixed time and inputs, so runs reproduce). Built by Fuzz/verification/run.sh
 // together with the Verification sources into one module.
 import Foundation
+import Verification
 
 // Inside the validity of real vector att-10 (2024-02-07T09:08:56Z) with its key ID and
 // clientDataHash, so mutations of that object get past the chain (and through the

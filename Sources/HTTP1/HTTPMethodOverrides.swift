@@ -78,7 +78,7 @@ package struct HTTPMethodOverrides: Sendable, Hashable {
 
     /// One comparison on the length first: most requests carry none of these fields.
     @inline(__always)
-    static func isOverrideField(_ name: String) -> Bool {
+    package static func isOverrideField(_ name: String) -> Bool {
         switch name.utf8.count {
         case 13: name.equalsLowercaseASCII("x-http-method")
         case 17: name.equalsLowercaseASCII("x-method-override")
@@ -115,7 +115,7 @@ package struct HTTPMethodOverrides: Sendable, Hashable {
 
     /// `application/x-www-form-urlencoded` or `multipart/form-data` (any case, any parameters),
     /// in any Content-Type field.
-    static func hasFormBody(_ headers: HTTPHeaders) -> Bool {
+    package static func hasFormBody(_ headers: HTTPHeaders) -> Bool {
         for field in headers where field.name.utf8.count == 12 && field.name.equalsLowercaseASCII("content-type") {
             let media = field.value.split(separator: ";", maxSplits: 1).first?.trimmingASCIIWhitespace() ?? ""
             let lowered = media.lowercased()

@@ -51,12 +51,10 @@ struct IdentitySignatureDecoder {
             let path = self.files.resolve(text)
             // The key parser (OpenSSL) is left out of the policy fuzz harness, as the apple: key's is;
             // IdentitySignatureTests cover it.
-            #if !POLICY_FUZZ_HARNESS
-                if case .failure(let problem) = IdentitySigningKey.load(algorithm: algorithm, path: path) {
-                    throw self.reader.error(
-                        .signingKeyInvalid, fileNode, "\(algorithm.rawValue) \(problem.description)")
-                }
-            #endif
+            if case .failure(let problem) = IdentitySigningKey.load(algorithm: algorithm, path: path) {
+                throw self.reader.error(
+                    .signingKeyInvalid, fileNode, "\(algorithm.rawValue) \(problem.description)")
+            }
             keys.append(IdentitySignatureConfiguration.Key(kid: kid, keyFile: path))
         }
         guard let activeNode = fields["active_kid"] else {

@@ -28,16 +28,12 @@ extension PolicyDecoder {
 
         let keyNode = try required("private_key_file", "the .p8 file of the DeviceCheck key")
         let keyPath = self.resolve(try self.reader.string(keyNode, expected: "a file path"))
-        #if !POLICY_FUZZ_HARNESS
-            // The policy fuzz harness compiles the decoder without the crypto modules: it checks
-            // the YAML walk, not the key (the key's parser has its own tests).
-            do {
-                _ = try AppleJWT.load(teamID: teamID, keyID: keyID, privateKeyFile: keyPath)
-            } catch {
-                throw self.reader.error(
-                    error.code == .privateKeyUnreadable ? .secretUnavailable : .invalidValue, keyNode, error.reason)
-            }
-        #endif
+        do {
+            _ = try AppleJWT.load(teamID: teamID, keyID: keyID, privateKeyFile: keyPath)
+        } catch {
+            throw self.reader.error(
+                error.code == .privateKeyUnreadable ? .secretUnavailable : .invalidValue, keyNode, error.reason)
+        }
 
         let appleEnvironment: AppleEnvironment
         if let envNode = fields["environment"] {
@@ -78,11 +74,9 @@ extension PolicyDecoder {
             if let n = dc["admin_token_file"] {
                 let path = self.resolve(try self.reader.string(n, expected: "a file path"))
                 // The token's reader lives in Apple/, outside the policy fuzz harness (as the key's).
-                #if !POLICY_FUZZ_HARNESS
-                    if case .failure(let problem) = DeviceCheckAdminToken.read(path: path) {
-                        throw self.reader.error(.secretUnavailable, n, "admin token file \(path) \(problem)")
-                    }
-                #endif
+                if case .failure(let problem) = DeviceCheckAdminToken.read(path: path) {
+                    throw self.reader.error(.secretUnavailable, n, "admin token file \(path) \(problem)")
+                }
                 configuration.deviceCheck.adminTokenFile = path
             }
         }

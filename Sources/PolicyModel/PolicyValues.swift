@@ -218,7 +218,7 @@ package enum PolicyValues {
 
     /// A route or endpoint path: absolute, printable ASCII, no query or fragment, and already
     /// normalized (see `RouteTable`), so that it can match at all.
-    static func pathProblem(_ text: String) -> ValueProblem? {
+    package static func pathProblem(_ text: String) -> ValueProblem? {
         guard text.hasPrefix("/") else { return ValueProblem("must start with /") }
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return ValueProblem("must be printable ASCII without spaces (percent-encoding is not matched)")
@@ -279,7 +279,7 @@ package enum PolicyValues {
 }
 
 /// Why a value was refused, in words that complete "expected ...; found ...".
-struct ValueProblem: Error, Sendable {
+package struct ValueProblem: Error, Sendable {
     var text: String
     init(_ text: String) { self.text = text }
 }

@@ -21,7 +21,7 @@
 /// `/` inside a segment, such as object keys): `%2F` and `%5C` are then data. Such a target is
 /// accepted only when it matches that route under the raw reading **and** under the fully
 /// decoded, dot-resolved reading; it is forwarded exactly as matched.
-enum RoutePath {
+package enum RoutePath {
     private static let slash = UInt8(ascii: "/")
     private static let dot = UInt8(ascii: ".")
     private static let percent = UInt8(ascii: "%")
@@ -31,7 +31,7 @@ enum RoutePath {
     private static let hash = UInt8(ascii: "#")
 
     /// How a path part reads (see the type's rule).
-    enum Form: Equatable, Sendable {
+    package enum Form: Equatable, Sendable {
         /// One reading only: matched and forwarded as received.
         case canonical
         /// Canonical but for `%2F` / `%5C` escapes (accepted only on routes that allow them).
@@ -41,7 +41,7 @@ enum RoutePath {
     }
 
     /// Why a target has more than one reading. The raw values appear in the 400's message.
-    enum Ambiguity: String, Sendable, Equatable {
+    package enum Ambiguity: String, Sendable, Equatable {
         case dotSegment = "a . or .. path segment"
         case emptySegment = "an empty path segment (//)"
         case backslash = "a backslash"
@@ -57,7 +57,7 @@ enum RoutePath {
 
     /// The form of a whole request target (path and optional query) and the length of its
     /// path part. One pass: the path up to `?`, then the query for a `#`.
-    static func form(target: UnsafeBufferPointer<UInt8>) -> (form: Form, pathLength: Int) {
+    package static func form(target: UnsafeBufferPointer<UInt8>) -> (form: Form, pathLength: Int) {
         let (form, length) = Self.scan(target, stopAtQuery: true)
         if case .ambiguous = form { return (form, length) }
         var i = length
@@ -159,7 +159,7 @@ enum RoutePath {
     /// each segment, empty and `.` segments dropped, `..` removing the previous segment (never
     /// above the root), as RFC 3986 §5.2.4 and the most permissive upstream routers read it.
     /// Used to check that an `allow_encoded_slashes` target routes the same under it.
-    static func normalize(_ path: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+    package static func normalize(_ path: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         // 1. Decode percent-escapes once; invalid escapes stay literal. `\` becomes `/`.
         var decoded: [UInt8] = []
         decoded.reserveCapacity(path.count)

@@ -164,7 +164,7 @@ public final class RouteTable: Sendable {
 
     /// The first route matching `path` as given, without the one-reading rule (the fuzz
     /// target and tests compare readings with it).
-    func matchIgnoringForm(method: String, path: UnsafeBufferPointer<UInt8>) -> Int? {
+    package func matchIgnoringForm(method: String, path: UnsafeBufferPointer<UInt8>) -> Int? {
         self.firstMatch(method: method, methodBit: self.methodBit(method), path: path)
     }
 

@@ -1,7 +1,5 @@
 // Where a request parser stands, for the tests (the proxy only reads its events).
-#if !HTTP_FUZZ_HARNESS
-    package import HTTP1
-#endif
+package import HTTP1
 
 extension HTTPRequestParser {
     /// True when the parser waits for the start of a request (no part of one consumed).

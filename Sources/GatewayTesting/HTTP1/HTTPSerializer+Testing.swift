@@ -1,10 +1,7 @@
 // The reference request-head writer and the 100 Continue line: the proxy writes request heads
 // with `UpstreamRequestPlan.writeHead` and answers `Expect: 100-continue` by forwarding the
-// request, so only the tests and the fuzz harness (round trip) write these. Compiled into the
-// harness's single module by Fuzz/http-parser/run.sh (HTTP_FUZZ_HARNESS).
-#if !HTTP_FUZZ_HARNESS
-    package import HTTP1
-#endif
+// request, so only the tests and the fuzz harness (round trip) write these.
+package import HTTP1
 
 extension HTTPSerializer {
     /// Request head for the upstream (origin-form target, HTTP/1.1), appended to `out`.

@@ -27,7 +27,7 @@ public enum KeyAccessPolicy: String, Sendable, Hashable {
     ]
 
     /// The policy an extension value states.
-    init(extensionValue der: [UInt8]) {
+    package init(extensionValue der: [UInt8]) {
         let blob = DERTaggedOctets.contents(of: der, contextTag: 0xa3)
         self = blob == Self.macOSFullSecurityBlob ? .macOSFullSecurity : .other
     }

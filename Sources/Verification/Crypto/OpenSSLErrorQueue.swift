@@ -25,7 +25,7 @@ package enum OpenSSLErrorQueue {
     }
 
     /// Empties the queue without looking at it (attacker input made OpenSSL say no).
-    static func clear() {
+    package static func clear() {
         ERR_clear_error()
     }
 

@@ -1,37 +1,33 @@
-// Shared by the parser tests and by the libFuzzer harness (Fuzz/http-parser), which compiles this
-// file into one module with Sources/HTTP1 (and Sources/GatewayTesting/HTTP1) and defines HTTP_FUZZ_HARNESS.
-#if !HTTP_FUZZ_HARNESS
-    import GatewayTesting
-    @testable import HTTP1
-#endif
+// Shared by the parser tests and by the libFuzzer harness (Fuzz/http-parser).
+package import HTTP1
 
 /// Feeds a parser the way a connection does: keeps the unconsumed bytes, appends each new piece,
 /// calls `next` until it needs more, and records what came out as a transcript of lines. Body
 /// bytes of consecutive `.body` events are merged, so transcripts of different splits compare equal.
 /// Violations of the parser contract are recorded separately.
-struct HTTPParserTranscript: Equatable, CustomStringConvertible {
-    var lines: [String] = []
+package struct HTTPParserTranscript: Equatable, CustomStringConvertible {
+    package var lines: [String] = []
     /// Input bytes the parser did not consume (after an error: all from the failing message on).
-    var leftover = 0
-    var violations: [String] = []
+    package var leftover = 0
+    package var violations: [String] = []
 
-    var description: String {
+    package var description: String {
         (self.lines + ["leftover \(self.leftover)"] + self.violations.map { "VIOLATION \($0)" })
             .joined(separator: "\n")
     }
 
     /// The last event was an error: its code.
-    var errorCode: String? {
+    package var errorCode: String? {
         guard let last = self.lines.last, last.hasPrefix("error ") else { return nil }
         return String(last.dropFirst(6))
     }
 
     /// Every body byte, in order.
-    var bodies: [String] {
+    package var bodies: [String] {
         self.lines.filter { $0.hasPrefix("body ") }.map { String($0.dropFirst(5)) }
     }
 
-    mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func appendBody(_ bytes: UnsafeRawBufferPointer) {
         let text = HTTPParserTranscript.escape(bytes)
         if let last = self.lines.last, last.hasPrefix("body ") {
             self.lines[self.lines.count - 1] = last + text
@@ -40,7 +36,7 @@ struct HTTPParserTranscript: Equatable, CustomStringConvertible {
         }
     }
 
-    static func escape(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func escape(_ bytes: UnsafeRawBufferPointer) -> String {
         var text = ""
         for byte in bytes {
             if byte >= 0x20 && byte < 0x7F && byte != 0x5C {
@@ -53,15 +49,15 @@ struct HTTPParserTranscript: Equatable, CustomStringConvertible {
         return text
     }
 
-    static func render(_ headers: HTTPHeaders?) -> String {
+    package static func render(_ headers: HTTPHeaders?) -> String {
         guard let headers else { return "-" }
         return headers.map { "[\($0.name): \($0.value)]" }.joined()
     }
 }
 
-enum HTTPParserTestDriver {
+package enum HTTPParserTestDriver {
     /// Cut points: feed `input[0..<cuts[0]]`, then up to `cuts[1]`, ...; the rest at the end.
-    static func feedRequests(
+    package static func feedRequests(
         _ input: [UInt8],
         cuts: [Int] = [],
         limits: HTTPParserLimits = .init()
@@ -131,7 +127,7 @@ enum HTTPParserTestDriver {
 
     /// `methods` are announced with `expectResponse` up front (pipelining); `peerClosesAtEnd`
     /// calls `peerClosed()` once the input is exhausted.
-    static func feedResponses(
+    package static func feedResponses(
         _ input: [UInt8],
         methods: [String],
         cuts: [Int] = [],
@@ -239,16 +235,20 @@ enum HTTPParserTestDriver {
     }
 
     /// Every cut point: the input arrives one byte at a time.
-    static func byteByByte(_ count: Int) -> [Int] {
+    package static func byteByByte(_ count: Int) -> [Int] {
         count > 1 ? Array(1..<count) : []
     }
 }
 
 /// Deterministic random numbers (SplitMix64) for reproducible random splits.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
+package struct SplitMix64: RandomNumberGenerator {
+    package var state: UInt64
 
-    mutating func next() -> UInt64 {
+    package init(state: UInt64) {
+        self.state = state
+    }
+
+    package mutating func next() -> UInt64 {
         self.state &+= 0x9E37_79B9_7F4A_7C15
         var z = self.state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -257,7 +257,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     /// Up to `maxCuts` distinct cut points in 1..<count.
-    mutating func cuts(count: Int, maxCuts: Int) -> [Int] {
+    package mutating func cuts(count: Int, maxCuts: Int) -> [Int] {
         guard count > 1 else { return [] }
         let n = Int.random(in: 0...maxCuts, using: &self)
         return (0..<n).map { _ in Int.random(in: 1..<count, using: &self) }
