@@ -1,25 +1,21 @@
 # Shared steps of the libFuzzer runners (sourced by Fuzz/<target>/run.sh).
 #
-#   fuzz_build NAME MODULE SOURCES...   builds .fuzz/NAME/fuzz-NAME with libFuzzer + ASan when a
-#                                       source (or the calling run.sh) is newer than the binary
+#   fuzz_build NAME                     builds the package's `fuzz-NAME` product (Fuzz/NAME) with
+#                                       libFuzzer + ASan into .build/fuzz (incremental), copied to
+#                                       .fuzz/NAME/fuzz-NAME
 #   fuzz_run NAME                       runs it for FUZZ_RUNS executions, capped at FUZZ_MAX_TIME
 #                                       seconds, over .fuzz/NAME/corpus (with FUZZ_DICT, when set,
 #                                       as libFuzzer's -dict); exit 1 on any crash
 # Callers set FUZZ_RUNS / FUZZ_MAX_TIME defaults and seed .fuzz/NAME/corpus between the two.
 
 fuzz_build() {
-  local name="$1" module="$2"
-  shift 2
-  local work=".fuzz/$name" bin=".fuzz/$name/fuzz-$name"
+  local name="$1" work=".fuzz/$1"
   mkdir -p "$work/corpus" "$work/artifacts"
-  local newest
-  newest=$(ls -t "$@" "$0" | head -1)
-  if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
-    echo "building $bin"
-    swiftc -sanitize=fuzzer,address -parse-as-library -swift-version 6 -O \
-      -package-name attest_gateway -module-name "$module" -I Sources/COpenSSL -lcrypto \
-      "$@" -o "$bin" >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; return 1; }
-  fi
+  echo "building fuzz-$name (swift build --product fuzz-$name, libFuzzer + ASan, .build/fuzz)"
+  swift build -c release --product "fuzz-$name" --build-path .build/fuzz \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING >"$work/build.log" 2>&1 \
+    || { tail -n 40 "$work/build.log" >&2; return 1; }
+  cp ".build/fuzz/release/fuzz-$name" "$work/fuzz-$name"
 }
 
 fuzz_run() {

@@ -1,9 +1,8 @@
 import GatewayIO
 
-// libFuzzer target for `Base64Text` (Sources/Gateway/Enforcement/Base64Text.swift), the decoder
-// of the two credential headers every protected request carries (`X-App-Attest-Key-Id`,
-// `X-App-Assertion`), written through buffer pointers. Built by run.sh from that file and the
-// byte-array helper it uses.
+// libFuzzer target for `Base64Text` (GatewayIO), the decoder of the two credential headers every
+// protected request carries (`X-App-Attest-Key-Id`, `X-App-Assertion`), written through buffer
+// pointers. The package's `fuzz-base64` target; run.sh builds it with libFuzzer (Fuzz/lib.sh).
 //
 // Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
 //  1. `decode` agrees with `referenceDecode`, written here from the documented rules with another

@@ -12,9 +12,6 @@ cd "$(dirname "$0")/../.."
 FUZZ_RUNS="${FUZZ_RUNS:-1000000}"
 FUZZ_MAX_TIME="${FUZZ_MAX_TIME:-300}"
 
-# Built as a module named Verification with the one Verification file it uses: Base64Text's
-# `import Verification` then names its own module (swiftc ignores it, with a warning).
-fuzz_build base64 Verification Sources/Gateway/Enforcement/Base64Text.swift Sources/Verification/ByteArrayWriting.swift \
-  Fuzz/base64/harness.swift
+fuzz_build base64
 if [ "${FUZZ_SEEDS:-1}" != "0" ]; then cp Fuzz/base64/seeds/* .fuzz/base64/corpus/; fi
 fuzz_run base64

@@ -3,8 +3,7 @@ import HTTP1
 
 // libFuzzer target for the request-correlation parsers: W3C `traceparent` (`TraceParent`),
 // `X-Request-Id` (`RequestID(accepting:)`, the generated IDs' hex) and the one pass over a
-// request's fields (`RequestCorrelation.scan`). Built by run.sh as one module with Sources/HTTP1
-// and the few Gateway files the scan uses (HeaderRewriting and what it names); nothing else.
+// request's fields (`RequestCorrelation.scan`, HTTPProxy). The package's `fuzz-correlation`.
 //
 // Byte 0: bit 0 = the peer is a trusted proxy. The rest is header fields, one per line
 // (`name:value`, split at the first colon; a line without one is a name with an empty value).

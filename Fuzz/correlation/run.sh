@@ -15,20 +15,8 @@ inputs="Fuzz/correlation/seeds"
 if [ -d Fuzz/correlation/regressions ]; then inputs="$inputs Fuzz/correlation/regressions"; fi
 if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
-# One module named HTTP1: the Gateway files' `package import HTTP1` then names the module itself
-# (a warning), so the scan compiles with the HTTP1 sources and the files it needs.
-swiftc -sanitize=fuzzer,address -parse-as-library -O \
-  -package-name attest_gateway -module-name HTTP1 \
-  -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility \
-  Sources/HTTP1/*.swift \
-  Sources/Gateway/Proxy/RequestCorrelation.swift \
-  Sources/Gateway/Proxy/HeaderRewriting.swift \
-  Sources/Gateway/Proxy/ClientSubjectHeaders.swift \
-  Sources/Gateway/Policy/ClientTrustHeaders.swift \
-  Sources/Gateway/Enforcement/IdentityHeaders.swift \
-  Sources/Gateway/Enforcement/RolloutArm.swift \
-  Fuzz/correlation/harness.swift \
-  -o "$work/fuzz-correlation" 2> >(grep -v "is part of module 'HTTP1'; ignoring import" >&2)
+. Fuzz/lib.sh
+fuzz_build correlation
 
 # The Swift runtime's crash backtracer trips ASan; libFuzzer prints the failing input itself.
 export SWIFT_BACKTRACE=enable=no

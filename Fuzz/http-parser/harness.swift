@@ -1,9 +1,8 @@
 import GatewayTesting
 import HTTP1
 
-// libFuzzer target for the HTTP/1.1 parsers. Built by run.sh as one module together with
-// Sources/HTTP1/*.swift, Sources/GatewayTesting/HTTP1/*.swift (the reference request-head writer
-// of the round trip) and Tests/GatewayUnitTests/HTTPParserTestDriver.swift (HTTP_FUZZ_HARNESS).
+// libFuzzer target for the HTTP/1.1 parsers (HTTP1), driven by GatewayTesting's parser test
+// driver and reference request-head writer (the round trip). The package's `fuzz-http-parser`.
 //
 // Input: byte 0 chooses the parser (bit 0), tiny limits (bit 1), for requests whether fields with
 // `_` are kept (bit 2), for responses which of four pipelined requests were HEAD (bits 2–5), and

@@ -12,14 +12,8 @@ mkdir -p "$work/corpus"
 inputs="Fuzz/http-parser/seeds Fuzz/http-parser/regressions"
 if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O \
-  -package-name attest_gateway -module-name HTTPParserFuzz \
-  -D HTTP_FUZZ_HARNESS \
-  Sources/HTTP1/*.swift \
-  Sources/GatewayTesting/HTTP1/*.swift \
-  Tests/GatewayUnitTests/HTTPParserTestDriver.swift \
-  Fuzz/http-parser/harness.swift \
-  -o "$work/fuzz-http-parser"
+. Fuzz/lib.sh
+fuzz_build http-parser
 
 # The Swift runtime's crash backtracer trips ASan; libFuzzer prints the failing input itself.
 export SWIFT_BACKTRACE=enable=no

@@ -1,7 +1,7 @@
 import PolicyModel
 
-// libFuzzer target for the policy loader and the route matcher. Built by run.sh as one module
-// with Sources/Gateway/Policy/*.swift (libyaml through CYAML) and the value types they use.
+// libFuzzer target for the policy loader and the route matcher (PolicyModel, libyaml through
+// CYAML). The package's `fuzz-policy` target; run.sh builds it with libFuzzer (Fuzz/lib.sh).
 //
 // Byte 0 chooses the mode; the rest is the input.
 //  - even: the bytes are a policies.yaml. Loading must throw a PolicyError or return a policy;

@@ -13,20 +13,8 @@ mkdir -p "$work/corpus"
 inputs="Fuzz/policy/seeds Fuzz/policy/regressions"
 if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O \
-  -package-name attest_gateway -module-name PolicyFuzz -D POLICY_FUZZ_HARNESS \
-  -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility \
-  -I Sources/CYAML -lyaml \
-  Sources/Gateway/Policy/*.swift \
-  Sources/Gateway/IO/GatewayLimits.swift \
-  Sources/Gateway/Store/RedisURL.swift Sources/Gateway/Store/RedisSecret.swift \
-  Sources/Gateway/Store/Cluster/RedisRedirect.swift Sources/Gateway/Store/Cluster/RedisHashSlot.swift \
-  Sources/Gateway/Support/Log.swift Sources/Gateway/Support/JSONText.swift \
-  Sources/Gateway/Apple/AppleConfiguration.swift Sources/Gateway/Apple/AppleDeviceCheckSettings.swift \
-  Sources/Gateway/Apple/AppleFraudRiskSettings.swift Sources/Gateway/Apple/AppleEnvironment.swift \
-  Sources/Gateway/Apple/AppleServerOverride.swift Sources/Gateway/Apple/FraudRiskRefreshPolicy.swift \
-  Fuzz/policy/harness.swift \
-  -o "$work/fuzz-policy"
+. Fuzz/lib.sh
+fuzz_build policy
 
 # No interactive Swift backtracer on a crash: libFuzzer reports it and keeps the artifact.
 SWIFT_BACKTRACE=enable=no "$work/fuzz-policy" \

@@ -1,9 +1,8 @@
 import GatewayIO
 import GatewayTesting
 
-// libFuzzer target for the PROXY protocol parser. Built by run.sh as one module with
-// Sources/Gateway/Transport/ProxyProtocol*.swift and Tests/GatewayTests/ProxyProtocolSerializer.swift
-// (PROXY_PROTOCOL_FUZZ_HARNESS): the parser depends on nothing else of the gateway.
+// libFuzzer target for the PROXY protocol parser (GatewayIO), with the header writer of the
+// tests (GatewayTesting's `ProxyProtocolSerializer`). The package's `fuzz-proxy-protocol` target.
 //
 // Byte 0: bit 0 picks a small v2 length bound (64) instead of the default (4096); the byte also
 // seeds the random splits. The rest is the first bytes of a connection.

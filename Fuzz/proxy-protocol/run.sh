@@ -13,15 +13,8 @@ mkdir -p "$work/corpus"
 inputs="Fuzz/proxy-protocol/seeds Fuzz/proxy-protocol/regressions"
 if [ "${FUZZ_SEEDS:-1}" = "0" ]; then inputs=""; fi
 
-swiftc -sanitize=fuzzer,address -parse-as-library -O \
-  -package-name attest_gateway -module-name ProxyProtocolFuzz \
-  -enable-upcoming-feature InternalImportsByDefault -enable-upcoming-feature MemberImportVisibility \
-  -D PROXY_PROTOCOL_FUZZ_HARNESS \
-  Sources/Gateway/Transport/ProxyProtocolParser.swift \
-  Sources/Gateway/Transport/ProxyProtocolHeader.swift \
-  Tests/GatewayTests/ProxyProtocolSerializer.swift \
-  Fuzz/proxy-protocol/harness.swift \
-  -o "$work/fuzz-proxy-protocol"
+. Fuzz/lib.sh
+fuzz_build proxy-protocol
 
 # The Swift runtime's crash backtracer trips ASan; libFuzzer prints the failing input itself.
 export SWIFT_BACKTRACE=enable=no

@@ -12,16 +12,7 @@ FUZZ_RUNS="${FUZZ_RUNS:-300000}"
 FUZZ_MAX_TIME="${FUZZ_MAX_TIME:-300}"
 WORK=".fuzz/receipt"
 
-SOURCES=(
-  Sources/Verification/VerificationError.swift
-  Sources/Verification/SHA256.swift
-  Sources/Verification/ByteArrayWriting.swift
-  Sources/Verification/Crypto/OpenSSLErrorQueue.swift
-  Sources/Verification/ASN1/*.swift
-  Sources/Verification/Receipt/*.swift
-  Fuzz/receipt/FuzzReceipt.swift
-)
-fuzz_build receipt ReceiptFuzz "${SOURCES[@]}"
+fuzz_build receipt
 
 # Seed corpus: every real receipt, its signed payload (so the payload parser starts from real
 # fields) and a few hand-made edge cases (idempotent: files are named by content hash).

@@ -3,7 +3,7 @@ import HTTP1
 // libFuzzer target for the request rules every door runs that read client bytes: the method
 // overrides of a head (`HTTPMethodOverrides.read`: override fields, the `_method` query
 // parameter with its percent-decoding, form Content-Types) and the Host authority rule
-// (`HTTPAuthority.violation`). Built by run.sh as one module with Sources/HTTP1/*.swift.
+// (`HTTPAuthority.violation`), both in HTTP1. The package's `fuzz-request-rules` target.
 //
 // Input: line 0 is the method, line 1 the target, line 2 a Host value, the rest header fields
 // (`name:value`, split at the first colon).

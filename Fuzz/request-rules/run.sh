@@ -12,6 +12,6 @@ FUZZ_RUNS="${FUZZ_RUNS:-1000000}"
 FUZZ_MAX_TIME="${FUZZ_MAX_TIME:-300}"
 FUZZ_DICT=Fuzz/request-rules/request-rules.dict
 
-fuzz_build request-rules RequestRulesFuzz Sources/HTTP1/*.swift Fuzz/request-rules/harness.swift
+fuzz_build request-rules
 if [ "${FUZZ_SEEDS:-1}" != "0" ]; then cp Fuzz/request-rules/seeds/* .fuzz/request-rules/corpus/; fi
 fuzz_run request-rules

@@ -12,17 +12,7 @@ FUZZ_RUNS="${FUZZ_RUNS:-1000000}"
 FUZZ_MAX_TIME="${FUZZ_MAX_TIME:-600}"
 WORK=".fuzz/verification"
 
-SOURCES=(
-  Sources/Verification/VerificationError.swift
-  Sources/Verification/SHA256.swift
-  Sources/Verification/ByteArrayWriting.swift
-  Sources/Verification/CBOR/*.swift
-  Sources/Verification/AppAttest/*.swift
-  Sources/Verification/Crypto/*.swift
-  Sources/Verification/X509/*.swift
-  Fuzz/verification/FuzzVerification.swift
-)
-fuzz_build verification VerificationFuzz "${SOURCES[@]}"
+fuzz_build verification
 
 # Seed corpus: every real attestation and assertion, their authenticator data, and a few
 # hand-made edge cases (idempotent: files are named by content hash).
