@@ -5,7 +5,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := build
 
 SWIFT ?= swift
-APT_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3 python3-yaml nginx caddy testssl.sh node-express nodejs python3-flask
+# What building and `make run` need; the tests add servers and clients (nginx, caddy and
+# testssl.sh's packages start services on port 80 on a systemd host: `make run` does not install them).
+RUN_PACKAGES := libssl-dev libhiredis-dev libyaml-dev redis-server redis-tools openssl curl python3
+TEST_PACKAGES := python3-yaml nginx caddy testssl.sh node-express nodejs python3-flask
+APT_PACKAGES := $(RUN_PACKAGES) $(TEST_PACKAGES)
 BENCH_PACKAGES := nginx haproxy wrk gcc
 # The load-independent counts (callgrind; gcc builds the sigsuspend shim valgrind needs).
 INSTRUCTIONS_PACKAGES := valgrind gcc binutils
@@ -16,7 +20,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
+.PHONY: deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -27,6 +31,9 @@ install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || 
 
 deps:
 	$(call install_missing,$(APT_PACKAGES))
+
+run-deps:
+	$(call install_missing,$(RUN_PACKAGES))
 
 bench-deps: deps
 	$(call install_missing,$(BENCH_PACKAGES))
@@ -62,7 +69,9 @@ test: deps
 	SWIFT=$(SWIFT) bash scripts/swift-test.sh
 	bash scripts/check-all.sh
 
-run: release
+run: run-deps
+	bash scripts/run-demo.sh --check-ports
+	$(SWIFT) build -c release
 	bash scripts/run-demo.sh
 
 bench: bench-deps release

@@ -55,16 +55,19 @@ note() { echo "   $*"; }
 die() { echo "${red}error:${off} $*" >&2; exit 1; }
 
 # --- preflight ---------------------------------------------------------------------------------
-[ -x "$bin" ] || die "$bin not found: build it with 'make release' (or run 'make run')"
-for tool in redis-server redis-cli python3 curl sha256sum base64 openssl; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run 'make deps' (installs the Debian packages)"
-done
-[ -f scripts/upstream.py ] || die "scripts/upstream.py is missing"
+# `make run` calls `run-demo.sh --check-ports` before the release build: a busy port shows at once,
+# not after four minutes of compiling.
 for port in "$proxy_port" "$tls_port" "$admin_port" "$redis_port" "$upstream_port"; do
   if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
     die "port $port on $host is already in use (stop what uses it, or set DEMO_*_PORT)"
   fi
 done
+if [ "${1:-}" = "--check-ports" ]; then exit 0; fi
+[ -x "$bin" ] || die "$bin not found: build it with 'make release' (or run 'make run')"
+for tool in redis-server redis-cli python3 curl sha256sum base64 openssl; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found: run 'make run-deps' (installs the Debian packages)"
+done
+[ -f scripts/upstream.py ] || die "scripts/upstream.py is missing"
 
 mkdir -p "$run_dir/redis"
 run_abs=$(cd "$run_dir" && pwd)
