@@ -1,7 +1,7 @@
 # Shared steps of the libFuzzer runners (sourced by Fuzz/<target>/run.sh).
 #
 #   fuzz_build NAME                     builds the package's `fuzz-NAME` product (Fuzz/NAME) with
-#                                       libFuzzer + ASan into .build/fuzz (incremental), copied to
+#                                       libFuzzer + ASan, -O, into .build/fuzz (incremental), copied to
 #                                       .fuzz/NAME/fuzz-NAME
 #   fuzz_run NAME                       runs it for FUZZ_RUNS executions, capped at FUZZ_MAX_TIME
 #                                       seconds, over .fuzz/NAME/corpus (with FUZZ_DICT, when set,
@@ -12,10 +12,12 @@ fuzz_build() {
   local name="$1" work=".fuzz/$1"
   mkdir -p "$work/corpus" "$work/artifacts"
   echo "building fuzz-$name (swift build --product fuzz-$name, libFuzzer + ASan, .build/fuzz)"
-  swift build -c release --product "fuzz-$name" --build-path .build/fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING >"$work/build.log" 2>&1 \
+  # The debug configuration with -O: optimized like the release build, without its
+  # cross-module optimization (which doubles compile time) and with the debug-only checks on.
+  swift build -c debug --product "fuzz-$name" --build-path .build/fuzz \
+    -Xswiftc -O -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING >"$work/build.log" 2>&1 \
     || { tail -n 40 "$work/build.log" >&2; return 1; }
-  cp ".build/fuzz/release/fuzz-$name" "$work/fuzz-$name"
+  cp ".build/fuzz/debug/fuzz-$name" "$work/fuzz-$name"
 }
 
 fuzz_run() {
