@@ -159,28 +159,41 @@ let package = Package(
         // Fuzz/lib.sh; a plain build makes replayers that run the files they are given)
         .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-base64", dependencies: ["FuzzSupport", "GatewayIO", "Verification"], path: "Fuzz/base64", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-base64", dependencies: ["FuzzSupport", "GatewayIO", "Verification"], path: "Fuzz/base64",
+            exclude: ["run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-correlation", dependencies: ["FuzzSupport", "HTTPProxy", "GateContract", "PolicyModel", "GatewayIO", "HTTP1"], path: "Fuzz/correlation", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-correlation",
+            dependencies: ["FuzzSupport", "HTTPProxy", "GateContract", "PolicyModel", "GatewayIO", "HTTP1"],
+            path: "Fuzz/correlation", exclude: ["correlation.dict", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-http-parser", dependencies: ["FuzzSupport", "GatewayTesting", "HTTP1"], path: "Fuzz/http-parser", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-http-parser", dependencies: ["FuzzSupport", "GatewayTesting", "HTTP1"],
+            path: "Fuzz/http-parser", exclude: ["http.dict", "regressions", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy",
+            exclude: ["policy.dict", "regressions", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-proxy-protocol", dependencies: ["FuzzSupport", "GatewayIO", "GatewayTesting"], path: "Fuzz/proxy-protocol", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-proxy-protocol", dependencies: ["FuzzSupport", "GatewayIO", "GatewayTesting"],
+            path: "Fuzz/proxy-protocol", exclude: ["proxy-protocol.dict", "regressions", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-receipt", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/receipt", sources: ["FuzzReceipt.swift", "main.swift"],
+            name: "fuzz-receipt", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/receipt",
+            exclude: ["run.sh"], sources: ["FuzzReceipt.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-request-rules", dependencies: ["FuzzSupport", "Enforcement", "GateContract", "HTTP1"], path: "Fuzz/request-rules", sources: ["harness.swift", "main.swift"],
+            name: "fuzz-request-rules", dependencies: ["FuzzSupport", "Enforcement", "GateContract", "HTTP1"],
+            path: "Fuzz/request-rules", exclude: ["request-rules.dict", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
-            name: "fuzz-verification", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/verification", sources: ["FuzzVerification.swift", "main.swift"],
+            name: "fuzz-verification", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/verification",
+            exclude: ["run.sh"], sources: ["FuzzVerification.swift", "main.swift"],
             swiftSettings: swiftSettings),
 
         // MARK: - Tests (Swift Testing)
