@@ -21,7 +21,7 @@ for pair in "debug:.build/build.log" "release:.build/release-build.log"; do
     echo "$warnings" | head -n 40
     status=1
   else
-    echo "warnings: $configuration build of Sources/ and Tests/ without a warning ($log)"
+    echo "warnings: $configuration build without a warning from the compiler or SwiftPM ($log)"
   fi
 done
 # `swift test` builds the test targets: scripts/swift-test.sh keeps its output in .build/test.log.
