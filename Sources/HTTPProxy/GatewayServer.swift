@@ -8,9 +8,9 @@ import Synchronization
 /// The proxy: listeners, event loops, upstream pools, access log and metrics.
 ///
 /// Each listener has its own `RequestGate` (the main listeners an enforcing gate, the
-/// admin listener one that answers locally). The gates, the upstream table and the limits
-/// form a snapshot that `update` swaps atomically (SIGHUP reload); a request uses the
-/// snapshot that was current when its head arrived.
+/// admin listener one that answers locally). The gates, the upstream table, the limits and
+/// the header lists form one `ServingSnapshot` that `install` swaps at once (start, SIGHUP
+/// reload); a request uses the snapshot that was current when its head arrived.
 ///
 /// Threading: public methods may be called from any queue except a loop's own queue
 /// (shutdown waits); connection state lives on the loops.
