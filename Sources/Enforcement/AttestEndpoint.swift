@@ -14,8 +14,9 @@ import Verification
 /// Steps: parse the JSON body; check the challenge's tag and expiry (no I/O); verify the
 /// attestation on the verification queue; redeem the challenge; create the key. The challenge
 /// is redeemed only once the attestation verified, so a failed attempt writes nothing.
-/// Immutable; any queue; the completion runs once, on the calling queue, the verification
-/// queue or the store's queue.
+/// Immutable; called on a connection's loop. The chain check runs on the verification queue;
+/// the store's writes go out from `loop` again, on its own Redis connection, so the completion
+/// runs once, on `loop`, or on the verification queue for a refusal found there.
 final class AttestEndpoint: Sendable {
     private let path: String
     /// nil when the policy names no App ID (a passthrough-only policy): every attestation is
@@ -53,7 +54,10 @@ final class AttestEndpoint: Sendable {
         self.now = now
     }
 
-    func respond(to head: HTTPRequestHead, body: [UInt8]?, completion: @escaping @Sendable (GateDecision) -> Void) {
+    func respond(
+        to head: HTTPRequestHead, body: [UInt8]?, loop: EventLoop,
+        completion: @escaping @Sendable (GateDecision) -> Void
+    ) {
         let finish: @Sendable (Result<AttestedKey, EnforcementError>) -> Void = { [self] result in
             completion(self.decision(result))
         }
@@ -77,7 +81,7 @@ final class AttestEndpoint: Sendable {
             checked = value
         }
         self.verificationQueue.async { [self] in
-            self.verify(request, challenge: checked, finish: finish)
+            self.verify(request, challenge: checked, loop: loop, finish: finish)
         }
     }
 
@@ -118,6 +122,7 @@ final class AttestEndpoint: Sendable {
     private func verify(
         _ request: EndpointRequests.AttestRequest,
         challenge: ChallengeTokens.Checked,
+        loop: EventLoop,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
         let attestedAt = self.now()
@@ -156,6 +161,19 @@ final class AttestEndpoint: Sendable {
             bundleVersion: attested.launchValidation.bundleVersion,
             keyAccessPolicy: attested.keyAccessPolicy?.rawValue
         )
+        loop.execute { [self] in
+            self.register(record, challenge: challenge, attested: attested, receipt: receipt, finish: finish)
+        }
+    }
+
+    /// On the connection's loop: redeem the challenge, then create the key.
+    private func register(
+        _ record: KeyRecord,
+        challenge: ChallengeTokens.Checked,
+        attested: AttestedKey,
+        receipt: Receipt?,
+        finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
+    ) {
         self.challenges.redeem(challenge) { [self] redeemed in
             switch redeemed {
             case .failure(let error):

@@ -22,9 +22,9 @@ package import Verification
 ///
 /// The route is matched once, in `classify`; its index travels in the classification to
 /// `decide`. Immutable after init (a policy reload builds a new gate), so it is shared by every
-/// connection queue. `decide` may run on any queue; its completion runs exactly once, on the
-/// calling queue (at once, or later from the loop's own Redis connection), the store's queue or
-/// the verification queue.
+/// loop. `decide` runs on a connection's loop; its store calls go out on that loop's Redis
+/// connection, and work too slow for a loop (an attestation's certificate chain, a key not yet
+/// cached) runs on the verification queue and comes back to the loop for the store.
 package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {
@@ -58,6 +58,8 @@ package final class AttestGate: RequestGate {
     private let identitySigner: IdentitySigner?
     /// The signature's timestamp (and the verification time of attestations).
     private let now: @Sendable () -> Date
+    /// The endpoint limiter's clock (monotonic nanoseconds).
+    private let monotonicNanoseconds: @Sendable () -> UInt64
 
     /// Attestation verification (a certificate chain check, ~1 ms) and work after a store
     /// completion run here, never on the store's queue or a connection queue.
@@ -75,6 +77,7 @@ package final class AttestGate: RequestGate {
     ///   - deviceCheck: DeviceCheck over the Apple client (`apple:`): the fallback exchange
     ///     and its tokens; nil = the exchange answers 503.
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
+    ///   - monotonicNanoseconds: the endpoint limiter's clock (tests pin it).
     package init(
         policy: GatewayPolicy,
         store: any AttestStore,
@@ -85,9 +88,11 @@ package final class AttestGate: RequestGate {
         endpointLimiter: AddressRateLimiter? = nil,
         identitySigner: IdentitySigner? = nil,
         deviceCheck: DeviceCheckClient? = nil,
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() },
+        monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws(VerificationError) {
         self.policy = policy
+        self.monotonicNanoseconds = monotonicNanoseconds
         self.identitySigner = identitySigner
         self.now = now
         let keyring: ChallengeKeyring
@@ -217,7 +222,7 @@ package final class AttestGate: RequestGate {
                 return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil)
             }
             // Anonymous work: bounded per address before any of it is done.
-            let admission = self.endpointLimiter.admit(client, nowNanoseconds: SystemCalls.monotonicNanoseconds())
+            let admission = self.endpointLimiter.admit(client, nowNanoseconds: self.monotonicNanoseconds())
             if case .limited(let seconds) = admission {
                 return self.refuse(
                     EnforcementError(
@@ -341,22 +346,24 @@ package final class AttestGate: RequestGate {
         _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
         if let refusal = classification.refusal {
-            completion(refusal)
+            promise.succeed(refusal)
             return
         }
         // Every forward carries gateway identity headers, whatever its status: sign them all,
         // last, once the decision's headers are complete (a debug token adds its name late).
         if let signer = self.identitySigner {
             let now = self.now
-            self.decideUnsigned(head, body: body, classification: classification) { decision in
-                completion(Self.sign(decision, with: signer, now: now))
+            self.decideUnsigned(head, body: body, classification: classification, loop: promise.loop) { decision in
+                promise.succeed(Self.sign(decision, with: signer, now: now))
             }
             return
         }
-        self.decideUnsigned(head, body: body, classification: classification, completion: completion)
+        self.decideUnsigned(head, body: body, classification: classification, loop: promise.loop) { decision in
+            promise.succeed(decision)
+        }
     }
 
     /// `decision` with its forwarded head signed. Runs where the decision completed (the
@@ -383,10 +390,11 @@ package final class AttestGate: RequestGate {
         _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
+        loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         guard let index = classification.routeIndex else {
-            self.answerLocally(head, body: body, label: classification.routeName, completion: completion)
+            self.answerLocally(head, body: body, label: classification.routeName, loop: loop, completion: completion)
             return
         }
         // The route is read in place (see `classify`).
@@ -398,7 +406,7 @@ package final class AttestGate: RequestGate {
         case .enforce, .monitor:
             self.protectedRequests.verify(
                 head, body: body ?? [], route: self.routes.routes[index], client: classification.client,
-                credentials: classification.gateData as? AssertionCredentials, completion: completion)
+                credentials: classification.gateData as? AssertionCredentials, loop: loop, completion: completion)
         }
     }
 
@@ -407,6 +415,7 @@ package final class AttestGate: RequestGate {
         _ head: HTTPRequestHead,
         body: [UInt8]?,
         label: String,
+        loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         switch label {
@@ -417,7 +426,7 @@ package final class AttestGate: RequestGate {
         case RouteLabel.challenge:
             self.challengeEndpoint.respond(to: head, completion: completion)
         case RouteLabel.attest:
-            self.attestEndpoint.respond(to: head, body: body, completion: completion)
+            self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
         case RouteLabel.deviceCheck:
             self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
         default:

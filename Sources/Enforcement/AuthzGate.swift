@@ -97,7 +97,7 @@ package final class AuthzGate: RequestGate {
         _ head: HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
         // A refusal from `classify` (ours, already counted, or the inline gate's).
         if let refusal = classification.refusal {
@@ -105,9 +105,9 @@ package final class AuthzGate: RequestGate {
                 response.headers[AuthzAnswer.errorHeader] == nil
             {
                 self.metrics.decided(dialect: Self.dialect(of: head, prefix: self.pathPrefix), allowed: false)
-                completion(.respond(AuthzAnswer.deny(response), info))
+                promise.succeed(.respond(AuthzAnswer.deny(response), info))
             } else {
-                completion(refusal)
+                promise.succeed(refusal)
             }
             return
         }
@@ -118,16 +118,19 @@ package final class AuthzGate: RequestGate {
         }
         let metrics = self.metrics
         let dialect = request.dialect
-        self.inner.decide(request.head, body: body, classification: classification) { decision in
+        let relay = GateDecisionRelay { decision in
             switch decision {
             case .forward(let forwarded, let info):
                 metrics.decided(dialect: dialect, allowed: true)
-                completion(.respond(AuthzAnswer.allow(forwarded), info))
+                promise.succeed(.respond(AuthzAnswer.allow(forwarded), info))
             case .respond(let response, let info):
                 metrics.decided(dialect: dialect, allowed: false)
-                completion(.respond(AuthzAnswer.deny(response), info))
+                promise.succeed(.respond(AuthzAnswer.deny(response), info))
             }
         }
+        let inner = GateDecisionPromise(loop: promise.loop, receiver: relay)
+        self.inner.decide(request.head, body: body, classification: classification, promise: inner)
+        inner.askReturned()
     }
 
     private static func dialect(of head: HTTPRequestHead, prefix: String) -> AuthzDialect? {

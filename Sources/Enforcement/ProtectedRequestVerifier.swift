@@ -18,8 +18,11 @@ import Verification
 /// store is the authority on counters, challenges and revocation; the cache only saves the
 /// `fetchKey` round trip.
 ///
-/// Immutable; any queue. The completion runs exactly once, on the calling queue, the store's
-/// queue or the verification queue.
+/// Immutable; `verify` runs on a connection's loop, and its store calls go out from that loop
+/// on the loop's own Redis connection. A cached key is checked on the loop (ECDSA costs less
+/// than a hop); a key fetched from the store is parsed and checked on the verification queue,
+/// and its challenge and counter go back to the loop. The completion runs exactly once, on the
+/// loop, or on the verification queue for a refusal found there.
 final class ProtectedRequestVerifier: Sendable {
     /// What the verifier keeps of an attested key between requests.
     private struct CachedKey: Sendable {
@@ -48,11 +51,14 @@ final class ProtectedRequestVerifier: Sendable {
         let clientDataHash: [UInt8]
         /// Required by the route, present and checked; nil when the route needs none.
         let challenge: ChallengeTokens.Checked?
+        /// The connection's loop: the store is called from it.
+        let loop: EventLoop
 
         init(
             head: HTTPRequestHead, route: RoutePolicy, keyID: String, assertion: [UInt8], clientDataHash: [UInt8],
-            challenge: ChallengeTokens.Checked?
+            challenge: ChallengeTokens.Checked?, loop: EventLoop
         ) {
+            self.loop = loop
             self.head = head
             self.route = route
             self.keyID = keyID
@@ -115,6 +121,7 @@ final class ProtectedRequestVerifier: Sendable {
         route configured: RoutePolicy,
         client: String,
         credentials decoded: AssertionCredentials? = nil,
+        loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = SystemCalls.monotonicNanoseconds()
@@ -212,12 +219,14 @@ final class ProtectedRequestVerifier: Sendable {
             keyID: keyID,
             assertion: credentials.assertion,
             clientDataHash: SHA256.hash(clientData),
-            challenge: checkedChallenge
+            challenge: checkedChallenge,
+            loop: loop
         )
 
         if let cached = self.keys.value(for: keyID) {
-            // ECDSA on the calling (connection) queue: ~40 µs, cheaper than a hop.
-            self.verifyAssertion(request, key: cached, conclude: conclude)
+            // ECDSA on the loop: ~40 µs, cheaper than a hop there and back.
+            guard let identity = self.checkAssertion(request, key: cached, conclude: conclude) else { return }
+            self.redeemAndAdvance(request, identity: identity, conclude: conclude)
             return
         }
         self.fetchKey(request, conclude: conclude)
@@ -280,7 +289,7 @@ final class ProtectedRequestVerifier: Sendable {
         let keyID = request.keyID
         let loggedKeyID = request.keyID
         self.store.fetchKey(keyID: keyID) { [self] result in
-            // On the store's queue: only classify the reply, then hop.
+            // On the loop: only classify the reply, then hop.
             switch result {
             case .failure(let error):
                 conclude(.storeFailed(error, operation: "fetch_key", keyID: loggedKeyID))
@@ -316,22 +325,26 @@ final class ProtectedRequestVerifier: Sendable {
                         return
                     }
                     self.keys.set(key, for: keyID)
-                    self.verifyAssertion(request, key: key, conclude: conclude)
+                    guard let identity = self.checkAssertion(request, key: key, conclude: conclude) else { return }
+                    request.loop.execute { [self] in
+                        self.redeemAndAdvance(request, identity: identity, conclude: conclude)
+                    }
                 }
             }
         }
     }
 
-    /// Key policy checks and the assertion itself; then the store's challenge and counter.
-    private func verifyAssertion(
+    /// Key policy checks and the assertion itself: the identity to forward, or nil once
+    /// `conclude` has the refusal.
+    private func checkAssertion(
         _ request: Request,
         key: CachedKey,
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
-    ) {
+    ) -> IdentityHeaders.Identity? {
         let loggedKeyID = request.keyID
         if let mismatch = self.environmentMismatch(key.environment) {
             conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyID: loggedKeyID))
-            return
+            return nil
         }
         guard self.acceptedAppIDs.contains(key.appID.value) else {
             let error = EnforcementError(
@@ -339,7 +352,7 @@ final class ProtectedRequestVerifier: Sendable {
                 "key's App ID \(key.appID.value) is not accepted by the policy"
             )
             conclude(.failed(error, keyID: loggedKeyID))
-            return
+            return nil
         }
         let result: AssertionResult
         do throws(VerificationError) {
@@ -360,7 +373,7 @@ final class ProtectedRequestVerifier: Sendable {
                     [("key_id_prefix", String(loggedKeyID.prefix(8))), ("reason", error.reason)])
             }
             conclude(.failed(EnforcementError(code, error.reason), keyID: loggedKeyID))
-            return
+            return nil
         }
         let launch = result.launchValidation
         self.metrics.launchValidation(category: launch.category, bundleVersion: launch.bundleVersion)
@@ -371,7 +384,7 @@ final class ProtectedRequestVerifier: Sendable {
                 "the assertion's launch validation category (\(found)) differs from the key's attested \(LaunchValidationCategory.name(of: attested)): the binary was re-signed"
             )
             conclude(.failed(error, keyID: loggedKeyID))
-            return
+            return nil
         }
         let category = launch.category ?? key.validationCategory
         let bundleVersion = launch.bundleVersion ?? key.bundleVersion
@@ -379,7 +392,7 @@ final class ProtectedRequestVerifier: Sendable {
             category: category, bundleVersion: bundleVersion, keyAccessPolicy: key.keyAccessPolicy)
         {
             conclude(.failed(refusal, keyID: loggedKeyID))
-            return
+            return nil
         }
         let identity = IdentityHeaders.Identity(
             keyID: request.keyID,
@@ -390,6 +403,18 @@ final class ProtectedRequestVerifier: Sendable {
             bundleVersion: bundleVersion,
             keyAccessPolicy: key.keyAccessPolicy
         )
+        return identity
+    }
+
+    /// On the loop: the store redeems the route's challenge (when it has one) and advances the
+    /// key's counter.
+    private func redeemAndAdvance(
+        _ request: Request,
+        identity: IdentityHeaders.Identity,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
+        request.loop.assertInLoop()
+        let loggedKeyID = request.keyID
         guard let challenge = request.challenge else {
             self.advanceCounter(request, identity: identity, conclude: conclude)
             return

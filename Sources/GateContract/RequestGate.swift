@@ -11,16 +11,17 @@ package protocol RequestGate: Sendable {
     /// address's limit key (`IPAddressBytes.limitKey`, after `trusted_proxies`).
     func classify(_ head: HTTPRequestHead, client: String) -> GateClassification
 
-    /// Decides the request's fate. `body` is the complete body when the
-    /// classification asked for buffering, else nil. `completion` may run on any
-    /// queue, exactly once; the connection hops back to its own queue. `head` is consumed: the
-    /// connection hands over its only reference to the fields, so a gate that adds a field
-    /// to the head it forwards appends in place instead of copying them.
+    /// Decides the request's fate: called on the connection's loop (`promise.loop`), and
+    /// fulfils `promise` exactly once. `body` is the complete body when the classification
+    /// asked for buffering, else nil. A gate's store calls go out on `promise.loop`, so that a
+    /// decision reached through the store needs no hop back. `head` is consumed: the connection
+    /// hands over its only reference to the fields, so a gate that adds a field to the head it
+    /// forwards appends in place instead of copying them.
     func decide(
         _ head: consuming HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     )
 }
 

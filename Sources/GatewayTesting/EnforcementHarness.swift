@@ -87,7 +87,8 @@ package struct EnforcementHarness {
 
     package init(
         environment: EnvironmentPolicy = .production, backing: any AttestStore = MemoryStore(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() },
+        monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws {
         self.backing = backing
         self.store = FaultInjectingStore(wrapping: backing)
@@ -96,7 +97,8 @@ package struct EnforcementHarness {
             store: self.store,
             trustRootsPEM: [Self.authority.rootCertificatePEM],
             metrics: self.metrics,
-            now: now
+            now: now,
+            monotonicNanoseconds: monotonicNanoseconds
         )
     }
 

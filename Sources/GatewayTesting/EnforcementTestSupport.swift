@@ -1,9 +1,10 @@
-// The gate's test doubles and drivers, for the unit and the integration tests: a store that
-// fails on demand, `runGate`, a recording `GateMetrics`, a hand-moved clock.
 import Dispatch
 import Enforcement
 package import Foundation
 package import GateContract
+// The gate's test doubles and drivers, for the unit and the integration tests: a store that
+// fails on demand, `runGate`, a recording `GateMetrics`, a hand-moved clock.
+import GatewayIO
 package import HTTP1
 package import KeyStore
 package import RedisClient
@@ -136,7 +137,8 @@ package final class DecisionProbe: Sendable {
     }
 }
 
-/// Classifies and decides like the proxy does, waiting for the completion.
+/// Classifies and decides like the proxy does (on a loop, through a promise), waiting for the
+/// decision.
 package func runGate(
     _ gate: some RequestGate,
     _ head: HTTPRequestHead,
@@ -145,11 +147,17 @@ package func runGate(
 ) async -> (GateClassification, GateDecision, DecisionProbe) {
     let classification = gate.classify(head, client: client)
     let probe = DecisionProbe()
+    let loop = TestEventLoop.next()
     let decision = await withCheckedContinuation { (continuation: CheckedContinuation<GateDecision, Never>) in
-        gate.decide(head, body: body, classification: classification) { decision in
-            if probe.record(decision) {
-                continuation.resume(returning: decision)
+        loop.execute {
+            let receiver = GateDecisionRelay { decision in
+                if probe.record(decision) {
+                    continuation.resume(returning: decision)
+                }
             }
+            let promise = GateDecisionPromise(loop: loop, receiver: receiver)
+            gate.decide(head, body: body, classification: classification, promise: promise)
+            promise.askReturned()
         }
     }
     return (classification, decision, probe)

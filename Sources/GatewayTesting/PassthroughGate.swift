@@ -30,10 +30,10 @@ package struct PassthroughGate: RequestGate {
         _ head: HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
         guard classification.upstream != nil else {
-            completion(
+            promise.succeed(
                 .respond(
                     .jsonError(
                         status: 404, code: "no_route",
@@ -46,6 +46,6 @@ package struct PassthroughGate: RequestGate {
             IdentityHeaders.strip(&forwarded.headers)
         }
         forwarded.headers.add(name: "X-App-Attest-Status", value: "skipped")
-        completion(.forward(forwarded, GateLogInfo(verdict: .skipped)))
+        promise.succeed(.forward(forwarded, GateLogInfo(verdict: .skipped)))
     }
 }

@@ -389,33 +389,22 @@ extension ProxyConnection {
         // The gate gets the only reference to the fields (it adds its own to the head it
         // forwards); the exchange keeps the request line for the log and the response.
         self.exchange.head?.headers = HTTPHeaders()
-        self.gateCall.serial &+= 1
-        let serial = self.gateCall.serial
-        self.gateCall.isInsideDecide = true
-        self.gateCall.synchronousDecision = nil
-        self.snapshot.gate.decide(consume head, body: body, classification: classification) { [self] decision in
-            if self.loop.inLoop {
-                // A gate that completes at once, inside `decide`: handled when it returns.
-                if self.gateCall.isInsideDecide && self.gateCall.serial == serial {
-                    self.gateCall.synchronousDecision = decision
-                    return
-                }
-                // Completed later on this loop (the loop's own Redis connection): no hop.
-                self.decisionArrived(decision, serial: serial)
-                return
-            }
-            self.loop.execute { self.decisionArrived(decision, serial: serial) }
-        }
-        self.gateCall.isInsideDecide = false
-        if let decision = self.gateCall.synchronousDecision {
-            self.gateCall.synchronousDecision = nil
-            self.decisionArrived(decision, serial: serial)
-        }
+        let promise = GateDecisionPromise(loop: self.loop, receiver: self)
+        self.pendingDecision = promise
+        self.snapshot.gate.decide(consume head, body: body, classification: classification, promise: promise)
+        promise.askReturned()
     }
 
-    private func decisionArrived(_ decision: GateDecision, serial: Int) {
+    func gateDecided(_ decision: GateDecision, promise: GateDecisionPromise) {
+        // A decision for a request this connection no longer waits for (it closed) is dropped.
+        guard promise === self.pendingDecision else { return }
+        self.pendingDecision = nil
+        self.decisionArrived(decision)
+    }
+
+    private func decisionArrived(_ decision: GateDecision) {
         self.loop.assertInLoop()
-        guard !self.machine.isClosed, serial == self.gateCall.serial, self.machine.phase == .deciding else { return }
+        guard !self.machine.isClosed, self.machine.phase == .deciding else { return }
         switch decision {
         case .forward(let head, let info):
             self.exchange.logInfo = info

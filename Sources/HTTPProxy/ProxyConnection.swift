@@ -30,7 +30,7 @@ import PolicyModel
 /// they are used on one queue only and no method holds an `inout` access to one across a call
 /// that uses it again (`pump()` never nests), so the runtime's dynamic checks (about 57 per
 /// proxied request, ~85 instructions each: 9% of the gateway's user-space instructions) only cost.
-final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
+final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver, @unchecked Sendable {
     static let highWaterMark = 256 * 1024
     /// Unparsed client bytes kept at most (pipelined requests, a paused body).
     static let maxBufferedInput = 256 * 1024
@@ -78,7 +78,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) var waitingPool: UpstreamPool?
     /// The upstream request (head, then a buffered body), kept for a retry on a fresh connection.
     @exclusivity(unchecked) var requestBytes: [UInt8] = []
-    @exclusivity(unchecked) var gateCall = GateCall()
+    /// The current request's decision, while the gate has it.
+    @exclusivity(unchecked) var pendingDecision: GateDecisionPromise?
     @exclusivity(unchecked) private var pumping = false
     @exclusivity(unchecked) var repump = false
     @exclusivity(unchecked) private var timerKind: ProxyConnectionStateMachine.Timer?
@@ -90,14 +91,6 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
     @exclusivity(unchecked) var timeouts: Timeouts
     /// Of the current snapshot (cleared when it changes).
     @exclusivity(unchecked) private var lastTarget: (name: String, target: UpstreamTarget)?
-
-    /// The gate's `decide` in flight: a completion that runs inside `decide` is handled when
-    /// `decide` returns; one for an earlier request (`serial`) is dropped.
-    struct GateCall {
-        var serial = 0
-        var isInsideDecide = false
-        var synchronousDecision: GateDecision?
-    }
 
     struct Timeouts {
         var keepAliveIdle: UInt64
@@ -473,6 +466,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, @unchecked Sendable {
             upstream.pool.release(upstream, reusable: false)
         }
         self.cancelWaiting()
+        self.pendingDecision = nil
         self.exchange.bufferedBody = nil
         self.releaseBodyReservation()
         self.machine.closed()

@@ -16,20 +16,19 @@ import Synchronization
 ///   seen-map, see `CounterWindow`). Created, advanced and revoked by Lua scripts (EVALSHA),
 ///   so each is one atomic step on the server, whatever the number of gateways.
 ///
-/// Connections: one per event loop it is given (`loopQueues`), living on that loop's queue,
-/// plus one on its own queue for every other caller (CLI, tests, work off the loops). A call
-/// made on a loop's queue goes out on that loop's connection and completes on that queue:
-/// a verified request never changes thread, which costs ~50 µs a request in hand-offs
-/// otherwise (BENCHMARKS.md, "Enforced route"). Every call completes exactly once, on the
-/// queue of the connection that carried it.
+/// Connections: one per event loop it is given, driven by that loop, plus one on its own queue
+/// for every other caller (CLI, tests, work off the loops). A call made on a loop goes out on
+/// that loop's connection and completes on that loop: the gate calls the store only from the
+/// connection's loop (`RequestGate.decide`), so a verified request's store work never changes
+/// thread. Every call completes exactly once, on the loop or queue of the connection that
+/// carried it.
 package final class RedisStore: AttestStore {
     /// The router for callers that are not on a loop queue: one `RedisConnection` (one node,
     /// or the Sentinel-named primary), or a `RedisClusterClient`.
     let shared: any RedisCommandRouting
-    /// `loopRouters[i]` lives on the i-th loop given to `init`.
+    /// `loopRouters[i]` lives on `loops[i]`.
     private let loopRouters: [any RedisCommandRouting]
-    /// Set on each loop queue to its index in `loopRouters`.
-    private let loopIndexKey = DispatchSpecificKey<Int>()
+    private let loops: [EventLoop]
     /// Sentinel mode: asks the sentinels for the primary, shared by every connection.
     private let sentinel: RedisSentinelResolver?
     /// Cluster and Sentinel events (redirects, topology refreshes, failovers) for `/metrics`.
@@ -108,10 +107,8 @@ package final class RedisStore: AttestStore {
                 resolver: sentinel, tls: tls)
         }
         self.shared = router(label: label, loop: nil)
+        self.loops = loops
         self.loopRouters = loops.enumerated().map { index, loop in router(label: "\(label).loop\(index)", loop: loop) }
-        for (index, loop) in loops.enumerated() {
-            loop.setSpecific(key: self.loopIndexKey, value: index)
-        }
         // The sentinels first: a data connection asks them as it starts, and a sentinel
         // connection not yet started answers "not started", which cost the first attempt and
         // a backoff, and hid why the sentinels could not be asked (an untrusted certificate).
@@ -123,9 +120,6 @@ package final class RedisStore: AttestStore {
     }
 
     deinit {
-        for router in self.loopRouters {
-            router.queue.setSpecific(key: self.loopIndexKey, value: nil)
-        }
         for router in self.routers {
             router.close(completion: nil)
         }
@@ -147,10 +141,13 @@ package final class RedisStore: AttestStore {
         }
     }
 
-    /// The caller's loop router when it runs on a loop queue, else the shared one.
+    /// The caller's loop router when it runs on one of the store's loops, else the shared one.
     var callerConnection: any RedisCommandRouting {
-        if let index = DispatchQueue.getSpecific(key: self.loopIndexKey), index < self.loopRouters.count {
-            return self.loopRouters[index]
+        if let current = EventLoop.current {
+            // A handful of loops: a scan of identities costs less than a hash lookup.
+            for index in self.loops.indices where self.loops[index] === current {
+                return self.loopRouters[index]
+            }
         }
         return self.shared
     }

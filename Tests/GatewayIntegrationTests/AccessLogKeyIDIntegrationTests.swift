@@ -54,8 +54,8 @@ struct KeyIDTestGate: RequestGate {
 
     func decide(
         _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
-        completion(.forward(head, GateLogInfo(verdict: .verified, keyID: self.keyID)))
+        promise.succeed(.forward(head, GateLogInfo(verdict: .verified, keyID: self.keyID)))
     }
 }

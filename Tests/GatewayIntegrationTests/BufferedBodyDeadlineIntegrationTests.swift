@@ -27,9 +27,9 @@ import Testing
 
         func decide(
             _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
-            completion: @escaping @Sendable (GateDecision) -> Void
+            promise: GateDecisionPromise
         ) {
-            completion(.forward(head, GateLogInfo(verdict: .verified)))
+            promise.succeed(.forward(head, GateLogInfo(verdict: .verified)))
         }
     }
 

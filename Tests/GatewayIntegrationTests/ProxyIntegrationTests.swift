@@ -683,12 +683,12 @@ struct BufferingTestGate: RequestGate {
 
     func decide(
         _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
         DispatchQueue.global().async {
             var forwarded = head
             forwarded.headers.add(name: "X-Gate-Body-Bytes", value: String(body?.count ?? -1))
-            completion(.forward(forwarded, GateLogInfo(verdict: .verified, keyID: "testkey1")))
+            promise.succeed(.forward(forwarded, GateLogInfo(verdict: .verified, keyID: "testkey1")))
         }
     }
 }
@@ -701,9 +701,9 @@ struct DenyingTestGate: RequestGate {
 
     func decide(
         _ head: HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
-        completion(
+        promise.succeed(
             .respond(
                 .jsonError(status: 403, code: "denied_by_test", message: "no"),
                 GateLogInfo(verdict: .invalidSignature)))

@@ -158,13 +158,10 @@ import Testing
                 ("Host", "a"), ("X-App-Attest-Status", "verified"), ("x-app-attest-key-id", "k"),
                 ("X-App-Assertion", "s"), ("X-App-Attestation", "keep"),
             ])
-        let classification = gate.classify(head, client: "127.0.0.1")
+        let (classification, decision, _) = await runGate(gate, head)
         #expect(classification.routeName == "api")
         #expect(classification.upstream == "up")
         #expect(classification.bufferBodyUpTo == nil)
-        let decision = await withCheckedContinuation { continuation in
-            gate.decide(head, body: nil, classification: classification) { continuation.resume(returning: $0) }
-        }
         guard case .forward(let forwarded, let info) = decision else {
             Issue.record("expected forward")
             return
@@ -176,11 +173,8 @@ import Testing
         #expect(forwarded.headers["X-App-Attestation"] == "keep")
 
         let unrouted = HTTPRequestHead(method: "GET", target: "/other")
-        let noRoute = gate.classify(unrouted, client: "127.0.0.1")
+        let (noRoute, local, _) = await runGate(gate, unrouted)
         #expect(noRoute.upstream == nil)
-        let local = await withCheckedContinuation { continuation in
-            gate.decide(unrouted, body: nil, classification: noRoute) { continuation.resume(returning: $0) }
-        }
         guard case .respond(let response, _) = local else {
             Issue.record("expected a local 404")
             return

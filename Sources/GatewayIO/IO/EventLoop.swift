@@ -141,6 +141,12 @@ package final class EventLoop: @unchecked Sendable {
         CGatewayShims_current_loop() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// The loop the caller runs on, or nil off the loops.
+    package static var current: EventLoop? {
+        guard let pointer = CGatewayShims_current_loop() else { return nil }
+        return Unmanaged<EventLoop>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
     /// Runs `work` on the loop, after the work submitted before it (from any one thread, in
     /// order). Wakes the loop when it is parked; from the loop itself it costs no syscall.
     /// Once the loop is closed, `work` still runs, on the loop's queue.

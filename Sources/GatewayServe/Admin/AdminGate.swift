@@ -85,13 +85,13 @@ package final class AdminGate: RequestGate {
         _ head: HTTPRequestHead,
         body: [UInt8]?,
         classification: GateClassification,
-        completion: @escaping @Sendable (GateDecision) -> Void
+        promise: GateDecisionPromise
     ) {
         let info = GateLogInfo(verdict: AttestVerdict.skipped)
         let path = head.path
         if DeviceCheckAdminAPI.handles(path) {
             guard let api = self.deviceCheck else {
-                completion(
+                promise.succeed(
                     .respond(
                         .jsonError(
                             status: 404, code: "not_found",
@@ -99,18 +99,18 @@ package final class AdminGate: RequestGate {
                         info))
                 return
             }
-            api.respond(to: head, body: body, metrics: self.deviceCheckMetrics) { completion(.respond($0, info)) }
+            api.respond(to: head, body: body, metrics: self.deviceCheckMetrics) { promise.succeed(.respond($0, info)) }
             return
         }
         guard ["/metrics", "/healthz", "/readyz", "/config"].contains(path) else {
-            completion(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
+            promise.succeed(.respond(.jsonError(status: 404, code: "not_found", message: "no such admin path"), info))
             return
         }
         // HEAD is answered as GET (the connection sends the head only), RFC 9110 9.3.2.
         guard head.method == "GET" || head.method == "HEAD" else {
             var response = LocalResponse.jsonError(status: 405, code: "method_not_allowed", message: "GET only")
             response.headers.add(name: "Allow", value: "GET, HEAD")
-            completion(.respond(response, info))
+            promise.succeed(.respond(response, info))
             return
         }
         switch path {
@@ -118,18 +118,18 @@ package final class AdminGate: RequestGate {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")
             let body = Array(self.metricsText().utf8)
-            completion(.respond(LocalResponse(status: 200, headers: headers, body: body), info))
+            promise.succeed(.respond(LocalResponse(status: 200, headers: headers, body: body), info))
         case "/config":
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
             headers.add(name: "Cache-Control", value: "no-store")
-            completion(
+            promise.succeed(
                 .respond(LocalResponse(status: 200, headers: headers, body: Array(self.configText().utf8)), info))
         case "/healthz":
-            completion(.respond(Self.status(200, "ok", reason: nil), info))
+            promise.succeed(.respond(Self.status(200, "ok", reason: nil), info))
         default:
             self.readiness { readiness in
-                completion(.respond(readiness.response, info))
+                promise.succeed(.respond(readiness.response, info))
             }
         }
     }
