@@ -36,52 +36,6 @@ import Foundation
 /// Every other gateway refusal is thrown as an `AttestedClientError` with the gateway's code;
 /// your API's own responses are returned, whatever their status.
 public actor AttestedClient {
-    /// Tuning; the defaults suit production apps.
-    public struct Configuration: Sendable {
-        /// Path of the gateway's policy document. Default `/app-attest/policy`.
-        public var policyPath: String = "/app-attest/policy"
-        /// Used while the policy document cannot be fetched: by default every request is signed
-        /// (no challenge, `binding: request`, strict counters); a `challenge_missing` answer then
-        /// makes the client retry once with a challenge.
-        public var fallbackRoute = GatewayPolicyDocument.Route(mode: .enforce)
-        /// Enrollment retries (Apple `serverUnavailable`, gateway 503/429, network).
-        /// Default: 5 attempts, 1 s doubling to 60 s, jittered.
-        public var enrollmentRetry = RetryPolicy()
-        /// After an enrollment failed, further requests fail fast for this long instead of
-        /// calling Apple again. Default 60 s.
-        public var enrollmentCooldown: Duration = .seconds(60)
-        /// Retries of protected requests the gateway refused without forwarding
-        /// (`store_error`, `body_budget_exhausted`). Default: 3 attempts, 0.5 s to 10 s.
-        public var requestRetry = RetryPolicy(
-            maximumAttempts: 3,
-            initialDelay: .milliseconds(500),
-            maximumDelay: .seconds(10)
-        )
-        /// How long to wait before asking again for a policy document that could not be fetched.
-        public var policyRetryInterval: Duration = .seconds(30)
-        /// A cached gateway DeviceCheck token is exchanged again this long before it expires
-        /// (clock differences, time in flight). Default 60 s.
-        public var deviceCheckRenewalMargin: Duration = .seconds(60)
-        #if DEBUG
-            /// A debug token registered with the gateway's operator (DEBUG builds only). Sent as
-            /// `X-App-Attest-Debug-Token` instead of an assertion on routes whose policy says
-            /// `allow_debug_tokens: true`. Never compiled into release builds.
-            public var debugToken: String?
-        #endif
-
-        public init() {}
-    }
-
-    /// Request headers of the protocol (docs/protocol.md).
-    public enum Header {
-        public static let keyID = "X-App-Attest-Key-Id"
-        public static let assertion = "X-App-Assertion"
-        public static let challenge = "X-App-Attest-Challenge"
-        public static let debugToken = "X-App-Attest-Debug-Token"
-        /// The gateway DeviceCheck token (fallback routes, devices without App Attest).
-        public static let deviceCheckToken = "X-App-Attest-Token"
-    }
-
     public let gateway: URL
     public let appID: String?
     private let service: any AppAttestService
@@ -200,7 +154,7 @@ public actor AttestedClient {
             guard let current = route, current.mode != .off else {
                 // Not protected, per the document. If the gateway disagrees (the document was stale:
                 // 401 assertion_missing, 428 challenge_missing), refresh it and sign, once.
-                let result = try await self.send(Self.stripped(original))
+                let result = try await self.send(Header.stripped(original))
                 guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
                 guard refusal.code == .assertionMissing || refusal.code == .challengeMissing, !budget.policyRefreshed
                 else { throw refusal }
@@ -213,7 +167,7 @@ public actor AttestedClient {
             }
             #if DEBUG
                 if current.allowDebugTokens, let token = self.configuration.debugToken {
-                    var request = Self.stripped(original)
+                    var request = Header.stripped(original)
                     request.setValue(token, forHTTPHeaderField: Header.debugToken)
                     return try Self.unlessRefused(try await self.send(request))
                 }
@@ -224,7 +178,7 @@ public actor AttestedClient {
                 }
                 if current.mode == .monitor {
                     // Monitor routes forward unverified requests; the upstream sees the failure.
-                    return try Self.unlessRefused(try await self.send(Self.stripped(original)))
+                    return try Self.unlessRefused(try await self.send(Header.stripped(original)))
                 }
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
@@ -278,7 +232,7 @@ public actor AttestedClient {
         budget: inout Budget
     ) async throws -> AttemptResult {
         let keyID = try await self.attestedKeyID()
-        var request = Self.stripped(original)
+        var request = Header.stripped(original)
         var body = original.httpBody ?? Data()
         var challenge: String?
         if route.challenge == .required {
@@ -384,15 +338,6 @@ public actor AttestedClient {
         return result
     }
 
-    /// `request` without any protocol header the caller may have set.
-    private static func stripped(_ request: URLRequest) -> URLRequest {
-        var copy = request
-        for name in [Header.keyID, Header.assertion, Header.challenge, Header.debugToken, Header.deviceCheckToken] {
-            copy.setValue(nil, forHTTPHeaderField: name)
-        }
-        return copy
-    }
-
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         do {
             return try await self.transport.send(request)
@@ -422,7 +367,7 @@ public actor AttestedClient {
         var reexchanged = false
         while true {
             let token = try await self.gatewayDeviceCheckToken(provider: provider)
-            var request = Self.stripped(original)
+            var request = Header.stripped(original)
             request.setValue(token, forHTTPHeaderField: Header.deviceCheckToken)
             let result = try await self.send(request)
             guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
