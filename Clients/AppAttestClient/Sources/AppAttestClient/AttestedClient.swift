@@ -40,27 +40,16 @@ public actor AttestedClient {
     public let appID: String?
     private let service: any AppAttestService
     private let keyStore: any KeyStore
-    private let deviceCheck: (any DeviceCheckTokenProvider)?
-    private let transport: any HTTPTransport
     private let clock: any AttestClock
     private let configuration: Configuration
+    private let api: GatewayAPI
+    private let policy: PolicyCache
+    private let deviceCheck: DeviceCheckFallback?
 
-    private var policy: CachedPolicy?
-    private var policyFetch: Task<GatewayPolicyDocument?, Never>?
-    private var policyRetryAt: Date?
     private var enrollment: Task<String, any Error>?
     private var enrollmentBlocked: (until: Date, error: AttestedClientError)?
     private var windows: [String: AssertionWindow] = [:]
     private var windowWaiters: [CheckedContinuation<Void, Never>] = []
-    /// The gateway DeviceCheck token, until `renewAt`; one exchange at a time.
-    private var deviceCheckToken: (token: String, renewAt: Date)?
-    private var deviceCheckExchange: Task<String, any Error>?
-
-    private struct CachedPolicy {
-        var document: GatewayPolicyDocument
-        var etag: String?
-        var expires: Date
-    }
 
     /// - Parameters:
     ///   - gateway: the gateway's base URL (scheme, host, port); the endpoint paths come from
@@ -78,14 +67,32 @@ public actor AttestedClient {
         clock: any AttestClock = SystemAttestClock(),
         configuration: Configuration = Configuration()
     ) {
+        let api = GatewayAPI(gateway: gateway, transport: transport)
+        let policy = PolicyCache(
+            api: api,
+            clock: clock,
+            path: configuration.policyPath,
+            retryInterval: configuration.policyRetryInterval,
+            fallbackRoute: configuration.fallbackRoute
+        )
         self.gateway = gateway
         self.appID = appID
         self.service = service
         self.keyStore = keyStore
-        self.deviceCheck = deviceCheck
-        self.transport = transport
         self.clock = clock
         self.configuration = configuration
+        self.api = api
+        self.policy = policy
+        self.deviceCheck = deviceCheck.map {
+            DeviceCheckFallback(
+                provider: $0,
+                api: api,
+                policy: policy,
+                clock: clock,
+                appID: appID,
+                renewalMargin: configuration.deviceCheckRenewalMargin
+            )
+        }
     }
 
     // MARK: - Public API
@@ -121,7 +128,7 @@ public actor AttestedClient {
 
     /// The policy document, fetched now (ignoring the cache). nil when unavailable.
     public func refreshPolicy() async -> GatewayPolicyDocument? {
-        await self.currentPolicy(force: true)
+        await self.policy.document(force: true)
     }
 
     // MARK: - Request flow
@@ -147,19 +154,19 @@ public actor AttestedClient {
             throw AttestedClientError(.invalidRequest, "the request needs an absolute http(s) URL")
         }
         let method = original.httpMethod ?? "GET"
-        var route = try await self.route(method: method, target: target)
+        var route = await self.policy.route(method: method, target: target)
         var budget = Budget()
 
         while true {
             guard let current = route, current.mode != .off else {
                 // Not protected, per the document. If the gateway disagrees (the document was stale:
                 // 401 assertion_missing, 428 challenge_missing), refresh it and sign, once.
-                let result = try await self.send(Header.stripped(original))
+                let result = try await self.api.send(Header.stripped(original))
                 guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
                 guard refusal.code == .assertionMissing || refusal.code == .challengeMissing, !budget.policyRefreshed
                 else { throw refusal }
                 budget.policyRefreshed = true
-                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: route)
+                route = await self.policy.route(method: method, target: target, after: refusal, was: route)
                 continue
             }
             if let limit = current.maxBodyBytes, (original.httpBody?.count ?? 0) > limit {
@@ -169,16 +176,16 @@ public actor AttestedClient {
                 if current.allowDebugTokens, let token = self.configuration.debugToken {
                     var request = Header.stripped(original)
                     request.setValue(token, forHTTPHeaderField: Header.debugToken)
-                    return try Self.unlessRefused(try await self.send(request))
+                    return try Self.unlessRefused(try await self.api.send(request))
                 }
             #endif
             if !self.service.isSupported {
-                if current.deviceCheckFallback, let deviceCheck = self.deviceCheck, deviceCheck.isSupported {
-                    return try await self.sendWithDeviceCheckToken(original, provider: deviceCheck)
+                if current.deviceCheckFallback, let deviceCheck = self.deviceCheck, deviceCheck.provider.isSupported {
+                    return try await deviceCheck.send(original)
                 }
                 if current.mode == .monitor {
                     // Monitor routes forward unverified requests; the upstream sees the failure.
-                    return try Self.unlessRefused(try await self.send(Header.stripped(original)))
+                    return try Self.unlessRefused(try await self.api.send(Header.stripped(original)))
                 }
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
@@ -191,30 +198,9 @@ public actor AttestedClient {
             case .retry:
                 continue
             case .refreshPolicy(let refusal):
-                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: current)
+                route = await self.policy.route(method: method, target: target, after: refusal, was: current)
             }
         }
-    }
-
-    /// The route to use after the gateway answered `assertion_missing` / `challenge_missing` to a
-    /// request sent per `previous`: the refreshed document's, when it explains the refusal; else
-    /// `previous` made as strict as the gateway asked (signed, with a challenge on 428).
-    private func protectedRoute(
-        method: String,
-        target: String,
-        after refusal: AttestedClientError,
-        was previous: GatewayPolicyDocument.Route?
-    ) async throws -> GatewayPolicyDocument.Route {
-        let refreshed = try await self.route(method: method, target: target, force: true)
-        if let refreshed, refreshed != previous, refreshed.mode != .off,
-            refusal.code != .challengeMissing || refreshed.challenge == .required
-        {
-            return refreshed
-        }
-        var stricter = previous ?? self.configuration.fallbackRoute
-        stricter.mode = .enforce
-        if refusal.code == .challengeMissing { stricter.challenge = .required }
-        return stricter
     }
 
     private enum AttemptResult {
@@ -237,7 +223,7 @@ public actor AttestedClient {
         var challenge: String?
         if route.challenge == .required {
             do {
-                challenge = try await self.fetchChallenge()
+                challenge = try await self.api.challenge(at: await self.policy.challengePath)
             } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
                 // Challenges unavailable (store down) or rate-limited: nothing was sent yet.
                 try await self.backOff(after: error, budget: &budget)
@@ -283,7 +269,7 @@ public actor AttestedClient {
 
         let result: (Data, HTTPURLResponse)
         do {
-            result = try await self.send(request)
+            result = try await self.api.send(request)
         } catch {
             self.finishAssertion(keyID: keyID, ticket: ticket)
             throw error
@@ -338,90 +324,6 @@ public actor AttestedClient {
         return result
     }
 
-    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        do {
-            return try await self.transport.send(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
-    }
-
-    private func endpointURL(_ path: String) -> URL {
-        var parts = URLComponents(url: self.gateway, resolvingAgainstBaseURL: true) ?? URLComponents()
-        parts.percentEncodedPath = path
-        parts.percentEncodedQuery = nil
-        return parts.url ?? self.gateway
-    }
-
-    // MARK: - DeviceCheck fallback
-
-    /// `original` with `X-App-Attest-Token`: the cached gateway token, or one exchanged now.
-    /// A `devicecheck_token_expired` / `devicecheck_token_invalid` answer (the gateway's key
-    /// rotated, the clock jumped) drops the token and exchanges once more; a second refusal is
-    /// thrown.
-    private func sendWithDeviceCheckToken(
-        _ original: URLRequest, provider: any DeviceCheckTokenProvider
-    ) async throws -> (Data, HTTPURLResponse) {
-        var reexchanged = false
-        while true {
-            let token = try await self.gatewayDeviceCheckToken(provider: provider)
-            var request = Header.stripped(original)
-            request.setValue(token, forHTTPHeaderField: Header.deviceCheckToken)
-            let result = try await self.send(request)
-            guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
-            if refusal.code == .deviceCheckTokenExpired || refusal.code == .deviceCheckTokenInvalid, !reexchanged {
-                reexchanged = true
-                if self.deviceCheckToken?.token == token { self.deviceCheckToken = nil }
-                continue
-            }
-            throw refusal
-        }
-    }
-
-    /// The cached gateway token while it is not due for renewal, else a fresh exchange (shared
-    /// by every request that arrives meanwhile).
-    private func gatewayDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
-        if let cached = self.deviceCheckToken, self.clock.now() < cached.renewAt { return cached.token }
-        if let running = self.deviceCheckExchange { return try await running.value }
-        let task = Task { try await self.exchangeDeviceCheckToken(provider: provider) }
-        self.deviceCheckExchange = task
-        defer { self.deviceCheckExchange = nil }
-        return try await task.value
-    }
-
-    /// `DCDevice.generateToken()`, then `POST <endpoints.devicecheck>` `{"device_token"}`.
-    private func exchangeDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
-        let deviceToken: Data
-        do {
-            deviceToken = try await provider.generateToken()
-        } catch {
-            throw AttestedClientError(.appAttestFailed, "DCDevice could not generate a token", underlying: error)
-        }
-        let path = self.policy?.document.endpoints.devicecheck ?? "/app-attest/devicecheck"
-        var request = URLRequest(url: self.endpointURL(path))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        var fields = ["device_token": deviceToken.base64EncodedString()]
-        if let appID = self.appID { fields["app_id"] = appID }
-        request.httpBody = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-        let (data, response) = try await self.send(request)
-        if let refusal = AttestedClientError.gatewayError(data, response) { throw refusal }
-        guard response.statusCode == 200,
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let token = object["token"] as? String, !token.isEmpty,
-            let expiresIn = (object["expires_in"] as? NSNumber)?.doubleValue, expiresIn > 0
-        else {
-            throw AttestedClientError(
-                .unexpectedResponse, "the DeviceCheck exchange answered \(response.statusCode) without a token",
-                status: response.statusCode)
-        }
-        let margin = min(Self.seconds(self.configuration.deviceCheckRenewalMargin), expiresIn / 2)
-        self.deviceCheckToken = (token, self.clock.now().addingTimeInterval(expiresIn - margin))
-        return token
-    }
-
     // MARK: - Assertion window
 
     /// Waits until the window of `keyID` lets a new assertion start; a task cancelled while
@@ -448,78 +350,6 @@ public actor AttestedClient {
         let waiters = self.windowWaiters
         self.windowWaiters = []
         for waiter in waiters { waiter.resume() }
-    }
-
-    // MARK: - Policy document
-
-    private func route(method: String, target: String, force: Bool = false) async throws
-        -> GatewayPolicyDocument.Route?
-    {
-        guard let document = await self.currentPolicy(force: force) else { return self.configuration.fallbackRoute }
-        return document.route(method: method, target: target)
-    }
-
-    private func currentPolicy(force: Bool) async -> GatewayPolicyDocument? {
-        let now = self.clock.now()
-        if !force, let cached = self.policy, now < cached.expires { return cached.document }
-        if !force, self.policy == nil, let retryAt = self.policyRetryAt, now < retryAt { return nil }
-        if let running = self.policyFetch { return await running.value }
-        let task = Task { await self.fetchPolicy() }
-        self.policyFetch = task
-        let document = await task.value
-        self.policyFetch = nil
-        return document
-    }
-
-    private func fetchPolicy() async -> GatewayPolicyDocument? {
-        var request = URLRequest(url: self.endpointURL(self.configuration.policyPath))
-        request.httpMethod = "GET"
-        request.cachePolicy = .reloadIgnoringLocalCacheData
-        if let etag = self.policy?.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
-        let now = self.clock.now()
-        guard let (data, response) = try? await self.send(request) else {
-            self.policyRetryAt = now.addingTimeInterval(Self.seconds(self.configuration.policyRetryInterval))
-            return self.policy?.document  // stale beats nothing
-        }
-        let maxAge = Self.maxAge(response.value(forHTTPHeaderField: "Cache-Control")) ?? 60
-        if response.statusCode == 304, var cached = self.policy {
-            cached.expires = now.addingTimeInterval(maxAge)
-            self.policy = cached
-            return cached.document
-        }
-        guard response.statusCode == 200,
-            let document = try? JSONDecoder().decode(GatewayPolicyDocument.self, from: data),
-            document.version == GatewayPolicyDocument.supportedVersion
-        else {
-            self.policyRetryAt = now.addingTimeInterval(Self.seconds(self.configuration.policyRetryInterval))
-            return self.policy?.document
-        }
-        self.policy = CachedPolicy(
-            document: document,
-            etag: response.value(forHTTPHeaderField: "ETag"),
-            expires: now.addingTimeInterval(maxAge)
-        )
-        return document
-    }
-
-    private func endpoint(_ keyPath: KeyPath<GatewayPolicyDocument.Endpoints, String>, default path: String) -> String {
-        self.policy?.document.endpoints[keyPath: keyPath] ?? path
-    }
-
-    static func maxAge(_ cacheControl: String?) -> TimeInterval? {
-        guard let cacheControl else { return nil }
-        for directive in cacheControl.split(separator: ",") {
-            let parts = directive.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int(parts[1]) {
-                return TimeInterval(seconds)
-            }
-        }
-        return nil
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 
     // MARK: - Keys and enrollment
@@ -587,7 +417,7 @@ public actor AttestedClient {
             return keyID
         } catch let error as AttestedClientError {
             if error.code != .keyStorage {
-                let until = self.clock.now().addingTimeInterval(Self.seconds(self.configuration.enrollmentCooldown))
+                let until = self.clock.now().addingTimeInterval(self.configuration.enrollmentCooldown.timeInterval)
                 self.enrollmentBlocked = (until, error)
             }
             throw error
@@ -610,7 +440,7 @@ public actor AttestedClient {
 
     /// generateKey (or the pending key) → challenge → attestKey → POST attest, with backoff.
     private func enroll() async throws -> String {
-        if let appID = self.appID, let document = await self.currentPolicy(force: false),
+        if let appID = self.appID, let document = await self.policy.document(force: false),
             let accepted = document.appIDs, !accepted.contains(appID)
         {
             throw AttestedClientError(.appIDNotAccepted, "the gateway accepts \(accepted), not \(appID)")
@@ -629,7 +459,7 @@ public actor AttestedClient {
             let failure: AttestedClientError
             do {
                 if attestation == nil {
-                    let challenge = try await self.fetchChallenge()
+                    let challenge = try await self.api.challenge(at: await self.policy.challengePath)
                     let object = try await self.service.attestKey(
                         keyID,
                         clientDataHash: ClientData.hash(Data(challenge.utf8))
@@ -637,7 +467,8 @@ public actor AttestedClient {
                     attestation = (challenge, object)
                 }
                 if let (challenge, object) = attestation {
-                    try await self.register(keyID: keyID, attestation: object, challenge: challenge)
+                    try await self.api.register(
+                        at: await self.policy.attestPath, keyID: keyID, attestation: object, challenge: challenge)
                 }
                 try self.saveKey(StoredKey(keyID: keyID, state: .attested))
                 return keyID
@@ -688,50 +519,5 @@ public actor AttestedClient {
             )
             try await self.clock.sleep(for: delay)
         }
-    }
-
-    private func fetchChallenge() async throws -> String {
-        var request = URLRequest(url: self.endpointURL(self.endpoint(\.challenge, default: "/app-attest/challenge")))
-        request.httpMethod = "POST"
-        let (data, response) = try await self.send(request)
-        guard response.statusCode == 200 else { throw Self.endpointError(data, response, "challenge") }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let challenge = object["challenge"] as? String, !challenge.isEmpty
-        else {
-            throw AttestedClientError(.unexpectedResponse, "the challenge endpoint answered without a challenge")
-        }
-        return challenge
-    }
-
-    private func register(keyID: String, attestation: Data, challenge: String) async throws {
-        var request = URLRequest(url: self.endpointURL(self.endpoint(\.attest, default: "/app-attest/attest")))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: [
-            "key_id": keyID, "attestation": attestation.base64EncodedString(), "challenge": challenge,
-        ])
-        let (data, response) = try await self.send(request)
-        switch response.statusCode {
-        case 201:
-            return
-        case 409:
-            // key_already_attested: this client generated the key and registered it before a
-            // kill or a lost response; the key is ours.
-            return
-        default:
-            throw Self.endpointError(data, response, "attest")
-        }
-    }
-
-    private static func endpointError(_ data: Data, _ response: HTTPURLResponse, _ name: String)
-        -> AttestedClientError
-    {
-        if let refusal = AttestedClientError.gatewayError(data, response) { return refusal }
-        return AttestedClientError(
-            .unexpectedResponse,
-            "the \(name) endpoint answered \(response.statusCode)",
-            status: response.statusCode,
-            retryAfter: RetryPolicy.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: Date())
-        )
     }
 }
