@@ -39,15 +39,13 @@ public actor AttestedClient {
     public let gateway: URL
     public let appID: String?
     private let service: any AppAttestService
-    private let keyStore: any KeyStore
     private let clock: any AttestClock
     private let configuration: Configuration
     private let api: GatewayAPI
     private let policy: PolicyCache
+    private let keys: KeyEnrollment
     private let deviceCheck: DeviceCheckFallback?
 
-    private var enrollment: Task<String, any Error>?
-    private var enrollmentBlocked: (until: Date, error: AttestedClientError)?
     private var windows: [String: AssertionWindow] = [:]
     private var windowWaiters: [CheckedContinuation<Void, Never>] = []
 
@@ -78,11 +76,20 @@ public actor AttestedClient {
         self.gateway = gateway
         self.appID = appID
         self.service = service
-        self.keyStore = keyStore
         self.clock = clock
         self.configuration = configuration
         self.api = api
         self.policy = policy
+        self.keys = KeyEnrollment(
+            storage: KeyStorage(store: keyStore),
+            service: service,
+            api: api,
+            policy: policy,
+            clock: clock,
+            appID: appID,
+            retry: configuration.enrollmentRetry,
+            cooldown: configuration.enrollmentCooldown
+        )
         self.deviceCheck = deviceCheck.map {
             DeviceCheckFallback(
                 provider: $0,
@@ -117,13 +124,7 @@ public actor AttestedClient {
     /// new one. For the app's support flow after an operator cleared a revoked install, or a
     /// "sign out everywhere". Not needed after reinstall, restore or migration (handled).
     public func resetKey() throws(AttestedClientError) {
-        do {
-            try self.keyStore.delete()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
-        }
-        // `windows` stays: it is keyed by key ID, and requests of the old key may be in flight.
-        self.enrollmentBlocked = nil
+        try self.keys.reset()
     }
 
     /// The policy document, fetched now (ignoring the cache). nil when unavailable.
@@ -217,7 +218,7 @@ public actor AttestedClient {
         route: GatewayPolicyDocument.Route,
         budget: inout Budget
     ) async throws -> AttemptResult {
-        let keyID = try await self.attestedKeyID()
+        let keyID = try await self.keys.attestedKeyID()
         var request = Header.stripped(original)
         var body = original.httpBody ?? Data()
         var challenge: String?
@@ -255,7 +256,7 @@ public actor AttestedClient {
             self.finishAssertion(keyID: keyID, ticket: ticket)
             if error.kind == .invalidKey && !budget.newKeyUsed {
                 budget.newKeyUsed = true
-                try self.discardKey(keyID)
+                try await self.keys.discard(keyID)
                 return .retry
             }
             throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
@@ -288,10 +289,10 @@ public actor AttestedClient {
             return .retry
         case .unknownKey where !budget.newKeyUsed:
             budget.newKeyUsed = true
-            try self.discardKey(keyID)
+            try await self.keys.discard(keyID)
             return .retry
         case .revokedKey:
-            try self.saveKey(StoredKey(keyID: keyID, state: .revoked))
+            try await self.keys.revoke(keyID)
             throw refusal
         case .challengeMissing, .assertionMissing:
             guard !budget.policyRefreshed else { throw refusal }
@@ -350,174 +351,5 @@ public actor AttestedClient {
         let waiters = self.windowWaiters
         self.windowWaiters = []
         for waiter in waiters { waiter.resume() }
-    }
-
-    // MARK: - Keys and enrollment
-
-    private func loadKey() throws -> StoredKey? {
-        do {
-            return try self.keyStore.load()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not read the key ID", underlying: error)
-        }
-    }
-
-    private func saveKey(_ key: StoredKey) throws {
-        do {
-            try self.keyStore.save(key)
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not save the key ID", underlying: error)
-        }
-    }
-
-    /// Deletes `keyID` if it is still the stored key (parallel requests that saw the same
-    /// `unknown_key` discard it once; the others then join the new enrollment).
-    private func discardKey(_ keyID: String) throws {
-        guard let stored = try self.loadKey(), stored.keyID == keyID else { return }
-        do {
-            try self.keyStore.delete()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
-        }
-    }
-
-    /// The attested key ID; enrolls (once, shared) when there is none.
-    private func attestedKeyID() async throws -> String {
-        if let stored = try self.loadKey() {
-            switch stored.state {
-            case .attested:
-                return stored.keyID
-            case .revoked:
-                throw AttestedClientError(
-                    .revokedKey,
-                    "the operator revoked this install's key; resetKey() enrolls a new one",
-                    status: 401
-                )
-            case .pending:
-                break
-            }
-        }
-        if let running = self.enrollment { return try await running.value }
-        if let blocked = self.enrollmentBlocked, self.clock.now() < blocked.until {
-            let left = blocked.until.timeIntervalSince(self.clock.now())
-            throw AttestedClientError(
-                blocked.error.code,
-                "enrollment failed recently (\(blocked.error.message)); next try in \(Int(left.rounded(.up))) s",
-                status: blocked.error.status,
-                retryAfter: .milliseconds(Int64(left * 1000)),
-                underlying: blocked.error.underlying
-            )
-        }
-        let task = Task { try await self.enroll() }
-        self.enrollment = task
-        defer { self.enrollment = nil }
-        do {
-            let keyID = try await task.value
-            self.enrollmentBlocked = nil
-            return keyID
-        } catch let error as AttestedClientError {
-            if error.code != .keyStorage {
-                let until = self.clock.now().addingTimeInterval(self.configuration.enrollmentCooldown.timeInterval)
-                self.enrollmentBlocked = (until, error)
-            }
-            throw error
-        }
-    }
-
-    private func newKey() async throws -> String {
-        let keyID: String
-        do {
-            keyID = try await self.service.generateKey()
-        } catch let error as AppAttestServiceError where error.kind == .featureUnsupported {
-            throw AttestedClientError(.appAttestUnsupported, "generateKey: \(error)", underlying: error)
-        } catch {
-            throw AttestedClientError(.appAttestFailed, "generateKey failed: \(error)", underlying: error)
-        }
-        // Saved BEFORE attestKey: a kill from here on resumes with this key.
-        try self.saveKey(StoredKey(keyID: keyID, state: .pending))
-        return keyID
-    }
-
-    /// generateKey (or the pending key) → challenge → attestKey → POST attest, with backoff.
-    private func enroll() async throws -> String {
-        if let appID = self.appID, let document = await self.policy.document(force: false),
-            let accepted = document.appIDs, !accepted.contains(appID)
-        {
-            throw AttestedClientError(.appIDNotAccepted, "the gateway accepts \(accepted), not \(appID)")
-        }
-        var keyID: String
-        if let stored = try self.loadKey(), stored.state == .pending {
-            keyID = stored.keyID
-        } else {
-            keyID = try await self.newKey()
-        }
-        var regenerated = false
-        var attestation: (challenge: String, object: Data)?
-        var retries = 0
-        let policy = self.configuration.enrollmentRetry
-        while true {
-            let failure: AttestedClientError
-            do {
-                if attestation == nil {
-                    let challenge = try await self.api.challenge(at: await self.policy.challengePath)
-                    let object = try await self.service.attestKey(
-                        keyID,
-                        clientDataHash: ClientData.hash(Data(challenge.utf8))
-                    )
-                    attestation = (challenge, object)
-                }
-                if let (challenge, object) = attestation {
-                    try await self.api.register(
-                        at: await self.policy.attestPath, keyID: keyID, attestation: object, challenge: challenge)
-                }
-                try self.saveKey(StoredKey(keyID: keyID, state: .attested))
-                return keyID
-            } catch let error as AppAttestServiceError {
-                switch error.kind {
-                case .serverUnavailable:
-                    failure = AttestedClientError(.appAttestFailed, "attestKey: Apple unavailable", underlying: error)
-                case .invalidKey where !regenerated:
-                    // The key cannot be attested (e.g. restored from another device): one new key.
-                    regenerated = true
-                    try? self.keyStore.delete()
-                    keyID = try await self.newKey()
-                    attestation = nil
-                    continue
-                case .featureUnsupported:
-                    throw AttestedClientError(.appAttestUnsupported, "attestKey: \(error)", underlying: error)
-                default:
-                    // Apple: on other errors discard the key ID; the next enrollment makes a new key.
-                    try? self.keyStore.delete()
-                    throw AttestedClientError(.appAttestFailed, "attestKey failed: \(error)", underlying: error)
-                }
-            } catch let error as AttestedClientError {
-                switch error.code {
-                case .storeError, .bodyBudgetExhausted, .rateLimited, .internalError, .transport, .upstreamBusy:
-                    failure = error
-                case .challengeInvalid:
-                    attestation = nil  // a new challenge needs a new attestKey
-                    failure = error
-                case _ where error.status == 429 || error.status == 503:
-                    failure = error
-                default:
-                    throw error  // app_id_mismatch, nonce_mismatch, ...: not fixed by retrying
-                }
-            }
-            retries += 1
-            guard retries < policy.maximumAttempts else {
-                throw AttestedClientError(
-                    .attestationUnavailable,
-                    "enrollment gave up after \(retries) attempts: \(failure.message)",
-                    status: failure.status,
-                    underlying: failure
-                )
-            }
-            let delay = policy.delay(
-                beforeRetry: retries - 1,
-                retryAfter: failure.retryAfter,
-                jitter: Double.random(in: 0...1)
-            )
-            try await self.clock.sleep(for: delay)
-        }
     }
 }
