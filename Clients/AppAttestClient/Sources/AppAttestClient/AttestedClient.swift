@@ -38,16 +38,14 @@ import Foundation
 public actor AttestedClient {
     public let gateway: URL
     public let appID: String?
+    private let configuration: Configuration
     private let service: any AppAttestService
     private let clock: any AttestClock
-    private let configuration: Configuration
     private let api: GatewayAPI
     private let policy: PolicyCache
     private let keys: KeyEnrollment
+    private let signer: RequestSigner
     private let deviceCheck: DeviceCheckFallback?
-
-    private var windows: [String: AssertionWindow] = [:]
-    private var windowWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// - Parameters:
     ///   - gateway: the gateway's base URL (scheme, host, port); the endpoint paths come from
@@ -75,9 +73,9 @@ public actor AttestedClient {
         )
         self.gateway = gateway
         self.appID = appID
+        self.configuration = configuration
         self.service = service
         self.clock = clock
-        self.configuration = configuration
         self.api = api
         self.policy = policy
         self.keys = KeyEnrollment(
@@ -90,6 +88,7 @@ public actor AttestedClient {
             retry: configuration.enrollmentRetry,
             cooldown: configuration.enrollmentCooldown
         )
+        self.signer = RequestSigner(service: service, sequencer: AssertionSequencer())
         self.deviceCheck = deviceCheck.map {
             DeviceCheckFallback(
                 provider: $0,
@@ -134,14 +133,6 @@ public actor AttestedClient {
 
     // MARK: - Request flow
 
-    private struct Budget {
-        var newKeyUsed = false
-        var replayRetried = false
-        var challengeRetried = false
-        var policyRefreshed = false
-        var storeRetries = 0
-    }
-
     private func perform(_ original: URLRequest) async throws -> (Data, HTTPURLResponse) {
         guard original.httpBodyStream == nil else {
             throw AttestedClientError(
@@ -156,17 +147,15 @@ public actor AttestedClient {
         }
         let method = original.httpMethod ?? "GET"
         var route = await self.policy.route(method: method, target: target)
-        var budget = Budget()
+        var rules = RequestRetryRules(backoff: self.configuration.requestRetry)
 
         while true {
             guard let current = route, current.mode != .off else {
-                // Not protected, per the document. If the gateway disagrees (the document was stale:
-                // 401 assertion_missing, 428 challenge_missing), refresh it and sign, once.
+                // Not protected, per the document. The gateway may disagree (the document was
+                // stale): the rules then refresh it and sign, once.
                 let result = try await self.api.send(Header.stripped(original))
                 guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
-                guard refusal.code == .assertionMissing || refusal.code == .challengeMissing, !budget.policyRefreshed
-                else { throw refusal }
-                budget.policyRefreshed = true
+                guard rules.afterUnsignedRefusal(refusal) == .refreshPolicy else { throw refusal }
                 route = await self.policy.route(method: method, target: target, after: refusal, was: route)
                 continue
             }
@@ -191,9 +180,7 @@ public actor AttestedClient {
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
 
-            let attempt = try await self.attempt(
-                original, method: method, target: target, route: current, budget: &budget)
-            switch attempt {
+            switch try await self.attempt(original, method: method, target: target, route: current, rules: &rules) {
             case .done(let data, let response):
                 return (data, response)
             case .retry:
@@ -216,140 +203,59 @@ public actor AttestedClient {
         method: String,
         target: String,
         route: GatewayPolicyDocument.Route,
-        budget: inout Budget
+        rules: inout RequestRetryRules
     ) async throws -> AttemptResult {
         let keyID = try await self.keys.attestedKeyID()
-        var request = Header.stripped(original)
-        var body = original.httpBody ?? Data()
         var challenge: String?
         if route.challenge == .required {
             do {
                 challenge = try await self.api.challenge(at: await self.policy.challengePath)
             } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
                 // Challenges unavailable (store down) or rate-limited: nothing was sent yet.
-                try await self.backOff(after: error, budget: &budget)
+                guard let delay = rules.backOff(after: error, jitter: Double.random(in: 0...1)) else { throw error }
+                try await self.clock.sleep(for: delay)
                 return .retry
             }
         }
-        let clientData: Data
-        switch route.binding {
-        case .request:
-            clientData = ClientData.request(method: method, target: target, body: body, challenge: challenge)
-            if let challenge { request.setValue(challenge, forHTTPHeaderField: Header.challenge) }
-        case .body:
-            if let challenge {
-                body = try ClientData.inserting(challenge: challenge, field: route.challengeField, into: body)
-                request.httpBody = body
-            }
-            clientData = ClientData.body(body)
-        }
-
-        // Generation in counter order, within the route's window.
-        let span = max(1, route.counterWindow)
-        let ticket = try await self.startAssertion(keyID: keyID, span: span)
-        let assertion: Data
-        do {
-            assertion = try await self.service.generateAssertion(keyID, clientDataHash: ClientData.hash(clientData))
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-        } catch let error as AppAttestServiceError {
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            if error.kind == .invalidKey && !budget.newKeyUsed {
-                budget.newKeyUsed = true
-                try await self.keys.discard(keyID)
-                return .retry
-            }
-            throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
-        } catch {
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
-        }
-        request.setValue(keyID, forHTTPHeaderField: Header.keyID)
-        request.setValue(assertion.base64EncodedString(), forHTTPHeaderField: Header.assertion)
-
+        let (request, clientData) = try RequestSigner.prepare(
+            original, method: method, target: target, route: route, challenge: challenge)
         let result: (Data, HTTPURLResponse)
         do {
-            result = try await self.api.send(request)
-        } catch {
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            throw error
+            result = try await self.signer.send(
+                request, clientData: clientData, keyID: keyID, route: route, via: self.api)
+        } catch let error as AttestedClientError
+            where (error.underlying as? AppAttestServiceError)?.kind == .invalidKey
+        {
+            guard rules.newKeyAfterInvalidKey() else { throw error }
+            try await self.keys.discard(keyID)
+            return .retry
         }
-        self.finishAssertion(keyID: keyID, ticket: ticket)
 
         guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else {
             return .done(result.0, result.1)
         }
-        switch refusal.code {
-        case .counterReplay where !budget.replayRetried:
-            budget.replayRetried = true
+        switch rules.afterSignedRefusal(refusal, jitter: Double.random(in: 0...1)) {
+        case .retry:
             return .retry
-        case .challengeInvalid where !budget.challengeRetried:
-            budget.challengeRetried = true
-            return .retry
-        case .unknownKey where !budget.newKeyUsed:
-            budget.newKeyUsed = true
+        case .newKey:
             try await self.keys.discard(keyID)
             return .retry
-        case .revokedKey:
+        case .revoke:
             try await self.keys.revoke(keyID)
             throw refusal
-        case .challengeMissing, .assertionMissing:
-            guard !budget.policyRefreshed else { throw refusal }
-            budget.policyRefreshed = true
+        case .refreshPolicy:
             return .refreshPolicy(refusal)
-        case .storeError, .bodyBudgetExhausted, .rateLimited:
-            try await self.backOff(after: refusal, budget: &budget)
+        case .backOff(let delay):
+            try await self.clock.sleep(for: delay)
             return .retry
-        default:
+        case .fail:
             throw refusal
         }
-    }
-
-    /// Waits before retrying a request the gateway refused without forwarding it (`requestRetry`:
-    /// exponential, jittered, at least `Retry-After`); throws `error` once the budget is spent.
-    private func backOff(after error: AttestedClientError, budget: inout Budget) async throws {
-        guard budget.storeRetries + 1 < self.configuration.requestRetry.maximumAttempts else { throw error }
-        let delay = self.configuration.requestRetry.delay(
-            beforeRetry: budget.storeRetries,
-            retryAfter: error.retryAfter,
-            jitter: Double.random(in: 0...1)
-        )
-        budget.storeRetries += 1
-        try await self.clock.sleep(for: delay)
     }
 
     /// Throws the gateway's refusal in `result`, if any.
     private static func unlessRefused(_ result: (Data, HTTPURLResponse)) throws -> (Data, HTTPURLResponse) {
         if let refusal = AttestedClientError.gatewayError(result.0, result.1) { throw refusal }
         return result
-    }
-
-    // MARK: - Assertion window
-
-    /// Waits until the window of `keyID` lets a new assertion start; a task cancelled while
-    /// waiting gives up its turn (`CancellationError`) instead of spending a counter.
-    private func startAssertion(keyID: String, span: Int) async throws -> AssertionWindow.Ticket {
-        while !self.windows[keyID, default: AssertionWindow()].canStart(span: span) {
-            await withCheckedContinuation { self.windowWaiters.append($0) }
-        }
-        try Task.checkCancellation()
-        return self.windows[keyID, default: AssertionWindow()].start()
-    }
-
-    private func assertionGenerated(keyID: String, ticket: AssertionWindow.Ticket) {
-        self.windows[keyID]?.generated(ticket)
-        self.wakeWindowWaiters()
-    }
-
-    private func finishAssertion(keyID: String, ticket: AssertionWindow.Ticket) {
-        self.windows[keyID]?.finish(ticket)
-        self.wakeWindowWaiters()
-    }
-
-    private func wakeWindowWaiters() {
-        let waiters = self.windowWaiters
-        self.windowWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 }
