@@ -16,7 +16,7 @@ actor PolicyCache {
     private let clock: any AttestClock
     private let path: String
     private let retryInterval: Duration
-    let fallbackRoute: GatewayPolicyDocument.Route
+    private let fallbackRoute: GatewayPolicyDocument.Route
 
     private var cached: (document: GatewayPolicyDocument, etag: String?, expires: Date)?
     private var fetch: Task<GatewayPolicyDocument?, Never>?
