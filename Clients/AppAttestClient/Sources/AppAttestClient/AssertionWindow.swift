@@ -11,7 +11,7 @@
 /// - `N > 0`: up to N in flight; the oldest in flight is at most N-1 below any counter the
 ///   gateway has accepted meanwhile, so it is inside the window.
 ///
-/// Not `Sendable`: lives inside `AttestedClient` (an actor), which supplies the waiting.
+/// Not `Sendable`: lives inside `AssertionSequencer` (an actor), which supplies the waiting.
 struct AssertionWindow {
     typealias Ticket = UInt64
 

@@ -36,77 +36,16 @@ import Foundation
 /// Every other gateway refusal is thrown as an `AttestedClientError` with the gateway's code;
 /// your API's own responses are returned, whatever their status.
 public actor AttestedClient {
-    /// Tuning; the defaults suit production apps.
-    public struct Configuration: Sendable {
-        /// Path of the gateway's policy document. Default `/app-attest/policy`.
-        public var policyPath: String = "/app-attest/policy"
-        /// Used while the policy document cannot be fetched: by default every request is signed
-        /// (no challenge, `binding: request`, strict counters); a `challenge_missing` answer then
-        /// makes the client retry once with a challenge.
-        public var fallbackRoute = GatewayPolicyDocument.Route(mode: .enforce)
-        /// Enrollment retries (Apple `serverUnavailable`, gateway 503/429, network).
-        /// Default: 5 attempts, 1 s doubling to 60 s, jittered.
-        public var enrollmentRetry = RetryPolicy()
-        /// After an enrollment failed, further requests fail fast for this long instead of
-        /// calling Apple again. Default 60 s.
-        public var enrollmentCooldown: Duration = .seconds(60)
-        /// Retries of protected requests the gateway refused without forwarding
-        /// (`store_error`, `body_budget_exhausted`). Default: 3 attempts, 0.5 s to 10 s.
-        public var requestRetry = RetryPolicy(
-            maximumAttempts: 3,
-            initialDelay: .milliseconds(500),
-            maximumDelay: .seconds(10)
-        )
-        /// How long to wait before asking again for a policy document that could not be fetched.
-        public var policyRetryInterval: Duration = .seconds(30)
-        /// A cached gateway DeviceCheck token is exchanged again this long before it expires
-        /// (clock differences, time in flight). Default 60 s.
-        public var deviceCheckRenewalMargin: Duration = .seconds(60)
-        #if DEBUG
-            /// A debug token registered with the gateway's operator (DEBUG builds only). Sent as
-            /// `X-App-Attest-Debug-Token` instead of an assertion on routes whose policy says
-            /// `allow_debug_tokens: true`. Never compiled into release builds.
-            public var debugToken: String?
-        #endif
-
-        public init() {}
-    }
-
-    /// Request headers of the protocol (docs/protocol.md).
-    public enum Header {
-        public static let keyID = "X-App-Attest-Key-Id"
-        public static let assertion = "X-App-Assertion"
-        public static let challenge = "X-App-Attest-Challenge"
-        public static let debugToken = "X-App-Attest-Debug-Token"
-        /// The gateway DeviceCheck token (fallback routes, devices without App Attest).
-        public static let deviceCheckToken = "X-App-Attest-Token"
-    }
-
     public let gateway: URL
     public let appID: String?
-    private let service: any AppAttestService
-    private let keyStore: any KeyStore
-    private let deviceCheck: (any DeviceCheckTokenProvider)?
-    private let transport: any HTTPTransport
-    private let clock: any AttestClock
     private let configuration: Configuration
-
-    private var policy: CachedPolicy?
-    private var policyFetch: Task<GatewayPolicyDocument?, Never>?
-    private var policyRetryAt: Date?
-    private var enrollment: Task<String, any Error>?
-    private var enrollmentBlocked: (until: Date, error: AttestedClientError)?
-    private var windows: [String: AssertionWindow] = [:]
-    private var windowWaiters: [CheckedContinuation<Void, Never>] = []
-    /// The gateway DeviceCheck token, until `renewAt`; one exchange at a time.
-    private var deviceCheckToken: (token: String, renewAt: Date)?
-    private var deviceCheckExchange: Task<String, any Error>?
-
-    private struct CachedPolicy {
-        var document: GatewayPolicyDocument
-        var etag: String?
-        var expires: Date
-    }
+    private let service: any AppAttestService
+    private let clock: any AttestClock
+    private let api: GatewayAPI
+    private let policy: PolicyCache
+    private let keys: KeyEnrollment
+    private let signer: RequestSigner
+    private let deviceCheck: DeviceCheckFallback?
 
     /// - Parameters:
     ///   - gateway: the gateway's base URL (scheme, host, port); the endpoint paths come from
@@ -124,14 +63,42 @@ public actor AttestedClient {
         clock: any AttestClock = SystemAttestClock(),
         configuration: Configuration = Configuration()
     ) {
+        let api = GatewayAPI(gateway: gateway, transport: transport)
+        let policy = PolicyCache(
+            api: api,
+            clock: clock,
+            path: configuration.policyPath,
+            retryInterval: configuration.policyRetryInterval,
+            fallbackRoute: configuration.fallbackRoute
+        )
         self.gateway = gateway
         self.appID = appID
-        self.service = service
-        self.keyStore = keyStore
-        self.deviceCheck = deviceCheck
-        self.transport = transport
-        self.clock = clock
         self.configuration = configuration
+        self.service = service
+        self.clock = clock
+        self.api = api
+        self.policy = policy
+        self.keys = KeyEnrollment(
+            storage: KeyStorage(store: keyStore),
+            service: service,
+            api: api,
+            policy: policy,
+            clock: clock,
+            appID: appID,
+            retry: configuration.enrollmentRetry,
+            cooldown: configuration.enrollmentCooldown
+        )
+        self.signer = RequestSigner(service: service, sequencer: AssertionSequencer())
+        self.deviceCheck = deviceCheck.map {
+            DeviceCheckFallback(
+                provider: $0,
+                api: api,
+                policy: policy,
+                clock: clock,
+                appID: appID,
+                renewalMargin: configuration.deviceCheckRenewalMargin
+            )
+        }
     }
 
     // MARK: - Public API
@@ -156,29 +123,15 @@ public actor AttestedClient {
     /// new one. For the app's support flow after an operator cleared a revoked install, or a
     /// "sign out everywhere". Not needed after reinstall, restore or migration (handled).
     public func resetKey() throws(AttestedClientError) {
-        do {
-            try self.keyStore.delete()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
-        }
-        // `windows` stays: it is keyed by key ID, and requests of the old key may be in flight.
-        self.enrollmentBlocked = nil
+        try self.keys.reset()
     }
 
     /// The policy document, fetched now (ignoring the cache). nil when unavailable.
     public func refreshPolicy() async -> GatewayPolicyDocument? {
-        await self.currentPolicy(force: true)
+        await self.policy.document(force: true)
     }
 
     // MARK: - Request flow
-
-    private struct Budget {
-        var newKeyUsed = false
-        var replayRetried = false
-        var challengeRetried = false
-        var policyRefreshed = false
-        var storeRetries = 0
-    }
 
     private func perform(_ original: URLRequest) async throws -> (Data, HTTPURLResponse) {
         guard original.httpBodyStream == nil else {
@@ -193,19 +146,17 @@ public actor AttestedClient {
             throw AttestedClientError(.invalidRequest, "the request needs an absolute http(s) URL")
         }
         let method = original.httpMethod ?? "GET"
-        var route = try await self.route(method: method, target: target)
-        var budget = Budget()
+        var route = await self.policy.route(method: method, target: target)
+        var rules = RequestRetryRules(backoff: self.configuration.requestRetry)
 
         while true {
             guard let current = route, current.mode != .off else {
-                // Not protected, per the document. If the gateway disagrees (the document was stale:
-                // 401 assertion_missing, 428 challenge_missing), refresh it and sign, once.
-                let result = try await self.send(Self.stripped(original))
+                // Not protected, per the document. The gateway may disagree (the document was
+                // stale): the rules then refresh it and sign, once.
+                let result = try await self.api.send(Header.stripped(original))
                 guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
-                guard refusal.code == .assertionMissing || refusal.code == .challengeMissing, !budget.policyRefreshed
-                else { throw refusal }
-                budget.policyRefreshed = true
-                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: route)
+                guard rules.afterUnsignedRefusal(refusal) == .refreshPolicy else { throw refusal }
+                route = await self.policy.route(method: method, target: target, after: refusal, was: route)
                 continue
             }
             if let limit = current.maxBodyBytes, (original.httpBody?.count ?? 0) > limit {
@@ -213,54 +164,31 @@ public actor AttestedClient {
             }
             #if DEBUG
                 if current.allowDebugTokens, let token = self.configuration.debugToken {
-                    var request = Self.stripped(original)
+                    var request = Header.stripped(original)
                     request.setValue(token, forHTTPHeaderField: Header.debugToken)
-                    return try Self.unlessRefused(try await self.send(request))
+                    return try Self.unlessRefused(try await self.api.send(request))
                 }
             #endif
             if !self.service.isSupported {
-                if current.deviceCheckFallback, let deviceCheck = self.deviceCheck, deviceCheck.isSupported {
-                    return try await self.sendWithDeviceCheckToken(original, provider: deviceCheck)
+                if current.deviceCheckFallback, let deviceCheck = self.deviceCheck, deviceCheck.provider.isSupported {
+                    return try await deviceCheck.send(original)
                 }
                 if current.mode == .monitor {
                     // Monitor routes forward unverified requests; the upstream sees the failure.
-                    return try Self.unlessRefused(try await self.send(Self.stripped(original)))
+                    return try Self.unlessRefused(try await self.api.send(Header.stripped(original)))
                 }
                 throw AttestedClientError(.appAttestUnsupported, "App Attest is not supported on this device")
             }
 
-            let attempt = try await self.attempt(
-                original, method: method, target: target, route: current, budget: &budget)
-            switch attempt {
+            switch try await self.attempt(original, method: method, target: target, route: current, rules: &rules) {
             case .done(let data, let response):
                 return (data, response)
             case .retry:
                 continue
             case .refreshPolicy(let refusal):
-                route = try await self.protectedRoute(method: method, target: target, after: refusal, was: current)
+                route = await self.policy.route(method: method, target: target, after: refusal, was: current)
             }
         }
-    }
-
-    /// The route to use after the gateway answered `assertion_missing` / `challenge_missing` to a
-    /// request sent per `previous`: the refreshed document's, when it explains the refusal; else
-    /// `previous` made as strict as the gateway asked (signed, with a challenge on 428).
-    private func protectedRoute(
-        method: String,
-        target: String,
-        after refusal: AttestedClientError,
-        was previous: GatewayPolicyDocument.Route?
-    ) async throws -> GatewayPolicyDocument.Route {
-        let refreshed = try await self.route(method: method, target: target, force: true)
-        if let refreshed, refreshed != previous, refreshed.mode != .off,
-            refusal.code != .challengeMissing || refreshed.challenge == .required
-        {
-            return refreshed
-        }
-        var stricter = previous ?? self.configuration.fallbackRoute
-        stricter.mode = .enforce
-        if refusal.code == .challengeMissing { stricter.challenge = .required }
-        return stricter
     }
 
     private enum AttemptResult {
@@ -275,518 +203,59 @@ public actor AttestedClient {
         method: String,
         target: String,
         route: GatewayPolicyDocument.Route,
-        budget: inout Budget
+        rules: inout RequestRetryRules
     ) async throws -> AttemptResult {
-        let keyID = try await self.attestedKeyID()
-        var request = Self.stripped(original)
-        var body = original.httpBody ?? Data()
+        let keyID = try await self.keys.attestedKeyID()
         var challenge: String?
         if route.challenge == .required {
             do {
-                challenge = try await self.fetchChallenge()
+                challenge = try await self.api.challenge(at: await self.policy.challengePath)
             } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
                 // Challenges unavailable (store down) or rate-limited: nothing was sent yet.
-                try await self.backOff(after: error, budget: &budget)
+                guard let delay = rules.backOff(after: error, jitter: Double.random(in: 0...1)) else { throw error }
+                try await self.clock.sleep(for: delay)
                 return .retry
             }
         }
-        let clientData: Data
-        switch route.binding {
-        case .request:
-            clientData = ClientData.request(method: method, target: target, body: body, challenge: challenge)
-            if let challenge { request.setValue(challenge, forHTTPHeaderField: Header.challenge) }
-        case .body:
-            if let challenge {
-                body = try ClientData.inserting(challenge: challenge, field: route.challengeField, into: body)
-                request.httpBody = body
-            }
-            clientData = ClientData.body(body)
-        }
-
-        // Generation in counter order, within the route's window.
-        let span = max(1, route.counterWindow)
-        let ticket = try await self.startAssertion(keyID: keyID, span: span)
-        let assertion: Data
-        do {
-            assertion = try await self.service.generateAssertion(keyID, clientDataHash: ClientData.hash(clientData))
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-        } catch let error as AppAttestServiceError {
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            if error.kind == .invalidKey && !budget.newKeyUsed {
-                budget.newKeyUsed = true
-                try self.discardKey(keyID)
-                return .retry
-            }
-            throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
-        } catch {
-            self.assertionGenerated(keyID: keyID, ticket: ticket)
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
-        }
-        request.setValue(keyID, forHTTPHeaderField: Header.keyID)
-        request.setValue(assertion.base64EncodedString(), forHTTPHeaderField: Header.assertion)
-
+        let (request, clientData) = try RequestSigner.prepare(
+            original, method: method, target: target, route: route, challenge: challenge)
         let result: (Data, HTTPURLResponse)
         do {
-            result = try await self.send(request)
-        } catch {
-            self.finishAssertion(keyID: keyID, ticket: ticket)
-            throw error
+            result = try await self.signer.send(
+                request, clientData: clientData, keyID: keyID, route: route, via: self.api)
+        } catch let error as AttestedClientError
+            where (error.underlying as? AppAttestServiceError)?.kind == .invalidKey
+        {
+            guard rules.newKeyAfterInvalidKey() else { throw error }
+            try await self.keys.discard(keyID)
+            return .retry
         }
-        self.finishAssertion(keyID: keyID, ticket: ticket)
 
         guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else {
             return .done(result.0, result.1)
         }
-        switch refusal.code {
-        case .counterReplay where !budget.replayRetried:
-            budget.replayRetried = true
+        switch rules.afterSignedRefusal(refusal, jitter: Double.random(in: 0...1)) {
+        case .retry:
             return .retry
-        case .challengeInvalid where !budget.challengeRetried:
-            budget.challengeRetried = true
+        case .newKey:
+            try await self.keys.discard(keyID)
             return .retry
-        case .unknownKey where !budget.newKeyUsed:
-            budget.newKeyUsed = true
-            try self.discardKey(keyID)
-            return .retry
-        case .revokedKey:
-            try self.saveKey(StoredKey(keyID: keyID, state: .revoked))
+        case .revoke:
+            try await self.keys.revoke(keyID)
             throw refusal
-        case .challengeMissing, .assertionMissing:
-            guard !budget.policyRefreshed else { throw refusal }
-            budget.policyRefreshed = true
+        case .refreshPolicy:
             return .refreshPolicy(refusal)
-        case .storeError, .bodyBudgetExhausted, .rateLimited:
-            try await self.backOff(after: refusal, budget: &budget)
+        case .backOff(let delay):
+            try await self.clock.sleep(for: delay)
             return .retry
-        default:
+        case .fail:
             throw refusal
         }
-    }
-
-    /// Waits before retrying a request the gateway refused without forwarding it (`requestRetry`:
-    /// exponential, jittered, at least `Retry-After`); throws `error` once the budget is spent.
-    private func backOff(after error: AttestedClientError, budget: inout Budget) async throws {
-        guard budget.storeRetries + 1 < self.configuration.requestRetry.maximumAttempts else { throw error }
-        let delay = self.configuration.requestRetry.delay(
-            beforeRetry: budget.storeRetries,
-            retryAfter: error.retryAfter,
-            jitter: Double.random(in: 0...1)
-        )
-        budget.storeRetries += 1
-        try await self.clock.sleep(for: delay)
     }
 
     /// Throws the gateway's refusal in `result`, if any.
     private static func unlessRefused(_ result: (Data, HTTPURLResponse)) throws -> (Data, HTTPURLResponse) {
         if let refusal = AttestedClientError.gatewayError(result.0, result.1) { throw refusal }
         return result
-    }
-
-    /// `request` without any protocol header the caller may have set.
-    private static func stripped(_ request: URLRequest) -> URLRequest {
-        var copy = request
-        for name in [Header.keyID, Header.assertion, Header.challenge, Header.debugToken, Header.deviceCheckToken] {
-            copy.setValue(nil, forHTTPHeaderField: name)
-        }
-        return copy
-    }
-
-    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        do {
-            return try await self.transport.send(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
-    }
-
-    private func endpointURL(_ path: String) -> URL {
-        var parts = URLComponents(url: self.gateway, resolvingAgainstBaseURL: true) ?? URLComponents()
-        parts.percentEncodedPath = path
-        parts.percentEncodedQuery = nil
-        return parts.url ?? self.gateway
-    }
-
-    // MARK: - DeviceCheck fallback
-
-    /// `original` with `X-App-Attest-Token`: the cached gateway token, or one exchanged now.
-    /// A `devicecheck_token_expired` / `devicecheck_token_invalid` answer (the gateway's key
-    /// rotated, the clock jumped) drops the token and exchanges once more; a second refusal is
-    /// thrown.
-    private func sendWithDeviceCheckToken(
-        _ original: URLRequest, provider: any DeviceCheckTokenProvider
-    ) async throws -> (Data, HTTPURLResponse) {
-        var reexchanged = false
-        while true {
-            let token = try await self.gatewayDeviceCheckToken(provider: provider)
-            var request = Self.stripped(original)
-            request.setValue(token, forHTTPHeaderField: Header.deviceCheckToken)
-            let result = try await self.send(request)
-            guard let refusal = AttestedClientError.gatewayError(result.0, result.1) else { return result }
-            if refusal.code == .deviceCheckTokenExpired || refusal.code == .deviceCheckTokenInvalid, !reexchanged {
-                reexchanged = true
-                if self.deviceCheckToken?.token == token { self.deviceCheckToken = nil }
-                continue
-            }
-            throw refusal
-        }
-    }
-
-    /// The cached gateway token while it is not due for renewal, else a fresh exchange (shared
-    /// by every request that arrives meanwhile).
-    private func gatewayDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
-        if let cached = self.deviceCheckToken, self.clock.now() < cached.renewAt { return cached.token }
-        if let running = self.deviceCheckExchange { return try await running.value }
-        let task = Task { try await self.exchangeDeviceCheckToken(provider: provider) }
-        self.deviceCheckExchange = task
-        defer { self.deviceCheckExchange = nil }
-        return try await task.value
-    }
-
-    /// `DCDevice.generateToken()`, then `POST <endpoints.devicecheck>` `{"device_token"}`.
-    private func exchangeDeviceCheckToken(provider: any DeviceCheckTokenProvider) async throws -> String {
-        let deviceToken: Data
-        do {
-            deviceToken = try await provider.generateToken()
-        } catch {
-            throw AttestedClientError(.appAttestFailed, "DCDevice could not generate a token", underlying: error)
-        }
-        let path = self.policy?.document.endpoints.devicecheck ?? "/app-attest/devicecheck"
-        var request = URLRequest(url: self.endpointURL(path))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        var fields = ["device_token": deviceToken.base64EncodedString()]
-        if let appID = self.appID { fields["app_id"] = appID }
-        request.httpBody = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-        let (data, response) = try await self.send(request)
-        if let refusal = AttestedClientError.gatewayError(data, response) { throw refusal }
-        guard response.statusCode == 200,
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let token = object["token"] as? String, !token.isEmpty,
-            let expiresIn = (object["expires_in"] as? NSNumber)?.doubleValue, expiresIn > 0
-        else {
-            throw AttestedClientError(
-                .unexpectedResponse, "the DeviceCheck exchange answered \(response.statusCode) without a token",
-                status: response.statusCode)
-        }
-        let margin = min(Self.seconds(self.configuration.deviceCheckRenewalMargin), expiresIn / 2)
-        self.deviceCheckToken = (token, self.clock.now().addingTimeInterval(expiresIn - margin))
-        return token
-    }
-
-    // MARK: - Assertion window
-
-    /// Waits until the window of `keyID` lets a new assertion start; a task cancelled while
-    /// waiting gives up its turn (`CancellationError`) instead of spending a counter.
-    private func startAssertion(keyID: String, span: Int) async throws -> AssertionWindow.Ticket {
-        while !self.windows[keyID, default: AssertionWindow()].canStart(span: span) {
-            await withCheckedContinuation { self.windowWaiters.append($0) }
-        }
-        try Task.checkCancellation()
-        return self.windows[keyID, default: AssertionWindow()].start()
-    }
-
-    private func assertionGenerated(keyID: String, ticket: AssertionWindow.Ticket) {
-        self.windows[keyID]?.generated(ticket)
-        self.wakeWindowWaiters()
-    }
-
-    private func finishAssertion(keyID: String, ticket: AssertionWindow.Ticket) {
-        self.windows[keyID]?.finish(ticket)
-        self.wakeWindowWaiters()
-    }
-
-    private func wakeWindowWaiters() {
-        let waiters = self.windowWaiters
-        self.windowWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
-
-    // MARK: - Policy document
-
-    private func route(method: String, target: String, force: Bool = false) async throws
-        -> GatewayPolicyDocument.Route?
-    {
-        guard let document = await self.currentPolicy(force: force) else { return self.configuration.fallbackRoute }
-        return document.route(method: method, target: target)
-    }
-
-    private func currentPolicy(force: Bool) async -> GatewayPolicyDocument? {
-        let now = self.clock.now()
-        if !force, let cached = self.policy, now < cached.expires { return cached.document }
-        if !force, self.policy == nil, let retryAt = self.policyRetryAt, now < retryAt { return nil }
-        if let running = self.policyFetch { return await running.value }
-        let task = Task { await self.fetchPolicy() }
-        self.policyFetch = task
-        let document = await task.value
-        self.policyFetch = nil
-        return document
-    }
-
-    private func fetchPolicy() async -> GatewayPolicyDocument? {
-        var request = URLRequest(url: self.endpointURL(self.configuration.policyPath))
-        request.httpMethod = "GET"
-        request.cachePolicy = .reloadIgnoringLocalCacheData
-        if let etag = self.policy?.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }
-        let now = self.clock.now()
-        guard let (data, response) = try? await self.send(request) else {
-            self.policyRetryAt = now.addingTimeInterval(Self.seconds(self.configuration.policyRetryInterval))
-            return self.policy?.document  // stale beats nothing
-        }
-        let maxAge = Self.maxAge(response.value(forHTTPHeaderField: "Cache-Control")) ?? 60
-        if response.statusCode == 304, var cached = self.policy {
-            cached.expires = now.addingTimeInterval(maxAge)
-            self.policy = cached
-            return cached.document
-        }
-        guard response.statusCode == 200,
-            let document = try? JSONDecoder().decode(GatewayPolicyDocument.self, from: data),
-            document.version == GatewayPolicyDocument.supportedVersion
-        else {
-            self.policyRetryAt = now.addingTimeInterval(Self.seconds(self.configuration.policyRetryInterval))
-            return self.policy?.document
-        }
-        self.policy = CachedPolicy(
-            document: document,
-            etag: response.value(forHTTPHeaderField: "ETag"),
-            expires: now.addingTimeInterval(maxAge)
-        )
-        return document
-    }
-
-    private func endpoint(_ keyPath: KeyPath<GatewayPolicyDocument.Endpoints, String>, default path: String) -> String {
-        self.policy?.document.endpoints[keyPath: keyPath] ?? path
-    }
-
-    static func maxAge(_ cacheControl: String?) -> TimeInterval? {
-        guard let cacheControl else { return nil }
-        for directive in cacheControl.split(separator: ",") {
-            let parts = directive.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int(parts[1]) {
-                return TimeInterval(seconds)
-            }
-        }
-        return nil
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-
-    // MARK: - Keys and enrollment
-
-    private func loadKey() throws -> StoredKey? {
-        do {
-            return try self.keyStore.load()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not read the key ID", underlying: error)
-        }
-    }
-
-    private func saveKey(_ key: StoredKey) throws {
-        do {
-            try self.keyStore.save(key)
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not save the key ID", underlying: error)
-        }
-    }
-
-    /// Deletes `keyID` if it is still the stored key (parallel requests that saw the same
-    /// `unknown_key` discard it once; the others then join the new enrollment).
-    private func discardKey(_ keyID: String) throws {
-        guard let stored = try self.loadKey(), stored.keyID == keyID else { return }
-        do {
-            try self.keyStore.delete()
-        } catch {
-            throw AttestedClientError(.keyStorage, "could not delete the key ID", underlying: error)
-        }
-    }
-
-    /// The attested key ID; enrolls (once, shared) when there is none.
-    private func attestedKeyID() async throws -> String {
-        if let stored = try self.loadKey() {
-            switch stored.state {
-            case .attested:
-                return stored.keyID
-            case .revoked:
-                throw AttestedClientError(
-                    .revokedKey,
-                    "the operator revoked this install's key; resetKey() enrolls a new one",
-                    status: 401
-                )
-            case .pending:
-                break
-            }
-        }
-        if let running = self.enrollment { return try await running.value }
-        if let blocked = self.enrollmentBlocked, self.clock.now() < blocked.until {
-            let left = blocked.until.timeIntervalSince(self.clock.now())
-            throw AttestedClientError(
-                blocked.error.code,
-                "enrollment failed recently (\(blocked.error.message)); next try in \(Int(left.rounded(.up))) s",
-                status: blocked.error.status,
-                retryAfter: .milliseconds(Int64(left * 1000)),
-                underlying: blocked.error.underlying
-            )
-        }
-        let task = Task { try await self.enroll() }
-        self.enrollment = task
-        defer { self.enrollment = nil }
-        do {
-            let keyID = try await task.value
-            self.enrollmentBlocked = nil
-            return keyID
-        } catch let error as AttestedClientError {
-            if error.code != .keyStorage {
-                let until = self.clock.now().addingTimeInterval(Self.seconds(self.configuration.enrollmentCooldown))
-                self.enrollmentBlocked = (until, error)
-            }
-            throw error
-        }
-    }
-
-    private func newKey() async throws -> String {
-        let keyID: String
-        do {
-            keyID = try await self.service.generateKey()
-        } catch let error as AppAttestServiceError where error.kind == .featureUnsupported {
-            throw AttestedClientError(.appAttestUnsupported, "generateKey: \(error)", underlying: error)
-        } catch {
-            throw AttestedClientError(.appAttestFailed, "generateKey failed: \(error)", underlying: error)
-        }
-        // Saved BEFORE attestKey: a kill from here on resumes with this key.
-        try self.saveKey(StoredKey(keyID: keyID, state: .pending))
-        return keyID
-    }
-
-    /// generateKey (or the pending key) → challenge → attestKey → POST attest, with backoff.
-    private func enroll() async throws -> String {
-        if let appID = self.appID, let document = await self.currentPolicy(force: false),
-            let accepted = document.appIDs, !accepted.contains(appID)
-        {
-            throw AttestedClientError(.appIDNotAccepted, "the gateway accepts \(accepted), not \(appID)")
-        }
-        var keyID: String
-        if let stored = try self.loadKey(), stored.state == .pending {
-            keyID = stored.keyID
-        } else {
-            keyID = try await self.newKey()
-        }
-        var regenerated = false
-        var attestation: (challenge: String, object: Data)?
-        var retries = 0
-        let policy = self.configuration.enrollmentRetry
-        while true {
-            let failure: AttestedClientError
-            do {
-                if attestation == nil {
-                    let challenge = try await self.fetchChallenge()
-                    let object = try await self.service.attestKey(
-                        keyID,
-                        clientDataHash: ClientData.hash(Data(challenge.utf8))
-                    )
-                    attestation = (challenge, object)
-                }
-                if let (challenge, object) = attestation {
-                    try await self.register(keyID: keyID, attestation: object, challenge: challenge)
-                }
-                try self.saveKey(StoredKey(keyID: keyID, state: .attested))
-                return keyID
-            } catch let error as AppAttestServiceError {
-                switch error.kind {
-                case .serverUnavailable:
-                    failure = AttestedClientError(.appAttestFailed, "attestKey: Apple unavailable", underlying: error)
-                case .invalidKey where !regenerated:
-                    // The key cannot be attested (e.g. restored from another device): one new key.
-                    regenerated = true
-                    try? self.keyStore.delete()
-                    keyID = try await self.newKey()
-                    attestation = nil
-                    continue
-                case .featureUnsupported:
-                    throw AttestedClientError(.appAttestUnsupported, "attestKey: \(error)", underlying: error)
-                default:
-                    // Apple: on other errors discard the key ID; the next enrollment makes a new key.
-                    try? self.keyStore.delete()
-                    throw AttestedClientError(.appAttestFailed, "attestKey failed: \(error)", underlying: error)
-                }
-            } catch let error as AttestedClientError {
-                switch error.code {
-                case .storeError, .bodyBudgetExhausted, .rateLimited, .internalError, .transport, .upstreamBusy:
-                    failure = error
-                case .challengeInvalid:
-                    attestation = nil  // a new challenge needs a new attestKey
-                    failure = error
-                case _ where error.status == 429 || error.status == 503:
-                    failure = error
-                default:
-                    throw error  // app_id_mismatch, nonce_mismatch, ...: not fixed by retrying
-                }
-            }
-            retries += 1
-            guard retries < policy.maximumAttempts else {
-                throw AttestedClientError(
-                    .attestationUnavailable,
-                    "enrollment gave up after \(retries) attempts: \(failure.message)",
-                    status: failure.status,
-                    underlying: failure
-                )
-            }
-            let delay = policy.delay(
-                beforeRetry: retries - 1,
-                retryAfter: failure.retryAfter,
-                jitter: Double.random(in: 0...1)
-            )
-            try await self.clock.sleep(for: delay)
-        }
-    }
-
-    private func fetchChallenge() async throws -> String {
-        var request = URLRequest(url: self.endpointURL(self.endpoint(\.challenge, default: "/app-attest/challenge")))
-        request.httpMethod = "POST"
-        let (data, response) = try await self.send(request)
-        guard response.statusCode == 200 else { throw Self.endpointError(data, response, "challenge") }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let challenge = object["challenge"] as? String, !challenge.isEmpty
-        else {
-            throw AttestedClientError(.unexpectedResponse, "the challenge endpoint answered without a challenge")
-        }
-        return challenge
-    }
-
-    private func register(keyID: String, attestation: Data, challenge: String) async throws {
-        var request = URLRequest(url: self.endpointURL(self.endpoint(\.attest, default: "/app-attest/attest")))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: [
-            "key_id": keyID, "attestation": attestation.base64EncodedString(), "challenge": challenge,
-        ])
-        let (data, response) = try await self.send(request)
-        switch response.statusCode {
-        case 201:
-            return
-        case 409:
-            // key_already_attested: this client generated the key and registered it before a
-            // kill or a lost response; the key is ours.
-            return
-        default:
-            throw Self.endpointError(data, response, "attest")
-        }
-    }
-
-    private static func endpointError(_ data: Data, _ response: HTTPURLResponse, _ name: String)
-        -> AttestedClientError
-    {
-        if let refusal = AttestedClientError.gatewayError(data, response) { return refusal }
-        return AttestedClientError(
-            .unexpectedResponse,
-            "the \(name) endpoint answered \(response.statusCode)",
-            status: response.statusCode,
-            retryAfter: RetryPolicy.retryAfter(response.value(forHTTPHeaderField: "Retry-After"), now: Date())
-        )
     }
 }

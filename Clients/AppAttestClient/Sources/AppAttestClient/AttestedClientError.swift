@@ -127,8 +127,8 @@ public struct AttestedClientError: Error, Hashable, Sendable, CustomStringConver
         /// route allows neither a debug token nor the DeviceCheck fallback. Recovery: degrade
         /// the feature; in DEBUG configure a debug token (docs/ios-integration.md).
         public static let appAttestUnsupported = Code(rawValue: "app_attest_unsupported")
-        /// The route allows the DeviceCheck fallback, but this client cannot use it yet: the
-        /// gateway's exchange endpoint is issue 13. Recovery: none until then.
+        /// Never thrown: the client uses the DeviceCheck fallback wherever a route allows it. Kept
+        /// so that apps that match on it still compile.
         public static let deviceCheckFallbackUnavailable = Code(rawValue: "device_check_fallback_unavailable")
         /// The gateway token is not one of the fleet's (the client re-exchanges once).
         public static let deviceCheckTokenInvalid = Code(rawValue: "devicecheck_token_invalid", gatewayStatus: 401)

@@ -70,9 +70,9 @@ public struct GatewayPolicyDocument: Decodable, Sendable, Hashable {
         /// Out-of-order counters the gateway accepts below the highest (0: strictly increasing).
         /// Decides how many assertions of one key the client keeps in flight: `max(1, counterWindow)`.
         public var counterWindow: Int
-        /// `X-App-Attest-Debug-Token` accepted on this route (gateway: issue 12).
+        /// `X-App-Attest-Debug-Token` accepted on this route.
         public var allowDebugTokens: Bool
-        /// DeviceCheck fallback allowed on this route (gateway: issue 13).
+        /// DeviceCheck fallback allowed on this route.
         public var deviceCheckFallback: Bool
 
         enum CodingKeys: String, CodingKey {

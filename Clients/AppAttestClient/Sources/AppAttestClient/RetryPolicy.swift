@@ -45,3 +45,11 @@ public struct RetryPolicy: Sendable, Hashable {
         return .milliseconds(Int64(seconds * 1000))
     }
 }
+
+extension Duration {
+    /// Backoff and cache lifetimes are `Duration`s; `Date` arithmetic wants seconds.
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = self.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+}

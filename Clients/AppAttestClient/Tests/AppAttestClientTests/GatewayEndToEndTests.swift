@@ -442,7 +442,7 @@ struct GatewayEndToEndTests {
             #expect(document.appIDs == [GatewayEnvironment.appID])
             #expect(document.endpoints.challenge == "/app-attest/challenge")
             #expect(document.routes.map(\.mode) == [.enforce, .enforce, .enforce, .enforce, .monitor, .off])
-            // The route's own counter window (issue 12), 0 elsewhere; no route accepts debug tokens.
+            // The route's own counter window, 0 elsewhere; no route accepts debug tokens.
             #expect(document.routes.map(\.counterWindow) == [0, 0, 32, 0, 0, 0])
             #expect(document.routes.allSatisfy { !$0.allowDebugTokens })
             let legacy = try #require(document.route(method: "POST", target: "/v1/legacy/x"))
