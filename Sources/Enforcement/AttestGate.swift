@@ -28,10 +28,10 @@ package import Verification
 package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {
-        package static let challenge = "_challenge"
-        package static let attest = "_attest"
-        package static let policy = "_policy"
-        package static let deviceCheck = "_devicecheck"
+        package static let challenge = GateEndpoint.challenge.routeLabel
+        package static let attest = GateEndpoint.attest.routeLabel
+        package static let policy = GateEndpoint.policy.routeLabel
+        package static let deviceCheck = GateEndpoint.deviceCheck.routeLabel
         package static let none = "-"
     }
 
@@ -112,7 +112,8 @@ package final class AttestGate: RequestGate {
             let route = policy.routes[index]
             guard route.mode == .off else { return nil }
             return GateClassification(
-                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index)
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
+                judgement: RouteJudgement(mode: .passthrough))
         }
         self.metrics = metrics
         self.policyDocument = PolicyDocumentEndpoint(policy: policy)
@@ -121,7 +122,7 @@ package final class AttestGate: RequestGate {
         let storeFailures = StoreFailureReporter(metrics: metrics)
         let fraudRisk = FraudRiskGateHooks(
             receipts: try ReceiptVerifier(additionalTrustRootsPEM: trustRootsPEM),
-            store: store as? RedisStore,
+            store: store.fraudRiskState,
             refreshEnabled: policy.apple?.fraudRisk.isEnabled ?? false)
         self.challengeEndpoint = ChallengeEndpoint(
             path: policy.endpoints.challenge, ttlSeconds: policy.challengeTTLSeconds, challenges: challenges,
@@ -210,16 +211,13 @@ package final class AttestGate: RequestGate {
             return self.refuse(violation, route: RouteLabel.none, limit: nil)
         }
         let path = head.path
-        let length = path.utf8.count
-        if Self.isEndpoint(path, length: length, self.policy.endpoints.policy) {
-            return GateClassification(routeName: RouteLabel.policy, upstream: nil, bufferBodyUpTo: nil)
-        }
-        let isChallenge = Self.isEndpoint(path, length: length, self.policy.endpoints.challenge)
-        let isDeviceCheck = !isChallenge && Self.isEndpoint(path, length: length, self.policy.endpoints.deviceCheck)
-        if isChallenge || isDeviceCheck || Self.isEndpoint(path, length: length, self.policy.endpoints.attest) {
-            let label = isChallenge ? RouteLabel.challenge : isDeviceCheck ? RouteLabel.deviceCheck : RouteLabel.attest
+        if let endpoint = self.endpoint(at: path) {
+            let label = endpoint.routeLabel
+            guard endpoint != .policy else {
+                return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil, endpoint: endpoint)
+            }
             guard head.method == "POST" else {
-                return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil)
+                return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil, endpoint: endpoint)
             }
             // Anonymous work: bounded per address before any of it is done.
             let admission = self.endpointLimiter.admit(client, nowNanoseconds: self.monotonicNanoseconds())
@@ -233,8 +231,8 @@ package final class AttestGate: RequestGate {
             }
             // The challenge endpoint reads no body; the attest and DeviceCheck endpoints' is
             // their JSON request.
-            let buffer = label == RouteLabel.challenge ? nil : EndpointRequests.maxEndpointBodyBytes
-            return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer)
+            let buffer = endpoint == .challenge ? nil : EndpointRequests.maxEndpointBodyBytes
+            return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer, endpoint: endpoint)
         }
         var lineRoute: Int?
         switch self.routes.lookup(method: head.method, target: head.target[...]) {
@@ -274,7 +272,8 @@ package final class AttestGate: RequestGate {
         let route = self.routes.routes[index]
         // A DeviceCheck token is checked without the body, like a debug token.
         if head.headers[IdentityHeaders.deviceCheckToken] != nil {
-            if route.fallback != .deviceCheck && route.mode == .enforce && route.enforcePercent >= 100 {
+            let judgement = Self.judge(route, attribute: Self.rolloutAttribute(head, client: client))
+            if route.fallback != .deviceCheck && judgement.refusesBeforeBody {
                 self.metrics.deviceCheckDecided(
                     stage: .token, result: EnforcementError.Code.deviceCheckNotAllowed.rawValue)
                 return self.refuse(
@@ -282,18 +281,19 @@ package final class AttestGate: RequestGate {
             }
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
-                client: client)
+                client: client, judgement: judgement)
         }
         // A debug token is checked without the body: stream it (or refuse at once where the
         // route does not accept tokens).
         if head.headers[IdentityHeaders.debugToken] != nil {
-            if !route.allowDebugTokens && route.mode == .enforce && route.enforcePercent >= 100 {
+            let judgement = Self.judge(route, attribute: Self.rolloutAttribute(head, client: client))
+            if !route.allowDebugTokens && judgement.refusesBeforeBody {
                 return self.refuse(
                     .debugTokenNotAllowed(route: route.name), route: route.name, limit: nil, routeIndex: index)
             }
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
-                client: client)
+                client: client, judgement: judgement)
         }
         // Credentials are checked before the body: a request that cannot verify reserves no
         // body bytes. A fully enforced route refuses it here; monitor (and the monitored arm
@@ -301,21 +301,59 @@ package final class AttestGate: RequestGate {
         let credentials: AssertionCredentials
         switch AssertionCredentials.decode(head) {
         case .failure(let failure):
-            if route.mode == .enforce && route.enforcePercent >= 100 {
+            let judgement = Self.judge(route, attribute: Self.rolloutAttribute(head, client: client))
+            if judgement.refusesBeforeBody {
                 return self.refuse(failure.error, route: route.name, limit: nil, routeIndex: index)
             }
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
-                client: client)
+                client: client, judgement: judgement)
         case .success(let decoded):
             credentials = decoded
         }
-        // Both bindings need the whole body: its digest (request) or the body itself. The
-        // decoded credentials ride along to `decide` (decoding them costs more than the rest
-        // of `classify`).
+        // Both bindings need the whole body: its digest (request) or the body itself.
         return GateClassification(
             routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes, routeIndex: index,
-            client: client, gateData: credentials)
+            client: client, judgement: Self.judge(route, attribute: credentials.keyID), credentials: credentials)
+    }
+
+    /// The gateway endpoint at `path`, if any.
+    private func endpoint(at path: Substring) -> GateEndpoint? {
+        let length = path.utf8.count
+        let endpoints = self.policy.endpoints
+        if Self.isEndpoint(path, length: length, endpoints.policy) { return .policy }
+        if Self.isEndpoint(path, length: length, endpoints.challenge) { return .challenge }
+        if Self.isEndpoint(path, length: length, endpoints.deviceCheck) { return .deviceCheck }
+        if Self.isEndpoint(path, length: length, endpoints.attest) { return .attest }
+        return nil
+    }
+
+    /// How a request on an enforce or monitor route is judged: a gradual rollout's arm is a
+    /// function of `attribute` (`rolloutAttribute`), so every gateway judges a client alike.
+    private static func judge(_ route: RoutePolicy, attribute: @autoclosure () -> String) -> RouteJudgement {
+        switch route.mode {
+        case .off:
+            return RouteJudgement(mode: .passthrough)
+        case .monitor:
+            return RouteJudgement(mode: .monitor)
+        case .enforce where route.enforcePercent >= 100:
+            return RouteJudgement(mode: .enforce)
+        case .enforce:
+            let arm = RolloutArm.of(attribute(), percent: route.enforcePercent)
+            return RouteJudgement(mode: arm == .enforce ? .enforce : .monitor, arm: arm)
+        }
+    }
+
+    /// The stable client attribute of the rollout arm: the key ID (canonical base64) when
+    /// the request carries a decodable one, else the client's address key (after
+    /// `trusted_proxies`; an IPv6 client's /64, so privacy addresses keep their arm).
+    private static func rolloutAttribute(_ head: HTTPRequestHead, client: String) -> String {
+        if let text = head.headers[IdentityHeaders.keyID], let bytes = EndpointRequests.decodeBase64(text),
+            bytes.count == 32
+        {
+            return EndpointRequests.encodeBase64(bytes)
+        }
+        return client
     }
 
     /// The route's name for logs and metrics, or "-".
@@ -393,43 +431,43 @@ package final class AttestGate: RequestGate {
         loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        guard let index = classification.routeIndex else {
-            self.answerLocally(head, body: body, label: classification.routeName, loop: loop, completion: completion)
+        guard let index = classification.routeIndex, let judgement = classification.judgement else {
+            self.answerLocally(head, body: body, endpoint: classification.endpoint, loop: loop, completion: completion)
             return
         }
-        // The route is read in place (see `classify`).
-        switch self.routes.routes[index].mode {
-        case .off:
+        switch judgement.mode {
+        case .passthrough:
             self.metrics.requestDecided(routeIndex: index, route: self.routes.routes[index].name, verdict: .skipped)
             let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
             completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped)))
         case .enforce, .monitor:
+            // The route is read in place (see `classify`).
             self.protectedRequests.verify(
-                head, body: body ?? [], route: self.routes.routes[index], client: classification.client,
-                credentials: classification.gateData as? AssertionCredentials, loop: loop, completion: completion)
+                head, body: body ?? [], route: self.routes.routes[index], judgement: judgement,
+                credentials: classification.credentials, loop: loop, completion: completion)
         }
     }
 
-    /// A request on no route: an endpoint (by the label `classify` gave it), or 404.
+    /// A request on no route: an endpoint (the one `classify` found), or 404.
     private func answerLocally(
         _ head: HTTPRequestHead,
         body: [UInt8]?,
-        label: String,
+        endpoint: GateEndpoint?,
         loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
-        switch label {
-        case RouteLabel.policy:
+        switch endpoint {
+        case .policy:
             self.metrics.requestDecided(route: RouteLabel.policy, verdict: .skipped)
             let info = GateLogInfo(verdict: AttestVerdict.skipped)
             completion(.respond(self.policyDocument.response(to: head), info))
-        case RouteLabel.challenge:
+        case .challenge:
             self.challengeEndpoint.respond(to: head, completion: completion)
-        case RouteLabel.attest:
+        case .attest:
             self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
-        case RouteLabel.deviceCheck:
+        case .deviceCheck:
             self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
-        default:
+        case nil:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")
             completion(.respond(error.response, GateLogInfo(verdict: AttestVerdict.skipped)))

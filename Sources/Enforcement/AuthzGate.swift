@@ -40,7 +40,7 @@ package final class AuthzGate: RequestGate {
         guard let index = classification.routeIndex else {
             // No route: the inline gate answers 404 `no_route` (a denial). An endpoint would answer
             // 2xx, which every proxy reads as "allowed": endpoints are served on `listen` only.
-            if classification.routeName != AttestGate.RouteLabel.none {
+            if classification.endpoint != nil {
                 return self.refuse(
                     EnforcementError(
                         .authzEndpoint,
@@ -50,7 +50,7 @@ package final class AuthzGate: RequestGate {
             return classification
         }
         let route = self.inner.route(at: index)
-        if route.mode != .off, request.head.headers[IdentityHeaders.debugToken] == nil,
+        if classification.judgement?.mode != .passthrough, request.head.headers[IdentityHeaders.debugToken] == nil,
             let why = Self.unverifiableBody(request, binding: route.binding)
         {
             return self.refuse(

@@ -19,7 +19,7 @@ import Verification
 struct FraudRiskGateHooks: Sendable {
     let receipts: ReceiptVerifier
     /// nil (memory store): no fraud-risk state is kept.
-    let store: RedisStore?
+    let store: (any FraudRiskStore)?
     let refreshEnabled: Bool
 
     /// The verified receipt of `attested`, or nil (logged and counted).

@@ -26,10 +26,10 @@ enum ProtectedRequestOutcome: Sendable {
         }
     }
 
-    /// The route's mode and `on_store_error` applied: forward (with the identity headers, or
-    /// with why it failed in monitor mode) or answer the denial. `route` is the route as
-    /// judged: a gradual rollout's monitor arm has `mode: monitor`.
-    func decision(for head: HTTPRequestHead, route: RoutePolicy, arm: RolloutArm?) -> GateDecision {
+    /// The request's judgement and the route's `on_store_error` applied: forward (with the
+    /// identity headers, or with why it failed when monitored) or answer the denial.
+    func decision(for head: HTTPRequestHead, route: RoutePolicy, judgement: RouteJudgement) -> GateDecision {
+        let arm = judgement.arm
         switch self {
         case .verified(let identity):
             return .forward(
@@ -52,14 +52,14 @@ enum ProtectedRequestOutcome: Sendable {
         case .failed(let error, let keyID):
             let info = GateLogInfo(verdict: self.verdict, keyID: keyID, arm: arm)
             // A body over the cap is refused in every mode: the cap bounds memory.
-            if route.mode == .monitor && error.code != .bodyTooLarge {
+            if judgement.mode == .monitor && error.code != .bodyTooLarge {
                 return .forward(
                     IdentityHeaders.forwarded(head, status: .failed(reason: error.code.rawValue), arm: arm), info)
             }
             return .respond(error.response, info)
         case .storeFailed(_, _, let keyID):
             let info = GateLogInfo(verdict: self.verdict, keyID: keyID, arm: arm)
-            if route.onStoreError == .allow || route.mode == .monitor {
+            if route.onStoreError == .allow || judgement.mode == .monitor {
                 return .forward(
                     IdentityHeaders.forwarded(
                         head, status: .unverified(reason: AttestVerdict.storeError.rawValue), arm: arm),

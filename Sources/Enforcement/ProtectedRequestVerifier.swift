@@ -112,29 +112,22 @@ final class ProtectedRequestVerifier: Sendable {
         self.now = now
     }
 
-    /// Verifies `head` with its whole `body` on the route as configured; `client` is the
-    /// client's address key (a gradual rollout's arm when the request carries no key ID);
-    /// `credentials` are the head's, when the caller already decoded them (else decoded here).
+    /// Verifies `head` with its whole `body` on `route`, judged as `classify` decided;
+    /// `credentials` are the head's, when `classify` could decode them (else decoded here, for
+    /// the refusal).
     func verify(
         _ head: HTTPRequestHead,
         body: [UInt8],
-        route configured: RoutePolicy,
-        client: String,
+        route: RoutePolicy,
+        judgement: RouteJudgement,
         credentials decoded: AssertionCredentials? = nil,
         loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = SystemCalls.monotonicNanoseconds()
-        // Gradual rollout: the monitor arm is this request judged as on a monitor route.
-        var route = configured
-        var arm: RolloutArm? = nil
-        if route.mode == .enforce && route.enforcePercent < 100 {
-            let chosen = RolloutArm.of(Self.rolloutAttribute(head, client: client), percent: route.enforcePercent)
-            arm = chosen
-            if chosen == .monitor { route.mode = .monitor }
-        }
-        let conclude: @Sendable (ProtectedRequestOutcome) -> Void = { [self, route, arm] outcome in
-            self.conclude(outcome, head: head, route: route, arm: arm, started: started, completion: completion)
+        let conclude: @Sendable (ProtectedRequestOutcome) -> Void = { [self, route] outcome in
+            self.conclude(
+                outcome, head: head, route: route, judgement: judgement, started: started, completion: completion)
         }
         guard body.count <= route.maxBodyBytes else {
             conclude(
@@ -230,18 +223,6 @@ final class ProtectedRequestVerifier: Sendable {
             return
         }
         self.fetchKey(request, conclude: conclude)
-    }
-
-    /// The stable client attribute of the rollout arm: the key ID (canonical base64) when
-    /// the request carries a decodable one, else the client's address key (after
-    /// `trusted_proxies`; an IPv6 client's /64, so privacy addresses keep their arm).
-    private static func rolloutAttribute(_ head: HTTPRequestHead, client: String) -> String {
-        if let text = head.headers[IdentityHeaders.keyID], let bytes = EndpointRequests.decodeBase64(text),
-            bytes.count == 32
-        {
-            return EndpointRequests.encodeBase64(bytes)
-        }
-        return client
     }
 
     /// `X-App-Attest-Debug-Token` instead of an assertion: accepted only where the route
@@ -491,7 +472,7 @@ final class ProtectedRequestVerifier: Sendable {
         _ outcome: ProtectedRequestOutcome,
         head: HTTPRequestHead,
         route: RoutePolicy,
-        arm: RolloutArm?,
+        judgement: RouteJudgement,
         started: UInt64,
         completion: @Sendable (GateDecision) -> Void
     ) {
@@ -500,10 +481,10 @@ final class ProtectedRequestVerifier: Sendable {
         if case .storeFailed(let error, let operation, _) = outcome {
             self.storeFailures.report(error, operation: operation, route: route.name)
         }
-        let decision = outcome.decision(for: head, route: route, arm: arm)
+        let decision = outcome.decision(for: head, route: route, judgement: judgement)
         let verdict = outcome.verdict
         self.metrics.requestDecided(route: route.name, verdict: verdict)
-        if let arm {
+        if let arm = judgement.arm {
             self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
         }
         completion(decision)

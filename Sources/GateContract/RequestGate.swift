@@ -49,9 +49,13 @@ package struct GateClassification: Sendable {
     /// The client address's limit key `classify` was given (a stable client attribute, e.g. for
     /// a gradual rollout's arm when the request carries no key ID).
     package var client: String { self.names.client }
-    /// What the gate derived from the head in `classify` for its own `decide` (the attest
-    /// gate's decoded credentials), so `decide` does not derive it again. Opaque to the proxy.
-    package var gateData: (any Sendable)? { self.names.gateData }
+    /// The gateway endpoint the request is for (no route then); nil otherwise.
+    package var endpoint: GateEndpoint? { self.names.endpoint }
+    /// How the request is judged on its route, decided here once; nil off the routes.
+    package var judgement: RouteJudgement? { self.names.judgement }
+    /// The credential headers, decoded in `classify` (decoding them costs more than the rest
+    /// of it), so `decide` does not decode them again; nil when absent or undecodable.
+    package var credentials: AssertionCredentials? { self.names.credentials }
 
     /// The strings, boxed and immutable: the connection copies a classification about three
     /// times per request, and a copy is then one retain instead of one per string.
@@ -61,21 +65,31 @@ package struct GateClassification: Sendable {
         let routeName: String
         let upstream: String?
         let client: String
-        let gateData: (any Sendable)?
+        let endpoint: GateEndpoint?
+        let judgement: RouteJudgement?
+        let credentials: AssertionCredentials?
 
-        init(routeName: String, upstream: String?, client: String, gateData: (any Sendable)?) {
+        init(
+            routeName: String, upstream: String?, client: String, endpoint: GateEndpoint?,
+            judgement: RouteJudgement?, credentials: AssertionCredentials?
+        ) {
             self.routeName = routeName
             self.upstream = upstream
             self.client = client
-            self.gateData = gateData
+            self.endpoint = endpoint
+            self.judgement = judgement
+            self.credentials = credentials
         }
     }
 
     package init(
         routeName: String, upstream: String?, bufferBodyUpTo: Int?, routeIndex: Int? = nil,
-        refusal: GateDecision? = nil, client: String = "", gateData: (any Sendable)? = nil
+        refusal: GateDecision? = nil, client: String = "", endpoint: GateEndpoint? = nil,
+        judgement: RouteJudgement? = nil, credentials: AssertionCredentials? = nil
     ) {
-        self.names = Names(routeName: routeName, upstream: upstream, client: client, gateData: gateData)
+        self.names = Names(
+            routeName: routeName, upstream: upstream, client: client, endpoint: endpoint, judgement: judgement,
+            credentials: credentials)
         self.bufferBodyUpTo = refusal == nil ? bufferBodyUpTo : nil
         self.routeIndex = routeIndex
         self.refusalBox = refusal.map(Refusal.init)

@@ -4,12 +4,14 @@ package import RedisClient
 /// Shared state of the gateway: challenges, attested keys and their counters.
 ///
 /// Every method is asynchronous and never blocks the caller. Every call completes exactly
-/// once, with `.failure(StoreError)` on timeout, disconnect or a bad reply. Where the
-/// completion runs depends on the store, so callers must not assume a queue: `RedisStore`
-/// completes on the calling event loop's queue when called from one (else on its own queue);
+/// once, with `.failure(StoreError)` on timeout, disconnect or a bad reply. `RedisStore`
+/// completes on the calling event loop when called from one (else on its own queue);
 /// `MemoryStore` completes at once, inside the call. Implementations: `RedisStore` (shared,
 /// production) and `MemoryStore` (tests, `store: memory` single node); one conformance suite.
 package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
+    /// The fraud-risk state this store keeps beside its keys, or nil (see `FraudRiskStore`).
+    var fraudRiskState: (any FraudRiskStore)? { get }
+
     /// Marks a challenge redeemed for `ttlSeconds` (Redis `SET key 1 EX ttl NX`).
     /// Completes `true` the first time, `false` when it was already marked (a second use).
     /// Challenges are stateless tokens (`ChallengeTokens`): only redemptions are stored.

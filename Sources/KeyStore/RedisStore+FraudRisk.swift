@@ -15,7 +15,9 @@ package import RedisClient
 /// The record and the due set live in different cluster slots: saving is two commands, the
 /// record first, so a crash between them leaves the key due at its old time (refreshed again
 /// once, harmless: Apple answers 304).
-extension RedisStore {
+extension RedisStore: FraudRiskStore {
+    package var fraudRiskState: (any FraudRiskStore)? { self }
+
     static let fraudRiskDueKey = Array("appattest:fraudrisk:due".utf8)
     static let fraudRiskLeaseKey = Array("appattest:fraudrisk:lease".utf8)
 

@@ -61,12 +61,19 @@ import Testing
             name: "r", match: .init(pathPrefix: "/v1"), upstream: "api", mode: mode, onStoreError: onStoreError)
     }
 
+    /// The judgement `classify` makes for a route of `mode` outside a rollout.
+    private static func judged(_ route: RoutePolicy, arm: RolloutArm? = nil) -> RouteJudgement {
+        RouteJudgement(mode: route.mode == .monitor || arm == .monitor ? .monitor : .enforce, arm: arm)
+    }
+
     @Test func failuresAreDeniedWhenEnforcedAndMarkedWhenMonitored() {
         let outcome = ProtectedRequestOutcome.failed(.unknownKey(), keyID: "abcdefgh")
-        let denied = outcome.decision(for: Self.head, route: Self.route(.enforce), arm: nil)
+        let denied = outcome.decision(
+            for: Self.head, route: Self.route(.enforce), judgement: Self.judged(Self.route(.enforce)))
         #expect(denied.status == 401)
         #expect(denied.errorCode == "unknown_key")
-        let marked = outcome.decision(for: Self.head, route: Self.route(.monitor), arm: .monitor)
+        let marked = outcome.decision(
+            for: Self.head, route: Self.route(.monitor), judgement: Self.judged(Self.route(.monitor), arm: .monitor))
         #expect(marked.forwardedHead?.headers.values(for: "X-App-Attest-Status") == ["failed; reason=unknown_key"])
         #expect(marked.forwardedHead?.headers["X-App-Attest-Rollout-Arm"] == "monitor")
         guard case .forward(_, let info) = marked else { return }
@@ -76,18 +83,21 @@ import Testing
     @Test func aBodyOverTheCapIsRefusedEvenWhenMonitored() {
         let outcome = ProtectedRequestOutcome.failed(
             EnforcementError(.bodyTooLarge, "body exceeds 1 bytes"), keyID: nil)
-        #expect(outcome.decision(for: Self.head, route: Self.route(.monitor), arm: nil).status == 413)
+        #expect(
+            outcome.decision(for: Self.head, route: Self.route(.monitor), judgement: Self.judged(Self.route(.monitor)))
+                .status == 413)
     }
 
     @Test func storeFailuresFollowOnStoreError() {
         let outcome = ProtectedRequestOutcome.storeFailed(
             StoreError(.timeout, "slow"), operation: "fetch_key", keyID: nil)
         #expect(outcome.verdict == .storeError)
-        let denied = outcome.decision(for: Self.head, route: Self.route(.enforce), arm: nil)
+        let denied = outcome.decision(
+            for: Self.head, route: Self.route(.enforce), judgement: Self.judged(Self.route(.enforce)))
         #expect(denied.status == 503)
         #expect(denied.errorCode == "store_error")
         for route in [Self.route(.enforce, onStoreError: .allow), Self.route(.monitor)] {
-            let forwarded = outcome.decision(for: Self.head, route: route, arm: nil)
+            let forwarded = outcome.decision(for: Self.head, route: route, judgement: Self.judged(route))
             #expect(
                 forwarded.forwardedHead?.headers.values(for: "X-App-Attest-Status") == [
                     "unverified; reason=store_error"

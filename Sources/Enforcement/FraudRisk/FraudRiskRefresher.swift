@@ -20,7 +20,7 @@ package final class FraudRiskRefresher: Sendable {
         package var outcomes: [String: Int] = [:]
     }
 
-    package let store: RedisStore
+    package let store: any FraudRiskStore
     package let client: AppleHTTPClient
     package let configuration: AppleConfiguration
     private let verifier: ReceiptVerifier
@@ -29,7 +29,8 @@ package final class FraudRiskRefresher: Sendable {
     private let metrics: FraudRiskRefreshMetrics
 
     package init(
-        store: RedisStore, client: AppleHTTPClient, configuration: AppleConfiguration, verifier: ReceiptVerifier,
+        store: any FraudRiskStore, client: AppleHTTPClient, configuration: AppleConfiguration,
+        verifier: ReceiptVerifier,
         registry: MetricsRegistry, owner: String = UUID().uuidString
     ) {
         self.store = store
@@ -148,7 +149,9 @@ package final class FraudRiskRefresher: Sendable {
     private func save(keyID: String, state: FraudRiskRefresh, receipt: [UInt8]?) async {
         let store = self.store
         _ = await withCheckedContinuation { continuation in
-            store.saveFraudRisk(keyID: keyID, state: state, receipt: receipt) { continuation.resume(returning: $0) }
+            store.saveFraudRisk(keyID: keyID, state: state, receipt: receipt, schedule: true) {
+                continuation.resume(returning: $0)
+            }
         }
     }
 }

@@ -26,7 +26,7 @@ package final class AppleServices: Sendable {
         self.storeIdentity = ObjectIdentifier(store)
         self.client = try AppleClientFactory.make(
             configuration, loops: loops, metrics: AppleClientMetrics(registry: registry))
-        if configuration.fraudRisk.isEnabled, let redis = store as? RedisStore {
+        if configuration.fraudRisk.isEnabled, let redis = store.fraudRiskState {
             let refresher = FraudRiskRefresher(
                 store: redis, client: self.client, configuration: configuration, verifier: receiptVerifier,
                 registry: registry)

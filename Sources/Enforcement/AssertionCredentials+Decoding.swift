@@ -1,15 +1,9 @@
 import GateContract
 import HTTP1
 
-/// The credential headers of a protected request (`X-App-Attest-Key-Id`, `X-App-Assertion`),
-/// decoded. Read from the head alone, so `AttestGate.classify` refuses a request that cannot
-/// verify before any of its body is buffered, and `ProtectedRequestVerifier` reads them again
-/// with the body.
-struct AssertionCredentials: Sendable {
-    /// Standard base64 of the 32-byte key ID, re-encoded (one spelling per key).
-    var keyID: String
-    var assertion: [UInt8]
-
+/// Decoding the credential headers from the head alone, so `AttestGate.classify` refuses a
+/// request that cannot verify before any of its body is buffered.
+extension AssertionCredentials {
     /// Why a protected request's credentials cannot verify, with the key ID when known.
     struct Failure: Error {
         var error: EnforcementError

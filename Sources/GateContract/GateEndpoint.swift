@@ -1,0 +1,18 @@
+/// The gateway's own endpoints on a main listener (`endpoints:` in the policy): answered by
+/// the gate, never forwarded. `classify` names one; `decide` dispatches on it.
+package enum GateEndpoint: Sendable, Hashable, CaseIterable {
+    case policy
+    case challenge
+    case attest
+    case deviceCheck
+
+    /// The name metrics and logs use for requests to it (routes are named by the policy).
+    package var routeLabel: String {
+        switch self {
+        case .policy: "_policy"
+        case .challenge: "_challenge"
+        case .attest: "_attest"
+        case .deviceCheck: "_devicecheck"
+        }
+    }
+}
