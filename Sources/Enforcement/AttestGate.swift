@@ -390,6 +390,14 @@ package final class AttestGate: RequestGate {
             promise.succeed(refusal)
             return
         }
+        // A passthrough route decides at once: no closure to carry the decision.
+        if let index = classification.routeIndex, classification.judgement?.mode == .passthrough {
+            self.metrics.requestDecided(routeIndex: index, route: self.routes.routes[index].name, verdict: .skipped)
+            let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
+            let decision = GateDecision.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped))
+            promise.succeed(self.identitySigner.map { Self.sign(decision, with: $0, now: self.now) } ?? decision)
+            return
+        }
         // Every forward carries gateway identity headers, whatever its status: sign them all,
         // last, once the decision's headers are complete (a debug token adds its name late).
         if let signer = self.identitySigner {
@@ -435,17 +443,10 @@ package final class AttestGate: RequestGate {
             self.answerLocally(head, body: body, endpoint: classification.endpoint, loop: loop, completion: completion)
             return
         }
-        switch judgement.mode {
-        case .passthrough:
-            self.metrics.requestDecided(routeIndex: index, route: self.routes.routes[index].name, verdict: .skipped)
-            let forwarded = IdentityHeaders.forwarded(head, status: .skipped)
-            completion(.forward(forwarded, GateLogInfo(verdict: AttestVerdict.skipped)))
-        case .enforce, .monitor:
-            // The route is read in place (see `classify`).
-            self.protectedRequests.verify(
-                head, body: body ?? [], route: self.routes.routes[index], judgement: judgement,
-                credentials: classification.credentials, loop: loop, completion: completion)
-        }
+        // Passthrough routes were decided in `decide`; the route is read in place (see `classify`).
+        self.protectedRequests.verify(
+            head, body: body ?? [], route: self.routes.routes[index], judgement: judgement,
+            credentials: classification.credentials, loop: loop, completion: completion)
     }
 
     /// A request on no route: an endpoint (the one `classify` found), or 404.

@@ -66,7 +66,8 @@ struct GatewayEndToEndTests {
 
     /// 100 requests at once from one client: on a strict route (no counter window: the client
     /// serializes its assertions) and on a route whose policy document gives a window of 32
-    /// (up to 32 in flight; out-of-order arrival is accepted once each). None needs a retry.
+    /// (up to 32 in flight; out-of-order arrival is accepted once each). None needs a retry
+    /// but for a store timeout.
     @Test(arguments: ["/v1/items", "/v1/parallel"])
     func hundredParallelRequestsAllSucceed(prefix: String) async throws {
         try await self.withEnvironment { environment in
@@ -86,7 +87,15 @@ struct GatewayEndToEndTests {
             // One enrollment served all of them.
             #expect(service.calls("generateKey") == 1)
             #expect(service.calls("attestKey") == 1)
-            #expect(service.calls("generateAssertion") == 100)
+            // On a starved machine a Redis reply can miss the 250 ms command timeout: the gateway
+            // refuses 503 store_error (forwarding nothing) and the client retries with a fresh
+            // assertion. Every assertion beyond the 100 is such a refusal; any other refusal
+            // (a counter_replay above all) is a bug.
+            let refused = environment.refusedRequests()
+            #expect(
+                refused.allSatisfy { $0.contains(#""status":503"#) && $0.contains(#""verdict":"store_error""#) },
+                "the gateway refused: \(refused.prefix(5))")
+            #expect(service.calls("generateAssertion") == 100 + refused.count)
             #expect(try await environment.upstreamRequests() == 100)
         }
     }

@@ -184,6 +184,13 @@ final class GatewayEnvironment: @unchecked Sendable {
 
     func stopGateway() { self.gateway?.kill() }
 
+    /// The gateway's access-log lines of requests it did not answer 2xx (for a failure's message).
+    func refusedRequests() -> [String] {
+        (self.gateway?.stdout ?? "").split(separator: "\n").map(String.init).filter {
+            $0.contains("\"status\":") && !$0.contains("\"status\":2")
+        }
+    }
+
     /// `attest-gateway keys revoke KEYID --redis URL`.
     func revoke(_ keyID: String) async throws {
         let result = try await run(self.binary, ["keys", "revoke", keyID, "--redis", self.redisURL])
