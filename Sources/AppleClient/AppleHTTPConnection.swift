@@ -5,8 +5,9 @@ import Glibc
 /// The one connection of one event loop to one of Apple's hosts (`host:port`), and the queue
 /// of requests waiting for it. Runs `AppleConnectionStateMachine`'s actions: DNS on a
 /// resolver queue (getaddrinfo blocks; never on the loop), then an `OutboundConnection` for
-/// the connect, the TLS handshake, and the request and answer bytes on the loop's edges. When the socket closes, the next
-/// queued request opens a new one; nothing here blocks the loop.
+/// the connect, the TLS handshake, and the request and answer bytes on the loop's edges.
+/// When the socket closes, the next queued request opens a new one; nothing here blocks the
+/// loop.
 ///
 /// Timeouts: each request has one deadline from the moment it is queued (queueing, DNS,
 /// connect, handshake, answer: all inside it), an `EventLoop.schedule` on the loop,
@@ -227,11 +228,11 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         if self.machine.state == .receiving { self.readAll() }
     }
 
+    /// Reads until the socket would block, whatever `mayRead` says: an answer is a few
+    /// records, and one read too many costs nothing next to a missed one.
     private func readAll() {
         guard let outbound = self.outbound else { return }
-        var first = true
-        while self.outbound === outbound && (first || outbound.channel.mayRead) {
-            first = false
+        while self.outbound === outbound {
             let outcome: SocketChannel.ReadOutcome
             do {
                 outcome = try outbound.channel.readOnce()
