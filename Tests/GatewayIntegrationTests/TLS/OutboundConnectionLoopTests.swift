@@ -92,6 +92,30 @@ import Testing
         #expect(outcome.failure == nil)
         #expect(outcome.closeReasonAfterTwoCloses == "closed")
     }
+
+    @Test func outputBeyondTheHighWaterMarkIsBackPressureUntilFlushed() throws {
+        let path = self.pki.path("outbound-\(UUID().uuidString.prefix(8)).sock")
+        let listener = try UnixListener(path: path)
+        defer { listener.stop() }
+        let size = 4 * OutboundConnection.highWaterMark
+        let received = Mutex(0)
+        let flushed = DispatchSemaphore(value: 0)
+        // The reader starts after the first flush, so that flush finds the socket full.
+        let reader = Thread {
+            flushed.wait()
+            received.withLock { $0 = listener.receive(count: size).utf8.count }
+        }
+        reader.start()
+        let owner = try OutboundOwner.run(
+            to: .unix(path: path), tls: nil, request: String(repeating: "x", count: size),
+            afterFirstFlush: { flushed.signal() })
+        let outcome = owner.outcome()
+        #expect(outcome.failure == nil)
+        #expect(outcome.backedUpAfterFirstFlush, "nobody read yet: more than the mark stayed queued")
+        #expect(outcome.unsentAtEnd == 0)
+        #expect(outcome.sawEndOfFile)
+        #expect(received.withLock { $0 } == size)
+    }
 }
 
 /// Drives one `OutboundConnection` on its own loop: sends `request` once open, reads to end of
@@ -105,17 +129,23 @@ private final class OutboundOwner: OutboundConnectionDelegate, @unchecked Sendab
         var sawEndOfFile = false
         var negotiatedProtocol: String?
         var closeReasonAfterTwoCloses: String?
+        var backedUpAfterFirstFlush = false
+        var unsentAtEnd = -1
     }
 
     let loop: EventLoop
     let request: [UInt8]
     let closeAfterSending: Bool
+    let afterFirstFlush: @Sendable () -> Void
     private let done = DispatchSemaphore(value: 0)
     private let state = Mutex(Outcome())
     private var connection: OutboundConnection?
     private var answer: [UInt8] = []
 
-    private init(loop: EventLoop, request: String, closeAfterSending: Bool) {
+    private init(
+        loop: EventLoop, request: String, closeAfterSending: Bool, afterFirstFlush: @escaping @Sendable () -> Void
+    ) {
+        self.afterFirstFlush = afterFirstFlush
         self.loop = loop
         self.request = Array(request.utf8)
         self.closeAfterSending = closeAfterSending
@@ -123,10 +153,11 @@ private final class OutboundOwner: OutboundConnectionDelegate, @unchecked Sendab
 
     static func run(
         to endpoint: OutboundEndpoint, tls: OutboundTLS?, request: String, connectTimeout: UInt64 = 5_000_000_000,
-        closeAfterSending: Bool = false
+        closeAfterSending: Bool = false, afterFirstFlush: @escaping @Sendable () -> Void = {}
     ) throws -> OutboundOwner {
         let loop = try EventLoop(index: 0)
-        let owner = OutboundOwner(loop: loop, request: request, closeAfterSending: closeAfterSending)
+        let owner = OutboundOwner(
+            loop: loop, request: request, closeAfterSending: closeAfterSending, afterFirstFlush: afterFirstFlush)
         let thrown = Mutex<IOError?>(nil)
         let started = DispatchSemaphore(value: 0)
         loop.execute {
@@ -173,6 +204,9 @@ private final class OutboundOwner: OutboundConnectionDelegate, @unchecked Sendab
             self.finish()
             return
         }
+        let backedUp = connection.isBackedUp
+        self.state.withLock { $0.backedUpAfterFirstFlush = backedUp }
+        self.afterFirstFlush()
         if self.closeAfterSending {
             connection.close()
             connection.close(.timedOut(duringHandshake: false))
@@ -208,7 +242,9 @@ private final class OutboundOwner: OutboundConnectionDelegate, @unchecked Sendab
             case .endOfFile:
                 let answer = String(decoding: self.answer, as: UTF8.self)
                 let negotiated = connection.tls?.negotiatedProtocol
+                let unsent = connection.unsentCount
                 self.state.withLock {
+                    $0.unsentAtEnd = unsent
                     $0.answer = answer
                     $0.sawEndOfFile = true
                     $0.negotiatedProtocol = negotiated
@@ -254,7 +290,7 @@ private final class UnixListener: @unchecked Sendable {
         guard client >= 0 else { return "accept failed" }
         defer { close(client) }
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while received.count < count {
             let n = buffer.withUnsafeMutableBytes { Glibc.read(client, $0.baseAddress, $0.count) }
             if n <= 0 { break }
