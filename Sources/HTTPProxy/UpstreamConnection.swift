@@ -194,6 +194,7 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
     // MARK: - OutboundConnectionDelegate
 
     func outboundOpened(_ connection: OutboundConnection) {
+        self.pool.loop.assertInLoop()
         if let tls = connection.tls { self.pool.tlsHandshakeCompleted(resumed: tls.isResumed) }
         self.state = .leased
         self.isReused = false

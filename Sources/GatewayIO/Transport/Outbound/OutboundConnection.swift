@@ -14,7 +14,7 @@
 /// Confined to its loop's queue; `@exclusivity(unchecked)`: see `ProxyConnection`.
 package final class OutboundConnection: EventHandler {
     package let channel: SocketChannel
-    package let loop: EventLoop
+    let loop: EventLoop
     @exclusivity(unchecked) private var handshake: OutboundHandshake
     @exclusivity(unchecked) private var delegate: (any OutboundConnectionDelegate)?
     /// The TLS session, from the end of the connect on.
@@ -61,8 +61,6 @@ package final class OutboundConnection: EventHandler {
 
     package var isOpen: Bool { self.handshake.phase == .open && self.closeReason == nil }
     package var isClosed: Bool { self.closeReason != nil }
-    /// The TLS handshake is under way (for a timeout's message).
-    package var isHandshaking: Bool { self.handshake.phase == .handshaking }
 
     // MARK: - Output
 
@@ -93,6 +91,7 @@ package final class OutboundConnection: EventHandler {
     /// Deregisters and closes the socket and drops the delegate. Idempotent: only the first
     /// reason is kept.
     package func close(_ reason: OutboundCloseReason = .closedByOwner) {
+        self.loop.assertInLoop()
         guard self.closeReason == nil else { return }
         self.closeReason = reason
         self.delegate = nil

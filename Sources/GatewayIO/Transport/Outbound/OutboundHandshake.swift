@@ -29,8 +29,6 @@ package struct OutboundHandshake {
         self.tls = tls
     }
 
-    package var usesTLS: Bool { self.tls != nil }
-
     /// The connect finished at once and no handshake follows: open without an event.
     package mutating func connectedAtOnce() -> Bool {
         guard self.phase == .connecting, self.tls == nil else { return false }
