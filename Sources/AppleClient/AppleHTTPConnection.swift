@@ -4,9 +4,10 @@ import Glibc
 
 /// The one connection of one event loop to one of Apple's hosts (`host:port`), and the queue
 /// of requests waiting for it. Runs `AppleConnectionStateMachine`'s actions: DNS on a
-/// resolver queue (getaddrinfo blocks; never on the loop), non-blocking connect, TLS through
-/// `TLSTransport`, reads and writes on the loop's edges. When the socket closes, the next
-/// queued request opens a new one; nothing here blocks the loop.
+/// resolver queue (getaddrinfo blocks; never on the loop), then an `OutboundConnection` for
+/// the connect, the TLS handshake, and the request and answer bytes on the loop's edges.
+/// When the socket closes, the next queued request opens a new one; nothing here blocks the
+/// loop.
 ///
 /// Timeouts: each request has one deadline from the moment it is queued (queueing, DNS,
 /// connect, handshake, answer: all inside it), an `EventLoop.schedule` on the loop,
@@ -15,7 +16,7 @@ import Glibc
 ///
 /// Confinement: every member is used only on `loop` (hence `@unchecked Sendable`);
 /// `AppleHTTPClient` hops there with `loop.execute`.
-final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
+final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable {
     struct Pending {
         var request: AppleHTTPRequest
         var timeout: Duration
@@ -37,9 +38,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     private let idleTimeout: Duration
     private let maximumQueued: Int
     private var machine = AppleConnectionStateMachine()
-    private var transport: TLSTransport?
-    private var token: UInt64 = 0
-    private var isRegistered = false
+    private var outbound: OutboundConnection?
     private var address: SocketAddress?
     private var current: Pending?
     private var queue: [Pending] = []
@@ -63,7 +62,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     }
 
     /// Whether a socket is open (for tests: keep-alive reuse).
-    var isConnected: Bool { self.transport != nil }
+    var isConnected: Bool { self.outbound != nil }
     /// Sockets opened so far (for tests: keep-alive reuse).
     private(set) var connectionsOpened = 0
 
@@ -130,7 +129,7 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
     private func run(_ action: AppleConnectionStateMachine.Action) {
         switch action {
         case .none, .wait:
-            self.updateWriteInterest()
+            break
         case .resolve:
             self.resolve()
         case .connect:
@@ -145,7 +144,8 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
             self.machine = AppleConnectionStateMachine()
             self.startNext()
         case .complete(let result, let keepConnection):
-            if !keepConnection {
+            // Apple answered before the whole request was out: the rest must not precede the next one.
+            if !keepConnection || self.outbound?.unsentCount ?? 0 > 0 {
                 self.closeSocket()
                 self.machine = AppleConnectionStateMachine()
             } else {
@@ -193,138 +193,121 @@ final class AppleHTTPConnection: EventHandler, @unchecked Sendable {
 
     private func connect() {
         guard let address = self.address else { return }
-        let fd: Int32
         do {
-            fd = try SystemCalls.makeSocket(family: address.family)
-        } catch {
-            self.run(self.machine.failed("\(error)"))
-            return
-        }
-        do {
-            let transport = try TLSTransport(fd: fd, client: self.tls, serverName: self.host, port: Int(self.port))
-            self.transport = transport
+            self.outbound = try OutboundConnection.open(
+                to: .tcp(address), tls: OutboundTLS(context: self.tls, serverName: self.host, port: Int(self.port)),
+                loop: self.loop, connectTimeout: nil, delegate: self)
             self.connectionsOpened += 1
-            let done = try SystemCalls.connect(fd, to: address)
-            self.token = try self.loop.register(fd: fd, handler: self, writable: !done)
-            self.isRegistered = true
-            SystemCalls.setNoDelay(fd)
-            if done { self.run(self.machine.connected(errno: 0)) }
         } catch {
-            if self.transport == nil { SystemCalls.close(fd) }
             self.address = nil
             self.run(self.machine.failed("\(error)"))
         }
     }
 
+    /// Queues the request from `offset` unless its rest is queued already (the channel's
+    /// unsent bytes are always the request's rest), then writes what the socket takes.
     private func write(from offset: Int) {
-        guard let transport = self.transport else { return }
-        let request = self.machine.request
-        guard offset < request.count else {
-            self.run(self.machine.wrote(0))
-            return
-        }
-        let outcome: Result<IOResult, TransportError> = request.withUnsafeBytes { raw in
-            Result { () throws(TransportError) in
-                try transport.write(raw.baseAddress! + offset, count: raw.count - offset)
+        guard let outbound = self.outbound else { return }
+        if outbound.unsentCount == 0 {
+            let request = self.machine.request
+            guard offset < request.count else {
+                self.run(self.machine.wrote(0))
+                return
             }
+            request.withUnsafeBytes { outbound.send(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
         }
-        let result: IOResult
-        switch outcome {
-        case .success(let value): result = value
-        case .failure(let error):
+        let before = outbound.unsentCount
+        do throws(TransportError) {
+            try outbound.flush()
+        } catch {
             self.transportFailed(error)
             return
         }
-        switch result {
-        case .processed(let count):
-            self.run(self.machine.wrote(count))
-            // The answer may already be readable (the handshake's reads happened inside write).
-            if self.machine.state == .receiving { self.readAll() }
-        case .wouldBlock, .endOfFile:
-            self.run(self.machine.wrote(0))
-        }
+        self.run(self.machine.wrote(before - outbound.unsentCount))
+        // The answer may be readable already (without a new edge, the handshake having read it).
+        if self.machine.state == .receiving { self.readAll() }
     }
 
+    /// Reads until the socket would block, whatever `mayRead` says: an answer is a few
+    /// records, and one read too many costs nothing next to a missed one.
     private func readAll() {
-        guard let transport = self.transport else { return }
-        let scratch = self.loop.scratch
-        while self.transport === transport {
-            let result: IOResult
+        guard let outbound = self.outbound else { return }
+        while self.outbound === outbound {
+            let outcome: SocketChannel.ReadOutcome
             do {
-                result = try transport.read(into: scratch.baseAddress!, count: scratch.count)
+                outcome = try outbound.channel.readOnce()
             } catch {
                 self.transportFailed(error)
                 return
             }
-            switch result {
-            case .processed(let count):
-                let bytes = [UInt8](UnsafeRawBufferPointer(start: scratch.baseAddress, count: count))
-                self.run(self.machine.received(bytes))
+            switch outcome {
+            case .scratch(let bytes):
+                self.run(self.machine.received([UInt8](bytes)))
+            case .appended:
+                // Nothing is ever kept: every read goes to the machine whole.
+                break
             case .endOfFile:
                 self.run(self.machine.peerClosed())
                 return
             case .wouldBlock:
-                self.updateWriteInterest()
                 return
             }
         }
     }
 
-    private func transportFailed(_ error: TransportError) {
+    private func transportFailed(_ error: TransportError, verification: TLSVerificationFailure? = nil) {
         switch error {
         case .tls(let reason):
-            let detail = self.transport?.verificationFailure.map { "\($0)" } ?? reason
+            let detail = (verification ?? self.outbound?.tls?.verificationFailure).map { "\($0)" } ?? reason
             self.run(self.machine.failed(detail, isTLS: true))
         case .system(let error):
             self.run(self.machine.failed("\(error)"))
         }
     }
 
-    private func updateWriteInterest() {
-        guard self.isRegistered, let transport = self.transport else { return }
-        let wantsWrite: Bool
-        switch self.machine.state {
-        case .connecting: wantsWrite = true
-        case .sending: wantsWrite = true
-        default: wantsWrite = transport.waitsForWritable
-        }
-        self.loop.setWritableInterest(fd: transport.fd, token: self.token, wantsWrite)
-    }
-
     private func closeSocket() {
-        guard let transport = self.transport else { return }
-        self.transport = nil
-        if self.isRegistered {
-            self.loop.deregister(fd: transport.fd, token: self.token)
-            self.isRegistered = false
-        }
-        transport.close()
+        guard let outbound = self.outbound else { return }
+        self.outbound = nil
+        outbound.close()
     }
 
-    // MARK: - EventHandler
+    // MARK: - OutboundConnectionDelegate
 
-    func handleEvents(_ events: UInt32) {
+    func outboundConnected(_ connection: OutboundConnection) {
         self.loop.assertInLoop()
-        guard let transport = self.transport else { return }
+        self.run(self.machine.connected(errno: 0))
+    }
+
+    func outboundOpened(_ connection: OutboundConnection) {
+        self.loop.assertInLoop()
+        if case .sending(let sent) = self.machine.state { self.write(from: sent) }
+    }
+
+    func outboundEvents(_ connection: OutboundConnection, _ events: UInt32) {
+        self.loop.assertInLoop()
         switch self.machine.state {
-        case .connecting:
-            let err = SystemCalls.socketError(transport.fd)
-            if err == 0 && events & (EventLoop.writable | EventLoop.readable) == 0 && events & EventLoop.error == 0 {
-                return
-            }
-            self.run(self.machine.connected(errno: err))
-            if err != 0 { self.address = nil }
         case .sending(let sent):
             self.write(from: sent)
             if case .sending = self.machine.state, events & EventLoop.readable != 0 { self.readAll() }
         case .receiving, .ready:
             self.readAll()
-        case .idle, .resolving, .closed:
+        case .idle, .resolving, .connecting, .closed:
             break
         }
     }
 
-    func handleDeadline() {}
+    func outboundFailed(_ connection: OutboundConnection, _ reason: OutboundCloseReason) {
+        self.loop.assertInLoop()
+        switch reason {
+        case .connectFailed(let error):
+            self.address = nil
+            self.run(self.machine.connected(errno: error.errno))
+        case .tlsFailed(let error, let verification):
+            self.transportFailed(error, verification: verification)
+        case .timedOut, .closedByOwner:
+            self.run(self.machine.failed(reason.description))
+        }
+    }
 
     // MARK: - Timers
 

@@ -23,18 +23,17 @@ protocol UpstreamLessee: AnyObject, Sendable {
 /// reads, parses and hands over the response (`relayResponse`); the lessee never touches its
 /// socket or parser.
 ///
-/// TLS: once the non-blocking connect completes, the plain transport is replaced by a
-/// `TLSTransport` on the same socket and the handshake is driven by the socket's epoll edges
-/// (`handshaking`) under the connect deadline; only a finished handshake is leased, so its
-/// failure is answered with its own code (`UpstreamTLSFailure`) and never retried.
+/// The socket, its connect deadline and its TLS handshake are an `OutboundConnection`'s; only
+/// a connection that finished its handshake is leased, so a handshake failure is answered
+/// with its own code (`UpstreamTLSFailure`) and never retried.
 ///
 /// Confined to its pool's loop (`@unchecked Sendable` for the pool's deferred hand-overs);
 /// `@exclusivity(unchecked)`: see `ProxyConnection`.
-final class UpstreamConnection: EventHandler, @unchecked Sendable {
-    enum State { case connecting, handshaking, idle, leased, closed }
+final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable {
+    enum State { case connecting, idle, leased, closed }
 
     unowned let pool: UpstreamPool
-    let channel: SocketChannel
+    @exclusivity(unchecked) private var outbound: OutboundConnection?
     @exclusivity(unchecked) private(set) var state: State = .connecting
     @exclusivity(unchecked) private(set) var lessee: (any UpstreamLessee)?
     @exclusivity(unchecked) private var parser = HTTPResponseParser.forProxy()
@@ -42,40 +41,34 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     @exclusivity(unchecked) private(set) var isReused = false
     /// A response byte arrived during the current lease.
     @exclusivity(unchecked) private(set) var receivedResponseByte = false
-    /// The TLS session (`https://` upstreams), from the end of the connect on.
-    @exclusivity(unchecked) private(set) var tls: TLSTransport?
 
-    private init(channel: SocketChannel, pool: UpstreamPool) {
-        self.channel = channel
+    private init(pool: UpstreamPool) {
         self.pool = pool
     }
+
+    /// The socket's channel (set from `connect` on, for the connection's life).
+    var channel: SocketChannel {
+        guard let outbound = self.outbound else { preconditionFailure("an upstream connection without its socket") }
+        return outbound.channel
+    }
+
+    /// The TLS session (`https://` upstreams), from the end of the connect on.
+    var tls: TLSTransport? { self.outbound?.tls }
 
     static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError)
         -> UpstreamConnection
     {
-        let fd = try SystemCalls.makeSocket(family: address.family)
-        SystemCalls.setNoDelay(fd)
-        let connection = UpstreamConnection(
-            channel: SocketChannel(transport: PlainTransport(fd: fd), loop: pool.loop), pool: pool)
-        // Connect first, register after: an unconnected socket polls as EPOLLOUT|EPOLLHUP.
-        // An `https://` connection that connected at once still waits for its first EPOLLOUT
-        // edge (registering a writable socket reports one): the handshake starts from the loop,
-        // never inside `acquire`, so a failure reaches the lessee the usual way.
-        let connected: Bool
-        do {
-            connected = try SystemCalls.connect(fd, to: address)
-            try connection.channel.register(handler: connection, writable: !connected || pool.tls != nil)
+        let connection = UpstreamConnection(pool: pool)
+        do throws(IOError) {
+            connection.outbound = try OutboundConnection.open(
+                to: .tcp(address), tls: pool.tls?.outbound, loop: pool.loop, connectTimeout: pool.connectTimeout,
+                delegate: connection)
         } catch {
-            SystemCalls.close(fd)
             connection.state = .closed
             throw error
         }
         connection.lessee = lessee
-        if connected && pool.tls == nil {
-            connection.state = .leased
-        } else {
-            pool.loop.setDeadline(token: connection.channel.token, after: pool.connectTimeout)
-        }
+        if connection.outbound?.isOpen == true { connection.state = .leased }
         return connection
     }
 
@@ -104,7 +97,7 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         guard self.state != .closed else { return }
         self.state = .closed
         self.lessee = nil
-        self.channel.close()
+        self.outbound?.close()
     }
 
     // MARK: - The exchange
@@ -198,32 +191,19 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         lessee.upstreamBroke(self)
     }
 
-    // MARK: - Events
+    // MARK: - OutboundConnectionDelegate
 
-    func handleEvents(_ events: UInt32) {
+    func outboundOpened(_ connection: OutboundConnection) {
         self.pool.loop.assertInLoop()
-        self.channel.noteEvents(events)
+        if let tls = connection.tls { self.pool.tlsHandshakeCompleted(resumed: tls.isResumed) }
+        self.state = .leased
+        self.isReused = false
+        self.lessee?.upstreamReady(self)
+    }
+
+    func outboundEvents(_ connection: OutboundConnection, _ events: UInt32) {
+        self.pool.loop.assertInLoop()
         switch self.state {
-        case .connecting:
-            let err = SystemCalls.socketError(self.channel.fd)
-            if err == 0 {
-                if events & (EventLoop.writable | EventLoop.readable) == 0 { return }
-                if let tls = self.pool.tls {
-                    self.startHandshake(tls)
-                    return
-                }
-                self.pool.loop.setDeadline(token: self.channel.token, after: nil)
-                self.channel.setWriteInterest(false)
-                self.state = .leased
-                self.isReused = false
-                self.lessee?.upstreamReady(self)
-            } else {
-                let lessee = self.lessee
-                self.pool.close(self)
-                lessee?.upstreamFailed(.unavailable)
-            }
-        case .handshaking:
-            self.continueHandshake()
         case .idle:
             if events & (EventLoop.hangup | EventLoop.error) != 0 {
                 self.pool.idleConnectionDied(self)
@@ -232,68 +212,28 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
             }
         case .leased:
             self.lessee?.upstreamEvents(self)
-        case .closed:
+        case .connecting, .closed:
             break
         }
     }
 
-    func handleDeadline() {
+    func outboundFailed(_ connection: OutboundConnection, _ reason: OutboundCloseReason) {
         self.pool.loop.assertInLoop()
-        if self.state == .connecting || self.state == .handshaking {
-            if self.state == .handshaking {
-                self.pool.tlsHandshakeFailed(reason: "timeout", error: "the TLS handshake did not finish in time")
-            }
-            let lessee = self.lessee
-            self.pool.close(self)
-            lessee?.upstreamFailed(.timeout)
+        let failure: ProxyConnectionStateMachine.UpstreamFailure
+        switch reason {
+        case .tlsFailed(let error, let verification):
+            let tlsFailure = UpstreamTLSFailure(verification)
+            self.pool.tlsHandshakeFailed(reason: tlsFailure.reason, error: error.description)
+            failure = .tls(tlsFailure)
+        case .timedOut(let duringHandshake):
+            if duringHandshake { self.pool.tlsHandshakeFailed(reason: "timeout", error: reason.description) }
+            failure = .timeout
+        case .connectFailed, .closedByOwner:
+            failure = .unavailable
         }
-    }
-
-    // MARK: - TLS
-
-    /// The connect completed: TLS takes over the socket and the handshake starts.
-    private func startHandshake(_ upstreamTLS: UpstreamTLS) {
-        let transport: TLSTransport
-        do {
-            transport = try upstreamTLS.transport(for: self.channel.fd)
-        } catch {
-            self.handshakeFailed(.handshake, error)
-            return
-        }
-        self.channel.upgrade(to: transport)
-        self.tls = transport
-        self.state = .handshaking
-        self.continueHandshake()
-    }
-
-    /// One step of the handshake on an edge; leases the connection once it is done. The connect
-    /// deadline keeps running until then.
-    private func continueHandshake() {
-        guard let transport = self.tls else { preconditionFailure("handshaking without a TLS transport") }
-        let isDone: Bool
-        do {
-            isDone = try transport.handshake()
-        } catch {
-            self.handshakeFailed(UpstreamTLSFailure(transport.verificationFailure), error)
-            return
-        }
-        guard isDone else {
-            self.channel.setWriteInterest(transport.waitsForWritable)
-            return
-        }
-        self.pool.loop.setDeadline(token: self.channel.token, after: nil)
-        self.channel.setWriteInterest(false)
-        self.pool.tlsHandshakeCompleted(resumed: transport.isResumed)
-        self.state = .leased
-        self.isReused = false
-        self.lessee?.upstreamReady(self)
-    }
-
-    private func handshakeFailed(_ failure: UpstreamTLSFailure, _ error: TransportError) {
-        self.pool.tlsHandshakeFailed(reason: failure.reason, error: error.description)
         let lessee = self.lessee
         self.pool.close(self)
-        lessee?.upstreamFailed(.tls(failure))
+        lessee?.upstreamFailed(failure)
     }
 
     /// An idle TLS connection became readable: a record that is not application data (a TLS

@@ -23,9 +23,8 @@ package final class UpstreamTLS: Sendable {
         self.current.withLock { $0 = context }
     }
 
-    /// The transport for a socket whose connect just completed (the handshake runs on the
-    /// connection's loop, driven by its epoll edges).
-    func transport(for fd: Int32) throws(TransportError) -> TLSTransport {
-        try TLSTransport(fd: fd, client: self.context, serverName: self.serverName, port: self.port)
+    /// What a new connection speaks: the current context, the name and the port.
+    var outbound: OutboundTLS {
+        OutboundTLS(context: self.context, serverName: self.serverName, port: self.port)
     }
 }

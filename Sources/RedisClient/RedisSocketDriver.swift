@@ -19,14 +19,17 @@ package struct RedisTLS: Sendable {
     }
 }
 
-/// One socket to Redis, driven by the gateway itself: a non-blocking connect (TCP or Unix),
-/// then a `ByteTransport` (`PlainTransport`, or `TLSTransport` for `rediss://`) for the bytes.
+/// One socket to Redis, driven by the gateway itself: the connect (TCP or Unix) and the TLS
+/// handshake of `rediss://` are the shared outbound steps (`OutboundEndpoint`,
+/// `OutboundHandshake`), then a `ByteTransport` (`PlainTransport`, or `TLSTransport`) moves
+/// the bytes.
 /// Commands are encoded by `RESPWriter` into one output buffer, so every command submitted in
 /// one queue turn goes out in one write; replies are parsed by hiredis' `redisReader`
 /// (`RedisReplyReader`) and matched to their commands in order by `RedisWireStateMachine`,
 /// which also decides what each event means. hiredis does no I/O any more.
 ///
-/// Two modes, as the owning `RedisConnection`:
+/// Two modes, as the owning `RedisConnection`; readiness stays here rather than in an
+/// `OutboundConnection`, which lives on a loop, because the off-loop mode has no loop:
 /// - On an `EventLoop` (the connection lives on the loop's queue): the socket is registered
 ///   in the loop's epoll, edge-triggered, for the driver's life, so replies are read in the
 ///   same batches as the loop's client and upstream sockets. `EPOLLOUT` is asked for only while
@@ -52,6 +55,7 @@ final class RedisSocketDriver: @unchecked Sendable {
 
     private var machine: RedisWireStateMachine<RedisPendingCommand>
     private let socket: SocketOwner
+    private var handshake: OutboundHandshake
     private let usesTLS: Bool
     private let reader: RedisReplyReader
     /// Encoded commands not written yet, from `outputOffset`.
@@ -83,7 +87,7 @@ final class RedisSocketDriver: @unchecked Sendable {
     private init(
         socket: SocketOwner,
         endpoint: String,
-        usesTLS: Bool,
+        tls: OutboundTLS?,
         acceptsPushes: Bool,
         reader: RedisReplyReader,
         queue: WorkQueue,
@@ -92,12 +96,13 @@ final class RedisSocketDriver: @unchecked Sendable {
     ) {
         self.socket = socket
         self.endpoint = endpoint
-        self.usesTLS = usesTLS
+        self.handshake = OutboundHandshake(tls: tls)
+        self.usesTLS = tls != nil
         self.reader = reader
         self.queue = queue
         self.loop = loop
         self.counters = counters
-        self.machine = RedisWireStateMachine(usesTLS: usesTLS, acceptsPushes: acceptsPushes)
+        self.machine = RedisWireStateMachine(usesTLS: tls != nil, acceptsPushes: acceptsPushes)
         counters.driverCreated()
     }
 
@@ -121,53 +126,34 @@ final class RedisSocketDriver: @unchecked Sendable {
     ) -> Result<RedisSocketDriver, RedisConnectError> {
         assertOnQueue(queue)
         let endpoint = address.endpoint
-        let fd: Int32
+        let target: OutboundEndpoint
         let serverName: String
-        do throws(IOError) {
-            switch address {
-            case .tcp(let host, let port):
-                guard let socketAddress = resolved ?? SocketAddress(ipLiteral: host, port: port) else {
-                    throw IOError("connect (\(host) not resolved)", errno: EDESTADDRREQ)
-                }
-                fd = try SystemCalls.makeSocket(family: socketAddress.family)
-                SystemCalls.setNoDelay(fd)
-                do throws(IOError) {
-                    _ = try SystemCalls.connect(fd, to: socketAddress)
-                } catch {
-                    SystemCalls.close(fd)
-                    throw error
-                }
-                serverName = tls?.serverName ?? host
-            case .unix(let path):
-                fd = try SystemCalls.makeSocket(family: AF_UNIX)
-                do throws(IOError) {
-                    try Self.connectUnix(fd, path: path)
-                } catch {
-                    SystemCalls.close(fd)
-                    throw error
-                }
-                serverName = tls?.serverName ?? "localhost"
+        switch address {
+        case .tcp(let host, let port):
+            guard let socketAddress = resolved ?? SocketAddress(ipLiteral: host, port: port) else {
+                let error = IOError("connect (\(host) not resolved)", errno: EDESTADDRREQ)
+                return .failure(RedisConnectError("redis \(endpoint): \(error)"))
             }
+            target = .tcp(socketAddress)
+            serverName = tls?.serverName ?? host
+        case .unix(let path):
+            target = .unix(path: path)
+            serverName = tls?.serverName ?? "localhost"
+        }
+        let fd: Int32
+        do throws(IOError) {
+            fd = try target.openSocket().fd
         } catch {
             return .failure(RedisConnectError("redis \(endpoint): \(error)"))
         }
-        let transport: any ByteTransport
-        if let tls {
-            do throws(TransportError) {
-                transport = try TLSTransport(fd: fd, client: tls.context, serverName: serverName, port: address.port)
-            } catch {
-                SystemCalls.close(fd)
-                return .failure(RedisConnectError("redis \(endpoint): \(error)"))
-            }
-        } else {
-            transport = PlainTransport(fd: fd)
-        }
-        let socket = SocketOwner(transport)
+        let socket = SocketOwner(PlainTransport(fd: fd))
         guard let reader = RedisReplyReader() else {
             return .failure(RedisConnectError("redis \(endpoint): cannot allocate a reply reader"))
         }
         let driver = RedisSocketDriver(
-            socket: socket, endpoint: endpoint, usesTLS: tls != nil, acceptsPushes: acceptsPushes, reader: reader,
+            socket: socket, endpoint: endpoint,
+            tls: tls.map { OutboundTLS(context: $0.context, serverName: serverName, port: address.port) },
+            acceptsPushes: acceptsPushes, reader: reader,
             queue: queue, loop: loop, counters: counters)
         // Wait for writability even when the connect finished at once (loopback, Unix): one
         // path for both, and the first event completes the connect.
@@ -192,31 +178,6 @@ final class RedisSocketDriver: @unchecked Sendable {
             preconditionFailure("a Redis connection without a loop has a Dispatch queue of its own")
         }
         return .success(driver)
-    }
-
-    private static func connectUnix(_ fd: Int32, path: String) throws(IOError) {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw IOError(
-                "connect (socket path longer than \(MemoryLayout.size(ofValue: address.sun_path) - 1) bytes)",
-                errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        if rc == 0 { return }
-        let err = Glibc.errno
-        // A Unix connect does not go "in progress"; EAGAIN means the listen backlog is full.
-        if err == EINPROGRESS || err == EINTR { return }
-        throw IOError("connect", errno: err)
     }
 
     var isOpen: Bool { !self.machine.isClosed }
@@ -278,32 +239,48 @@ final class RedisSocketDriver: @unchecked Sendable {
         guard !self.machine.isClosed else { return }
         self.isPumping = true
         defer { self.isPumping = false }
-        if case .connecting = self.machine.state {
-            // A failed connect may be reported as readable only (off-loop, libdispatch may
-            // deliver the error to the read source): any event checks SO_ERROR, and only
-            // writability or a hang-up proves the connect finished.
-            let error = SystemCalls.socketError(self.socket.transport.fd)
-            guard error != 0 || writable || hangup else { return }
-            let reason = error == 0 ? nil : "redis \(self.endpoint): \(IOError("connect", errno: error))"
-            self.setWantsWritable(false)
-            switch self.machine.connectCompleted(error: reason) {
-            case .close(let reason):
-                self.close(reason: reason)
-                return
-            case .startHandshake, .flush, .none:
-                break
-            }
-        }
-        if case .handshaking = self.machine.state {
-            self.read(drain: true)
-            guard !self.machine.isClosed else { return }
-            if self.socket.transport.isHandshaking { return }
-            _ = self.machine.handshakeCompleted()
-        }
+        // A failed connect may be reported as readable only (off-loop, libdispatch may deliver
+        // the error to the read source): every event checks SO_ERROR, and only writability or
+        // a hang-up proves the connect finished.
+        if self.handshake.phase != .open && !self.advanceHandshake(connectFinished: writable || hangup) { return }
         if readable || hangup {
             self.read(drain: hangup)
         }
         self.flush()
+    }
+
+    /// Drives the connect and the TLS handshake; true once commands can be written.
+    private func advanceHandshake(connectFinished: Bool) -> Bool {
+        while !self.machine.isClosed {
+            let wasConnecting = self.handshake.phase == .connecting
+            switch self.handshake.advance(self.socket.transport, connectFinished: connectFinished) {
+            case .wait(let writable):
+                self.setWantsWritable(writable)
+                return false
+            case .upgrade(let session):
+                self.socket.transport = session
+                self.setWantsWritable(false)
+                _ = self.machine.connectCompleted(error: nil)
+            case .open:
+                if wasConnecting {
+                    self.setWantsWritable(false)
+                    _ = self.machine.connectCompleted(error: nil)
+                } else {
+                    _ = self.machine.handshakeCompleted()
+                }
+                return true
+            case .failed(.connectFailed(let error)):
+                if case .close(let reason) = self.machine.connectCompleted(error: "redis \(self.endpoint): \(error)") {
+                    self.close(reason: reason)
+                }
+                return false
+            case .failed(let reason):
+                self.failedInHandshake = true
+                self.close(reason: "redis \(self.endpoint): TLS handshake failed: \(reason)")
+                return false
+            }
+        }
+        return false
     }
 
     /// Reads until the socket would block (or, plain TCP, a short read proved it drained),
@@ -317,11 +294,6 @@ final class RedisSocketDriver: @unchecked Sendable {
             do throws(TransportError) {
                 result = try transport.read(into: base, count: buffer.count)
             } catch {
-                if case .handshaking = self.machine.state {
-                    self.failedInHandshake = true
-                    self.close(reason: "redis \(self.endpoint): TLS handshake failed: \(error)")
-                    return
-                }
                 self.close(reason: "redis \(self.endpoint): \(error)")
                 return
             }
@@ -505,7 +477,8 @@ struct RedisConnectError: Error, CustomStringConvertible {
 /// The transport (and so the socket) of one driver, closed when the last holder lets go:
 /// the driver and, off-loop, every Dispatch source's cancel handler.
 private final class SocketOwner: @unchecked Sendable {
-    let transport: any ByteTransport
+    /// Plain until the connect completes; TLS from then on (`rediss://`).
+    var transport: any ByteTransport
     init(_ transport: any ByteTransport) { self.transport = transport }
     deinit { self.transport.close() }
 }
