@@ -53,6 +53,9 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
     static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError)
         -> UpstreamConnection
     {
+        if let factory = pool.transportFactory {
+            return try Self.open(over: factory(address), pool: pool, lessee: lessee)
+        }
         let fd = try SystemCalls.makeSocket(family: address.family)
         SystemCalls.setNoDelay(fd)
         let connection = UpstreamConnection(
@@ -76,6 +79,24 @@ final class UpstreamConnection: EventHandler, @unchecked Sendable {
         } else {
             pool.loop.setDeadline(token: connection.channel.token, after: pool.connectTimeout)
         }
+        return connection
+    }
+
+    /// A connection over a transport that is connected already (`UpstreamPool.transportFactory`):
+    /// leased at once, as a loopback connect that finished inside `connect(2)`.
+    private static func open(over transport: any ByteTransport, pool: UpstreamPool, lessee: any UpstreamLessee)
+        throws(IOError) -> UpstreamConnection
+    {
+        let connection = UpstreamConnection(channel: SocketChannel(transport: transport, loop: pool.loop), pool: pool)
+        do {
+            try connection.channel.register(handler: connection)
+        } catch {
+            transport.close()
+            connection.state = .closed
+            throw error
+        }
+        connection.lessee = lessee
+        connection.state = .leased
         return connection
     }
 
