@@ -10,6 +10,11 @@ package import GatewayIO
 /// wide as the machine, and a test that blocked a thread could starve the shutdown of another.
 /// Confined to the test that made it.
 package final class InMemoryHTTPPeer {
+    /// How long the waits wait. A bound for a broken test, not a latency: in the parallel unit
+    /// run a waiting task may not get a thread back for seconds, and a handshake or a large body
+    /// needs the test to pump many times.
+    package static let patience: Duration = .seconds(30)
+
     private let transport: any ByteTransport
     private var outbox: [UInt8] = []
     /// Received and not yet taken by `readMessage`.
@@ -77,7 +82,7 @@ package final class InMemoryHTTPPeer {
     package func readMessage(isResponse: Bool, requestMethod: String = "GET") async throws -> HTTPTestMessage {
         var parsed: (message: HTTPTestMessage, consumed: Int)?
         var parseError: HTTPTestMessage.Malformed?
-        await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
             self.pump()
             do throws(HTTPTestMessage.Malformed) {
                 parsed = try HTTPTestMessage.parse(
@@ -110,7 +115,7 @@ package final class InMemoryHTTPPeer {
     /// Waits until everything `send` queued is written (with TLS, the handshake is done first).
     /// False if it was not.
     package func waitUntilSent() async -> Bool {
-        await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
             self.pump()
             return self.outbox.isEmpty || self.failure != nil
         } && self.outbox.isEmpty
@@ -118,7 +123,7 @@ package final class InMemoryHTTPPeer {
 
     /// Waits until at least `count` bytes are in `received`. False if they did not come.
     package func waitForReceived(atLeast count: Int) async -> Bool {
-        await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
             self.pump()
             return self.received.count >= count || self.sawEndOfStream || self.failure != nil
         } && self.received.count >= count
@@ -126,7 +131,7 @@ package final class InMemoryHTTPPeer {
 
     /// Waits until the other side ended the stream (after whatever it sent). False if it did not.
     package func waitForEndOfStream() async -> Bool {
-        await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
             self.pump()
             return self.sawEndOfStream || self.failure != nil
         }

@@ -31,7 +31,7 @@ package final class InMemoryUpstream: Sendable {
     /// The next connection the pool opened (waiting for it); nil when none came.
     package func accept() async -> InMemoryHTTPPeer? {
         var end: InMemoryStreamEnd?
-        await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
             end = self.pending.withLock { $0.isEmpty ? nil : $0.removeFirst() }
             return end != nil
         }

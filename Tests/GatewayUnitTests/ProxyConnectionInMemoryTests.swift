@@ -110,7 +110,10 @@ import Testing
         #expect(harness.upstream.connectionCount == 0)
         // The proxy lingers, reading what the client still sends, until the client closes.
         client.close()
-        #expect(await eventually(interval: .milliseconds(1)) { () async -> Bool in harness.openConnections == 0 })
+        #expect(
+            await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
+                harness.openConnections == 0
+            })
         await harness.stop()
     }
 
@@ -125,7 +128,10 @@ import Testing
         #expect(String(decoding: upstream.received, as: UTF8.self).hasSuffix("\r\n\r\n0123456789"))
         client.close()
         #expect(await upstream.waitForEndOfStream(), "the half-sent request must not stay open upstream")
-        #expect(await eventually(interval: .milliseconds(1)) { () async -> Bool in harness.openConnections == 0 })
+        #expect(
+            await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) { () async -> Bool in
+                harness.openConnections == 0
+            })
         await harness.stop()
     }
 
@@ -164,7 +170,8 @@ import Testing
         _ = try await upstream.readRequest()
         let body = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         upstream.send(Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body)
-        let sent = await eventually(interval: .milliseconds(1)) { () async -> Bool in
+        let sent = await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(1)) {
+            () async -> Bool in
             upstream.pump()
             client.pump()
             return upstream.hasSentEverything && client.received.count >= body.count
