@@ -141,6 +141,8 @@ let package = Package(
                 "Enforcement", "GateContract", "GatewayIO", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient",
                 "HTTP1",
                 "Simulator", "Verification",
+                // The in-memory pipe's eventfd (Glibc does not export eventfd(2)).
+                "CGatewayShims",
             ],
             swiftSettings: swiftSettings
         ),

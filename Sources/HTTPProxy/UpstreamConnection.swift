@@ -60,9 +60,14 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
     {
         let connection = UpstreamConnection(pool: pool)
         do throws(IOError) {
-            connection.outbound = try OutboundConnection.open(
-                to: .tcp(address), tls: pool.tls?.outbound, loop: pool.loop, connectTimeout: pool.connectTimeout,
-                delegate: connection)
+            if let factory = pool.transportFactory {
+                connection.outbound = try OutboundConnection.open(
+                    over: factory(address), loop: pool.loop, delegate: connection)
+            } else {
+                connection.outbound = try OutboundConnection.open(
+                    to: .tcp(address), tls: pool.tls?.outbound, loop: pool.loop,
+                    connectTimeout: pool.connectTimeout, delegate: connection)
+            }
         } catch {
             connection.state = .closed
             throw error

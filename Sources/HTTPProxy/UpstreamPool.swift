@@ -3,6 +3,10 @@ import Glibc
 import HTTP1
 package import PolicyModel
 
+/// Opens the transport of a new upstream connection instead of a TCP connect to the address,
+/// already connected: GatewayTesting's in-memory upstream. Plain HTTP upstreams only.
+package typealias UpstreamTransportFactory = @Sendable (SocketAddress) throws(IOError) -> any ByteTransport
+
 /// One configured upstream: its resolved address and one keep-alive pool per event loop.
 ///
 /// Pools are per loop (as nginx keeps one per worker), so a connection and its upstream
@@ -24,10 +28,13 @@ package final class UpstreamTarget: @unchecked Sendable {
 
     /// `bufferSweeps`: one per loop (`loops[i]`'s), for `https://` upstreams whose context keeps
     /// record buffers between records; nil when the context releases them after each.
+    /// `transportFactory`: tests only (nil: sockets).
     package init(
         configuration: UpstreamConfiguration, address: SocketAddress, loops: [EventLoop], maxWaitersPerLoop: Int = 1024,
-        tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil, bufferSweeps: [TLSIdleBufferSweep]? = nil
+        tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil, bufferSweeps: [TLSIdleBufferSweep]? = nil,
+        transportFactory: UpstreamTransportFactory? = nil
     ) {
+        precondition(transportFactory == nil || tls == nil, "a transport factory serves plain HTTP upstreams only")
         self.configuration = configuration
         self.address = address
         self.addressText = address.description
@@ -43,7 +50,7 @@ package final class UpstreamTarget: @unchecked Sendable {
             UpstreamPool(
                 name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
                 maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
-                metrics: metrics, bufferSweep: bufferSweeps?[index])
+                metrics: metrics, bufferSweep: bufferSweeps?[index], transportFactory: transportFactory)
         }
     }
 
@@ -149,6 +156,8 @@ final class UpstreamPool: @unchecked Sendable {
     let tls: UpstreamTLS?
     /// This loop's sweep of idle TLS record buffers, when the context keeps them (`UpstreamTable.make`).
     let bufferSweep: TLSIdleBufferSweep?
+    /// Tests: where new connections' transports come from instead of sockets.
+    let transportFactory: UpstreamTransportFactory?
     private let handshakeCounters: (full: Counter, resumed: Counter)?
     private let metrics: ProxyMetrics?
     /// One `upstream_tls_failed` line per second per pool: a broken certificate fails every
@@ -164,9 +173,10 @@ final class UpstreamPool: @unchecked Sendable {
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
         connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil,
-        bufferSweep: TLSIdleBufferSweep? = nil
+        bufferSweep: TLSIdleBufferSweep? = nil, transportFactory: UpstreamTransportFactory? = nil
     ) {
         self.bufferSweep = bufferSweep
+        self.transportFactory = transportFactory
         self.name = name
         self.address = address
         self.loop = loop

@@ -93,4 +93,24 @@ int CGatewayShims_SSL_set_watched_fd(struct ssl_st *ssl, int fd);
 /// otherwise, and for an `ssl` without a watched BIO.
 int CGatewayShims_SSL_read_drained(const struct ssl_st *ssl);
 
+// MARK: - TLS over a byte stream that is not a socket
+//
+// TLSTransport runs over another transport (the tests' in-memory pipe) through a BIO whose
+// reads and writes call back into Swift. The socket path above does not use it.
+
+/// What a stream callback returns instead of a byte count when the stream has nothing to give
+/// (read) or no room (write) now; any other negative value is a failure. A read returns 0 at
+/// the end of the stream.
+static const long CGatewayShims_STREAM_WOULD_BLOCK = -1;
+
+/// Reads up to `length` bytes of the stream into `buffer`.
+typedef long (*CGatewayShims_stream_read)(void *context, void *buffer, long length);
+/// Writes up to `length` bytes from `buffer` to the stream.
+typedef long (*CGatewayShims_stream_write)(void *context, const void *buffer, long length);
+
+/// Gives `ssl` one BIO for both directions that calls `read` and `write` with `context` (which
+/// must outlive `ssl`). Returns 1 on success, 0 when out of memory.
+int CGatewayShims_SSL_set_stream(struct ssl_st *ssl, void *context, CGatewayShims_stream_read read,
+                                 CGatewayShims_stream_write write);
+
 #endif

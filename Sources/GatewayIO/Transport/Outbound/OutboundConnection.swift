@@ -59,6 +59,27 @@ package final class OutboundConnection: EventHandler {
         return connection
     }
 
+    /// A connection over a byte stream that is connected already (an in-memory pipe in tests):
+    /// open on return, with no connect, deadline or handshake.
+    package static func open(
+        over transport: any ByteTransport, loop: EventLoop, delegate: any OutboundConnectionDelegate
+    ) throws(IOError) -> OutboundConnection {
+        loop.assertInLoop()
+        let connection = OutboundConnection(
+            channel: SocketChannel(transport: transport, loop: loop), loop: loop, tls: nil)
+        let isOpen = connection.handshake.connectedAtOnce()
+        precondition(isOpen, "a plain connection that is not open at once")
+        do throws(IOError) {
+            try connection.channel.register(handler: connection, writable: false)
+        } catch {
+            transport.close()
+            connection.closeReason = .connectFailed(error)
+            throw error
+        }
+        connection.delegate = delegate
+        return connection
+    }
+
     package var isOpen: Bool { self.handshake.phase == .open && self.closeReason == nil }
     package var isClosed: Bool { self.closeReason != nil }
 

@@ -7,6 +7,10 @@ import Glibc
 /// for an upstream). The handshake runs inside the first `read`/`write` calls; until it is
 /// done they return `.wouldBlock` with `waitsForWritable` saying which edge to wait for.
 ///
+/// The `init(over:…)` forms run the same session over another transport instead of a socket
+/// (the tests' in-memory pipe): OpenSSL reads and writes through it, and it is shut down and
+/// closed with the session. Sockets never take that path.
+///
 /// Confined to its owner's loop, like the socket. Retains its context, so a reload that
 /// replaces the listener's context never frees one under a live connection.
 ///
@@ -15,6 +19,8 @@ import Glibc
 ///   encrypted part of them into a record it must finish sending.
 package final class TLSTransport: ByteTransport {
     package let fd: Int32
+    /// The transport under the records when it is not a socket (`init(over:…)`); nil on a socket.
+    private let stream: (any ByteTransport)?
     private var ssl: OpaquePointer?
     /// Kept alive for `ssl`'s `SSL_CTX` and the callbacks' arguments.
     private let serverContext: TLSServerContext?
@@ -33,8 +39,18 @@ package final class TLSTransport: ByteTransport {
     package private(set) var verificationFailure: TLSVerificationFailure?
 
     /// Server side of an accepted connection.
-    package init(fd: Int32, server: TLSServerContext) throws(TransportError) {
+    package convenience init(fd: Int32, server: TLSServerContext) throws(TransportError) {
+        try self.init(fd: fd, stream: nil, server: server)
+    }
+
+    /// Server side over `stream`, which the session owns from now on.
+    package convenience init(over stream: any ByteTransport, server: TLSServerContext) throws(TransportError) {
+        try self.init(fd: stream.fd, stream: stream, server: server)
+    }
+
+    private init(fd: Int32, stream: (any ByteTransport)?, server: TLSServerContext) throws(TransportError) {
         self.fd = fd
+        self.stream = stream
         self.serverContext = server
         self.clientContext = nil
         self.sessionCacheKey = nil
@@ -43,16 +59,31 @@ package final class TLSTransport: ByteTransport {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(server.defaultContext) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
-        // SSL_set_fd, but the read side tells when a read drained the socket (`drained`).
-        guard CGatewayShims_SSL_set_watched_fd(ssl, fd) == 1 else { throw Self.setupError("setting the socket") }
+        try self.attach(ssl)
         SSL_set_accept_state(ssl)
     }
 
     /// Client side towards `serverName` (a DNS name or an IP literal) on `port`: SNI for a
     /// DNS name, certificate checked against the name (or IP), resumption from the context's
     /// cache for "serverName:port".
-    package init(fd: Int32, client: TLSClientContext, serverName: String, port: Int) throws(TransportError) {
+    package convenience init(
+        fd: Int32, client: TLSClientContext, serverName: String, port: Int
+    ) throws(TransportError) {
+        try self.init(fd: fd, stream: nil, client: client, serverName: serverName, port: port)
+    }
+
+    /// Client side over `stream`, which the session owns from now on.
+    package convenience init(
+        over stream: any ByteTransport, client: TLSClientContext, serverName: String, port: Int
+    ) throws(TransportError) {
+        try self.init(fd: stream.fd, stream: stream, client: client, serverName: serverName, port: port)
+    }
+
+    private init(
+        fd: Int32, stream: (any ByteTransport)?, client: TLSClientContext, serverName: String, port: Int
+    ) throws(TransportError) {
         self.fd = fd
+        self.stream = stream
         self.serverContext = nil
         self.clientContext = client
         self.sessionCacheKey = "\(serverName):\(port)"
@@ -60,8 +91,7 @@ package final class TLSTransport: ByteTransport {
         TLSErrorQueue.clear()
         guard let ssl = SSL_new(client.context) else { throw Self.setupError("SSL_new") }
         self.ssl = ssl
-        // SSL_set_fd, but the read side tells when a read drained the socket (`drained`).
-        guard CGatewayShims_SSL_set_watched_fd(ssl, fd) == 1 else { throw Self.setupError("setting the socket") }
+        try self.attach(ssl)
         let isIPAddress =
             serverName.contains(":") || serverName.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 48 && $0 <= 57) }
         if isIPAddress {
@@ -79,6 +109,31 @@ package final class TLSTransport: ByteTransport {
         _ = COpenSSL_SSL_set_app_data(ssl, Unmanaged.passUnretained(self).toOpaque())
         _ = client.sessionCache.offer(for: self.sessionCacheKey!, to: ssl)
         SSL_set_connect_state(ssl)
+    }
+
+    private func attach(_ ssl: OpaquePointer) throws(TransportError) {
+        guard self.stream != nil else {
+            // SSL_set_fd, but the read side tells when a read drained the socket (`drained`).
+            guard CGatewayShims_SSL_set_watched_fd(ssl, self.fd) == 1 else {
+                throw Self.setupError("setting the socket")
+            }
+            return
+        }
+        // Unretained: the session, and so its BIO, never outlives this transport.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let attached = CGatewayShims_SSL_set_stream(
+            ssl, context,
+            { context, buffer, length in
+                guard let context, let buffer else { return -2 }
+                return Unmanaged<TLSTransport>.fromOpaque(context).takeUnretainedValue()
+                    .streamRead(into: buffer, count: length)
+            },
+            { context, buffer, length in
+                guard let context, let buffer else { return -2 }
+                return Unmanaged<TLSTransport>.fromOpaque(context).takeUnretainedValue()
+                    .streamWrite(buffer, count: length)
+            })
+        guard attached == 1 else { throw Self.setupError("setting the stream") }
     }
 
     /// Frees the session if the owner never called `close()`, but leaves the descriptor
@@ -168,7 +223,11 @@ package final class TLSTransport: ByteTransport {
             _ = SSL_shutdown(ssl)
             TLSErrorQueue.clear()
         }
-        shutdown(self.fd, Int32(SHUT_WR))
+        if let stream = self.stream {
+            stream.shutdownOutput()
+        } else {
+            shutdown(self.fd, Int32(SHUT_WR))
+        }
     }
 
     package func close() {
@@ -182,7 +241,41 @@ package final class TLSTransport: ByteTransport {
         _ = COpenSSL_SSL_set_app_data(ssl, nil)
         SSL_free(ssl)
         TLSErrorQueue.clear()
-        SystemCalls.close(self.fd)
+        if let stream = self.stream {
+            stream.close()
+        } else {
+            SystemCalls.close(self.fd)
+        }
+    }
+
+    // MARK: - The stream under the records (`init(over:…)`), called by OpenSSL's BIO
+
+    /// Bytes read, 0 at the end of the stream, `CGatewayShims_STREAM_WOULD_BLOCK`, or -2 on failure.
+    private func streamRead(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+        guard let stream = self.stream else { return -2 }
+        do {
+            switch try stream.read(into: buffer, count: count) {
+            case .processed(let n): return n
+            case .wouldBlock: return CGatewayShims_STREAM_WOULD_BLOCK
+            case .endOfFile: return 0
+            }
+        } catch {
+            return -2
+        }
+    }
+
+    /// Bytes written, `CGatewayShims_STREAM_WOULD_BLOCK`, or -2 on failure.
+    private func streamWrite(_ buffer: UnsafeRawPointer, count: Int) -> Int {
+        guard let stream = self.stream else { return -2 }
+        do {
+            switch try stream.write(buffer, count: count) {
+            case .processed(let n): return n > 0 ? n : CGatewayShims_STREAM_WOULD_BLOCK
+            case .wouldBlock: return CGatewayShims_STREAM_WOULD_BLOCK
+            case .endOfFile: return -2
+            }
+        } catch {
+            return -2
+        }
     }
 
     // MARK: - Session facts (logs, headers)
