@@ -1,6 +1,7 @@
-// The one `eventually` of the tests (GatewayIntegrationTests, EndToEndTests): polls a condition
-// until it holds or a timeout passes. For tests that wait on other threads or processes; unit
-// tests have nothing to wait for.
+// The one `eventually` of the tests: polls a condition until it holds or a timeout passes. For
+// tests that wait on other threads or processes, and for the unit tests of the in-memory proxy
+// (`InMemoryHTTPPeer`), whose loop runs on its own thread; the timeout bounds a hang, it never
+// asserts a speed.
 import Glibc
 
 /// Polls `condition` every `interval` until it is true or `timeout` has passed, then checks it a

@@ -1,5 +1,6 @@
 package import GateContract
 package import GatewayIO
+import PolicyModel
 
 extension GatewayServer {
     /// Serves `transport` as a connection accepted by a listener named `listenerName` (its gate is
