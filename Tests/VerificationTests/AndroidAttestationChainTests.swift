@@ -23,7 +23,8 @@ import Testing
     @Test func theSuspendedCertificateIsRefused() throws {
         let pem = String(decoding: try AndroidVectorFixtures.data("status/suspended-test-cert.pem"), as: UTF8.self)
         let certificate = try #require(try AndroidVectorFixtures.derCertificates(pem: pem).first)
-        #expect(try AndroidChainCertificate(der: certificate, label: "x").serialHex == "cc66e9a93713b6e643b26c15879786f7")
+        #expect(
+            try AndroidChainCertificate(der: certificate, label: "x").serialHex == "cc66e9a93713b6e643b26c15879786f7")
         let list = try AndroidVectorFixtures.statusSample()
         #expect(list.status(serialHex: "CC66E9A93713B6E643B26C15879786F7")?.status == "SUSPENDED")
         let error = try Self.refusal([certificate], at: "2020-01-01T00:00:00Z", list: list)
@@ -126,7 +127,8 @@ import Testing
     @Test func anExtraAnchorIsNotAGoogleRoot() throws {
         let name = "gak-strongbox-ec-nongoogle-root-2019"
         let chain = try AndroidVectorFixtures.chain(name)
-        let rootPEM = "-----BEGIN CERTIFICATE-----\n"
+        let rootPEM =
+            "-----BEGIN CERTIFICATE-----\n"
             + Data(try #require(chain.last)).base64EncodedString(options: .lineLength64Characters)
             + "\n-----END CERTIFICATE-----\n"
         let verifier = try AndroidAttestationChainVerifier(additionalTrustAnchorsPEM: [rootPEM])
@@ -145,7 +147,9 @@ import Testing
         #expect(try Self.refusal(Array(repeating: chain[0], count: 11), at: at)?.code == .chainInvalid)
         #expect(try Self.refusal([[0x30, 0x00]] + chain.dropFirst(), at: at)?.code == .certificateMalformed)
         #expect(try Self.refusal(Array(chain.dropLast()), at: at)?.code == .rootUntrusted)
-        #expect(try Self.refusal([chain[0], chain[2], chain[1], chain[3]].prefix(chain.count).map { $0 }, at: at)?.code == .chainInvalid)
+        #expect(
+            try Self.refusal([chain[0], chain[2], chain[1], chain[3]].prefix(chain.count).map { $0 }, at: at)?.code
+                == .chainInvalid)
         #expect(try Self.refusal(Array(chain.dropFirst()), at: at)?.code == .keyDescriptionMissing)
         var tampered = chain
         tampered[0][tampered[0].count - 3] ^= 0x01

@@ -73,7 +73,8 @@ enum AndroidDERBuilder {
 
     static let typicalSoftware: [[UInt8]] = [
         Self.explicit(701, Self.integer(1_764_000_000_000)),
-        Self.explicit(709, Self.applicationID(packages: [("com.example.app", 42)], digests: [[UInt8](repeating: 1, count: 32)])),
+        Self.explicit(
+            709, Self.applicationID(packages: [("com.example.app", 42)], digests: [[UInt8](repeating: 1, count: 32)])),
     ]
 
     static func keyDescription(

@@ -41,7 +41,9 @@ import Testing
     func strictVerdictAtBothTimes(_ name: String) throws {
         let expected = try Self.expectation(name)
         let verdicts = expected.expected_verdict
-        for (at, strict) in [(verdicts.at, verdicts.strict), (verdicts.at_reference_now.at, verdicts.at_reference_now.strict)] {
+        for (at, strict) in [
+            (verdicts.at, verdicts.strict), (verdicts.at_reference_now.at, verdicts.at_reference_now.strict),
+        ] {
             let got = try Self.strictVerdict(name, at: try AndroidVectorFixtures.date(at))
             #expect(got.prefix(6) == strict.prefix(6), "\(name) at \(at): expected \(strict), got \(got)")
         }
@@ -53,14 +55,18 @@ import Testing
         let names = try AndroidVectorFixtures.vectorNames()
         for name in names {
             let verdicts = try Self.expectation(name).expected_verdict
-            let cases = [(verdicts.at, verdicts.strict), (verdicts.at_reference_now.at, verdicts.at_reference_now.strict)]
+            let cases = [
+                (verdicts.at, verdicts.strict), (verdicts.at_reference_now.at, verdicts.at_reference_now.strict),
+            ]
             for (slot, (at, strict)) in cases.enumerated() {
                 let got = try Self.strictVerdict(name, at: try AndroidVectorFixtures.date(at))
                 if got.prefix(6) == strict.prefix(6) { passing[slot] += 1 }
                 print("android-vector \(name) @\(at) expected=\(strict) got=\(got)")
             }
         }
-        print("android-golden: at evaluations[0].at \(passing[0])/\(names.count), at 2026-11-28 \(passing[1])/\(names.count)")
+        print(
+            "android-golden: at evaluations[0].at \(passing[0])/\(names.count), at 2026-11-28 \(passing[1])/\(names.count)"
+        )
         #expect(passing == [names.count, names.count])
     }
 
@@ -68,7 +74,8 @@ import Testing
     func keyDescriptionFieldsMatch(_ name: String) throws {
         let expected = try Self.expectation(name)
         let leaf = try #require(try AndroidVectorFixtures.chain(name).first)
-        let value = try #require(try AndroidVectorFixtures.keyDescriptionValue(certificate: leaf), "\(name): no extension")
+        let value = try #require(
+            try AndroidVectorFixtures.keyDescriptionValue(certificate: leaf), "\(name): no extension")
         guard let summary = expected.key_description, let full = expected.key_description_full else {
             // parse.py could not parse it: neither may we.
             #expect(throws: AndroidAttestationError.self) { try AndroidKeyDescription(extensionValue: value) }
@@ -130,9 +137,12 @@ import Testing
 
     @Test func embeddedRootsAreTheFilesAndMatchEveryGoogleRootCertificateByKey() throws {
         let rootsDirectory = "roots/"
-        let rsa2022 = String(decoding: try AndroidVectorFixtures.data(rootsDirectory + "google-hw-rsa-2022-f1c172a699eaf51d.pem"), as: UTF8.self)
+        let rsa2022 = String(
+            decoding: try AndroidVectorFixtures.data(rootsDirectory + "google-hw-rsa-2022-f1c172a699eaf51d.pem"),
+            as: UTF8.self)
         let ecdsa = String(
-            decoding: try AndroidVectorFixtures.data(rootsDirectory + "google-hw-ecdsa-p384-2025-key-attestation-ca1.pem"),
+            decoding: try AndroidVectorFixtures.data(
+                rootsDirectory + "google-hw-ecdsa-p384-2025-key-attestation-ca1.pem"),
             as: UTF8.self)
         let trim: (String) -> String = { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
         #expect(trim(AndroidHardwareAttestationRoots.rsaPEM) == trim(rsa2022))

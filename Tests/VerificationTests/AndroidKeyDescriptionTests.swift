@@ -44,7 +44,8 @@ import Testing
         // Before version 3 RootOfTrust has no verifiedBootHash.
         var hardware = DER.typicalHardware
         hardware[5] = DER.explicit(704, DER.rootOfTrust(withHash: version >= 3))
-        let description = try AndroidKeyDescription(extensionValue: DER.keyDescription(version: version, hardware: hardware))
+        let description = try AndroidKeyDescription(
+            extensionValue: DER.keyDescription(version: version, hardware: hardware))
         #expect(description.attestationVersion == version)
         #expect((description.hardwareEnforced.rootOfTrust?.verifiedBootHash == nil) == (version < 3))
     }
@@ -135,7 +136,8 @@ import Testing
         var hardware = DER.typicalHardware
         hardware[5] = DER.explicit(704, DER.rootOfTrust(locked: 0x01))
         let root = try #require(
-            try AndroidKeyDescription(extensionValue: DER.keyDescription(hardware: hardware)).hardwareEnforced.rootOfTrust)
+            try AndroidKeyDescription(extensionValue: DER.keyDescription(hardware: hardware)).hardwareEnforced
+                .rootOfTrust)
         #expect(root.deviceLocked)
         #expect(!root.deviceLockedIsDER)
         // Five RootOfTrust fields, and an unknown boot state, are refused.
@@ -149,7 +151,8 @@ import Testing
     }
 
     @Test func limitsAreEnforced() {
-        let longChallenge = DER.keyDescription(challenge: [UInt8](repeating: 7, count: AndroidDER.maximumOctetStringLength + 1))
+        let longChallenge = DER.keyDescription(
+            challenge: [UInt8](repeating: 7, count: AndroidDER.maximumOctetStringLength + 1))
         #expect(Self.refusal(longChallenge)?.code == .keyDescriptionMalformed)
         let manyPurposes = DER.explicit(1, DER.set((0...AndroidDER.maximumSetCount).map { DER.integer($0) }))
         #expect(Self.refusal(DER.keyDescription(hardware: [manyPurposes]))?.code == .keyDescriptionMalformed)
@@ -162,7 +165,10 @@ import Testing
     }
 
     /// Every prefix and every single-bit flip of real extensions: a value or a typed error.
-    @Test(arguments: ["auditor-pixel9-grapheneos-strongbox-rkp-attestkey-2025", "ak-tegu-sdk37-tee-max-usage-count", "auditor-taimen-tee-2018"])
+    @Test(arguments: [
+        "auditor-pixel9-grapheneos-strongbox-rkp-attestkey-2025", "ak-tegu-sdk37-tee-max-usage-count",
+        "auditor-taimen-tee-2018",
+    ])
     func truncatedAndBitFlippedExtensionsNeverTrap(_ name: String) throws {
         let leaf = try #require(try AndroidVectorFixtures.chain(name).first)
         let value = try #require(try AndroidVectorFixtures.keyDescriptionValue(certificate: leaf))

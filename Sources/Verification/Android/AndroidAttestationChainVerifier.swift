@@ -73,7 +73,8 @@ package struct AndroidAttestationChainVerifier: Sendable {
         try self.checkLevels(leafDescription)
         guard leafDescription.enforcedList.rootOfTrust != nil else {
             let list = leafDescription.attestationSecurityLevel == .software ? "softwareEnforced" : "hardwareEnforced"
-            throw AndroidAttestationError(.rootOfTrustMissing, "the leaf KeyDescription's \(list) has no RootOfTrust [704]")
+            throw AndroidAttestationError(
+                .rootOfTrustMissing, "the leaf KeyDescription's \(list) has no RootOfTrust [704]")
         }
         let leaf = certificates[0]
         return AndroidAttestationResult(
@@ -150,7 +151,8 @@ package struct AndroidAttestationChainVerifier: Sendable {
     {
         let when = CertificateTrustStore.format(time)
         for (index, certificate) in certificates.enumerated() {
-            let period = "\(CertificateTrustStore.format(certificate.notBefore)) to \(CertificateTrustStore.format(certificate.notAfter))"
+            let period =
+                "\(CertificateTrustStore.format(certificate.notBefore)) to \(CertificateTrustStore.format(certificate.notAfter))"
             guard certificate.notBefore <= certificate.notAfter else {
                 throw AndroidAttestationError(
                     .certificateExpired, "\(certificate.label) is never valid: \(period)")
@@ -180,7 +182,8 @@ package struct AndroidAttestationChainVerifier: Sendable {
             guard let value = try certificate.keyDescriptionValue(self.keyDescriptionOID) else {
                 guard index > 0 else {
                     throw AndroidAttestationError(
-                        .keyDescriptionMissing, "\(certificate.label) has no KeyDescription extension \(AndroidKeyDescription.oid)")
+                        .keyDescriptionMissing,
+                        "\(certificate.label) has no KeyDescription extension \(AndroidKeyDescription.oid)")
                 }
                 runEnded = true
                 continue
@@ -217,10 +220,10 @@ package struct AndroidAttestationChainVerifier: Sendable {
     ) throws(AndroidAttestationError) {
         let list = description.enforcedList
         guard list.purposes.contains(AndroidAuthorizationList.purposeAttestKey) else {
-            let where_ = description.attestationSecurityLevel == .software ? "softwareEnforced" : "hardwareEnforced"
+            let listName = description.attestationSecurityLevel == .software ? "softwareEnforced" : "hardwareEnforced"
             throw AndroidAttestationError(
                 .attestKeyForged,
-                "\(certificate.label) signs a KeyDescription certificate, but its key's \(where_) purposes \(list.purposes) lack ATTEST_KEY (7)"
+                "\(certificate.label) signs a KeyDescription certificate, but its key's \(listName) purposes \(list.purposes) lack ATTEST_KEY (7)"
             )
         }
         guard description.attestationSecurityLevel == leaf.attestationSecurityLevel,
@@ -243,7 +246,8 @@ package struct AndroidAttestationChainVerifier: Sendable {
         }
         guard attestation == keyMint else {
             throw AndroidAttestationError(
-                .securityLevelMismatch, "attestationSecurityLevel \(attestation) differs from the KeyMint level \(keyMint)")
+                .securityLevelMismatch,
+                "attestationSecurityLevel \(attestation) differs from the KeyMint level \(keyMint)")
         }
     }
 
@@ -266,6 +270,7 @@ package struct AndroidAttestationChainVerifier: Sendable {
     }
 
     private static func label(_ index: Int, of count: Int) -> String {
-        index == 0 ? "certificate 0 (leaf)" : index == count - 1 ? "certificate \(index) (root)" : "certificate \(index)"
+        index == 0
+            ? "certificate 0 (leaf)" : index == count - 1 ? "certificate \(index) (root)" : "certificate \(index)"
     }
 }

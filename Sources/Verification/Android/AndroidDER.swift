@@ -84,7 +84,8 @@ enum AndroidDER {
         let upper = maximumCount ?? count
         let fields = try Self.children(of: element, what, maximumCount: upper)
         guard fields.count >= count else {
-            throw Self.malformed(what, "\(fields.count) fields, expected \(count == upper ? "\(count)" : "\(count)...\(upper)")")
+            throw Self.malformed(
+                what, "\(fields.count) fields, expected \(count == upper ? "\(count)" : "\(count)...\(upper)")")
         }
         return fields
     }
@@ -152,7 +153,8 @@ enum AndroidDER {
 
     static func null(_ element: ASN1Element, _ what: String) throws(AndroidAttestationError) {
         guard element.identifier == .null, element.content.isEmpty else {
-            throw Self.malformed(what, "expected NULL, found \(Self.name(element.identifier)) of \(element.content.count) bytes")
+            throw Self.malformed(
+                what, "expected NULL, found \(Self.name(element.identifier)) of \(element.content.count) bytes")
         }
     }
 
