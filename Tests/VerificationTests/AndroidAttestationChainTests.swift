@@ -124,6 +124,17 @@ import Testing
         #expect(try Self.refusal(mixed, at: "2019-10-29T00:21:52Z", verifier: allowing)?.code == .securityLevelMismatch)
     }
 
+    @Test func aLeafThatIsNeverValidIsRefused() throws {
+        // The AOSP emulator's leaf ends (1969-12-31) before it begins (1970-01-01).
+        let softwareRoot = String(
+            decoding: try AndroidVectorFixtures.data("roots/aosp-software-attestation-root-rsa.pem"), as: UTF8.self)
+        let lenient = try AndroidAttestationChainVerifier(additionalTrustAnchorsPEM: [softwareRoot])
+        let chain = try AndroidVectorFixtures.chain("warden-emulator-software-rsa-2023")
+        let error = try Self.refusal(chain, at: "2023-09-06T17:19:09Z", verifier: lenient)
+        #expect(error?.code == .certificateExpired)
+        #expect(error?.reason.contains("never valid") == true, "\(String(describing: error))")
+    }
+
     @Test func anExtraAnchorIsNotAGoogleRoot() throws {
         let name = "gak-strongbox-ec-nongoogle-root-2019"
         let chain = try AndroidVectorFixtures.chain(name)
