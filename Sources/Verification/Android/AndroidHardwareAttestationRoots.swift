@@ -6,10 +6,10 @@
 /// which expired on 2026-05-24. Certificates copied verbatim from Google's list
 /// (developer.android.com, security-key-attestation#root_certificate; the same bytes as
 /// android/keyattestation `roots.json`).
-package enum AndroidHardwareAttestationRoots {
+enum AndroidHardwareAttestationRoots {
     /// The RSA-4096 root key (subject serialNumber=f92009e853b6b045), certificate of
     /// 2022-03-20 to 2042-03-15. SPKI SHA-256 feb2ea7551ee316ed4bb443c8293b884dbfdea40b603ee3e4f4a897e4580fbae.
-    package static let rsaPEM = """
+    static let rsaPEM = """
         -----BEGIN CERTIFICATE-----
         MIIFHDCCAwSgAwIBAgIJAPHBcqaZ6vUdMA0GCSqGSIb3DQEBCwUAMBsxGTAXBgNV
         BAUTEGY5MjAwOWU4NTNiNmIwNDUwHhcNMjIwMzIwMTgwNzQ4WhcNNDIwMzE1MTgw
@@ -44,7 +44,7 @@ package enum AndroidHardwareAttestationRoots {
 
     /// The ECDSA P-384 root "Key Attestation CA1" (signing RKP chains from February 2026),
     /// 2025-07-17 to 2035-07-15. SPKI SHA-256 3ee44512a1af2beb39c889490c60ea3f82e43f5d5a5532f5ab9419f676cd07ec.
-    package static let ecdsaP384PEM = """
+    static let ecdsaP384PEM = """
         -----BEGIN CERTIFICATE-----
         MIICIjCCAaigAwIBAgIRAISp0Cl7DrWK5/8OgN52BgUwCgYIKoZIzj0EAwMwUjEc
         MBoGA1UEAwwTS2V5IEF0dGVzdGF0aW9uIENBMTEQMA4GA1UECwwHQW5kcm9pZDET
@@ -61,5 +61,5 @@ package enum AndroidHardwareAttestationRoots {
         -----END CERTIFICATE-----
         """
 
-    package static let allPEM = [Self.rsaPEM, Self.ecdsaP384PEM]
+    static let allPEM = [Self.rsaPEM, Self.ecdsaP384PEM]
 }
