@@ -161,6 +161,11 @@ let package = Package(
         // Fuzz/lib.sh; a plain build makes replayers that run the files they are given)
         .target(name: "FuzzSupport", path: "Fuzz/Support", swiftSettings: swiftSettings),
         .executableTarget(
+            name: "fuzz-android-key-description", dependencies: ["FuzzSupport", "Verification"],
+            path: "Fuzz/android-key-description", exclude: ["run.sh"],
+            sources: ["FuzzAndroidKeyDescription.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
             name: "fuzz-base64", dependencies: ["FuzzSupport", "GatewayIO", "Verification"], path: "Fuzz/base64",
             exclude: ["run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),

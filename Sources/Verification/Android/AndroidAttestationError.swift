@@ -1,0 +1,77 @@
+/// The one error type of Android Key Attestation verification.
+///
+/// Modelled on `VerificationError`: `code` is stable (logs, metrics, JSON error bodies);
+/// `reason` says what was checked and what differed. Equality compares `code` only, so
+/// tests assert on codes.
+package struct AndroidAttestationError: Error, Hashable, CustomStringConvertible, Sendable {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        package var description: String { self.rawValue }
+
+        /// Empty or too long a chain, a signature that does not verify, an issuer name that is
+        /// not the next certificate's subject.
+        package static let chainInvalid = Code("android_chain_invalid")
+        /// A chain element that is not one DER X.509 certificate, or whose fields cannot be read.
+        package static let certificateMalformed = Code("android_certificate_malformed")
+        /// The last certificate's key is neither a pinned Google root key nor an extra anchor.
+        package static let rootUntrusted = Code("android_root_untrusted")
+        /// A certificate below the root is past its notAfter, or is never valid.
+        package static let certificateExpired = Code("android_certificate_expired")
+        /// A certificate below the root is before its notBefore.
+        package static let certificateNotYetValid = Code("android_certificate_not_yet_valid")
+        /// A certificate's serial is on the revocation status list (revoked or suspended).
+        package static let certificateRevoked = Code("android_certificate_revoked")
+        /// The leaf has no KeyDescription extension.
+        package static let keyDescriptionMissing = Code("android_key_description_missing")
+        /// A KeyDescription that is not the schema's DER, or exceeds a limit.
+        package static let keyDescriptionMalformed = Code("android_key_description_malformed")
+        /// A KeyDescription above a certificate without one (only the leaf and the ATTEST_KEY
+        /// certificates right above it may carry one).
+        package static let keyDescriptionMisplaced = Code("android_key_description_misplaced")
+        /// A certificate above the leaf carries a KeyDescription but is not an ATTEST_KEY key
+        /// of the leaf's security level.
+        package static let attestKeyForged = Code("android_attest_key_forged")
+        /// attestationSecurityLevel is Software (and the caller does not allow it).
+        package static let securityLevelSoftware = Code("android_security_level_software")
+        /// attestationSecurityLevel differs from the KeyMint (keymaster) security level.
+        package static let securityLevelMismatch = Code("android_security_level_mismatch")
+        /// hardwareEnforced has no RootOfTrust.
+        package static let rootOfTrustMissing = Code("android_root_of_trust_missing")
+        /// A revocation status list that is not Google's JSON format.
+        package static let revocationListMalformed = Code("android_revocation_list_malformed")
+        /// An extra trust anchor PEM the verifier was configured with is not a certificate.
+        package static let trustAnchorInvalid = Code("android_trust_anchor_invalid")
+        /// OpenSSL failed on our side (allocation, internal error): not the input's fault.
+        package static let internalCryptoError = Code("android_internal_crypto_error")
+
+        /// Every code, for documentation and tests.
+        package static let all: [Code] = [
+            .chainInvalid, .certificateMalformed, .rootUntrusted, .certificateExpired, .certificateNotYetValid,
+            .certificateRevoked, .keyDescriptionMissing, .keyDescriptionMalformed, .keyDescriptionMisplaced,
+            .attestKeyForged, .securityLevelSoftware, .securityLevelMismatch, .rootOfTrustMissing,
+            .revocationListMalformed, .trustAnchorInvalid, .internalCryptoError,
+        ]
+    }
+
+    package let code: Code
+    package let reason: String
+    package let file: String
+    package let line: Int
+
+    package init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.reason = reason
+        self.file = file
+        self.line = line
+    }
+
+    package static func == (lhs: AndroidAttestationError, rhs: AndroidAttestationError) -> Bool {
+        lhs.code == rhs.code
+    }
+    package func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
+
+    package var description: String {
+        "AndroidAttestationError.\(self.code): \(self.reason) (\(self.file):\(self.line))"
+    }
+}
