@@ -1,5 +1,5 @@
-import HTTPProxy
 import HTTP1
+import HTTPProxy
 
 // libFuzzer target for the request-correlation parsers: W3C `traceparent` (`TraceParent`),
 // `X-Request-Id` (`RequestID(accepting:)`, the generated IDs' hex) and the one pass over a
