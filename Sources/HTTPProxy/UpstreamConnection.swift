@@ -33,7 +33,10 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
     enum State { case connecting, idle, leased, closed }
 
     unowned let pool: UpstreamPool
-    @exclusivity(unchecked) private var outbound: OutboundConnection?
+    /// The socket, its connect deadline and handshake; its channel is `channel`.
+    private let outbound: OutboundConnection
+    /// The socket's bytes (a stored `let`: read several times per exchange).
+    let channel: SocketChannel
     @exclusivity(unchecked) private(set) var state: State = .connecting
     @exclusivity(unchecked) private(set) var lessee: (any UpstreamLessee)?
     @exclusivity(unchecked) private var parser = HTTPResponseParser.forProxy()
@@ -42,38 +45,30 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
     /// A response byte arrived during the current lease.
     @exclusivity(unchecked) private(set) var receivedResponseByte = false
 
-    private init(pool: UpstreamPool) {
+    private init(pool: UpstreamPool, outbound: OutboundConnection) {
         self.pool = pool
-    }
-
-    /// The socket's channel (set from `connect` on, for the connection's life).
-    var channel: SocketChannel {
-        guard let outbound = self.outbound else { preconditionFailure("an upstream connection without its socket") }
-        return outbound.channel
+        self.outbound = outbound
+        self.channel = outbound.channel
     }
 
     /// The TLS session (`https://` upstreams), from the end of the connect on.
-    var tls: TLSTransport? { self.outbound?.tls }
+    var tls: TLSTransport? { self.outbound.tls }
 
     static func connect(to address: SocketAddress, pool: UpstreamPool, lessee: any UpstreamLessee) throws(IOError)
         -> UpstreamConnection
     {
-        let connection = UpstreamConnection(pool: pool)
-        do throws(IOError) {
-            if let factory = pool.transportFactory {
-                connection.outbound = try OutboundConnection.open(
-                    over: factory(address), loop: pool.loop, delegate: connection)
-            } else {
-                connection.outbound = try OutboundConnection.open(
-                    to: .tcp(address), tls: pool.tls?.outbound, loop: pool.loop,
-                    connectTimeout: pool.connectTimeout, delegate: connection)
-            }
-        } catch {
-            connection.state = .closed
-            throw error
+        let outbound: OutboundConnection
+        if let factory = pool.transportFactory {
+            outbound = try OutboundConnection.open(over: factory(address), loop: pool.loop, delegate: nil)
+        } else {
+            outbound = try OutboundConnection.open(
+                to: .tcp(address), tls: pool.tls?.outbound, loop: pool.loop, connectTimeout: pool.connectTimeout,
+                delegate: nil)
         }
+        let connection = UpstreamConnection(pool: pool, outbound: outbound)
+        outbound.attach(connection)
         connection.lessee = lessee
-        if connection.outbound?.isOpen == true { connection.state = .leased }
+        if outbound.isOpen { connection.state = .leased }
         return connection
     }
 
@@ -102,7 +97,7 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
         guard self.state != .closed else { return }
         self.state = .closed
         self.lessee = nil
-        self.outbound?.close()
+        self.outbound.close()
     }
 
     // MARK: - The exchange

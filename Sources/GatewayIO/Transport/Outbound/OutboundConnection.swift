@@ -37,7 +37,7 @@ package final class OutboundConnection: EventHandler {
     /// return (`isOpen`, no `outboundOpened`); otherwise the delegate hears how it went.
     package static func open(
         to endpoint: OutboundEndpoint, tls: OutboundTLS?, loop: EventLoop, connectTimeout: UInt64?,
-        delegate: any OutboundConnectionDelegate
+        delegate: (any OutboundConnectionDelegate)?
     ) throws(IOError) -> OutboundConnection {
         loop.assertInLoop()
         let (fd, connected) = try endpoint.openSocket()
@@ -62,7 +62,7 @@ package final class OutboundConnection: EventHandler {
     /// A connection over a byte stream that is connected already (an in-memory pipe in tests):
     /// open on return, with no connect, deadline or handshake.
     package static func open(
-        over transport: any ByteTransport, loop: EventLoop, delegate: any OutboundConnectionDelegate
+        over transport: any ByteTransport, loop: EventLoop, delegate: (any OutboundConnectionDelegate)?
     ) throws(IOError) -> OutboundConnection {
         loop.assertInLoop()
         let connection = OutboundConnection(
@@ -78,6 +78,14 @@ package final class OutboundConnection: EventHandler {
         }
         connection.delegate = delegate
         return connection
+    }
+
+    /// The delegate of a connection opened without one: an owner that keeps the connection in a
+    /// `let` is made after it. Called before the loop's next turn, so no event is missed.
+    package func attach(_ delegate: any OutboundConnectionDelegate) {
+        self.loop.assertInLoop()
+        precondition(self.delegate == nil && self.closeReason == nil, "an outbound connection attached twice")
+        self.delegate = delegate
     }
 
     package var isOpen: Bool { self.handshake.phase == .open && self.closeReason == nil }
