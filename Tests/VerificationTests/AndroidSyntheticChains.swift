@@ -18,6 +18,20 @@ enum AndroidSyntheticChains {
         -----END CERTIFICATE-----
         """
 
+    /// The intermediate under `root` that signs most leaves here.
+    static let batch = """
+        -----BEGIN CERTIFICATE-----
+        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
+        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
+        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
+        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
+        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
+        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
+        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
+        Mg==
+        -----END CERTIFICATE-----
+        """
+
     static let good = """
         -----BEGIN CERTIFICATE-----
         MIICATCCAaagAwIBAgIUJvo5GlYWmOWXMRJeMj0QsY+J5EwwCgYIKoZIzj0EAwIw
@@ -32,26 +46,8 @@ enum AndroidSyntheticChains {
         BggqhkjOPQQDAgNJADBGAiEAt3Q5TWC/C3p4Tr+2pWLjxJefvwQUEZdY+buu7GGl
         QOQCIQDiX4mg4xaSxfKOOzeSMTUqjNQA9HbRAzpe2rxVjIHycA==
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let noRootOfTrust = """
@@ -66,26 +62,8 @@ enum AndroidSyntheticChains {
         hUIFAgMDF3EwCgYIKoZIzj0EAwIDSQAwRgIhAMIACxP2St/QcfivvF63Banguh6K
         WgSBNwXWdIITc3l5AiEA4kOn0FFY8I4dPI+17vlXqEJsAs11Pm7D7gGPSzJUhvo=
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let levelMismatch = """
@@ -102,26 +80,8 @@ enum AndroidSyntheticChains {
         BggqhkjOPQQDAgNIADBFAiEAjb8tPM03qIcfA69lQMTf508Ly3sMW0Zh7WIF9bQ5
         zOgCIEwm+TlOPuZHD4v4I6Ed8qgHXsT2M+oyrxsHuaye4J0N
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let misplaced = """
@@ -161,16 +121,7 @@ enum AndroidSyntheticChains {
         tkwcVwHDFpSAGMkwudivjgIhAPFOsTU+jSBfT091X2qBo+1PcILFAejsDaxp8BbD
         tyBZ
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.root)
         """
 
     static let attestKeyOtherLevel = """
@@ -200,26 +151,8 @@ enum AndroidSyntheticChains {
         BggqhkjOPQQDAgNIADBFAiEAkBg3PB7r6/SQAGoCAJFBNvpbYHswrFzgsrL7BikS
         7MwCIDn7e7g3TSZq9iijRiPuI2Kh/LRWCl3yrKIhcxy8G+Tf
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let attestKey = """
@@ -249,26 +182,8 @@ enum AndroidSyntheticChains {
         BggqhkjOPQQDAgNIADBFAiEAl4ic7LkpQbPuCCfSFcN8F/x50C5lEFZZTIcqscNG
         GRsCIDvjV8owsYB37PaZqbLVZp2ntlDzV8+zcOVfSSiVWv2c
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let noKeyDescription = """
@@ -281,26 +196,8 @@ enum AndroidSyntheticChains {
         AwIDSAAwRQIgVFGQwkwggc2NjEFvSmWtH+7UgcltU7/Xyaswe+wzXBACIQDDXv+h
         zc0K2XpsQHj7O15Ltj+YofoB0AX+Ms32/XtOGQ==
         -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBTTCB86ADAgECAhRC+iny+6DiPkvctI/lr9RX8IDUtTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowGjEYMBYGA1UEAwwPU3ludGhldGljIEJhdGNoMFkwEwYH
-        KoZIzj0CAQYIKoZIzj0DAQcDQgAEfsWSljuZY+QR/aklIGbx6MSWmmlVFHHEOsFD
-        a72Dh9vCfARtO3hSCyE0+OVVWggHRlz9A2PyqaaubAszyu1OnqMTMBEwDwYDVR0T
-        AQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBGAiEAl+v5t7AQo3qnDHN+fAxacwo1
-        1RVcDHBNituy373/uhUCIQDaPSAoGR23BPW6aXpTo3lg0DkbRGxisymhbJ8Q7YHM
-        Mg==
-        -----END CERTIFICATE-----
-        -----BEGIN CERTIFICATE-----
-        MIIBUTCB96ADAgECAhRacOHP8/Iu7oDe2nzPEokKzstZWTAKBggqhkjOPQQDAjAe
-        MRwwGgYDVQQDDBNTeW50aGV0aWMgVGVzdCBSb290MB4XDTI2MDEwMTAwMDAwMFoX
-        DTM1MTIzMDAwMDAwMFowHjEcMBoGA1UEAwwTU3ludGhldGljIFRlc3QgUm9vdDBZ
-        MBMGByqGSM49AgEGCCqGSM49AwEHA0IABH8kwJvnOBYByrZOk7RaZFDf2Xi/VaIf
-        sk2ju8uBmk/DKeOGB4EXm3b5x6nzu38X8N2TVPw62NVX9ATtFDZCMBOjEzARMA8G
-        A1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAP89WBnJoEUg5RQwTBxu
-        rNqtZephKKI8BohlvSuJ894KAiEA7zj2DUMhN9RzKTn+4Ou3Nz0k+UIUjfy3WwL7
-        sSwMbrU=
-        -----END CERTIFICATE-----
+        \(Self.batch)
+        \(Self.root)
         """
 
     static let rootWithKeyDescription = """
