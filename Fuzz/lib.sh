@@ -1,8 +1,9 @@
 # Shared steps of the libFuzzer runners (sourced by Fuzz/<target>/run.sh).
 #
 #   fuzz_build NAME                     builds the package's `fuzz-NAME` product (Fuzz/NAME) with
-#                                       libFuzzer + ASan, -O, into .build/fuzz (incremental), copied to
-#                                       .fuzz/NAME/fuzz-NAME
+#                                       libFuzzer + ASan, $FUZZ_SWIFT_OPT (default -O), into
+#                                       $FUZZ_BUILD_PATH (default .build/fuzz; incremental), copied
+#                                       to .fuzz/NAME/fuzz-NAME
 #   fuzz_run NAME                       runs it for FUZZ_RUNS executions, capped at FUZZ_MAX_TIME
 #                                       seconds, over .fuzz/NAME/corpus (with FUZZ_DICT, when set,
 #                                       as libFuzzer's -dict); exit 1 on any crash
@@ -11,13 +12,15 @@
 fuzz_build() {
   local name="$1" work=".fuzz/$1"
   mkdir -p "$work/corpus" "$work/artifacts"
-  echo "building fuzz-$name (swift build --product fuzz-$name, libFuzzer + ASan, .build/fuzz)"
+  local opt="${FUZZ_SWIFT_OPT:--O}" path="${FUZZ_BUILD_PATH:-.build/fuzz}"
+  echo "building fuzz-$name (swift build --product fuzz-$name, libFuzzer + ASan, $opt, $path)"
   # The debug configuration with -O: optimized like the release build, without its
   # cross-module optimization (which doubles compile time) and with the debug-only checks on.
-  swift build -c debug --product "fuzz-$name" --build-path .build/fuzz \
-    -Xswiftc -O -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING >"$work/build.log" 2>&1 \
+  # The smoke check builds with -Onone instead: 2,000 runs need no speed, the build does.
+  swift build -c debug --product "fuzz-$name" --build-path "$path" \
+    -Xswiftc "$opt" -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING >"$work/build.log" 2>&1 \
     || { tail -n 40 "$work/build.log" >&2; return 1; }
-  cp ".build/fuzz/debug/fuzz-$name" "$work/fuzz-$name"
+  cp "$path/debug/fuzz-$name" "$work/fuzz-$name"
 }
 
 fuzz_run() {
