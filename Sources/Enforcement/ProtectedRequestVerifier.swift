@@ -375,7 +375,7 @@ final class ProtectedRequestVerifier: Sendable {
             conclude(.failed(refusal, keyID: loggedKeyID))
             return nil
         }
-        let identity = IdentityHeaders.Identity(
+        return IdentityHeaders.Identity(
             keyID: request.keyID,
             appID: key.appID.value,
             environment: key.environment,
@@ -384,7 +384,6 @@ final class ProtectedRequestVerifier: Sendable {
             bundleVersion: bundleVersion,
             keyAccessPolicy: key.keyAccessPolicy
         )
-        return identity
     }
 
     /// On the loop: the store redeems the route's challenge (when it has one) and advances the
