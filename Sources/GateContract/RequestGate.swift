@@ -140,11 +140,16 @@ package struct LocalResponse: Sendable {
     package var status: Int
     package var headers: HTTPHeaders
     package var body: [UInt8]
+    /// The stable code of an error answer (the body's `error`), nil for any other answer: the
+    /// access log's `code` and `attest_gateway_refusals_total{code}` read it from here, so no
+    /// refusal, before routing or after, reaches either without its code.
+    package var errorCode: String?
 
-    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+    package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], errorCode: String? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.errorCode = errorCode
     }
 
     /// `{"error": code, "message": message}` with `Content-Type: application/json`.
@@ -152,6 +157,6 @@ package struct LocalResponse: Sendable {
         let body = "{\"error\":\(JSONText.quote(code)),\"message\":\(JSONText.quote(message))}"
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
-        return LocalResponse(status: status, headers: headers, body: Array(body.utf8))
+        return LocalResponse(status: status, headers: headers, body: Array(body.utf8), errorCode: code)
     }
 }

@@ -22,11 +22,14 @@ package final class InMemoryProxyHarness {
 
     /// `gate` nil: `PassthroughGate`, every path routed to the upstream. `pipeCapacity`: the
     /// unread bytes each direction of every stream holds at most.
+    /// `metrics`, `accessLog`: where the server counts and logs (a gate built on the same
+    /// registry shares its families).
     package init(
         gate: (any RequestGate)? = nil, limits: GatewayLimits = GatewayLimits(), tls: Bool = false,
-        pipeCapacity: Int = 4 * 1024 * 1024
+        pipeCapacity: Int = 4 * 1024 * 1024, metrics: MetricsRegistry = MetricsRegistry(),
+        accessLog: AccessLog? = nil
     ) throws {
-        self.server = try GatewayServer(limits: limits, loopCount: 1, accessLog: nil)
+        self.server = try GatewayServer(limits: limits, loopCount: 1, metrics: metrics, accessLog: accessLog)
         self.upstream = InMemoryUpstream(capacity: pipeCapacity)
         self.pipeCapacity = pipeCapacity
         // The address is never dialled: the transport factory stands in for the connect.

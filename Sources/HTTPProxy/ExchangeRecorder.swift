@@ -39,11 +39,21 @@ struct ExchangeRecorder {
         let handles = self.routeHandles(route)
         handles.byStatusClass[ProxyMetrics.statusClass(exchange.responseStatus)].increment()
         handles.duration.observe(nanoseconds: total)
+        if !exchange.verdictCounted {
+            // No gate was asked (the head did not parse, the proxy refused first): counted here,
+            // so this request is in the verdicts as it is in the requests above.
+            let verdict = exchange.logInfo?.verdict ?? .rejected
+            self.loopContext.metricsCache.verdict(route: route, verdict: verdict.rawValue).increment()
+        }
+        if let code = exchange.refusalCode {
+            self.loopContext.metricsCache.refusal(route: route, code: code).increment()
+        }
         guard self.loopContext.accessLog != nil else { return }
         self.loopContext.logBuffer.append(
             AccessLogBuffer.Entry(
                 method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
                 status: exchange.responseStatus, verdict: exchange.logInfo?.verdict.rawValue ?? "-",
+                code: exchange.refusalCode,
                 keyID: keyIDFormat.render(exchange.logInfo?.keyID), upstreamNanoseconds: upstreamTime,
                 totalNanoseconds: total, arm: exchange.logInfo?.arm?.rawValue, client: exchange.clientAddress,
                 requestID: exchange.correlation?.requestID, traceparent: exchange.correlation?.traceparent,

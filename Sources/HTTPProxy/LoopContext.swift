@@ -6,7 +6,7 @@ final class LoopContext: @unchecked Sendable {
     let loop: EventLoop
     let metricsCache: ProxyMetricsCache
     let accessLog: AccessLog?
-    @exclusivity(unchecked) var logBuffer = AccessLogBuffer()
+    @exclusivity(unchecked) var logBuffer: AccessLogBuffer
     /// This loop's TLS connections (clients, pooled upstreams) whose record buffers go back once idle.
     let tlsBufferSweep = TLSIdleBufferSweep()
     /// This loop's `X-Request-Id`s.
@@ -23,6 +23,7 @@ final class LoopContext: @unchecked Sendable {
         self.loop = loop
         self.metricsCache = ProxyMetricsCache(metrics: metrics)
         self.accessLog = accessLog
+        self.logBuffer = AccessLogBuffer(loopIndex: loop.index)
         self.requestIDs = RequestIDGenerator(loopIndex: loop.index)
         self.scratchBytes.reserveCapacity(16 * 1024)
     }

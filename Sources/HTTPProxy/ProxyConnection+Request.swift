@@ -157,6 +157,8 @@ extension ProxyConnection {
         let method = head.method
         self.exchange.head = consume head
         self.exchange.info = info
+        // `classify` counts the verdict of a refusal it decides from the head alone.
+        self.exchange.verdictCounted = classification.refusal != nil
         self.exchange.classification = classification
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(
@@ -389,6 +391,7 @@ extension ProxyConnection {
         // The gate gets the only reference to the fields (it adds its own to the head it
         // forwards); the exchange keeps the request line for the log and the response.
         self.exchange.head?.headers = HTTPHeaders()
+        self.exchange.verdictCounted = true
         let promise = GateDecisionPromise(loop: self.loop, receiver: self)
         self.pendingDecision = promise
         self.snapshot.gate.decide(consume head, body: body, classification: classification, promise: promise)

@@ -212,6 +212,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
                 self.releaseUpstream(upstream, reusable: false)
             }
             self.cancelWaiting()
+            // A timeout before the gate decided is the proxy's refusal (after it, the gate's verdict stays).
+            if self.exchange.logInfo == nil { self.exchange.logInfo = GateLogInfo(verdict: .rejected) }
             self.queueLocalResponse(error.response, keepAlive: false)
             self.finishRequest(keepAlive: false)
         }
@@ -330,6 +332,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     func queueLocalResponse(_ response: LocalResponse, keepAlive: Bool) {
         self.exchange.responseStatus = response.status
+        self.exchange.refusalCode = response.errorCode
         var bytes = self.takeScratchBytes()
         // HEAD: the Content-Length a GET would get, no body (RFC 9110 9.3.2).
         self.requestID.withUTF8 { requestID in

@@ -23,6 +23,13 @@ struct RequestExchange {
     /// The client address (after `trusted_proxies`), for the access log.
     var clientAddress: String
     var logInfo: GateLogInfo?
+    /// The stable code of the gateway's own error answer (`LocalResponse.errorCode`), nil when
+    /// the upstream answered or the gateway's answer was not an error.
+    var refusalCode: String?
+    /// The gate counted this request in `attest_gateway_verdicts_total` (it was asked to decide,
+    /// or refused it in `classify`); else `ExchangeRecorder` counts it, so that every request is
+    /// in that family once, as it is in `attest_gateway_requests_total`.
+    var verdictCounted = false
     var target: UpstreamTarget?
     /// How the request body goes upstream, and the response body to the client.
     var requestEncoding: BodyEncoding = .none

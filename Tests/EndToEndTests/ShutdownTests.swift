@@ -93,5 +93,23 @@ extension EndToEnd {
             #expect(!gateway.logEvents("shutdown_complete").isEmpty)
             #expect(throws: HTTPClientError.self) { try gateway.request("GET", "/public/after", timeout: .seconds(2)) }
         }
+
+        /// Nothing open: SIGTERM to exit takes a drain of nothing, so the process is gone well
+        /// within a second (it once lingered 1.8 s after `shutdown_complete`).
+        @Test(.timeLimit(.minutes(1)))
+        func sigtermWithNothingOpenExitsPromptly() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let gateway = try world.startGateway("gw", routes: Self.routes)
+            #expect(try gateway.request("GET", "/public/warm").status == 200)
+            usleep(300_000)  // the client closed its connection: nothing is open
+            let signalled = ContinuousClock.now
+            gateway.child.signal(SIGTERM)
+            let status = gateway.child.waitForExit(timeout: .seconds(10))
+            let elapsed = ContinuousClock.now - signalled
+            #expect(status == 0, "exit status \(String(describing: status)): \(gateway.child.stderr.suffix(800))")
+            #expect(!gateway.logEvents("shutdown_complete").isEmpty)
+            #expect(elapsed < .seconds(1), "SIGTERM to exit took \(elapsed)")
+        }
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 package import GateContract
 package import GatewayIO
 package import HTTP1
+import HTTPProxy
 package import KeyStore
 import RedisClient
 import Synchronization
@@ -35,6 +36,10 @@ package final class AdminGate: RequestGate {
     /// `attest_gateway_devicecheck_admin_total{operation,result}`; nil in tests without a registry.
     private let deviceCheckMetrics: (@Sendable (String, String) -> Void)?
     private let storeRequired: Bool
+    /// `attest_gateway_verdicts_total{route="_admin",verdict="skipped"}`: the admin listener's
+    /// requests are in `attest_gateway_requests_total` (the proxy counts every exchange), so
+    /// they are counted here too; nil in tests without a registry.
+    private let decided: Counter?
     private let timerQueue = DispatchQueue(label: "attest-gateway.admin.readyz")
 
     /// - Parameters:
@@ -57,6 +62,11 @@ package final class AdminGate: RequestGate {
     ) {
         self.storeRequired = storeRequired
         self.deviceCheck = deviceCheck
+        self.decided = registry.map {
+            $0.counter(
+                "attest_gateway_verdicts_total", help: ProxyMetrics.verdictsHelp, labelNames: ["route", "verdict"]
+            ).labels(Self.routeName, AttestVerdict.skipped.rawValue)
+        }
         if let registry {
             let family = registry.counter(
                 "attest_gateway_devicecheck_admin_total",
@@ -87,6 +97,7 @@ package final class AdminGate: RequestGate {
         classification: GateClassification,
         promise: GateDecisionPromise
     ) {
+        self.decided?.increment()
         let info = GateLogInfo(verdict: AttestVerdict.skipped)
         let path = head.path
         if DeviceCheckAdminAPI.handles(path) {

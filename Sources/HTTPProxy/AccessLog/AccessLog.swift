@@ -63,14 +63,28 @@ package final class AccessLog: Sendable {
 }
 
 /// Lines formatted on one loop, waiting for the end of the batch. Confined to that loop's queue.
+///
+/// The log is **loop-ordered**: each loop's lines reach the output in the order that loop
+/// finished its exchanges, but batches of different loops interleave (a loop hands its batch
+/// over at 16 KiB or at its tick), so two loops' lines can be out of time order by up to a
+/// tick. Each line carries its loop (`loop`) and that loop's line number (`seq`, from 1 at
+/// start): sorting by `time` restores time order, and a gap in `seq` is a dropped batch.
+/// Ordering by time in the one writer would hold every line back for a tick and cost the
+/// writer a merge; the stamp costs two numbers per line.
 package struct AccessLogBuffer {
     package private(set) var bytes: [UInt8] = []
     package private(set) var lineCount = 0
     private var clock = WallClockFormatter()
     /// Where a line is formatted before one copy into `bytes` (see `HeadWriter`).
     private let scratch = LineScratch()
+    /// The loop whose lines these are (`loop` in each line).
+    package let loopIndex: Int
+    /// The last line's `seq` on this loop.
+    package private(set) var sequence: UInt64 = 0
 
-    package init() {}
+    package init(loopIndex: Int = 0) {
+        self.loopIndex = loopIndex
+    }
 
     package var isEmpty: Bool { self.lineCount == 0 }
     package var byteCount: Int { self.bytes.count }
@@ -90,6 +104,9 @@ package struct AccessLogBuffer {
         package var route: String
         package var status: Int
         package var verdict: String
+        /// The stable code of the gateway's own error answer (`invalid_method`,
+        /// `ambiguous_target`, `upstream_timeout`, …); nil when the answer was not one.
+        package var code: String?
         /// The key ID as the line shows it (`AccessLogKeyIDFormat`: a prefix, whole, hashed), or nil.
         package var keyID: String?
         /// nil when no upstream was involved.
@@ -116,7 +133,8 @@ package struct AccessLogBuffer {
         package var tlsVersion: String?
 
         package init(
-            method: String, path: Substring, route: String, status: Int, verdict: String, keyID: String?,
+            method: String, path: Substring, route: String, status: Int, verdict: String, code: String? = nil,
+            keyID: String?,
             upstreamNanoseconds: UInt64?, totalNanoseconds: UInt64, arm: String? = nil, client: String = "-",
             requestID: RequestID? = nil, traceparent: String? = nil, userAgent: String? = nil, bytesIn: UInt64 = 0,
             bytesOut: UInt64 = 0, upstreamAddress: String? = nil, tlsVersion: String? = nil
@@ -135,6 +153,7 @@ package struct AccessLogBuffer {
             self.route = route
             self.status = status
             self.verdict = verdict
+            self.code = code
             self.keyID = keyID
             self.upstreamNanoseconds = upstreamNanoseconds
             self.totalNanoseconds = totalNanoseconds
@@ -144,7 +163,8 @@ package struct AccessLogBuffer {
         var lineBound: Int {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
-                + (self.keyID?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0) + self.client.utf8.count
+                + (self.keyID?.utf8.count ?? 0) + (self.code?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0)
+                + self.client.utf8.count
                 + min(self.userAgent?.utf8.count ?? 0, AccessLogBuffer.maxUserAgentBytes)
                 + (self.requestID?.utf8Count ?? 0) + (self.upstreamAddress?.utf8.count ?? 0)
                 + (self.tlsVersion?.utf8.count ?? 0) + 32
@@ -155,14 +175,18 @@ package struct AccessLogBuffer {
     package mutating func append(_ entry: borrowing Entry) {
         let memory = self.scratch.memory(atLeast: entry.lineBound)
         var writer = HeadWriter(memory)
-        Self.format(entry, time: &self.clock, into: &writer)
+        self.sequence &+= 1
+        Self.format(entry, time: &self.clock, loop: self.loopIndex, sequence: self.sequence, into: &writer)
         UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
             self.bytes.append(contentsOf: $0)
         }
         self.lineCount += 1
     }
 
-    static func format(_ entry: borrowing Entry, time: inout WallClockFormatter, into out: inout HeadWriter) {
+    static func format(
+        _ entry: borrowing Entry, time: inout WallClockFormatter, loop: Int = 0, sequence: UInt64 = 0,
+        into out: inout HeadWriter
+    ) {
         out.write(#"{"time":""#)
         time.appendNow(into: &out)
         out.write(#"","method":"#)
@@ -192,6 +216,8 @@ package struct AccessLogBuffer {
         out.writeDecimal(UInt64(max(entry.status, 0)))
         out.write(#","verdict":"#)
         writeQuoted(entry.verdict, into: &out)
+        out.write(#","code":"#)
+        writeQuotedOrNull(entry.code, into: &out)
         out.write(#","key_id":"#)
         if let keyID = entry.keyID {
             writeQuoted(keyID, into: &out)
@@ -224,6 +250,10 @@ package struct AccessLogBuffer {
         }
         out.write(#","tls":"#)
         writeQuotedOrNull(entry.tlsVersion, into: &out)
+        out.write(#","loop":"#)
+        out.writeDecimal(UInt64(max(loop, 0)))
+        out.write(#","seq":"#)
+        out.writeDecimal(sequence)
         out.write("}\n")
     }
 

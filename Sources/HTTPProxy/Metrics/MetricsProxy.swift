@@ -45,6 +45,15 @@ package final class ProxyMetrics: Sendable {
     /// `https://` upstreams that failed; reason `expired_certificate`, `hostname_mismatch`,
     /// `unknown_ca`, `certificate_not_yet_valid`, `verify_error_<n>`, `handshake` or `timeout`.
     package let upstreamTLSFailures: CounterFamily
+    /// `attest_gateway_verdicts_total{route, verdict}`, the gate's family: the proxy counts the
+    /// requests no gate decided (a head that did not parse, a body refused before `decide`).
+    package let verdicts: CounterFamily
+    /// `attest_gateway_refusals_total{route, code}`: requests the gateway answered itself with
+    /// an error, by its stable code (the gate's, the proxy's or the parser's).
+    package let refusals: CounterFamily
+
+    /// The gate's help text and labels (`GatewayGateMetrics`): whichever registers first names the family.
+    package static let verdictsHelp = "Requests decided by the App Attest gate, by route and verdict."
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -98,6 +107,12 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_upstream_tls_handshakes_total",
             help: "Completed TLS handshakes with https upstreams, by upstream and whether a session was resumed.",
             labelNames: ["upstream", "resumed"])
+        self.verdicts = registry.counter(
+            "attest_gateway_verdicts_total", help: Self.verdictsHelp, labelNames: ["route", "verdict"])
+        self.refusals = registry.counter(
+            "attest_gateway_refusals_total",
+            help: "Requests the gateway answered itself with an error, by route and stable error code.",
+            labelNames: ["route", "code"])
         self.upstreamTLSFailures = registry.counter(
             "attest_gateway_upstream_tls_failures_total",
             help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
@@ -135,6 +150,34 @@ final class ProxyMetricsCache {
             duration: self.metrics.requestDuration.labels(name))
         if self.routes.count < 1024 { self.routes[name] = handles }
         return handles
+    }
+
+    /// A route and a code (or a verdict): the key of the per-loop caches below.
+    struct LabelPair: Hashable {
+        let first: String
+        let second: String
+    }
+
+    private var verdicts: [LabelPair: Counter] = [:]
+    private var refusals: [LabelPair: Counter] = [:]
+
+    /// `attest_gateway_verdicts_total{route, verdict}` for a request no gate decided.
+    func verdict(route: String, verdict: String) -> Counter {
+        let key = LabelPair(first: route, second: verdict)
+        if let found = self.verdicts[key] { return found }
+        let counter = self.metrics.verdicts.labels(route, verdict)
+        if self.verdicts.count < 1024 { self.verdicts[key] = counter }
+        return counter
+    }
+
+    /// `attest_gateway_refusals_total{route, code}`. Codes are a closed set (docs/protocol.md),
+    /// routes the policy's: the cache stays small, and only refused requests look it up.
+    func refusal(route: String, code: String) -> Counter {
+        let key = LabelPair(first: route, second: code)
+        if let found = self.refusals[key] { return found }
+        let counter = self.metrics.refusals.labels(route, code)
+        if self.refusals.count < 4096 { self.refusals[key] = counter }
+        return counter
     }
 
     func upstreamDuration(_ name: String) -> Histogram {
