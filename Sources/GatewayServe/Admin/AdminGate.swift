@@ -1,3 +1,4 @@
+package import AppleClient
 import Dispatch
 package import GateContract
 package import GatewayIO
@@ -21,6 +22,8 @@ import Synchronization
 ///   secrets masked), text.
 /// - `POST /devicecheck/query`, `/devicecheck/update`: DeviceCheck's two bits for upstream
 ///   services, behind a bearer token (`DeviceCheckAdminAPI`); 404 when not configured.
+/// - `GET /console`, `/console.json`: the enforcement console (`EnforcementConsole`), behind
+///   the same bearer token when one is configured (`apple.device_check.admin_token_file`).
 ///
 /// State is read through closures at request time, so a policy reload that swaps the
 /// store or the policy is seen without rebuilding this gate. Immutable; any queue.
@@ -40,6 +43,11 @@ package final class AdminGate: RequestGate {
     /// requests are in `attest_gateway_requests_total` (the proxy counts every exchange), so
     /// they are counted here too; nil in tests without a registry.
     private let decided: Counter?
+    private let console: EnforcementConsole?
+    /// The routes of the policy this gate was built for, as the console shows them.
+    private let consoleRoutes: [EnforcementConsoleReport.Route]
+    /// Required as `Authorization: Bearer` on the console when set.
+    private let adminToken: DeviceCheckAdminToken?
     private let timerQueue = DispatchQueue(label: "attest-gateway.admin.readyz")
 
     /// - Parameters:
@@ -58,8 +66,14 @@ package final class AdminGate: RequestGate {
         pingTimeout: Duration = .seconds(1),
         deviceCheck: DeviceCheckAdminAPI? = nil,
         registry: MetricsRegistry? = nil,
-        storeRequired: Bool = true
+        storeRequired: Bool = true,
+        console: EnforcementConsole? = nil,
+        consoleRoutes: [EnforcementConsoleReport.Route] = [],
+        adminToken: DeviceCheckAdminToken? = nil
     ) {
+        self.console = console
+        self.consoleRoutes = consoleRoutes
+        self.adminToken = adminToken
         self.storeRequired = storeRequired
         self.deviceCheck = deviceCheck
         self.decided = registry.map {
@@ -111,6 +125,18 @@ package final class AdminGate: RequestGate {
                 return
             }
             api.respond(to: head, body: body, metrics: self.deviceCheckMetrics) { promise.succeed(.respond($0, info)) }
+            return
+        }
+        if let console = self.console, EnforcementConsole.handles(path) {
+            if let token = self.adminToken, !token.admits(authorization: head.headers["Authorization"]) {
+                var response = LocalResponse.jsonError(
+                    status: 401, code: "unauthorized",
+                    message: "Authorization: Bearer <apple.device_check.admin_token_file> required")
+                response.headers.add(name: "WWW-Authenticate", value: "Bearer")
+                promise.succeed(.respond(response, info))
+                return
+            }
+            promise.succeed(.respond(console.response(to: head, routes: self.consoleRoutes), info))
             return
         }
         guard ["/metrics", "/healthz", "/readyz", "/config"].contains(path) else {

@@ -36,6 +36,9 @@ package final class EnforcementGateFactory: Sendable {
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
+    /// The enforcement console of the admin listener: one per process, its minute ring kept
+    /// across reloads like the counters it samples.
+    package let console: EnforcementConsole
 
     /// - Parameter loops: the event loops that run the gates; a Redis store opens one
     ///   connection on each (see `RedisStore`).
@@ -47,6 +50,9 @@ package final class EnforcementGateFactory: Sendable {
         self.registry = registry
         self.redisConfiguration = redisConfiguration
         self.loops = loops
+        self.console = EnforcementConsole(render: { registry.render() })
+        // Sampled only where gates serve (`serve` passes its loops; tools build none).
+        if !loops.isEmpty { self.console.startSampling() }
     }
 
     /// Why the gates could not be built: the running policy stays (reload) or serve exits.
@@ -125,7 +131,10 @@ package final class EnforcementGateFactory: Sendable {
                 adminToken.map { DeviceCheckAdminAPI(client: client, token: $0) }
             },
             registry: registry,
-            storeRequired: policy.readiness.storeRequired(routes: policy.routes)
+            storeRequired: policy.readiness.storeRequired(routes: policy.routes),
+            console: self.console,
+            consoleRoutes: policy.routes.map(EnforcementConsoleReport.Route.init),
+            adminToken: adminToken
         )
         let authz = policy.authzListener.map { _ in
             AuthzGate(inner: gate, pathPrefix: policy.authzPathPrefix, metrics: AuthzMetrics(registry: registry))
