@@ -88,6 +88,7 @@ import Testing
         #expect(passthrough.groups["skipped"] == 10)
         #expect(passthrough.monitored == 0)
 
+        #expect(report.unrouted == ["malformed": 14])
         #expect(report.monitored == 34)
         #expect(report.wouldRefuse == 16)
         #expect(report.keysEnrolled == 4)
@@ -121,6 +122,7 @@ import Testing
         #expect((json["keys_enrolled"] as? [String: Any])?["per_hour"] is NSNull)
         #expect((json["keys_enrolled"] as? [String: Any])?["window"] as? Int == 4)
         #expect(json["key_limit_refusals_present"] as? Bool == false)
+        #expect((json["unrouted"] as? [String: Any])?["requests"] as? Int == 14)
     }
 
     @Test func theLastHourIsCountedFromTheOldestSampleWithinIt() {

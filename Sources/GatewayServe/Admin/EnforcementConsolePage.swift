@@ -56,16 +56,18 @@ package enum EnforcementConsolePage {
             return box;
           }
           function render(data) {
+            const span = data.window_seconds < 120 ? data.window_seconds + " s" :
+              Math.round(data.window_seconds / 60) + " min";
             document.getElementById("window").textContent =
-              "Per gateway instance, last " + Math.round(data.window_seconds / 60) + " min; updated " +
-              data.generated_at + ".";
+              "Per gateway instance, last " + span + "; updated " + data.generated_at + ".";
             const cards = document.getElementById("cards");
             cards.replaceChildren(
               card("would-refuse", "Monitored traffic enforcement would refuse", percent(data.monitored.share),
                 data.monitored.would_refuse + " of " + data.monitored.requests,
                 data.monitored.share > 0.01 ? "warn" : "ok"),
               card("redis", "Redis", data.redis.ready === null ? "–" : (data.redis.ready ? "ready" : "not ready"),
-                data.redis.errors + " errors", data.redis.ready === false || data.redis.errors > 0 ? "bad" : "ok"),
+                data.redis.errors + " failed calls",
+                data.redis.ready === false ? "bad" : (data.redis.errors > 0 ? "warn" : "ok")),
               card("apple", "Apple", data.apple.configured ? "breaker " + data.apple.breaker : "not configured",
                 data.apple.failures + " failed calls", data.apple.breaker === "open" ? "bad" : "ok"),
               card("keys-enrolled", "Keys enrolled", data.keys_enrolled.window,
@@ -93,6 +95,13 @@ package enum EnforcementConsolePage {
               cell("key_limit_refusals", data.key_limit_refusals_present ? (limits.join(", ") || "0") : "n/a");
               body.appendChild(row);
             });
+            const unrouted = document.getElementById("unrouted");
+            unrouted.textContent = data.unrouted.requests === 0 ? "" :
+              data.unrouted.requests + " requests matched no route or were refused before routing (" +
+              Object.keys(data.unrouted.verdicts).map(function (verdict) {
+                return verdict + ": " + data.unrouted.verdicts[verdict];
+              }).join(", ") + ").";
+            unrouted.setAttribute("data-field", "unrouted");
             document.getElementById("error").textContent = "";
             root.setAttribute("data-generated-at", data.generated_at);
             root.setAttribute("data-state", "rendered");
@@ -129,6 +138,7 @@ package enum EnforcementConsolePage {
         <p id="error"></p>
         <div class="cards" id="cards"></div>
         <table id="routes"></table>
+        <p class="note" id="unrouted"></p>
         <script>\(script)</script>
         </body>
         </html>

@@ -96,6 +96,9 @@ package struct EnforcementConsoleReport: Sendable {
 
     package var windowSeconds: Double
     package var routes: [RouteFigures]
+    /// Verdict → requests of route `-`: no route matched, or refused before routing (the
+    /// parser's refusals, an ambiguous target).
+    package var unrouted: [String: Int]
     /// 1 ready, 0 not, nil: the store exports no readiness.
     package var storeReady: Bool?
     package var storeErrors: Int
@@ -162,6 +165,7 @@ package struct EnforcementConsoleReport: Sendable {
                 route: route, verdicts: counted, monitored: monitored, wouldRefuse: wouldRefuse,
                 keyLimitRefusals: keyLimits[route.name] ?? [:])
         }
+        self.unrouted = verdicts["-"] ?? [:]
         self.storeReady = current.series(Family.storeReady).first.map { $0.value >= 1 }
         self.storeErrors = current.series(Family.storeErrors).reduce(0) { $0 + delta($1.series, $1.value) }
         self.appleBreakerState = current.series(Family.appleBreaker).first.map { Int($0.value) }
@@ -212,6 +216,12 @@ package struct EnforcementConsoleReport: Sendable {
             ("generated_at", JSONText.quote(generatedAt)),
             ("window_seconds", String(Int(self.windowSeconds))),
             ("routes", "[" + routes.joined(separator: ",") + "]"),
+            (
+                "unrouted",
+                JSONText.object([
+                    ("requests", String(self.unrouted.values.reduce(0, +))), ("verdicts", counts(self.unrouted)),
+                ])
+            ),
             (
                 "monitored",
                 JSONText.object([
