@@ -39,6 +39,8 @@ package final class EnforcementGateFactory: Sendable {
     /// The enforcement console of the admin listener: one per process, its minute ring kept
     /// across reloads like the counters it samples.
     package let console: EnforcementConsole
+    /// When the TLS listeners' certificates expire, read at every build (start and reload).
+    private let certificates = ListenerCertificateMetrics()
 
     /// - Parameter loops: the event loops that run the gates; a Redis store opens one
     ///   connection on each (see `RedisStore`).
@@ -50,6 +52,7 @@ package final class EnforcementGateFactory: Sendable {
         self.registry = registry
         self.redisConfiguration = redisConfiguration
         self.loops = loops
+        self.certificates.export(through: registry)
         self.console = EnforcementConsole(render: { registry.render() })
         // Sampled only where gates serve (`serve` passes its loops; tools build none).
         if !loops.isEmpty { self.console.startSampling() }
@@ -139,6 +142,8 @@ package final class EnforcementGateFactory: Sendable {
         let authz = policy.authzListener.map { _ in
             AuthzGate(inner: gate, pathPrefix: policy.authzPathPrefix, metrics: AuthzMetrics(registry: registry))
         }
+        // Once the build succeeded: a reload that fails keeps the running listeners' dates.
+        self.certificates.update(for: policy)
         return GatewayGates(main: gate, admin: admin, authz: authz)
     }
 

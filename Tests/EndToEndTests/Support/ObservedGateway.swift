@@ -3,7 +3,8 @@ import GatewayTesting
 import Glibc
 
 /// A gateway worth looking at, for the dashboard and console tests: routes in each mode, an
-/// `apple:` block (its breaker gauge exported; Apple never called), and traffic of every kind
+/// `apple:` block (its breaker gauge exported; Apple never called), a check-only listener on TLS
+/// (its certificate's expiry exported; never asked), and traffic of every kind
 /// the panels show: challenges and an attestation, verified, refused (missing credentials, a
 /// lower-case method, an ambiguous target), forwarded passthrough, monitored and a store error.
 struct ObservedGateway {
@@ -34,7 +35,20 @@ struct ObservedGateway {
             ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key],
             in: world.directory)
         guard run.status == 0 else { throw E2EError("openssl genpkey: \(run.stderr)") }
+        let directory = world.directory.path
+        let certificate = try ToolRun.run(
+            try E2EPaths.executable("openssl"),
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", "\(directory)/authz.key", "-out", "\(directory)/authz.pem", "-days", "30",
+                "-subj", "/CN=localhost",
+            ], in: world.directory)
+        guard certificate.status == 0 else { throw E2EError("openssl req: \(certificate.stderr)") }
+        let authzPort = try freeServerPort()
         let apple = """
+            authz_listen:
+              address: 127.0.0.1:\(authzPort)
+              tls: { certificate: \(directory)/authz.pem, private_key: \(directory)/authz.key }
             apple:
               team_id: ABCDE12345
               key_id: KEY1234567
