@@ -39,6 +39,8 @@ package struct GateClassification: Sendable {
     /// missing credentials on an enforce route, a rate limit): `bufferBodyUpTo` is then nil, so
     /// no body byte is buffered or reserved, and `decide` completes with this at once.
     package var refusal: GateDecision? { self.refusalBox?.decision }
+    /// `refusal != nil`, without copying the decision out of its box (read on every request).
+    package var isRefused: Bool { self.refusalBox != nil }
     /// Boxed: a classification is copied several times per request, a `GateDecision` is large.
     private var refusalBox: Refusal?
 

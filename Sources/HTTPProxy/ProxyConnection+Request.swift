@@ -158,7 +158,7 @@ extension ProxyConnection {
         self.exchange.head = consume head
         self.exchange.info = info
         // `classify` counts the verdict of a refusal it decides from the head alone.
-        self.exchange.verdictCounted = classification.refusal != nil
+        self.exchange.verdictCounted = classification.isRefused
         self.exchange.classification = classification
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(

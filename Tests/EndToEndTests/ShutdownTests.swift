@@ -111,5 +111,22 @@ extension EndToEnd {
             #expect(!gateway.logEvents("shutdown_complete").isEmpty)
             #expect(elapsed < .seconds(1), "SIGTERM to exit took \(elapsed)")
         }
+
+        /// The same with everything that runs beside the listeners: an `apple:` client, a TLS
+        /// check-only listener, the console's sampler, after traffic of every kind.
+        @Test(.timeLimit(.minutes(1)))
+        func sigtermWithNothingOpenExitsPromptlyWithAppleAndACheckOnlyListener() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let observed = try ObservedGateway(world)
+            try observed.traffic(storeError: false)
+            usleep(300_000)
+            let signalled = ContinuousClock.now
+            observed.gateway.child.signal(SIGTERM)
+            let status = observed.gateway.child.waitForExit(timeout: .seconds(10))
+            let elapsed = ContinuousClock.now - signalled
+            #expect(status == 0, "exit status \(String(describing: status))")
+            #expect(elapsed < .seconds(1), "SIGTERM to exit took \(elapsed)")
+        }
     }
 }
