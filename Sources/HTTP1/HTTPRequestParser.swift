@@ -63,6 +63,10 @@ public struct HTTPRequestParser: Sendable {
     /// What is known about the head being received, so that a slow feed (a byte at a time) does
     /// not make the parser redo it on every call. Reset whenever bytes are consumed.
     private var memo = HeadMemo()
+    /// When the head failed after its request line parsed (a header, the framing, the size):
+    /// that line's method and the target's path, both already checked (a method token; a target
+    /// of visible ASCII), so the refusal can be logged with them. nil otherwise.
+    package private(set) var refusedRequestLine: (method: String, path: String)?
 
     public init(limits: HTTPParserLimits = .init()) {
         self.limits = limits
@@ -168,9 +172,14 @@ public struct HTTPRequestParser: Sendable {
         }
 
         guard let headEnd = self.scanner.findEnd(buffer, lineStart: requestLineEnd + 1) else {
-            return count > limit ? self.fail(.headersTooLarge) : (nil, 0)
+            guard count > limit else { return (nil, 0) }
+            self.noteRefusedRequestLine(buffer, requestLine)
+            return self.fail(.headersTooLarge)
         }
-        if headEnd > limit { return self.fail(.headersTooLarge) }
+        if headEnd > limit {
+            self.noteRefusedRequestLine(buffer, requestLine)
+            return self.fail(.headersTooLarge)
+        }
 
         do {
             let (head, info) = try self.makeHead(buffer, requestLine, fieldsFrom: requestLineEnd + 1, to: headEnd)
@@ -189,8 +198,17 @@ public struct HTTPRequestParser: Sendable {
             }
             return (.head(head, info), headEnd)
         } catch {
+            self.noteRefusedRequestLine(buffer, requestLine)
             return self.fail(error)
         }
+    }
+
+    /// Failure paths only: the one allocation is for the log line of a refused request.
+    private mutating func noteRefusedRequestLine(_ buffer: UnsafeRawBufferPointer, _ requestLine: RequestLine) {
+        let target = buffer.string(
+            requestLine.absoluteAuthority == nil ? requestLine.target : requestLine.absolutePath)
+        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        self.refusedRequestLine = (buffer.string(requestLine.method), path.isEmpty ? "/" : String(path))
     }
 
     private func makeHead(

@@ -51,7 +51,8 @@ struct ExchangeRecorder {
         guard self.loopContext.accessLog != nil else { return }
         self.loopContext.logBuffer.append(
             AccessLogBuffer.Entry(
-                method: exchange.head?.method ?? "-", path: exchange.head?.path ?? "-", route: route,
+                method: exchange.head?.method ?? exchange.refusedRequestLine?.method ?? "-",
+                path: exchange.head?.path ?? exchange.refusedRequestLine?.path[...] ?? "-", route: route,
                 status: exchange.responseStatus, verdict: exchange.logInfo?.verdict.rawValue ?? "-",
                 code: exchange.refusalCode,
                 keyID: keyIDFormat.render(exchange.logInfo?.keyID), upstreamNanoseconds: upstreamTime,

@@ -276,6 +276,7 @@ extension ProxyConnection {
         }
         if self.exchange.head == nil || self.machine.phase == .idle {
             self.exchange.head = nil
+            self.exchange.refusedRequestLine = self.parser.refusedRequestLine
             self.exchange.requestStart = SystemCalls.monotonicNanoseconds()
         }
         self.machine.requestInvalid()

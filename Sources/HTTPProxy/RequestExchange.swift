@@ -26,6 +26,9 @@ struct RequestExchange {
     /// The stable code of the gateway's own error answer (`LocalResponse.errorCode`), nil when
     /// the upstream answered or the gateway's answer was not an error.
     var refusalCode: String?
+    /// The request line of a head the parser refused after reading that line (its method and
+    /// path, already checked), for the log line; nil otherwise.
+    var refusedRequestLine: (method: String, path: String)?
     /// The gate counted this request in `attest_gateway_verdicts_total` (it was asked to decide,
     /// or refused it in `classify`); else `ExchangeRecorder` counts it, so that every request is
     /// in that family once, as it is in `attest_gateway_requests_total`.

@@ -46,6 +46,10 @@ import Testing
         let lowerCase = try harness.connect()
         lowerCase.send("get /pub/a HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try await lowerCase.readResponse().status == 400)
+        // The parser refuses a head without Host after its request line: that line is logged.
+        let noHost = try harness.connect()
+        noHost.send("GET /pub/d?token=secret HTTP/1.1\r\nAccept: */*\r\n\r\n")
+        #expect(try await noHost.readResponse().status == 400)
         // The gate's rules refuse an ambiguous target in `classify`.
         let ambiguous = try harness.connect()
         ambiguous.send("GET /pub//b HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -60,24 +64,29 @@ import Testing
         await harness.stop()
 
         let text = registry.render()
-        #expect(Self.total(text, "attest_gateway_requests_total") == 3)
-        #expect(Self.total(text, "attest_gateway_verdicts_total") == 3)
-        #expect(Self.total(text, "attest_gateway_verdicts_total", #"route="-",verdict="malformed""#) == 2)
+        #expect(Self.total(text, "attest_gateway_requests_total") == 4)
+        #expect(Self.total(text, "attest_gateway_verdicts_total") == 4)
+        #expect(Self.total(text, "attest_gateway_verdicts_total", #"route="-",verdict="malformed""#) == 3)
         #expect(Self.total(text, "attest_gateway_verdicts_total", #"route="pub",verdict="skipped""#) == 1)
         #expect(Self.total(text, "attest_gateway_refusals_total", #"route="-",code="invalid_method""#) == 1)
         #expect(Self.total(text, "attest_gateway_refusals_total", #"route="-",code="ambiguous_target""#) == 1)
-        #expect(Self.total(text, "attest_gateway_refusals_total") == 2)
+        #expect(Self.total(text, "attest_gateway_refusals_total", #"route="-",code="missing_host""#) == 1)
+        #expect(Self.total(text, "attest_gateway_refusals_total") == 3)
 
         var bytes = [UInt8](repeating: 0, count: 64 * 1024)
         let count = read(fds[0], &bytes, bytes.count)
         let lines = String(decoding: bytes[0..<max(count, 0)], as: UTF8.self).split(separator: "\n").compactMap {
             try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
         }
-        #expect(lines.count == 3)
+        #expect(lines.count == 4)
         let byCode = Dictionary(grouping: lines) { $0["code"] as? String ?? "null" }
         let parserLine = try #require(byCode["invalid_method"]?.first)
         #expect(parserLine["verdict"] as? String == "malformed")
         #expect(parserLine["method"] as? String == "-")
+        // The parser's refusal after a valid request line: its method and path, never the query.
+        let noHostLine = try #require(byCode["missing_host"]?.first)
+        #expect(noHostLine["method"] as? String == "GET")
+        #expect(noHostLine["path"] as? String == "/pub/d")
         let gateLine = try #require(byCode["ambiguous_target"]?.first)
         #expect(gateLine["method"] as? String == "GET")
         #expect(gateLine["path"] as? String == "/pub//b")
