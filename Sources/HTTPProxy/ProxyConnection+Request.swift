@@ -157,8 +157,6 @@ extension ProxyConnection {
         let method = head.method
         self.exchange.head = consume head
         self.exchange.info = info
-        // `classify` counts the verdict of a refusal it decides from the head alone.
-        self.exchange.verdictCounted = classification.isRefused
         self.exchange.classification = classification
         self.parserOwesEnd = info.framing == .none || info.framing == .contentLength(0)
         let action = self.machine.requestHeadReceived(
@@ -289,6 +287,7 @@ extension ProxyConnection {
     /// Writes the gateway's own answer (the connection closes after it unless the request was
     /// complete and kept alive) and ends the exchange.
     private func answerLocally(_ response: LocalResponse, verdict: AttestVerdict) {
+        self.exchange.proxyAnswered()
         self.exchange.logInfo = GateLogInfo(verdict: verdict)
         self.queueLocalResponse(response, keepAlive: false)
         self.finishRequest(keepAlive: self.machine.localResponseWritten())
@@ -392,7 +391,7 @@ extension ProxyConnection {
         // The gate gets the only reference to the fields (it adds its own to the head it
         // forwards); the exchange keeps the request line for the log and the response.
         self.exchange.head?.headers = HTTPHeaders()
-        self.exchange.verdictCounted = true
+        self.exchange.gateAsked = true
         let promise = GateDecisionPromise(loop: self.loop, receiver: self)
         self.pendingDecision = promise
         self.snapshot.gate.decide(consume head, body: body, classification: classification, promise: promise)

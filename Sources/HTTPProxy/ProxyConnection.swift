@@ -213,7 +213,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
             }
             self.cancelWaiting()
             // A timeout before the gate decided is the proxy's refusal (after it, the gate's verdict stays).
-            if self.exchange.logInfo == nil { self.exchange.logInfo = GateLogInfo(verdict: .rejected) }
+            if self.exchange.logInfo == nil {
+                self.exchange.proxyAnswered()
+                self.exchange.logInfo = GateLogInfo(verdict: .rejected)
+            }
             self.queueLocalResponse(error.response, keepAlive: false)
             self.finishRequest(keepAlive: false)
         }

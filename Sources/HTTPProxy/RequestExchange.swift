@@ -29,10 +29,14 @@ struct RequestExchange {
     /// The request line of a head the parser refused after reading that line (its method and
     /// path, already checked), for the log line; nil otherwise.
     var refusedRequestLine: (method: String, path: String)?
-    /// The gate counted this request in `attest_gateway_verdicts_total` (it was asked to decide,
-    /// or refused it in `classify`); else `ExchangeRecorder` counts it, so that every request is
-    /// in that family once, as it is in `attest_gateway_requests_total`.
-    var verdictCounted = false
+    /// The gate was asked to decide (`decide` called): it counts the verdict then.
+    var gateAsked = false
+    /// Whether a gate counted this request in `attest_gateway_verdicts_total`. True unless the
+    /// proxy answered it on its own (`proxyAnswered`) before any gate counted it: then
+    /// `ExchangeRecorder` counts it, so that every request is in that family once, as it is in
+    /// `attest_gateway_requests_total`. (True by default: a path that hands requests to a gate
+    /// and forgets this flag cannot count them twice.)
+    var verdictCounted = true
     var target: UpstreamTarget?
     /// How the request body goes upstream, and the response body to the client.
     var requestEncoding: BodyEncoding = .none
@@ -51,6 +55,12 @@ struct RequestExchange {
     /// Monotonic ns of the head's arrival and of the upstream lease (0: not yet).
     var requestStart: UInt64 = 0
     var upstreamStart: UInt64 = 0
+
+    /// The proxy answers this request itself (a head it cannot parse, a body it refuses, a
+    /// timeout): counted by no gate unless one was asked, or refused it in `classify`.
+    mutating func proxyAnswered() {
+        self.verdictCounted = self.gateAsked || (self.classification?.isRefused ?? false)
+    }
 
     /// Starts as the connection's peer; a request from a trusted proxy narrows it to the client.
     init(clientLimitKey: String, clientAddress: String, queuedBytesAtStart: UInt64 = 0) {

@@ -96,6 +96,24 @@ import Testing
         #expect(forwardedLine["status"] as? Int == 200)
     }
 
+    /// A head that never arrives whole is answered 408 by the proxy, no gate asked: it is counted
+    /// once in each family (`rejected`), with its code.
+    @Test func aRequestTimedOutBeforeTheGateIsCountedOnceInBothFamilies() async throws {
+        let registry = MetricsRegistry()
+        var limits = GatewayLimits()
+        limits.headerReadTimeout = .milliseconds(100)
+        let harness = try InMemoryProxyHarness(limits: limits, metrics: registry)
+        let client = try harness.connect()
+        client.send("GET /slow HTTP/1.1\r\nHost: t\r\n")
+        #expect(try await client.readResponse().status == 408)
+        await harness.stop()
+        let text = registry.render()
+        #expect(Self.total(text, "attest_gateway_requests_total") == 1)
+        #expect(Self.total(text, "attest_gateway_verdicts_total", #"route="-",verdict="rejected""#) == 1)
+        #expect(Self.total(text, "attest_gateway_verdicts_total") == 1)
+        #expect(Self.total(text, "attest_gateway_refusals_total", #"route="-",code="request_timeout""#) == 1)
+    }
+
     /// Loop-ordered: each loop's lines carry its index and a sequence that counts from 1.
     @Test func eachLoopStampsItsLinesWithItsIndexAndASequence() throws {
         var first = AccessLogBuffer(loopIndex: 0)
