@@ -372,7 +372,7 @@ struct ClientDataExample: Equatable {
     @Test func everyRegisteredMetricIsDocumented() throws {
         let doc = try ProtocolDocTests.read("docs/operations.md")
         let registry = MetricsRegistry()
-        _ = ProxyMetrics(registry: registry)
+        ProxyMetrics(registry: registry).refusals.labels("-", "invalid_method").increment()
         let gate = GatewayGateMetrics(registry: registry, routeNames: ["r"])
         // Touch every labelled family once so that its label names show in the exposition.
         gate.requestDecided(route: "r", verdict: .verified)
@@ -394,6 +394,21 @@ struct ClientDataExample: Equatable {
         _ = ConfigReloadMetrics(registry: registry)
         _ = AdminGate(metricsText: { "" }, store: { nil }, isPolicyLoaded: { true }, registry: registry)
         AccessLog(fd: -1).exportDroppedLines(through: registry)
+        // A TLS listener's certificate (the in-memory fixture's files).
+        let certificates = ListenerCertificateMetrics()
+        certificates.export(through: registry)
+        let directory = try TemporaryDirectory()
+        _ = try InMemoryTLSFixture.listenerTLS(in: directory)
+        var tlsPolicy = GatewayPolicy(listen: [], upstreams: [:], routes: [])
+        tlsPolicy.listeners = [
+            ListenerConfiguration(
+                address: ListenAddress(host: "0.0.0.0", port: 8443),
+                tls: ListenerTLSConfiguration(
+                    defaultCertificate: PEMCertificateKeyPair(
+                        certificatePath: directory.path + "/localhost.pem",
+                        privateKeyPath: directory.path + "/localhost.key")))
+        ]
+        certificates.update(for: tlsPolicy)
         // The store's families are rendered at scrape time, beside the registry's.
         let redis = RedisStore(
             url: try RedisURL(parsing: "redis://127.0.0.1:1"), loops: [try EventLoop(index: 0)])
