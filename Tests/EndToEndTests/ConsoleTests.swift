@@ -101,6 +101,16 @@ extension EndToEnd {
             #expect(unrouted["malformed"] == 2)
             #expect(
                 Self.field(dom, route: nil, "unrouted")?.hasPrefix("\(unrouted.values.reduce(0, +)) requests ") == true)
+            // Valid assertions by app version, as the bundle-version family counts them.
+            let versionPrefix = #"attest_gateway_bundle_versions_total{version=""#
+            let versions = after.filter { $0.key.hasPrefix(versionPrefix) && $0.value > 0 }
+                .map { (String($0.key.dropFirst(versionPrefix.count).dropLast(2)), Int($0.value)) }
+                .sorted { $0.0 < $1.0 }
+            #expect(!versions.isEmpty)
+            #expect(
+                Self.field(dom, route: nil, "versions")
+                    == "Valid assertions by app version: "
+                    + versions.map { "\($0.0): \($0.1)" }.joined(separator: ", ") + ".")
             // Health and enrolment.
             #expect(after["attest_gateway_store_ready"] == 1)
             #expect(Self.field(dom, route: nil, "redis") == "ready")

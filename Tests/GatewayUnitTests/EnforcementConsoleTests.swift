@@ -48,6 +48,8 @@ import Testing
             #"attest_gateway_apple_requests_total{service="devicecheck",outcome="200"} \#(5 * scale)"#,
             #"attest_gateway_apple_requests_total{service="devicecheck",outcome="apple_timeout"} \#(1 * scale)"#,
             #"attest_gateway_requests_total{route="strict",status="2xx"} 999"#,
+            #"attest_gateway_bundle_versions_total{version="5.2"} \#(9 * scale)"#,
+            #"attest_gateway_bundle_versions_total{version="none"} \#(1 * scale)"#,
         ]
         if keyLimits {
             lines.append(
@@ -89,6 +91,7 @@ import Testing
         #expect(passthrough.monitored == 0)
 
         #expect(report.unrouted == ["malformed": 14])
+        #expect(report.bundleVersions == ["5.2": 18, "none": 2])
         #expect(report.monitored == 34)
         #expect(report.wouldRefuse == 16)
         #expect(report.keysEnrolled == 4)
@@ -123,6 +126,7 @@ import Testing
         #expect((json["keys_enrolled"] as? [String: Any])?["window"] as? Int == 4)
         #expect(json["key_limit_refusals_present"] as? Bool == false)
         #expect((json["unrouted"] as? [String: Any])?["requests"] as? Int == 14)
+        #expect(json["bundle_versions"] as? [String: Int] == ["5.2": 18, "none": 2])
     }
 
     @Test func theLastHourIsCountedFromTheOldestSampleWithinIt() {

@@ -102,6 +102,11 @@ package enum EnforcementConsolePage {
                 return verdict + ": " + data.unrouted.verdicts[verdict];
               }).join(", ") + ").";
             unrouted.setAttribute("data-field", "unrouted");
+            const versions = document.getElementById("versions");
+            const names = Object.keys(data.bundle_versions);
+            versions.textContent = names.length === 0 ? "" : "Valid assertions by app version: " +
+              names.map(function (name) { return name + ": " + data.bundle_versions[name]; }).join(", ") + ".";
+            versions.setAttribute("data-field", "versions");
             document.getElementById("error").textContent = "";
             root.setAttribute("data-generated-at", data.generated_at);
             root.setAttribute("data-state", "rendered");
@@ -139,6 +144,7 @@ package enum EnforcementConsolePage {
         <div class="cards" id="cards"></div>
         <table id="routes"></table>
         <p class="note" id="unrouted"></p>
+        <p class="note" id="versions"></p>
         <script>\(script)</script>
         </body>
         </html>

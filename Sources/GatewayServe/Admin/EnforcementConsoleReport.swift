@@ -35,10 +35,11 @@ package struct EnforcementConsoleReport: Sendable {
         package static let appleBreaker = "attest_gateway_apple_breaker_state"
         package static let appleRequests = "attest_gateway_apple_requests_total"
         package static let keyLimitRefusals = "attest_gateway_key_limit_refusals_total"
+        package static let bundleVersions = "attest_gateway_bundle_versions_total"
 
         package static let all: Set<String> = [
             verdicts, rolloutVerdicts, attestations, storeErrors, storeReady, appleBreaker, appleRequests,
-            keyLimitRefusals,
+            keyLimitRefusals, bundleVersions,
         ]
     }
 
@@ -110,6 +111,9 @@ package struct EnforcementConsoleReport: Sendable {
     package var keysEnrolled: Int
     /// The key-limit family is rendered by this build.
     package var keyLimitRefusalsPresent: Bool
+    /// Valid assertions in the window by the app's bundle version (`none`: the device wrote none;
+    /// `other`: past the first 20 versions seen): how much traffic comes from outdated clients.
+    package var bundleVersions: [String: Int]
 
     package var monitored: Int { self.routes.reduce(0) { $0 + $1.monitored } }
     package var wouldRefuse: Int { self.routes.reduce(0) { $0 + $1.wouldRefuse } }
@@ -166,6 +170,13 @@ package struct EnforcementConsoleReport: Sendable {
                 keyLimitRefusals: keyLimits[route.name] ?? [:])
         }
         self.unrouted = verdicts["-"] ?? [:]
+        var versions: [String: Int] = [:]
+        for (series, value) in current.series(Family.bundleVersions) {
+            guard let version = series["version"] else { continue }
+            let count = delta(series, value)
+            if count > 0 { versions[version, default: 0] += count }
+        }
+        self.bundleVersions = versions
         self.storeReady = current.series(Family.storeReady).first.map { $0.value >= 1 }
         self.storeErrors = current.series(Family.storeErrors).reduce(0) { $0 + delta($1.series, $1.value) }
         self.appleBreakerState = current.series(Family.appleBreaker).first.map { Int($0.value) }
@@ -250,6 +261,7 @@ package struct EnforcementConsoleReport: Sendable {
                 ])
             ),
             ("key_limit_refusals_present", self.keyLimitRefusalsPresent ? "true" : "false"),
+            ("bundle_versions", counts(self.bundleVersions)),
         ])
     }
 }
