@@ -120,6 +120,18 @@ extension EndToEnd {
             #expect(enrolled == 1)
             #expect(Self.field(dom, route: nil, "keys-enrolled") == String(enrolled))
 
+            // The access log is loop-ordered (docs/operations.md): per loop, `seq` counts 1, 2, 3, …
+            // in the order of the lines, and `time` never goes back.
+            let answered = Int(after.filter { $0.key.hasPrefix("attest_gateway_requests_total{") }.values.reduce(0, +))
+            #expect(eventually(timeout: .seconds(5)) { gateway.accessLog.count >= answered })
+            for (loop, lines) in Dictionary(grouping: gateway.accessLog, by: { $0["loop"] as? Int ?? -1 }) {
+                #expect(loop >= 0)
+                let sequence = lines.compactMap { $0["seq"] as? Int }
+                #expect(sequence == Array(1..<(sequence.count + 1)), "loop \(loop)")
+                let times = lines.compactMap { $0["time"] as? String }
+                #expect(times == times.sorted(), "loop \(loop)")
+            }
+
             if let path = ProcessInfo.processInfo.environment["CONSOLE_SCREENSHOT"], !path.isEmpty {
                 let shot = try Self.chromium(
                     ["--screenshot=\(path)", "--window-size=1280,640", "--hide-scrollbars", url], in: world.directory)
