@@ -41,6 +41,9 @@ struct RequestExchange {
     /// Monotonic ns of the head's arrival and of the upstream lease (0: not yet).
     var requestStart: UInt64 = 0
     var upstreamStart: UInt64 = 0
+    /// The `Sec-WebSocket-Key` of a valid WebSocket upgrade on a `websocket: true` route: the
+    /// upgrade goes upstream, and only a 101 that answers this key starts a tunnel.
+    var websocketKey: String?
 
     /// Starts as the connection's peer; a request from a trusted proxy narrows it to the client.
     init(clientLimitKey: String, clientAddress: String, queuedBytesAtStart: UInt64 = 0) {
