@@ -18,8 +18,10 @@ import Testing
         + "Sec-WebSocket-Accept: \(WebSocketUpgrade.acceptValue(forKey: key))\r\n\r\n"
 
     /// A harness whose one route ("all") allows WebSockets unless `websocket` is false.
-    static func harness(websocket: Bool = true, tunnels: TunnelPolicy = TunnelPolicy()) throws -> InMemoryProxyHarness {
-        let harness = try InMemoryProxyHarness()
+    static func harness(websocket: Bool = true, tunnels: TunnelPolicy = TunnelPolicy(), tls: Bool = false) throws
+        -> InMemoryProxyHarness
+    {
+        let harness = try InMemoryProxyHarness(tls: tls)
         harness.server.update { snapshot in
             snapshot.websocketRoutes = websocket ? ["all"] : []
             snapshot.tunnels = tunnels
@@ -29,11 +31,15 @@ import Testing
 
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
-    @Test func anAnsweredUpgradeTunnelsBytesBothWaysUntilBothSidesClose() async throws {
-        let harness = try Self.harness()
+    /// Plain and over TLS (the relay reads and writes through the client's TLS session).
+    @Test(arguments: [false, true])
+    func anAnsweredUpgradeTunnelsBytesBothWaysUntilBothSidesClose(tls: Bool) async throws {
+        let harness = try Self.harness(tls: tls)
         let metrics = harness.server.metrics.tunnels
         let client = try harness.connect()
         client.send(Self.upgrade)
+        // With TLS nothing moves the test's side but the test: the handshake runs inside this wait.
+        #expect(await client.waitUntilSent())
         let upstream = try #require(await harness.upstream.accept())
         let request = try await upstream.readRequest()
         #expect(request.header("Upgrade") == "websocket")
