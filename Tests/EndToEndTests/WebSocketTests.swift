@@ -30,13 +30,21 @@ extension EndToEnd {
             let upstream: WebSocketUpstream
             let gateway: GatewayInstance
 
-            init(extra: String = "", routes: String = WebSockets.routes) throws {
+            /// `node`: also a node-ws upstream, named `node` in the policy.
+            let node: NodeWebSocketUpstream?
+
+            init(extra: String = "", routes: String = WebSockets.routes, node: Bool = false) throws {
                 let world = try E2EWorld()
                 let upstream = try WebSocketUpstream(in: world.directory)
+                let nodeUpstream = node ? try NodeWebSocketUpstream(in: world.directory) : nil
                 self.world = world
                 self.upstream = upstream
+                self.node = nodeUpstream
+                let nodeEntry = nodeUpstream.map { "  node: { url: \"http://127.0.0.1:\($0.port)\" }\n" } ?? ""
                 self.gateway = try GatewayInstance.start("ws", in: world.directory) { ports in
-                    WebSockets.policy(ports: ports, world: world, upstream: upstream, extra: extra, routes: routes)
+                    WebSockets.policy(
+                        ports: ports, world: world, upstream: upstream, extra: extra, routes: routes,
+                        extraUpstreams: nodeEntry)
                 }
             }
 
@@ -47,12 +55,14 @@ extension EndToEnd {
             func shutDown() {
                 self.gateway.kill()
                 self.upstream.kill()
+                self.node?.kill()
                 self.world.shutDown()
             }
         }
 
         static func policy(
-            ports: GatewayPorts, world: E2EWorld, upstream: WebSocketUpstream, extra: String, routes: String
+            ports: GatewayPorts, world: E2EWorld, upstream: WebSocketUpstream, extra: String, routes: String,
+            extraUpstreams: String = ""
         ) -> String {
             """
             \(extra)
@@ -65,7 +75,7 @@ extension EndToEnd {
             upstreams:
               ws: { url: "http://127.0.0.1:\(upstream.webSocketPort)" }
               sse: { url: "http://127.0.0.1:\(upstream.streamPort)" }
-            endpoints:
+            \(extraUpstreams)endpoints:
               challenge: /app-attest/challenge
               attest: /app-attest/attest
             routes:
@@ -291,6 +301,33 @@ extension EndToEnd {
             let last = try #require(WebSocketClient.lines(client).last)
             #expect(last["closed"] as? Int == 1000, "\(last)")
             #expect((last["echoes"] as? Int ?? 0) > echoesAtReload + 5)
+        }
+
+        /// node-ws as client and as upstream (text and binary frames), on an enforce route, and
+        /// against the Python upstream: the tunnel carries any conforming implementation's bytes.
+        @Test(.timeLimit(.minutes(2)))
+        func nodeWebSocketClientsAndServersTunnelToo() throws {
+            let routes =
+                Self.routes + "\n  - { name: nodes, match: { path_prefix: /node }, upstream: node, websocket: true }"
+            let setup = try Setup(routes: routes, node: true)
+            defer { setup.shutDown() }
+            let app = try setup.world.app()
+            #expect(try app.attest(with: setup.gateway).status == 201)
+            let assertion = try app.assertion(method: "GET", target: "/node/room?id=7")
+            let viaNode = try NodeWebSocketUpstream.client(
+                setup.url("/node/room?id=7"), messages: 4, headers: app.headers(assertion: assertion),
+                in: setup.world.directory)
+            #expect(viaNode["status"] as? Int == 101, "\(viaNode)")
+            #expect(viaNode["echoes"] as? [String] == ["message 0", "binary:0001ff", "message 2", "binary:0003ff"])
+            #expect(Self.upstreamHeader(viaNode, "X-App-Attest-Status") == "verified")
+            #expect((viaNode["hello"] as? [String: Any])?["path"] as? String == "/node/room?id=7")
+            let unsigned = try NodeWebSocketUpstream.client(
+                setup.url("/node/room?id=7"), messages: 1, headers: [], in: setup.world.directory)
+            #expect(unsigned["status"] as? Int == 401)
+            let toPython = try NodeWebSocketUpstream.client(
+                setup.url("/open/python"), messages: 2, headers: [], in: setup.world.directory)
+            #expect(toPython["status"] as? Int == 101, "\(toPython)")
+            #expect(toPython["echoes"] as? [String] == ["message 0", "binary:0001ff"])
         }
 
         /// Server-sent events through the gateway, event by event: the upstream sends event

@@ -44,6 +44,49 @@ final class WebSocketUpstream: @unchecked Sendable {
     }
 }
 
+/// `scripts/ws-upstream.js` (Debian's node-ws) on a free loopback port: a WebSocket echo server
+/// that first reports the handshake it received.
+final class NodeWebSocketUpstream: @unchecked Sendable {
+    let port: UInt16
+    private let child: ChildProcess
+
+    init(in directory: TemporaryDirectory) throws {
+        let child = try ChildProcess(
+            label: "node-ws-upstream", executable: "/usr/bin/node",
+            arguments: [E2EPaths.repositoryRoot.appendingPathComponent("scripts/ws-upstream.js").path],
+            directory: directory)
+        var port: UInt16?
+        eventually(timeout: .seconds(15)) {
+            if let line = child.stdout.split(separator: "\n").first, line.hasPrefix("listening ") {
+                port = UInt16(line.dropFirst("listening ".count))
+            }
+            return port != nil || !child.isRunning
+        }
+        guard let port else {
+            child.kill()
+            throw E2EError("ws-upstream.js did not start: \(child.stdout) \(child.stderr.suffix(600))")
+        }
+        self.port = port
+        self.child = child
+    }
+
+    func kill() { self.child.kill() }
+
+    /// `scripts/ws-client.js URL MESSAGES HEADERS…` to completion: its JSON line.
+    static func client(_ url: String, messages: Int, headers: [(String, String)], in directory: TemporaryDirectory)
+        throws -> [String: Any]
+    {
+        let run = try ToolRun.run(
+            "/usr/bin/node",
+            [E2EPaths.repositoryRoot.appendingPathComponent("scripts/ws-client.js").path, url, String(messages)]
+                + headers.map { "\($0.0):\($0.1)" }, in: directory)
+        guard let line = run.stdout.split(separator: "\n").last,
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        else { throw E2EError("ws-client.js printed nothing: \(run.stderr.suffix(1500))") }
+        return object
+    }
+}
+
 /// `scripts/ws-client.py`: each run prints JSON lines on stdout.
 enum WebSocketClient {
     static var script: String { E2EPaths.repositoryRoot.appendingPathComponent("scripts/ws-client.py").path }
