@@ -1,3 +1,4 @@
+import GatewayTesting
 import Testing
 
 @testable import GateContract
@@ -150,6 +151,24 @@ import Testing
             #expect(parser.next(rest).consumed == 0)
             #expect(parser.peerClosed() == nil)
         }
+    }
+
+    /// The parser contract and split equivalence hold around a switch (as the fuzz target
+    /// checks): whole, byte by byte and in random splits, the 101 ends the transcript.
+    @Test func anAnnouncedUpgradeParsesAlikeHoweverTheBytesAreSplit() {
+        let input = Array(
+            ("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n"
+                + "Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n\u{81}\u{05}hello HTTP/1.1 200 OK\r\n\r\n").utf8)
+        let whole = HTTPParserTestDriver.feedResponses(input, methods: ["GET"], upgrades: [0])
+        #expect(whole.violations.isEmpty, "\(whole)")
+        let headEnd = input.count - "\u{81}\u{05}hello HTTP/1.1 200 OK\r\n\r\n".utf8.count
+        #expect(whole.leftover == input.count - headEnd, "nothing after the 101 is parsed")
+        let byteByByte = HTTPParserTestDriver.feedResponses(
+            input, methods: ["GET"], upgrades: [0], cuts: Array(0...input.count))
+        #expect(byteByByte == whole)
+        let raw = HTTPParserTestDriver.feedResponses(
+            input, methods: ["GET"], upgrades: [0], cuts: [17, 60, 90], rawHeads: true)
+        #expect(raw == whole)
     }
 
     @Test func a101ToARequestThatAskedForNoUpgradeIsAnError() {
