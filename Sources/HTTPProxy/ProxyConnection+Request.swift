@@ -151,7 +151,6 @@ extension ProxyConnection {
             head.headers, peerIsTrusted: self.forwardedClient.peerIsTrusted,
             generate: { self.loopContext.requestIDs.next() })
         let classification = self.snapshot.gate.classify(head, client: clientLimitKey)
-        self.exchange.websocketKey = nil
         if classification.upstream != nil && self.snapshot.websocketRoutes.contains(classification.routeName) {
             switch WebSocketUpgrade.request(head, framing: info.framing) {
             case .none: break
