@@ -47,7 +47,17 @@ extension ProxyConnection {
     /// Moves the tunnel's bytes; ends the connection when the tunnel is over.
     func relayTunnel() {
         guard let tunnel = self.tunnel else { return }
-        if case .ended(let reason) = tunnel.pump() { self.endTunnel(reason) }
+        switch tunnel.pump() {
+        case .running:
+            break
+        case .yielded:
+            // Edge-triggered: no new event may come for bytes already waiting, so ask for a turn.
+            self.loop.execute { [self] in
+                if !self.machine.isClosed { self.pump() }
+            }
+        case .ended(let reason):
+            self.endTunnel(reason)
+        }
     }
 
     func tunnelDeadlineFired() {

@@ -18,6 +18,8 @@ final class TunnelRelay {
     enum Outcome: Equatable {
         /// Waiting for readiness on either socket (or room to write).
         case running
+        /// Bytes may still be waiting: pump again after the loop's other work (`maxRounds`).
+        case yielded
         /// The tunnel is over: the connection closes.
         case ended(TunnelStateMachine.CloseReason)
     }
@@ -50,17 +52,26 @@ final class TunnelRelay {
         metrics.open.add(1)
     }
 
+    private static let sides: [TunnelStateMachine.Side] = [.client, .upstream]
+
     private func channel(_ side: TunnelStateMachine.Side) -> SocketChannel {
         side == .client ? self.client : self.upstream.channel
     }
 
-    /// Moves what can move now, both ways, until nothing does.
+    /// Rounds of one `pump` (each moves up to about `highWaterMark` per direction): a tunnel
+    /// with two fast peers then lets the loop's other connections run between its turns.
+    static let maxRounds = 16
+
+    /// Moves what can move now, both ways, until nothing does (or `maxRounds`).
     func pump() -> Outcome {
         if let reason = self.machine.endReason, self.finishing == nil { return .ended(reason) }
         var progress = true
+        var rounds = 0
         while progress {
+            if rounds == Self.maxRounds { return .yielded }
+            rounds += 1
             progress = false
-            for side in [TunnelStateMachine.Side.client, .upstream] {
+            for side in Self.sides {
                 do {
                     if try self.relay(from: side) { progress = true }
                     if try self.flush(to: side.other) { progress = true }

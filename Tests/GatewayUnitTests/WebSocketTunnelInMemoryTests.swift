@@ -205,6 +205,30 @@ import Testing
         await harness.stop()
     }
 
+    /// A busy tunnel is closed at `tunnels.max_lifetime` (here 100 ms), traffic or not.
+    @Test func aBusyTunnelIsClosedAtItsMaximumLifetime() async throws {
+        let harness = try Self.harness(
+            tunnels: TunnelPolicy(idleTimeout: .seconds(3600), maxLifetime: .milliseconds(100)))
+        let client = try harness.connect()
+        client.send(Self.upgrade)
+        let upstream = try #require(await harness.upstream.accept())
+        _ = try await upstream.readRequest()
+        upstream.send(Self.switching)
+        #expect(try await client.readResponse().status == 101)
+        let closed = await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(5)) {
+            () async -> Bool in
+            client.send("x")
+            upstream.pump()
+            // Writing into a closed stream fails before its end is read: either shows the close.
+            return client.sawEndOfStream || client.failure != nil
+        }
+        #expect(closed)
+        #expect(upstream.received.count > 0, "bytes flowed until the end")
+        #expect(harness.server.metrics.tunnels.closedCount(.maxLifetime) == 1)
+        #expect(harness.server.metrics.tunnels.closedCount(.idleTimeout) == 0)
+        await harness.stop()
+    }
+
     /// A client that sends faster than the upstream reads: the gateway stops reading the client
     /// (bounded buffering), and every byte still arrives in order once the upstream reads.
     @Test func aFastSenderIsHeldBackAndEveryByteArrives() async throws {
