@@ -22,12 +22,14 @@ Streaming server (plain HTTP/1.1, chunked):
     /ack?i=I        acknowledges event I (the test's client calls it directly)
     /ticks?n=N&interval=S   N events, S seconds apart
 
-Usage: ws-upstream.py (Debian's /usr/bin/python3: it needs python3-websockets)
+Usage: ws-upstream.py [--tls CERT KEY] (Debian's /usr/bin/python3: it needs python3-websockets)
+With --tls the WebSocket server speaks TLS (wss) with that certificate; the streaming one stays plain.
 """
 
 import asyncio
 import http
 import json
+import ssl
 import sys
 import urllib.parse
 
@@ -118,7 +120,11 @@ async def stream(reader, writer):
 
 
 async def main():
-    ws_server = await websockets.serve(echo, "127.0.0.1", 0, process_request=process_request)
+    context = None
+    if len(sys.argv) == 4 and sys.argv[1] == "--tls":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(sys.argv[2], sys.argv[3])
+    ws_server = await websockets.serve(echo, "127.0.0.1", 0, process_request=process_request, ssl=context)
     sse_server = await asyncio.start_server(stream, "127.0.0.1", 0)
     ws_port = ws_server.sockets[0].getsockname()[1]
     sse_port = sse_server.sockets[0].getsockname()[1]

@@ -330,6 +330,37 @@ extension EndToEnd {
             #expect(toPython["echoes"] as? [String] == ["message 0", "binary:0001ff"])
         }
 
+        /// An `https://` upstream: the tunnel runs over the gateway's verified TLS connection to it.
+        @Test(.timeLimit(.minutes(2)))
+        func aTunnelToAnHTTPSUpstreamRelaysOverTLS() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            try EndToEnd.UpstreamTLS.makePKI(in: world)
+            let secure = try WebSocketUpstream(
+                in: world.directory,
+                tls: (world.directory.file("upstream.pem"), world.directory.file("upstream.key")))
+            defer { secure.kill() }
+            let tlsUpstream = """
+                  wss: { url: "https://localhost:\(secure.webSocketPort)", ca_file: "\(world.directory.file("upstream-ca.pem"))", server_name: localhost }
+
+                """
+            let gateway = try GatewayInstance.start("wss", in: world.directory) { ports in
+                Self.policy(
+                    ports: ports, world: world, upstream: secure, extra: "",
+                    routes:
+                        "  - { name: secure, match: { path_prefix: /secure }, upstream: wss, mode: off, websocket: true }",
+                    extraUpstreams: tlsUpstream)
+            }
+            defer { gateway.kill() }
+            let result = try WebSocketClient.run(
+                ["echo", "ws://127.0.0.1:\(gateway.ports.proxy)/secure/room", "--messages", "3"], in: world.directory)
+            #expect(result["status"] as? Int == 101, "\(result) \(gateway.child.stderr.suffix(800))")
+            #expect(result["echoes"] as? [String] == ["message 0", "message 1", "message 2"])
+            #expect(Self.upstreamHeader(result, "X-Forwarded-Proto") == "http")
+            let metrics = try gateway.metrics()
+            #expect(metrics["attest_gateway_upstream_tls_handshakes_total{upstream=\"wss\",resumed=\"false\"}"] == 1)
+        }
+
         /// Server-sent events through the gateway, event by event: the upstream sends event
         /// i + 1 only after the client acknowledged event i (directly, not through the gateway),
         /// so a gateway that held an event back would stall the stream. A stream longer than

@@ -10,10 +10,12 @@ final class WebSocketUpstream: @unchecked Sendable {
     let streamPort: UInt16
     private let child: ChildProcess
 
-    init(in directory: TemporaryDirectory) throws {
+    /// `tls`: certificate and key files; the WebSocket server then speaks TLS.
+    init(in directory: TemporaryDirectory, tls: (certificate: String, key: String)? = nil) throws {
         let child = try ChildProcess(
             label: "ws-upstream", executable: "/usr/bin/python3",
-            arguments: [E2EPaths.repositoryRoot.appendingPathComponent("scripts/ws-upstream.py").path],
+            arguments: [E2EPaths.repositoryRoot.appendingPathComponent("scripts/ws-upstream.py").path]
+                + (tls.map { ["--tls", $0.certificate, $0.key] } ?? []),
             directory: directory)
         var ports: [UInt16] = []
         eventually(timeout: .seconds(15)) {
