@@ -205,8 +205,10 @@ import Testing
         await harness.stop()
     }
 
-    /// A busy tunnel is closed at `tunnels.max_lifetime` (here 100 ms), traffic or not.
-    @Test func aBusyTunnelIsClosedAtItsMaximumLifetime() async throws {
+    /// A tunnel is closed at `tunnels.max_lifetime` (here 100 ms) while the client keeps sending;
+    /// counted as `max_lifetime`. (That traffic postpones only the idle deadline is
+    /// `TunnelStateMachineTests`': here the test's sends may start after the 100 ms under load.)
+    @Test func aTunnelIsClosedAtItsMaximumLifetimeWhateverItsTraffic() async throws {
         let harness = try Self.harness(
             tunnels: TunnelPolicy(idleTimeout: .seconds(3600), maxLifetime: .milliseconds(100)))
         let client = try harness.connect()
@@ -223,7 +225,6 @@ import Testing
             return client.sawEndOfStream || client.failure != nil
         }
         #expect(closed)
-        #expect(upstream.received.count > 0, "bytes flowed until the end")
         #expect(harness.server.metrics.tunnels.closedCount(.maxLifetime) == 1)
         #expect(harness.server.metrics.tunnels.closedCount(.idleTimeout) == 0)
         await harness.stop()
