@@ -5,7 +5,8 @@ import HTTP1
 // driver and reference request-head writer (the round trip). The package's `fuzz-http-parser`.
 //
 // Input: byte 0 chooses the parser (bit 0), tiny limits (bit 1), for requests whether fields with
-// `_` are kept (bit 2), for responses which of four pipelined requests were HEAD (bits 2–5), and
+// `_` are kept (bit 2), for responses which of four pipelined requests were HEAD (bits 2–5) and
+// whether the first asked to upgrade (bit 6: a 101 may answer it, and ends the parse), and
 // seeds the random splits; the rest is the message stream.
 // Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
 //  1. The parser contract holds (nil event ⇒ 0 consumed, body ranges non-empty and inside the
@@ -50,15 +51,17 @@ public func fuzzHTTPParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     } else {
         let methodBits = control >> 2
         let methods = (0..<4).map { methodBits & (1 << $0) != 0 ? "HEAD" : "GET" }
-        let whole = HTTPParserTestDriver.feedResponses(input, methods: methods, limits: limits)
+        let upgrades: Set<Int> = control & 0x40 != 0 ? [0] : []
+        let whole = HTTPParserTestDriver.feedResponses(input, methods: methods, upgrades: upgrades, limits: limits)
         check(whole.violations.isEmpty, "contract", whole, whole)
         for cuts in splits {
-            let split = HTTPParserTestDriver.feedResponses(input, methods: methods, cuts: cuts, limits: limits)
+            let split = HTTPParserTestDriver.feedResponses(
+                input, methods: methods, upgrades: upgrades, cuts: cuts, limits: limits)
             check(split == whole, "split \(cuts)", split, whole)
         }
         for cuts in [[], splits[1]] {
             let raw = HTTPParserTestDriver.feedResponses(
-                input, methods: methods, cuts: cuts, limits: limits, rawHeads: true)
+                input, methods: methods, upgrades: upgrades, cuts: cuts, limits: limits, rawHeads: true)
             check(raw == whole, "raw heads, split \(cuts)", raw, whole)
         }
     }

@@ -68,7 +68,8 @@ public enum HTTPParserError: Error, Hashable, Sendable, CaseIterable, CustomStri
     case bodyTooLarge
     /// Response: status line is not `HTTP/1.x SP 3DIGIT [SP reason]`.
     case invalidStatusLine
-    /// Response: 101 Switching Protocols. The gateway never forwards Upgrade, so it never expects one.
+    /// Response: 101 Switching Protocols to a request that did not ask to upgrade (the gateway forwards
+    /// `Upgrade` only for a WebSocket upgrade on a `websocket: true` route).
     case upgradeNotSupported
     /// Response: the peer closed before the message was complete.
     case truncatedMessage

@@ -68,7 +68,9 @@ public struct HTTPRawResponseHead: Sendable {
 
 /// Strict, incremental HTTP/1.1 response parser for upstream responses; same calling contract as
 /// `HTTPRequestParser` (one event per call, `(nil, 0)` = need more bytes, failed for good after
-/// `.error`). A 101 is refused: the gateway strips Upgrade, so it never asked for one.
+/// `.error`). A 101 is refused unless it answers a request announced with
+/// `expectResponse(toMethod:upgrade: true)`: the gateway forwards `Upgrade` only then, so any
+/// other 101 is an upstream switching protocols nobody asked for.
 public struct HTTPResponseParser: Sendable {
     private enum State: Sendable {
         case head
@@ -76,6 +78,9 @@ public struct HTTPResponseParser: Sendable {
         case endPending
         /// The peer closed after a complete message: nothing more can come.
         case closed
+        /// A 101 answered an announced upgrade: the bytes after it are another protocol's, so
+        /// nothing more is parsed.
+        case switched
         case failed(HTTPParserError)
     }
 
@@ -89,6 +94,8 @@ public struct HTTPResponseParser: Sendable {
     /// Requests sent and not yet answered by a final response, oldest first: bit i is set when
     /// request i was HEAD. Up to 64 pipelined requests.
     private var pendingHeadBits: UInt64 = 0
+    /// Bit i is set when request i asked to upgrade (`expectResponse(toMethod:upgrade:)`).
+    private var pendingUpgradeBits: UInt64 = 0
     private var pendingCount = 0
     /// The last `next` in the head state returned "need more" with bytes in the buffer.
     private var hasPartialHead = false
@@ -101,8 +108,17 @@ public struct HTTPResponseParser: Sendable {
     /// body). Calls for pipelined requests queue up in order. Without a call, a response is read
     /// as the answer to a request that was not HEAD.
     public mutating func expectResponse(toMethod method: String) {
+        self.expectResponse(toMethod: method, upgrade: false)
+    }
+
+    /// As `expectResponse(toMethod:)`; `upgrade`: the request asked to switch protocols, so a
+    /// 101 may answer it. That 101 is then the final head (`.rawHead`/`.head`, framing `.none`,
+    /// not keep-alive) and the parser consumes nothing after it: what follows is the new
+    /// protocol's, for the caller to relay.
+    public mutating func expectResponse(toMethod method: String, upgrade: Bool) {
         guard self.pendingCount < 64 else { return }
         if method == "HEAD" { self.pendingHeadBits |= UInt64(1) << UInt64(self.pendingCount) }
+        if upgrade { self.pendingUpgradeBits |= UInt64(1) << UInt64(self.pendingCount) }
         self.pendingCount += 1
     }
 
@@ -117,7 +133,7 @@ public struct HTTPResponseParser: Sendable {
         switch self.state {
         case .failed(let error):
             return (.error(error), 0)
-        case .closed:
+        case .closed, .switched:
             return (nil, 0)
         case .endPending:
             self.state = .head
@@ -150,7 +166,7 @@ public struct HTTPResponseParser: Sendable {
     /// `next` has returned `(nil, 0)` for the bytes still buffered.
     public mutating func peerClosed() -> HTTPResponseEvent? {
         switch self.state {
-        case .failed, .closed:
+        case .failed, .closed, .switched:
             return nil
         case .endPending:
             self.state = .closed
@@ -223,13 +239,25 @@ public struct HTTPResponseParser: Sendable {
             fields: self.rawFields,
             connectionNamesFields: facts.connectionNamesFields
         )
-        if status == 101 { return self.fail(.upgradeNotSupported) }
+        if status == 101 {
+            guard self.pendingCount > 0 && self.pendingUpgradeBits & 1 == 1 else {
+                return self.fail(.upgradeNotSupported)
+            }
+            self.pendingHeadBits >>= 1
+            self.pendingUpgradeBits >>= 1
+            self.pendingCount -= 1
+            self.state = .switched
+            let info = HTTPResponseInfo(framing: .none, isKeepAlive: false)
+            if self.deliversRawHeads { return (.rawHead(rawHead, info), headEnd) }
+            return (.head(rawHead.head(in: buffer), info), headEnd)
+        }
         if status < 200 { return (.informational(rawHead.head(in: buffer)), headEnd) }
 
         // A final response answers the oldest pending request.
         let answersHead = self.pendingCount > 0 && self.pendingHeadBits & 1 == 1
         if self.pendingCount > 0 {
             self.pendingHeadBits >>= 1
+            self.pendingUpgradeBits >>= 1
             self.pendingCount -= 1
         }
 

@@ -99,6 +99,8 @@ package final class GatewayServer: Sendable {
             snapshot.clientSubjectHeaders = configuration.clientSubjectHeaders
             snapshot.clientTrustHeaders = configuration.clientTrustHeaders
             snapshot.accessLogKeyID = configuration.accessLogKeyID
+            snapshot.websocketRoutes = configuration.websocketRoutes
+            snapshot.tunnels = configuration.tunnels
         }
         self.bodyBudget.setLimit(configuration.limits.maxBufferedBodyBytes)
         for target in retired { target.retire() }

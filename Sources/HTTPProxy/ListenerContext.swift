@@ -43,6 +43,8 @@ final class ListenerContext: Sendable {
         var clientSubjectHeaders: ClientSubjectHeaders
         var clientTrustHeaders: ClientTrustHeaders
         var accessLogKeyID: AccessLogKeyIDFormat
+        var websocketRoutes: Set<String> = []
+        var tunnels = TunnelPolicy()
     }
 
     let name: String
@@ -67,7 +69,8 @@ final class ListenerContext: Sendable {
         return Snapshot(
             gate: serving.gates[self.name] ?? self.initialGate, upstreams: serving.upstreams, limits: serving.limits,
             trustedProxies: serving.trustedProxies, clientSubjectHeaders: serving.clientSubjectHeaders,
-            clientTrustHeaders: serving.clientTrustHeaders, accessLogKeyID: serving.accessLogKeyID)
+            clientTrustHeaders: serving.clientTrustHeaders, accessLogKeyID: serving.accessLogKeyID,
+            websocketRoutes: serving.websocketRoutes, tunnels: serving.tunnels)
     }
 
     var limitsSnapshot: GatewayLimits { self.cell.current.limits }

@@ -123,7 +123,7 @@ extension ProxyConnection {
         // Otherwise a half-close after a complete request: the response is still delivered.
         case .respondingLocally, .closing:
             break
-        case .lingering, .closed:
+        case .tunnelling, .lingering, .closed:
             preconditionFailure("client read in phase \(self.machine.phase)")
         }
     }
@@ -137,7 +137,7 @@ extension ProxyConnection {
         assert(self.exchange.addressReservedBytes == 0, "the previous request's address share was not released")
         let requestStart = SystemCalls.monotonicNanoseconds()
         self.refreshSnapshot()
-        let refusal = self.prepareForwarding(head)
+        var refusal = self.prepareForwarding(head)
         let proxies = self.snapshot.trustedProxies
         var clientLimitKey = self.peerLimitKey
         if self.forwardedClient.peerIsTrusted {
@@ -151,6 +151,13 @@ extension ProxyConnection {
             head.headers, peerIsTrusted: self.forwardedClient.peerIsTrusted,
             generate: { self.loopContext.requestIDs.next() })
         let classification = self.snapshot.gate.classify(head, client: clientLimitKey)
+        if classification.upstream != nil && self.snapshot.websocketRoutes.contains(classification.routeName) {
+            switch WebSocketUpgrade.request(head, framing: info.framing) {
+            case .none: break
+            case .websocket(let key): self.exchange.websocketKey = key
+            case .invalid(let error): refusal = refusal ?? error
+            }
+        }
         // The last exchange was reset when it finished: only this request's fields are set.
         self.exchange.clientLimitKey = clientLimitKey
         self.exchange.requestStart = requestStart
@@ -164,7 +171,7 @@ extension ProxyConnection {
             expectsContinue: info.expectsContinue, bufferBodyUpTo: classification.bufferBodyUpTo,
             bufferedBodyDeadline: classification.bufferBodyUpTo == nil
                 ? nil : requestStart &+ self.timeouts.bufferedBody,
-            refusal: refusal)
+            refusal: refusal, asksUpgrade: self.exchange.websocketKey != nil)
         switch action {
         case .decide:
             self.callDecide(body: nil)
@@ -237,7 +244,7 @@ extension ProxyConnection {
             case .identity, .none:
                 upstream.send(bytes)
             }
-        case .idle, .deciding, .connecting, .respondingLocally, .closing, .lingering, .closed:
+        case .idle, .deciding, .connecting, .respondingLocally, .tunnelling, .closing, .lingering, .closed:
             preconditionFailure("request body in phase \(self.machine.phase)")
         }
     }

@@ -19,7 +19,7 @@ extension ProxyConnection {
             gateHead: head, framing: self.exchange.info?.framing ?? .none,
             bufferedBodyCount: self.exchange.bufferedBody?.count,
             client: &self.forwardedClient, upstreamHost: target.hostHeader, correlation: correlation,
-            into: &writer)
+            upgradesToWebSocket: self.exchange.websocketKey != nil, into: &writer)
         self.requestBytes.removeAll(keepingCapacity: true)
         UnsafeRawBufferPointer(rebasing: memory[0..<writer.count]).withMemoryRebound(to: UInt8.self) {
             self.requestBytes.append(contentsOf: $0)
@@ -50,7 +50,9 @@ extension ProxyConnection {
         self.upstream = connection
         self.machine.upstreamConnected()
         self.exchange.upstreamStart = SystemCalls.monotonicNanoseconds()
-        connection.send(request: self.requestBytes, method: self.exchange.head?.method ?? "GET")
+        connection.send(
+            request: self.requestBytes, method: self.exchange.head?.method ?? "GET",
+            upgrade: self.exchange.websocketKey != nil)
         self.repump = true
     }
 
@@ -106,7 +108,8 @@ extension ProxyConnection {
     }
 
     var acceptsResponseBytes: Bool {
-        !self.clientIsBackedUp && !self.machine.isClosed
+        // A tunnel's bytes are `TunnelRelay`'s, never parsed as a response.
+        !self.clientIsBackedUp && !self.machine.isClosed && self.machine.phase != .tunnelling
     }
 
     func upstreamResponse(
@@ -124,6 +127,8 @@ extension ProxyConnection {
             }
         case .head:
             preconditionFailure("the proxy's response parser delivers raw heads (HTTPResponseParser.forProxy)")
+        case .rawHead(let head, _) where head.status == 101:
+            self.upstreamSwitchedProtocols(head, in: slice, from: connection)
         case .rawHead(let head, let info):
             // The client's head is copied from the upstream's bytes.
             self.exchange.responseStatus = head.status
@@ -167,7 +172,8 @@ extension ProxyConnection {
         }
         switch self.machine.responseEnded(upstreamKeepAlive: self.exchange.upstreamKeepAlive) {
         case .finish(let reusable, let keepAlive):
-            self.releaseUpstream(connection, reusable: reusable)
+            // An upstream asked to upgrade and answering otherwise may still be switching: not reused.
+            self.releaseUpstream(connection, reusable: reusable && self.exchange.websocketKey == nil)
             self.finishRequest(keepAlive: keepAlive && !self.exchange.responseCloseAfter)
         case .finishAndClose:
             self.releaseUpstream(connection, reusable: false)

@@ -80,6 +80,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     @exclusivity(unchecked) var requestBytes: [UInt8] = []
     /// The current request's decision, while the gate has it.
     @exclusivity(unchecked) var pendingDecision: GateDecisionPromise?
+    /// From the upstream's 101 on (phase `.tunnelling`): the bytes both ways.
+    @exclusivity(unchecked) var tunnel: TunnelRelay?
     @exclusivity(unchecked) private var pumping = false
     @exclusivity(unchecked) var repump = false
     @exclusivity(unchecked) private var timerKind: ProxyConnectionStateMachine.Timer?
@@ -172,7 +174,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     func handleEvents(_ events: UInt32) {
         self.loop.assertInLoop()
         self.client.noteEvents(events)
-        if events & (EventLoop.error | EventLoop.peerClosed) != 0 && self.machine.phase != .lingering {
+        if events & (EventLoop.error | EventLoop.peerClosed) != 0 && self.machine.phase != .lingering
+            && self.machine.phase != .tunnelling
+        {
             // Reset, or both directions closed: no response can reach the client any more.
             self.clientGone("client reset or hung up")
             return
@@ -187,6 +191,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
             return
         case .lingering:
             self.close("linger deadline")
+            return
+        case .tunnelling:
+            self.tunnelDeadlineFired()
             return
         case .idle where self.client.transport.isHandshaking:
             self.server.metrics.tlsHandshakeFailures.labels("timeout").increment()
@@ -237,6 +244,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
                 if !self.client.discardInput() { self.close("client closed while lingering") }
                 break
             }
+            if self.machine.phase == .tunnelling {
+                self.relayTunnel()
+                break
+            }
             self.processClientInput()
             if let upstream = self.upstream, !self.machine.isClosed {
                 upstream.relayResponse(to: self)
@@ -251,7 +262,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
             return
         case .closing where !self.client.hasUnsentOutput:
             self.startClosing()
-        case .idle, .bufferingBody, .deciding, .connecting, .exchanging, .respondingLocally, .closing:
+        case .idle, .bufferingBody, .deciding, .connecting, .exchanging, .respondingLocally, .tunnelling, .closing:
             self.updateTimer()
         }
     }
@@ -294,6 +305,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
         case .upstreamConnect: after = self.exchange.target?.connectTimeoutNanoseconds ?? timeouts.upstreamConnect
         case .upstreamResponse: after = self.exchange.target?.responseTimeoutNanoseconds ?? timeouts.upstreamResponse
         case .linger: after = Self.lingerNanoseconds
+        case .tunnel: after = self.tunnel?.nanosecondsToDeadline ?? 0
         }
         self.loop.setDeadline(token: self.client.token, after: after)
     }
@@ -451,6 +463,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     }
 
     func forceClose() {
+        if self.tunnel != nil {
+            self.endTunnel(.shutdown)
+            return
+        }
         self.close("shutdown")
     }
 
@@ -459,6 +475,11 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     func close(_ why: String) {
         guard !self.machine.isClosed else { return }
+        if self.tunnel != nil {
+            // Not through `endTunnel` (a failure elsewhere): the tunnel is counted and logged all the same.
+            self.endTunnel(.error)
+            return
+        }
         if Self.tracing {
             Log.warning(
                 "connection_closed",

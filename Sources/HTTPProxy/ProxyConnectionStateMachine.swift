@@ -27,6 +27,9 @@ package struct ProxyConnectionStateMachine: Sendable {
         case exchanging
         /// Writing a response the gateway produced.
         case respondingLocally
+        /// The upstream's 101 answered the client's WebSocket upgrade: bytes are relayed both
+        /// ways without parsing (`TunnelRelay`) until the tunnel ends, then the connection closes.
+        case tunnelling
         /// Nothing more is read; output is flushed, then the connection closes.
         case closing
         /// Output is flushed and our side half-closed: what the client still sends is read and
@@ -53,6 +56,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         case upstreamResponse
         /// Lingering after the response: close.
         case linger
+        /// A tunnel's idle timeout or maximum lifetime, whichever comes first (`TunnelStateMachine`).
+        case tunnel
     }
 
     /// Why the upstream exchange failed.
@@ -153,6 +158,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         package var isIdempotent: Bool
         /// Already sent again once on a fresh upstream connection.
         package var retried = false
+        /// A valid WebSocket upgrade on a route that allows it: only then may a 101 start a tunnel.
+        package var asksUpgrade = false
     }
 
     /// The phase and the data only it has. `phase` is its name.
@@ -165,6 +172,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         case connecting(Request)
         case exchanging(Request)
         case respondingLocally(Request)
+        case tunnelling
         /// `request` is nil when the connection closes between requests (a timer, end of file).
         case closing(Request?)
         case lingering
@@ -186,6 +194,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         case .connecting: .connecting
         case .exchanging: .exchanging
         case .respondingLocally: .respondingLocally
+        case .tunnelling: .tunnelling
         case .closing: .closing
         case .lingering: .lingering
         case .closed: .closed
@@ -199,7 +208,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             .exchanging(let request), .respondingLocally(let request):
             request
         case .closing(let request): request
-        case .idle, .lingering, .closed: nil
+        case .idle, .tunnelling, .lingering, .closed: nil
         }
     }
 
@@ -224,7 +233,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         case .closing(.some(var request)):
             change(&request)
             self.state = .closing(request)
-        case .idle, .closing(.none), .lingering, .closed:
+        case .idle, .tunnelling, .closing(.none), .lingering, .closed:
             preconditionFailure("no request in phase \(self.phase)")
         }
     }
@@ -252,6 +261,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         case .connecting: return .upstreamConnect
         case .exchanging(let request): return request.complete ? .upstreamResponse : .bodyReadIdle
         case .respondingLocally, .closing: return .bodyReadIdle
+        case .tunnelling: return .tunnel
         case .lingering: return .linger
         case .closed: return nil
         }
@@ -262,7 +272,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         switch self.state {
         case .idle, .bufferingBody: return true
         case .exchanging(let request): return !request.complete
-        case .deciding, .connecting, .respondingLocally, .closing, .lingering, .closed: return false
+        case .deciding, .connecting, .respondingLocally, .tunnelling, .closing, .lingering, .closed: return false
         }
     }
 
@@ -270,7 +280,8 @@ package struct ProxyConnectionStateMachine: Sendable {
     package mutating func headBytesReceived() {
         switch self.state {
         case .idle: self.state = .idle(headStarted: true)
-        case .bufferingBody, .deciding, .connecting, .exchanging, .respondingLocally, .closing, .lingering, .closed:
+        case .bufferingBody, .deciding, .connecting, .exchanging, .respondingLocally, .tunnelling, .closing,
+            .lingering, .closed:
             break
         }
     }
@@ -282,7 +293,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         expectsContinue: Bool,
         bufferBodyUpTo cap: Int?,
         bufferedBodyDeadline: UInt64? = nil,
-        refusal: ProxyError? = nil
+        refusal: ProxyError? = nil,
+        asksUpgrade: Bool = false
     ) -> HeadAction {
         guard case .idle = self.state else { preconditionFailure("request head in phase \(self.phase)") }
         self.requestCount += 1
@@ -290,6 +302,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         var request = Request(
             clientKeepAlive: keepAlive, complete: hasNoBody, expectsContinue: expectsContinue && !hasNoBody,
             bufferCap: cap, isIdempotent: Self.isIdempotent(method))
+        request.asksUpgrade = asksUpgrade && hasNoBody
         if let refusal {
             // Refused from the head alone (a trusted proxy's ambiguous forwarding fields): the
             // body is not read and the peer is misbehaving, so the connection closes.
@@ -361,7 +374,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             // Not parsing in these phases; recorded all the same.
             self.update { $0.complete = true }
             return .none
-        case .idle, .closing(.none), .lingering, .closed:
+        case .idle, .tunnelling, .closing(.none), .lingering, .closed:
             preconditionFailure("request end in phase \(self.phase)")
         }
     }
@@ -409,6 +422,19 @@ package struct ProxyConnectionStateMachine: Sendable {
         return .finish(reusable: upstreamKeepAlive, keepAlive: self.keepAliveAfterResponse)
     }
 
+    /// The upstream answered 101. Returns true when the tunnel starts (phase `.tunnelling`): the
+    /// request asked for that upgrade (`asksUpgrade`: a valid WebSocket upgrade on a
+    /// `websocket: true` route, decided at its head), it was read to its end, and no final
+    /// response came before. Otherwise nothing changes and the caller treats the 101 as an
+    /// invalid response: a tunnel never starts after anything but the answer to its upgrade.
+    package mutating func switchingProtocols() -> Bool {
+        guard case .exchanging(let request) = self.state, request.asksUpgrade, request.complete,
+            !request.responseComplete
+        else { return false }
+        self.state = .tunnelling
+        return true
+    }
+
     /// Whether the client response must say `Connection: close`.
     package var keepAliveAfterResponse: Bool {
         (self.request?.clientKeepAlive ?? false) && !self.isDraining
@@ -426,7 +452,7 @@ package struct ProxyConnectionStateMachine: Sendable {
         var request: Request
         switch self.state {
         case .deciding(let current), .connecting(let current), .exchanging(let current): request = current
-        case .idle, .bufferingBody, .respondingLocally, .closing, .lingering, .closed:
+        case .idle, .bufferingBody, .respondingLocally, .tunnelling, .closing, .lingering, .closed:
             preconditionFailure("upstream failure in phase \(self.phase)")
         }
         if request.responseStarted {
@@ -510,7 +536,7 @@ package struct ProxyConnectionStateMachine: Sendable {
             switch self.state {
             case .respondingLocally, .closing: return .abort
             case .exchanging(let current) where current.responseStarted: return .abort
-            case .idle, .bufferingBody, .deciding, .connecting, .exchanging, .lingering, .closed:
+            case .idle, .bufferingBody, .deciding, .connecting, .exchanging, .tunnelling, .lingering, .closed:
                 return .respond(.bodyIdleTimeout)
             }
         case .bufferedBody:
@@ -519,6 +545,8 @@ package struct ProxyConnectionStateMachine: Sendable {
         case .upstreamConnect, .upstreamResponse:
             if request?.responseStarted == true { return .abort }
             return .respond(.upstreamTimeout)
+        case .tunnel:
+            return .closeQuietly
         }
     }
 

@@ -38,6 +38,12 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         /// The client address holds its share of the buffered-body budget
         /// (`limits.max_buffered_body_bytes_per_address`).
         case rateLimited = "rate_limited"
+        /// A WebSocket upgrade on a `websocket: true` route breaks RFC 6455 §4.1 (not a GET, not
+        /// HTTP/1.1, a body, a missing or malformed `Sec-WebSocket-Key`).
+        case websocketUpgradeInvalid = "websocket_upgrade_invalid"
+        /// A WebSocket upgrade whose `Sec-WebSocket-Version` is not 13 (answered with
+        /// `Sec-WebSocket-Version: 13`, RFC 6455 §4.2.2).
+        case websocketVersionUnsupported = "websocket_version_unsupported"
 
         package var status: Int {
             switch self {
@@ -49,7 +55,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             case .upstreamTimeout: 504
             case .upstreamInvalidResponse: 502
             case .upstreamBusy: 503
-            case .invalidForwardedHeader: 400
+            case .invalidForwardedHeader, .websocketUpgradeInvalid: 400
+            case .websocketVersionUnsupported: 426
             case .authzUntrustedPeer: 403
             case .upstreamTLSError, .upstreamTLSCertificateExpired, .upstreamTLSHostnameMismatch,
                 .upstreamTLSUnknownCA:
@@ -64,7 +71,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
             case .bodyTooLarge, .requestTimeout, .upstreamUnavailable, .upstreamTimeout, .upstreamInvalidResponse,
                 .upstreamBusy, .invalidForwardedHeader, .authzUntrustedPeer, .upstreamTLSError,
                 .upstreamTLSCertificateExpired,
-                .upstreamTLSHostnameMismatch, .upstreamTLSUnknownCA:
+                .upstreamTLSHostnameMismatch, .upstreamTLSUnknownCA, .websocketUpgradeInvalid,
+                .websocketVersionUnsupported:
                 nil
             }
         }
@@ -88,6 +96,9 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
         var response = LocalResponse.jsonError(status: self.status, code: self.code.rawValue, message: self.message)
         if let seconds = self.code.retryAfterSeconds {
             response.headers.add(name: "Retry-After", value: String(seconds))
+        }
+        if self.code == .websocketVersionUnsupported {
+            response.headers.add(name: "Sec-WebSocket-Version", value: WebSocketUpgrade.version)
         }
         return response
     }
@@ -119,6 +130,8 @@ package struct ProxyError: Error, Sendable, Hashable, CustomStringConvertible {
     static let upstreamTimeout = ProxyError(.upstreamTimeout, "the upstream service did not answer in time")
     static let upstreamInvalidResponse = ProxyError(
         .upstreamInvalidResponse, "the upstream service sent an invalid response")
+    static let upstreamUpgradeMismatch = ProxyError(
+        .upstreamInvalidResponse, "the upstream service's 101 does not answer this WebSocket upgrade")
     static let upstreamBusy = ProxyError(.upstreamBusy, "too many requests are waiting for the upstream service")
     static let upstreamTLSError = ProxyError(
         .upstreamTLSError, "the TLS handshake with the upstream service failed")

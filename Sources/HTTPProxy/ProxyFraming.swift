@@ -95,6 +95,10 @@ package struct UpstreamRequestPlan: Sendable {
     /// after `Forwarded`; `traceparent` and `tracestate` stay where they were when
     /// `correlation.traceparent` is set (valid), and are dropped otherwise.
     ///
+    /// `upgradesToWebSocket`: the request is a WebSocket upgrade the gate let through on a
+    /// `websocket: true` route; `Connection: Upgrade` and `Upgrade: websocket` are written (the
+    /// client's `Sec-WebSocket-*` fields are end-to-end and pass as they are).
+    ///
     /// `client` is `inout` only to pass the connection's stored value without copying it: a copy
     /// retained and released each of its references, about 400 instructions per request
     /// (callgrind, `scripts/cpu-per-request.sh instructions`). It is not changed.
@@ -105,6 +109,7 @@ package struct UpstreamRequestPlan: Sendable {
         client: inout Client,
         upstreamHost: String,
         correlation: RequestCorrelation,
+        upgradesToWebSocket: Bool = false,
         into writer: inout HeadWriter
     ) -> BodyEncoding {
         writer.writeSanitized(head.method)
@@ -203,6 +208,11 @@ package struct UpstreamRequestPlan: Sendable {
         writer.write("\r\n")
         if let subject = client.subject {
             writer.writeField(client.subjectHeader, subject)
+        }
+        if upgradesToWebSocket {
+            // Hop-by-hop, so dropped above with the client's own: this hop asks for the upgrade
+            // the gate let through (`WebSocketUpgrade`), and for nothing else.
+            writer.write("Connection: Upgrade\r\nUpgrade: websocket\r\n")
         }
 
         // make: the framing fields.

@@ -55,6 +55,9 @@ struct RequestExchange {
     /// Monotonic ns of the head's arrival and of the upstream lease (0: not yet).
     var requestStart: UInt64 = 0
     var upstreamStart: UInt64 = 0
+    /// The `Sec-WebSocket-Key` of a valid WebSocket upgrade on a `websocket: true` route: the
+    /// upgrade goes upstream, and only a 101 that answers this key starts a tunnel.
+    var websocketKey: String?
 
     /// The proxy answers this request itself (a head it cannot parse, a body it refuses, a
     /// timeout): counted by no gate unless one was asked, or refused it in `classify`.

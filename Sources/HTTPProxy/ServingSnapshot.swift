@@ -20,6 +20,10 @@ package struct ServingSnapshot: Sendable {
     package var clientTrustHeaders: ClientTrustHeaders
     /// How access-log lines write key IDs (`access_log.key_id`).
     package var accessLogKeyID: AccessLogKeyIDFormat
+    /// The routes, by name, whose WebSocket upgrades go upstream (`routes[i].websocket`).
+    package var websocketRoutes: Set<String> = []
+    /// `tunnels:`: how long a tunnel may be silent, and live.
+    package var tunnels = TunnelPolicy()
 
     package init(
         gates: [String: any RequestGate] = [:], upstreams: UpstreamTable = UpstreamTable(targets: [:]),
@@ -50,6 +54,8 @@ package struct ServingConfiguration: Sendable {
     package var clientSubjectHeaders: ClientSubjectHeaders
     package var clientTrustHeaders: ClientTrustHeaders
     package var accessLogKeyID: AccessLogKeyIDFormat
+    package var websocketRoutes: Set<String> = []
+    package var tunnels = TunnelPolicy()
 
     /// The policy's part, with the gates built for it and the access log's key-ID format
     /// (which reads a key file, so the caller loads it and reports its failure).
@@ -61,6 +67,8 @@ package struct ServingConfiguration: Sendable {
         self.clientSubjectHeaders = ClientSubjectHeaders(policy.clientSubjectHeaderNames)
         self.clientTrustHeaders = ClientTrustHeaders(adding: policy.stripClientHeaders)
         self.accessLogKeyID = accessLogKeyID
+        self.websocketRoutes = Set(policy.routes.filter(\.websocket).map(\.name))
+        self.tunnels = policy.tunnels
     }
 }
 
@@ -74,5 +82,7 @@ extension ServingConfiguration {
         self.clientSubjectHeaders = snapshot.clientSubjectHeaders
         self.clientTrustHeaders = snapshot.clientTrustHeaders
         self.accessLogKeyID = snapshot.accessLogKeyID
+        self.websocketRoutes = snapshot.websocketRoutes
+        self.tunnels = snapshot.tunnels
     }
 }

@@ -100,11 +100,25 @@ final class UpstreamConnection: OutboundConnectionDelegate, @unchecked Sendable 
         self.outbound.close()
     }
 
+    /// Left its pool for a tunnel (`UpstreamPool.detach`): its lessee owns it until it closes.
+    @exclusivity(unchecked) private(set) var isDetached = false
+
+    func detach() {
+        self.isDetached = true
+    }
+
+    /// Closes a connection that left its pool (the pool no longer counts it).
+    func closeDetached() {
+        precondition(self.isDetached, "closeDetached on a pooled connection")
+        self.closeSocket()
+    }
+
     // MARK: - The exchange
 
-    /// Starts an exchange: `request` goes out, and a response to `method` is expected.
-    func send(request: [UInt8], method: String) {
-        self.parser.expectResponse(toMethod: method)
+    /// Starts an exchange: `request` goes out, and a response to `method` is expected (a 101
+    /// only when `upgrade`: the request asks to switch protocols).
+    func send(request: [UInt8], method: String, upgrade: Bool = false) {
+        self.parser.expectResponse(toMethod: method, upgrade: upgrade)
         self.channel.queue(request)
     }
 

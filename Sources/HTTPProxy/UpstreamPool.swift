@@ -283,6 +283,18 @@ final class UpstreamPool: @unchecked Sendable {
         }
     }
 
+    /// `connection` (leased) carries a tunnel from now on: it leaves the pool's count, so an
+    /// upstream's `max_connections` bounds its HTTP connections and not the tunnels (those count
+    /// against the client connection caps); a waiter gets the freed place. The lessee closes it
+    /// (`UpstreamConnection.closeDetached`); it never comes back.
+    func detach(_ connection: UpstreamConnection) {
+        self.loop.assertInLoop()
+        precondition(connection.state == .leased, "only a leased connection carries a tunnel")
+        connection.detach()
+        self.openCount -= 1
+        self.openForWaiterIfRoom()
+    }
+
     /// An idle connection's socket showed activity (the upstream closed it, or sent junk).
     func idleConnectionDied(_ connection: UpstreamConnection) {
         if let index = self.idle.firstIndex(where: { $0 === connection }) {
@@ -294,17 +306,25 @@ final class UpstreamPool: @unchecked Sendable {
     /// Closes `connection` (leased, idle or connecting); a waiter, if any, gets a new one.
     func close(_ connection: UpstreamConnection) {
         guard connection.state != .closed else { return }
+        if connection.isDetached {
+            connection.closeDetached()
+            return
+        }
         connection.closeSocket()
         self.openCount -= 1
-        if !self.isRetired, self.openCount < self.maxConnections, let waiter = self.popWaiter() {
-            // Deferred: the caller may be in the middle of reading into the loop's scratch buffer.
-            self.loop.execute { [self] in
-                switch self.open(for: waiter) {
-                case .ready(let ready): waiter.upstreamReady(ready)
-                case .connecting, .queued: break
-                case .failed: waiter.upstreamFailed(.unavailable)
-                case .exhausted: waiter.upstreamFailed(.poolExhausted)
-                }
+        self.openForWaiterIfRoom()
+    }
+
+    /// A place was freed: the longest waiter, if any, gets a new connection.
+    private func openForWaiterIfRoom() {
+        guard !self.isRetired, self.openCount < self.maxConnections, let waiter = self.popWaiter() else { return }
+        // Deferred: the caller may be in the middle of reading into the loop's scratch buffer.
+        self.loop.execute { [self] in
+            switch self.open(for: waiter) {
+            case .ready(let ready): waiter.upstreamReady(ready)
+            case .connecting, .queued: break
+            case .failed: waiter.upstreamFailed(.unavailable)
+            case .exhausted: waiter.upstreamFailed(.poolExhausted)
             }
         }
     }

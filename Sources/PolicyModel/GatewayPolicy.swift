@@ -44,6 +44,8 @@ public struct GatewayPolicy: Sendable {
     public var readiness = ReadinessPolicy()
     /// `access_log:`: how the access log writes key IDs.
     public var accessLog = AccessLogPolicy()
+    /// `tunnels:`: idle timeout and lifetime of WebSocket tunnels.
+    public var tunnels = TunnelPolicy()
     /// `strip_client_headers:`: header names and `Prefix-*` patterns added to the built-in list
     /// of headers other proxies set to name the client (`ClientTrustHeaders`); client copies of
     /// every one are removed before a request goes upstream.
@@ -221,6 +223,10 @@ public struct RoutePolicy: Sendable, Hashable {
     /// reaches another route is judged under the strictest route its methods reach, instead of
     /// refused with 400 `method_override_refused`.
     public var allowMethodOverrides: Bool = false
+    /// `websocket: true`: a WebSocket upgrade (RFC 6455) the gate lets through is forwarded with
+    /// its `Upgrade`, and the upstream's 101 turns the connection into a tunnel (`tunnels:`).
+    /// Off: the upgrade is served as plain HTTP, `Upgrade` removed.
+    public var websocket: Bool = false
 
     /// What a route accepts from a device where App Attest is unsupported.
     public enum Fallback: String, Sendable, Hashable, CaseIterable {

@@ -46,6 +46,8 @@ import GatewayIO
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
+/// | `routes[i].websocket` | boolean | `false` (an upgrade is served as plain HTTP, `Upgrade` removed) |
+/// | `tunnels.idle_timeout` / `.max_lifetime` | duration 1s-24h: see `TunnelPolicy` | `5m`, `1h` |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
@@ -60,7 +62,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers",
+        "strip_client_headers", "tunnels",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -78,7 +80,7 @@ struct PolicyDecoder {
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback", "allow_method_overrides",
-        "max_risk_metric", "action",
+        "max_risk_metric", "action", "websocket",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 
@@ -196,6 +198,7 @@ struct PolicyDecoder {
         policy.identitySignature = identitySignature
         policy.readiness = try self.decodeReadiness(top)
         policy.accessLog = try self.decodeAccessLog(top)
+        policy.tunnels = try self.decodeTunnels(top)
         policy.stripClientHeaders = stripClientHeaders
         policy.listeners = listeners
         policy.authzListener = authzListener

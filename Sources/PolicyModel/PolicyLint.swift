@@ -121,6 +121,28 @@ struct PolicyLint {
     }
 
     /// A route's keys that do nothing or open it up.
+    /// `websocket: true` where no upgrade can ever pass: the route takes no GET (an upgrade is a
+    /// GET), or it wants its challenge in a body field (an upgrade has no body).
+    private func websocketWarnings(_ route: RoutePolicy, _ fields: Fields) -> [PolicyWarning] {
+        guard route.websocket else { return [] }
+        if let methods = route.match.methods, !methods.contains("GET") {
+            return [
+                self.warning(
+                    "setting_without_effect", fields.keyMark("websocket"), fields.path("websocket"),
+                    "has no effect: a WebSocket upgrade is a GET and this route's methods do not include GET")
+            ]
+        }
+        if route.mode != .off && route.binding == .body && route.challenge == .required {
+            return [
+                self.warning(
+                    "websocket_challenge_in_body", fields.keyMark("websocket"), fields.path("websocket"),
+                    "a WebSocket upgrade has no body, so binding: body can never carry the challenge: every upgrade on route \(Self.quote(route.name)) is refused; use binding: request (the challenge goes in X-App-Attest-Challenge)"
+                )
+            ]
+        }
+        return []
+    }
+
     private func settingWarnings(_ route: RoutePolicy, _ fields: Fields, policy: GatewayPolicy) -> [PolicyWarning] {
         var warnings: [PolicyWarning] = []
         func warn(_ code: String, _ key: String, _ message: String) {
@@ -156,6 +178,7 @@ struct PolicyLint {
                 "has no effect: challenge_field is only read with binding: body and challenge: required"
             )
         }
+        warnings += self.websocketWarnings(route, fields)
         if route.mode == .enforce && route.onStoreError == .allow {
             warn(
                 "store_error_allows",

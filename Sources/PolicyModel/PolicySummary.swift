@@ -59,6 +59,13 @@ public enum PolicySummary {
             "key_id=\(policy.accessLog.keyID.rawValue)"
                 + (policy.accessLog.hashKeyFile.map { " key_id_hash_key_file=\($0)" } ?? "")
         )
+        // Only with a WebSocket route: other policies' summaries stay as they were.
+        if policy.routes.contains(where: \.websocket) {
+            add(
+                "tunnels",
+                "idle_timeout=\(PolicyValues.format(policy.tunnels.idleTimeout)) "
+                    + "max_lifetime=\(PolicyValues.format(policy.tunnels.maxLifetime))")
+        }
         add(
             "endpoints",
             "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"
@@ -189,6 +196,7 @@ public enum PolicySummary {
         if route.mode == .enforce && route.enforcePercent < 100 { out += " enforce_percent=\(route.enforcePercent)" }
         if route.allowDebugTokens { out += " allow_debug_tokens=true" }
         if route.allowMethodOverrides { out += " allow_method_overrides=true" }
+        if route.websocket { out += " websocket=true" }
         if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
         if let rule = route.riskMetric { out += " max_risk_metric=\(rule.maximum) action=\(rule.action.rawValue)" }
         if let validation = route.appValidation {

@@ -3,8 +3,9 @@ private import COpenSSL
 /// Digests that are broken for security and kept only where a protocol names something by
 /// them (as swift-crypto's `Insecure`): never use these to verify anything.
 public enum Insecure {
-    /// SHA-1 through libcrypto's one-shot `EVP_Digest`. Its one user is the gateway's Redis
-    /// store, which names a Lua script by the SHA-1 of its text (`EVALSHA`).
+    /// SHA-1 through libcrypto's one-shot `EVP_Digest`. Its users name things by it: the
+    /// gateway's Redis store a Lua script by the SHA-1 of its text (`EVALSHA`), and the WebSocket
+    /// handshake the key it answers (`Sec-WebSocket-Accept`, RFC 6455 §4.2.2).
     public enum SHA1 {
         public static let byteCount = 20
 

@@ -314,6 +314,7 @@ struct ClientDataExample: Equatable {
             ("`apple.fraud_risk`", PolicyDecoder.appleFraudRiskKeys, ""),
             ("`readiness`", PolicyDecoder.readinessKeys, ""),
             ("`access_log`", PolicyDecoder.accessLogKeys, ""),
+            ("`tunnels`", PolicyDecoder.tunnelKeys, ""),
             ("`listen[i]`", ListenerDecoder.listenerKeys, ""),
             ("`listen[i]`", ListenerDecoder.tlsKeys, "tls."),
             ("`listen[i]`", ListenerDecoder.serverNameKeys, "tls.sni[i]."),

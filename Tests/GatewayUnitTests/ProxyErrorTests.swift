@@ -13,7 +13,7 @@ import Testing
             .upstreamTimeout: 504, .upstreamInvalidResponse: 502, .upstreamBusy: 503, .invalidForwardedHeader: 400,
             .authzUntrustedPeer: 403, .rateLimited: 429,
             .upstreamTLSError: 502, .upstreamTLSCertificateExpired: 502, .upstreamTLSHostnameMismatch: 502,
-            .upstreamTLSUnknownCA: 502,
+            .upstreamTLSUnknownCA: 502, .websocketUpgradeInvalid: 400, .websocketVersionUnsupported: 426,
         ]
         #expect(Set(expected.keys) == Set(ProxyError.Code.allCases))
         for code in ProxyError.Code.allCases {

@@ -125,11 +125,13 @@ package enum HTTPParserTestDriver {
         return transcript
     }
 
-    /// `methods` are announced with `expectResponse` up front (pipelining); `peerClosesAtEnd`
-    /// calls `peerClosed()` once the input is exhausted.
+    /// `methods` are announced with `expectResponse` up front (pipelining), those whose index is
+    /// in `upgrades` as asking to switch protocols; `peerClosesAtEnd` calls `peerClosed()` once
+    /// the input is exhausted.
     package static func feedResponses(
         _ input: [UInt8],
         methods: [String],
+        upgrades: Set<Int> = [],
         cuts: [Int] = [],
         peerClosesAtEnd: Bool = true,
         limits: HTTPParserLimits = .init(),
@@ -137,7 +139,9 @@ package enum HTTPParserTestDriver {
     ) -> HTTPParserTranscript {
         var parser = HTTPResponseParser(limits: limits)
         parser.deliversRawHeads = rawHeads
-        for method in methods { parser.expectResponse(toMethod: method) }
+        for (index, method) in methods.enumerated() {
+            parser.expectResponse(toMethod: method, upgrade: upgrades.contains(index))
+        }
         var transcript = HTTPParserTranscript()
         var position = 0
         var stopped = false

@@ -51,6 +51,8 @@ package final class ProxyMetrics: Sendable {
     /// `attest_gateway_refusals_total{route, code}`: requests the gateway answered itself with
     /// an error, by its stable code (the gate's, the proxy's or the parser's).
     package let refusals: CounterFamily
+    /// WebSocket tunnels: open, bytes each way, closes by reason (`TunnelMetrics`).
+    package let tunnels: TunnelMetrics
 
     /// The gate's help text and labels (`GatewayGateMetrics`): whichever registers first names the family.
     package static let verdictsHelp = "Requests decided by the App Attest gate, by route and verdict."
@@ -117,6 +119,7 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_upstream_tls_failures_total",
             help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
             labelNames: ["upstream", "reason"])
+        self.tunnels = TunnelMetrics(registry: registry)
     }
 
     static func statusClass(_ status: Int) -> Int {

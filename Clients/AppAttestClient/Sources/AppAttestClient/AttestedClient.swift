@@ -38,13 +38,13 @@ import Foundation
 public actor AttestedClient {
     public let gateway: URL
     public let appID: String?
-    private let configuration: Configuration
-    private let service: any AppAttestService
-    private let clock: any AttestClock
-    private let api: GatewayAPI
-    private let policy: PolicyCache
-    private let keys: KeyEnrollment
-    private let signer: RequestSigner
+    let configuration: Configuration
+    let service: any AppAttestService
+    let clock: any AttestClock
+    let api: GatewayAPI
+    let policy: PolicyCache
+    let keys: KeyEnrollment
+    let signer: RequestSigner
     private let deviceCheck: DeviceCheckFallback?
 
     /// - Parameters:

@@ -35,6 +35,31 @@ struct RequestSigner: Sendable {
         }
     }
 
+    /// `request` signed with `keyID`, not sent: a WebSocket's opening handshake, which the app's
+    /// `URLSessionWebSocketTask` sends. The key's window slot is given back once the assertion
+    /// exists, since the client never sees when the handshake reaches the gateway: a request of
+    /// the same key signed later may overtake it (the gateway then answers the handshake 401
+    /// `counter_replay`, and the app reconnects with a fresh one).
+    func signed(
+        _ request: URLRequest, clientData: Data, keyID: String, route: GatewayPolicyDocument.Route
+    ) async throws -> URLRequest {
+        let ticket = try await self.sequencer.start(keyID: keyID, span: max(1, route.counterWindow))
+        let assertion: Data
+        do {
+            assertion = try await self.service.generateAssertion(keyID, clientDataHash: ClientData.hash(clientData))
+        } catch {
+            await self.sequencer.generated(keyID: keyID, ticket: ticket)
+            await self.sequencer.finish(keyID: keyID, ticket: ticket)
+            throw AttestedClientError(.appAttestFailed, "generateAssertion failed: \(error)", underlying: error)
+        }
+        await self.sequencer.generated(keyID: keyID, ticket: ticket)
+        await self.sequencer.finish(keyID: keyID, ticket: ticket)
+        var signed = request
+        signed.setValue(keyID, forHTTPHeaderField: AttestedClient.Header.keyID)
+        signed.setValue(assertion.base64EncodedString(), forHTTPHeaderField: AttestedClient.Header.assertion)
+        return signed
+    }
+
     /// Signs `request` with `keyID` and sends it. The key's window slot is held from generation
     /// until the gateway answered, so that no later counter can overtake this one beyond what
     /// the route's `counter_window` accepts.
