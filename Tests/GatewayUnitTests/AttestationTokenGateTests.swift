@@ -174,6 +174,25 @@ import Testing
         }
     }
 
+    @Test func lintWarnsAboutDebugTokensAPlainIssuerAndAcceptTokenOnAnOffRoute() throws {
+        let keys = try Keys()
+        var warnings: [PolicyWarning] = []
+        _ = try PolicyLoader.parse(
+            Self.policyText(), sourcePath: keys.path + "/policies.yaml", warnings: &warnings)
+        #expect(warnings.filter { $0.field.hasPrefix("tokens") }.map(\.code) == ["debug_tokens_in_production"])
+        let text = Self.policyText(
+            extraRoute:
+                "- {name: open, match: {path: /open}, upstream: api, mode: off, accept_token: {audience: orders}}"
+        )
+        .replacingOccurrences(of: "issuer: https://", with: "issuer: http://")
+        .replacingOccurrences(of: "allow_debug_tokens: true", with: "allow_debug_tokens: false")
+        warnings = []
+        _ = try PolicyLoader.parse(text, sourcePath: keys.path + "/policies.yaml", warnings: &warnings)
+        let found = warnings.filter { $0.field.hasPrefix("tokens") || $0.field.hasSuffix("accept_token") }
+        #expect(found.map(\.code) == ["token_issuer_not_https", "setting_without_effect"], "\(warnings)")
+        #expect(found.map(\.field) == ["tokens.issuer", "routes[2].accept_token"])
+    }
+
     // MARK: - Issuance and published keys
 
     @Test func aVerifiedAssertionIsExchangedForAToken() async throws {
