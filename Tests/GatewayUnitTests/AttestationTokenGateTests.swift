@@ -121,6 +121,10 @@ import Testing
         #expect(policy.routes[0].acceptToken == TokenAcceptance(audience: "orders", limitedUse: false))
         #expect(policy.routes[1].acceptToken == TokenAcceptance(audience: "payments", limitedUse: true))
         #expect(policy.routes[2].acceptToken == nil)
+        let summary = PolicySummary.render(policy)
+        #expect(summary.contains("issuer=\(Self.issuer) active_kid=t1 keys=t1:\(keys.path)/t1.pem"))
+        #expect(summary.contains("audiences=orders:300s,payments:120s"))
+        #expect(!summary.contains("subject-secret"), "the summary names files, never secrets")
         // The app learns from the policy document which routes take which token.
         let document = try #require(
             try JSONSerialization.jsonObject(with: Data(PolicyDocumentEndpoint.document(policy).utf8)) as? [String: Any]
