@@ -9,6 +9,7 @@ import Testing
 @testable import HTTP1
 @testable import KeyStore
 @testable import PolicyModel
+@testable import RedisClient
 @testable import Verification
 
 /// `tokens:` and `accept_token:` end to end inside one gate: the policy block, the exchange of
@@ -72,7 +73,7 @@ import Testing
         let store = MemoryStore()
 
         init(
-            active: String = "t1", keys: Keys? = nil, store: MemoryStore? = nil,
+            active: String = "t1", keys: Keys? = nil, store: (any AttestStore)? = nil,
             clock: @escaping @Sendable () -> Date = { AttestationTokenGateTests.now }
         ) throws {
             self.keys = try keys ?? Keys()
@@ -276,6 +277,44 @@ import Testing
         #expect(await fixture.call("/v1/other", token: orders).errorCode == "assertion_missing")
         #expect(await fixture.call("/v1/orders", token: orders + "x").errorCode == "token_malformed")
         #expect(await fixture.call("/v1/orders", token: "a.b.c").errorCode == "token_malformed")
+    }
+
+    @Test func theBearerTokenIsReadStrictly() {
+        func bearer(_ values: [String]) -> String? {
+            TokenRouteCheck.bearerToken(request("GET", "/v1/orders", headers: values.map { ("Authorization", $0) }))
+        }
+        #expect(bearer(["Bearer a.b.c"]) == "a.b.c")
+        #expect(bearer(["bearer a.b.c"]) == "a.b.c", "the scheme is case-insensitive")
+        #expect(bearer(["Basic dXNlcjpwYXNz"]) == nil)
+        #expect(bearer(["Bearer "]) == nil)
+        #expect(bearer(["Bearer a.b.c", "Bearer d.e.f"]) == nil, "two tokens: none is chosen")
+    }
+
+    @Test func anAssertionOnATokenRouteIsJudgedAsAnAssertion() async throws {
+        let fixture = try Fixture()
+        let device = try SimulatedDevice.generate()
+        try await fixture.attest(device)
+        // The app's own session in Authorization does not make it a token request.
+        let head = try EnforcementHarness.signed(
+            device, counter: 1, method: "GET", target: "/v1/orders/7",
+            extraHeaders: [("Authorization", "Bearer app-session-not-a-jwt")])
+        let decision = await runGate(fixture.gate, head, body: []).1
+        #expect(decision.forwardedHead?.headers["X-App-Attest-Status"] == "verified", "\(decision.json ?? [:])")
+        #expect(decision.forwardedHead?.headers["Authorization"] == "Bearer app-session-not-a-jwt")
+    }
+
+    @Test func aLimitedUseTokenFailsClosedWhenTheStoreCannotConsumeIt() async throws {
+        let store = FaultInjectingStore(wrapping: MemoryStore())
+        let fixture = try Fixture(store: store)
+        let device = try SimulatedDevice.generate()
+        try await fixture.attest(device)
+        let pay = try #require(
+            try await fixture.exchange(device, counter: 1, audience: "payments").json?["token"] as? String)
+        store.set(.fail(StoreError(.unavailable, "injected")), for: .putChallenge)
+        let refused = await fixture.call("/v1/pay", token: pay)
+        #expect(refused.status == 503 && refused.errorCode == "store_error")
+        store.set(nil, for: .putChallenge)
+        #expect(await fixture.call("/v1/pay", token: pay).forwardedHead != nil, "not consumed by the failed try")
     }
 
     @Test func aLimitedUseTokenPassesOnce() async throws {
