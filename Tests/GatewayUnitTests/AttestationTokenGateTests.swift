@@ -328,6 +328,21 @@ import Testing
         #expect(again.status == 401 && again.errorCode == "token_replayed")
     }
 
+    @Test func concurrentCopiesOfALimitedUseTokenPassOnceInTheMemoryStore() async throws {
+        let fixture = try Fixture()
+        let device = try SimulatedDevice.generate()
+        try await fixture.attest(device)
+        let pay = try #require(
+            try await fixture.exchange(device, counter: 1, audience: "payments").json?["token"] as? String)
+        let gate = fixture.gate
+        let head = request("GET", "/v1/pay", headers: [("Authorization", "Bearer " + pay)])
+        let forwarded = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<32 { group.addTask { await runGate(gate, head).1.forwardedHead != nil } }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(forwarded == 1)
+    }
+
     @Test func anExpiredTokenAndAnotherGatewaysTokenAreRefused() async throws {
         let issued = try Fixture()
         let device = try SimulatedDevice.generate()
