@@ -85,6 +85,12 @@ struct TokenRouteCheck: Sendable {
             conclude(.failed(EnforcementError(.appIDMismatch, "the token's App ID is no longer accepted"), keyID: nil))
             return
         }
+        // A token is worth the proof it was exchanged for: one exchanged for a debug token passes
+        // only where a debug token itself would.
+        if claims.platform == AttestationTokens.platformDebug && !route.allowDebugTokens {
+            conclude(.failed(.debugTokenNotAllowed(route: route.name), keyID: nil))
+            return
+        }
         guard acceptance.limitedUse else {
             conclude(.token(claims))
             return

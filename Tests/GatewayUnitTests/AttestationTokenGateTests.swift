@@ -73,12 +73,12 @@ import Testing
         let store = MemoryStore()
 
         init(
-            active: String = "t1", keys: Keys? = nil, store: (any AttestStore)? = nil,
+            active: String = "t1", keys: Keys? = nil, store: (any AttestStore)? = nil, extraRoute: String = "",
             clock: @escaping @Sendable () -> Date = { AttestationTokenGateTests.now }
         ) throws {
             self.keys = try keys ?? Keys()
             self.policy = try AttestationTokenGateTests.parse(
-                AttestationTokenGateTests.policyText(active: active), keys: self.keys)
+                AttestationTokenGateTests.policyText(active: active, extraRoute: extraRoute), keys: self.keys)
             self.tokens = try AttestationTokens.load(try #require(self.policy.tokens)).get()
             self.gate = try AttestGate(
                 policy: self.policy, store: store ?? self.store,
@@ -369,7 +369,10 @@ import Testing
     }
 
     @Test func aDebugTokenIsExchangedWhereThePolicyAllowsIt() async throws {
-        let fixture = try Fixture()
+        let fixture = try Fixture(
+            extraRoute:
+                "- {name: ci, match: {path_prefix: /v1/ci}, upstream: api, allow_debug_tokens: true, accept_token: {audience: orders}}"
+        )
         let secret = DebugTokens.generate()
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             fixture.store.createDebugToken(
@@ -382,5 +385,9 @@ import Testing
         let decision = await runGate(fixture.gate, head, body: body).1
         let token = try #require(decision.json?["token"] as? String, "\(decision.json ?? [:])")
         #expect(try CompactJWS(token).claims().platform == "debug")
+        // Worth no more than the debug token: refused where the route does not allow debug tokens.
+        let refused = await fixture.call("/v1/orders", token: token)
+        #expect(refused.status == 403 && refused.errorCode == "debug_token_not_allowed")
+        #expect(await fixture.call("/v1/ci/run", token: token).forwardedHead?.headers["X-App-Attest-Status"] == "token")
     }
 }
