@@ -189,7 +189,8 @@ package final class AttestGate: RequestGate {
         self.tokenKeySet = TokenKeySetEndpoint(tokens: tokens)
         self.tokenRoutes = tokens.map {
             TokenRouteCheck(
-                tokens: $0, appIDs: policy.appIDs, store: store, metrics: metrics, storeFailures: storeFailures,
+                tokens: $0, appIDs: policy.appIDs, environment: policy.environment, store: store, metrics: metrics,
+                storeFailures: storeFailures,
                 now: now)
         }
     }

@@ -20,6 +20,7 @@ struct TokenRouteCheck: Sendable {
 
     let tokens: AttestationTokens
     let appIDs: [String]
+    let environment: EnvironmentPolicy
     let store: any AttestStore
     let metrics: any GateMetrics
     let storeFailures: StoreFailureReporter
@@ -83,6 +84,13 @@ struct TokenRouteCheck: Sendable {
         // A token outlives a policy change: an App ID dropped since it was issued is refused.
         guard self.appIDs.contains(claims.appID) else {
             conclude(.failed(EnforcementError(.appIDMismatch, "the token's App ID is no longer accepted"), keyID: nil))
+            return
+        }
+        if self.environment != .any && claims.environment != self.environment.rawValue {
+            conclude(
+                .failed(
+                    EnforcementError(.environmentMismatch, "the token was issued to a \(claims.environment) key"),
+                    keyID: nil))
             return
         }
         // A token is worth the proof it was exchanged for: one exchanged for a debug token passes

@@ -26,10 +26,18 @@ extension PolicyLint {
                 )
             }
         }
-        for (route, fields) in zip(policy.routes, source.routes) where route.acceptToken != nil && route.mode == .off {
-            warn(
-                "setting_without_effect", fields, "accept_token",
-                "has no effect: the route's mode is off (requests pass without attestation)")
+        for (route, fields) in zip(policy.routes, source.routes) where route.acceptToken != nil {
+            if route.mode == .off {
+                warn(
+                    "setting_without_effect", fields, "accept_token",
+                    "has no effect: the route's mode is off (requests pass without attestation)")
+            } else if route.appValidation != nil || route.riskMetric != nil {
+                // The token carries neither the launch validation nor a verdict on the risk rule.
+                warn(
+                    "token_skips_route_checks", fields, "accept_token",
+                    "token requests are not held to this route's app_validation or max_risk_metric (assertions are): drop accept_token here, or accept the weaker check"
+                )
+            }
         }
         return warnings
     }

@@ -36,9 +36,12 @@ import Testing
         }
     }
 
-    static func policyText(active: String = "t1", extraRoute: String = "") -> String {
+    static func policyText(active: String = "t1", extraRoute: String = "", environment: String = "production")
+        -> String
+    {
         """
         store: memory
+        environment: \(environment)
         app_ids: ["\(EnforcementHarness.appID)"]
         upstreams: { api: { url: "http://127.0.0.1:9000" } }
         tokens:
@@ -74,11 +77,13 @@ import Testing
 
         init(
             active: String = "t1", keys: Keys? = nil, store: (any AttestStore)? = nil, extraRoute: String = "",
+            environment: String = "production",
             clock: @escaping @Sendable () -> Date = { AttestationTokenGateTests.now }
         ) throws {
             self.keys = try keys ?? Keys()
             self.policy = try AttestationTokenGateTests.parse(
-                AttestationTokenGateTests.policyText(active: active, extraRoute: extraRoute), keys: self.keys)
+                AttestationTokenGateTests.policyText(active: active, extraRoute: extraRoute, environment: environment),
+                keys: self.keys)
             self.tokens = try AttestationTokens.load(try #require(self.policy.tokens)).get()
             self.gate = try AttestGate(
                 policy: self.policy, store: store ?? self.store,
@@ -195,6 +200,13 @@ import Testing
         _ = try PolicyLoader.parse(text, sourcePath: keys.path + "/policies.yaml", warnings: &warnings)
         let found = warnings.filter { $0.field.hasPrefix("tokens") || $0.field.hasSuffix("accept_token") }
         #expect(found.map(\.code) == ["token_issuer_not_https", "setting_without_effect"], "\(warnings)")
+        warnings = []
+        let checked = Self.policyText(
+            extraRoute:
+                "- {name: store, match: {path: /store}, upstream: api, max_risk_metric: 3, accept_token: {audience: orders}}"
+        )
+        _ = try PolicyLoader.parse(checked, sourcePath: keys.path + "/policies.yaml", warnings: &warnings)
+        #expect(warnings.filter { $0.code == "token_skips_route_checks" }.map(\.field) == ["routes[2].accept_token"])
         #expect(found.map(\.field) == ["tokens.issuer", "routes[2].accept_token"])
     }
 
@@ -353,6 +365,9 @@ import Testing
         #expect(await later.call("/v1/orders", token: token).errorCode == "token_expired")
         let stranger = try Fixture()
         #expect(await stranger.call("/v1/orders", token: token).errorCode == "token_signature_invalid")
+        // Same keys, a policy that now accepts only development keys: the production token is refused.
+        let development = try Fixture(keys: issued.keys, environment: "development")
+        #expect(await development.call("/v1/orders", token: token).errorCode == "environment_mismatch")
     }
 
     @Test func aRotationKeepsTheOldKeysTokensValid() async throws {
