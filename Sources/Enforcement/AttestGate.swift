@@ -164,7 +164,8 @@ package final class AttestGate: RequestGate {
             },
             keyring: keyring,
             metrics: metrics,
-            now: now
+            now: now,
+            tokens: tokens
         )
         self.protectedRequests = ProtectedRequestVerifier(
             environment: policy.environment,

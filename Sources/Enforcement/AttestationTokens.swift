@@ -26,6 +26,15 @@ package struct AttestationTokens: Sendable {
     package static let platformIOS = "ios"
     /// The platform claim of tokens exchanged for a debug token: never a device's.
     package static let platformDebug = "debug"
+    /// The platform claim of tokens from the DeviceCheck exchange: a genuine device, no attested
+    /// app instance (the assurance of `X-App-Attest-Status: devicecheck`).
+    package static let platformDeviceCheck = "ios-devicecheck"
+
+    /// The subject name of a DeviceCheck exchange: the digest of the device token, which changes
+    /// with every `DCDevice.generateToken()`, so such a `sub` names one exchange, not an install.
+    package static func deviceCheckSubjectName(deviceToken: String) -> String {
+        "devicecheck:" + Base64URL.encode(SHA256.hash(Array(deviceToken.utf8)))
+    }
 
     init(configuration: TokensConfiguration, keys: [(kid: String, key: ECPrivateKey)], subjectSecret: [UInt8])
         throws(TokenError)

@@ -99,6 +99,11 @@ struct TokenRouteCheck: Sendable {
             conclude(.failed(.debugTokenNotAllowed(route: route.name), keyID: nil))
             return
         }
+        // A DeviceCheck token's JWT is worth a DeviceCheck token: only `fallback: devicecheck` routes.
+        if claims.platform == AttestationTokens.platformDeviceCheck && route.fallback != .deviceCheck {
+            conclude(.failed(.deviceCheckNotAllowed(route: route.name), keyID: nil))
+            return
+        }
         guard acceptance.limitedUse else {
             conclude(.token(claims))
             return
