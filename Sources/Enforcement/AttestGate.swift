@@ -295,7 +295,7 @@ package final class AttestGate: RequestGate {
         if let passthrough = self.passthroughClassifications[index] { return passthrough }
         let route = self.routes.routes[index]
         // An attestation token is checked without the body, like a debug token.
-        if TokenRouteCheck.offersToken(head, route: route) {
+        if TokenRouteCheck.offersToken(head, acceptsToken: route.acceptToken != nil) {
             return GateClassification(
                 routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
                 client: client, judgement: Self.judge(route, attribute: client))
@@ -481,9 +481,10 @@ package final class AttestGate: RequestGate {
             return
         }
         // Passthrough routes were decided in `decide`; the route is read in place (see `classify`).
-        let route = self.routes.routes[index]
-        if let tokenRoutes = self.tokenRoutes, TokenRouteCheck.offersToken(head, route: route) {
-            tokenRoutes.verify(head, route: route, judgement: judgement, completion: completion)
+        if let tokenRoutes = self.tokenRoutes,
+            TokenRouteCheck.offersToken(head, acceptsToken: self.routes.routes[index].acceptToken != nil)
+        {
+            tokenRoutes.verify(head, route: self.routes.routes[index], judgement: judgement, completion: completion)
             return
         }
         self.protectedRequests.verify(

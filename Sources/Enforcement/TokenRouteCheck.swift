@@ -29,8 +29,9 @@ struct TokenRouteCheck: Sendable {
     /// True when the route takes a token and the request offers one instead of an assertion.
     /// A request with assertion headers is judged by its assertion: apps that use
     /// `Authorization` for their own sessions keep sending assertions on such routes.
-    static func offersToken(_ head: HTTPRequestHead, route: RoutePolicy) -> Bool {
-        guard route.acceptToken != nil, head.headers[Self.authorization] != nil else { return false }
+    /// `acceptsToken`: the route has `accept_token` (a flag, so the hot path copies no route).
+    static func offersToken(_ head: HTTPRequestHead, acceptsToken: Bool) -> Bool {
+        guard acceptsToken, head.headers[Self.authorization] != nil else { return false }
         return head.headers[IdentityHeaders.keyID] == nil && head.headers[IdentityHeaders.assertion] == nil
             && head.headers[IdentityHeaders.debugToken] == nil && head.headers[IdentityHeaders.deviceCheckToken] == nil
     }
