@@ -68,7 +68,8 @@ package struct AttestationTokens: Sendable {
                 ("subject_types_supported", "[\"pairwise\"]"),
                 (
                     "claims_supported",
-                    "[\"iss\",\"sub\",\"aud\",\"exp\",\"iat\",\"jti\",\"app_id\",\"platform\",\"environment\",\"risk_metric\"]"
+                    "[\"iss\",\"sub\",\"aud\",\"exp\",\"iat\",\"jti\",\"app_id\",\"platform\",\"environment\",\"risk_metric\","
+                        + "\"validation_category\",\"bundle_version\",\"key_access_policy\"]"
                 ),
             ]).utf8)
     }
@@ -111,14 +112,23 @@ package struct AttestationTokens: Sendable {
         package var platform: String
         package var environment: String
         package var riskMetric: Int?
+        /// What the key reported of the build (names as in the identity headers), when it did.
+        package var validationCategory: String?
+        package var bundleVersion: String?
+        package var keyAccessPolicy: String?
 
-        package init(subjectName: String, appID: String, platform: String, environment: String, riskMetric: Int? = nil)
-        {
+        package init(
+            subjectName: String, appID: String, platform: String, environment: String, riskMetric: Int? = nil,
+            validationCategory: String? = nil, bundleVersion: String? = nil, keyAccessPolicy: String? = nil
+        ) {
             self.subjectName = subjectName
             self.appID = appID
             self.platform = platform
             self.environment = environment
             self.riskMetric = riskMetric
+            self.validationCategory = validationCategory
+            self.bundleVersion = bundleVersion
+            self.keyAccessPolicy = keyAccessPolicy
         }
     }
 
@@ -132,7 +142,8 @@ package struct AttestationTokens: Sendable {
             issuer: self.configuration.issuer, subject: self.subject(for: holder.subjectName),
             audience: [audience.name], issuedAt: now, expiresAt: now + Int64(audience.ttlSeconds),
             tokenID: tokenID, appID: holder.appID, platform: holder.platform, environment: holder.environment,
-            riskMetric: holder.riskMetric)
+            riskMetric: holder.riskMetric, validationCategory: holder.validationCategory,
+            bundleVersion: holder.bundleVersion, keyAccessPolicy: holder.keyAccessPolicy)
         return (try self.signer.sign(claims), claims)
     }
 

@@ -67,7 +67,9 @@ struct TokenEndpoint: Sendable {
             case .verified(let identity):
                 holder = AttestationTokens.Holder(
                     subjectName: identity.keyID, appID: identity.appID, platform: AttestationTokens.platformIOS,
-                    environment: identity.environment, riskMetric: identity.riskMetric)
+                    environment: identity.environment, riskMetric: identity.riskMetric,
+                    validationCategory: identity.validationCategory, bundleVersion: identity.bundleVersion,
+                    keyAccessPolicy: identity.keyAccessPolicy)
             case .debug(let name):
                 // A debug token names no device and no App ID of its own: the policy's first, and a
                 // platform no device token carries, so a service can refuse it.

@@ -94,6 +94,15 @@ struct TokenRouteCheck: Sendable {
                     keyID: nil))
             return
         }
+        // The route's build rules hold for tokens as for assertions: the token carries what the
+        // key reported (a category name the gateway wrote itself, so it always parses).
+        if let refusal = route.appValidation?.refusal(
+            category: claims.validationCategory.flatMap(LaunchValidationCategory.value(named:)),
+            bundleVersion: claims.bundleVersion, keyAccessPolicy: claims.keyAccessPolicy)
+        {
+            conclude(.failed(refusal, keyID: nil))
+            return
+        }
         // A token is worth the proof it was exchanged for: one exchanged for a debug token passes
         // only where a debug token itself would.
         if claims.platform == AttestationTokens.platformDebug && !route.allowDebugTokens {

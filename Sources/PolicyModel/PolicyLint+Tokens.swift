@@ -31,11 +31,11 @@ extension PolicyLint {
                 warn(
                     "setting_without_effect", fields, "accept_token",
                     "has no effect: the route's mode is off (requests pass without attestation)")
-            } else if route.appValidation != nil || route.riskMetric != nil {
-                // The token carries neither the launch validation nor a verdict on the risk rule.
+            } else if route.riskMetric != nil {
+                // The token carries the metric it was issued with, not a verdict of this route.
                 warn(
                     "token_skips_route_checks", fields, "accept_token",
-                    "token requests are not held to this route's app_validation or max_risk_metric (assertions are): drop accept_token here, or accept the weaker check"
+                    "token requests are not held to this route's max_risk_metric (assertions are): drop accept_token here, or accept the weaker check"
                 )
             }
         }

@@ -329,6 +329,22 @@ import Testing
         #expect(await fixture.call("/v1/pay", token: pay).forwardedHead != nil, "not consumed by the failed try")
     }
 
+    @Test func aRoutesAppValidationHoldsForTokens() async throws {
+        let fixture = try Fixture(
+            extraRoute:
+                "- {name: store, match: {path_prefix: /v1/store}, upstream: api, app_validation: {categories: [app_store], when_absent: deny}, accept_token: {audience: orders}}"
+        )
+        let device = try SimulatedDevice.generate()
+        try await fixture.attest(device)
+        let token = try #require(
+            try await fixture.exchange(device, counter: 1, audience: "orders").json?["token"] as? String)
+        // This simulated device writes no launch validation (as iOS 26): the token carries none.
+        #expect(try CompactJWS(token).claims().validationCategory == nil)
+        let refused = await fixture.call("/v1/store/buy", token: token)
+        #expect(refused.status == 403 && refused.errorCode == "validation_category_refused", "\(refused.json ?? [:])")
+        #expect(await fixture.call("/v1/orders/1", token: token).forwardedHead != nil)
+    }
+
     @Test func aLimitedUseTokenPassesOnce() async throws {
         let fixture = try Fixture()
         let device = try SimulatedDevice.generate()

@@ -20,7 +20,8 @@ import Testing
         TokenClaims(
             issuer: Self.issuer, subject: "c3ViamVjdA", audience: audience, issuedAt: issuedAt,
             expiresAt: issuedAt + ttl, notBefore: notBefore, tokenID: "jti-1", appID: "ABCDE12345.com.example.app",
-            platform: "ios", environment: "production", riskMetric: 3)
+            platform: "ios", environment: "production", riskMetric: 3, validationCategory: "app_store",
+            bundleVersion: "5.2")
     }
 
     struct Fixture {

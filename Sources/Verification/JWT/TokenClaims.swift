@@ -3,7 +3,9 @@ import Foundation
 /// The claims of a gateway attestation token (docs/tokens.md lists them for verifiers).
 ///
 /// Registered claims (RFC 7519 §4.1) plus the gateway's: `app_id`, `platform`, `environment`,
-/// and `risk_metric` when Apple's fraud-risk metric was known. `sub` is a keyed hash of the
+/// `risk_metric` when Apple's fraud-risk metric was known, and what the key's assertion and
+/// attestation reported of the build (`validation_category`, `bundle_version`,
+/// `key_access_policy`) when they did, so that routes can hold tokens to their `app_validation`. `sub` is a keyed hash of the
 /// device key ID, never the key ID: a service that receives the token learns a stable
 /// per-install name it cannot link to the gateway's store.
 public struct TokenClaims: Sendable, Hashable, Codable {
@@ -23,11 +25,17 @@ public struct TokenClaims: Sendable, Hashable, Codable {
     /// `production` or `development`.
     public var environment: String
     public var riskMetric: Int?
+    /// The launch validation category by name (`app_store`, ...), iOS 27+.
+    public var validationCategory: String?
+    public var bundleVersion: String?
+    /// `macos_full_security` or `other` (macOS 27+).
+    public var keyAccessPolicy: String?
 
     public init(
         issuer: String, subject: String, audience: [String], issuedAt: Int64, expiresAt: Int64,
         notBefore: Int64? = nil, tokenID: String, appID: String, platform: String, environment: String,
-        riskMetric: Int? = nil
+        riskMetric: Int? = nil, validationCategory: String? = nil, bundleVersion: String? = nil,
+        keyAccessPolicy: String? = nil
     ) {
         self.issuer = issuer
         self.subject = subject
@@ -40,6 +48,9 @@ public struct TokenClaims: Sendable, Hashable, Codable {
         self.platform = platform
         self.environment = environment
         self.riskMetric = riskMetric
+        self.validationCategory = validationCategory
+        self.bundleVersion = bundleVersion
+        self.keyAccessPolicy = keyAccessPolicy
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -54,6 +65,9 @@ public struct TokenClaims: Sendable, Hashable, Codable {
         case platform
         case environment
         case riskMetric = "risk_metric"
+        case validationCategory = "validation_category"
+        case bundleVersion = "bundle_version"
+        case keyAccessPolicy = "key_access_policy"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,6 +89,9 @@ public struct TokenClaims: Sendable, Hashable, Codable {
         self.platform = try container.decode(String.self, forKey: .platform)
         self.environment = try container.decode(String.self, forKey: .environment)
         self.riskMetric = try container.decodeIfPresent(Int.self, forKey: .riskMetric)
+        self.validationCategory = try container.decodeIfPresent(String.self, forKey: .validationCategory)
+        self.bundleVersion = try container.decodeIfPresent(String.self, forKey: .bundleVersion)
+        self.keyAccessPolicy = try container.decodeIfPresent(String.self, forKey: .keyAccessPolicy)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,5 +111,8 @@ public struct TokenClaims: Sendable, Hashable, Codable {
         try container.encode(self.platform, forKey: .platform)
         try container.encode(self.environment, forKey: .environment)
         try container.encodeIfPresent(self.riskMetric, forKey: .riskMetric)
+        try container.encodeIfPresent(self.validationCategory, forKey: .validationCategory)
+        try container.encodeIfPresent(self.bundleVersion, forKey: .bundleVersion)
+        try container.encodeIfPresent(self.keyAccessPolicy, forKey: .keyAccessPolicy)
     }
 }
