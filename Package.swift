@@ -181,6 +181,10 @@ let package = Package(
             sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
+            name: "fuzz-jwt", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/jwt",
+            exclude: ["jwt.dict", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
             name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy",
             exclude: ["policy.dict", "regressions", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),

@@ -54,6 +54,11 @@ package final class AttestGate: RequestGate {
     private let attestEndpoint: AttestEndpoint
     private let deviceCheckEndpoint: DeviceCheckExchangeEndpoint
     private let protectedRequests: ProtectedRequestVerifier
+    /// Attestation tokens (`tokens:`): the exchange, the published keys, and routes with
+    /// `accept_token:`; nil parts answer 404 where the policy has no `tokens:`.
+    private let tokenEndpoint: TokenEndpoint
+    private let tokenKeySet: TokenKeySetEndpoint
+    private let tokenRoutes: TokenRouteCheck?
     /// Signs every forwarded head (`identity_signature:`); nil = no signature header.
     private let identitySigner: IdentitySigner?
     /// The signature's timestamp (and the verification time of attestations).
@@ -76,6 +81,7 @@ package final class AttestGate: RequestGate {
     ///   - identitySigner: signs forwarded heads (`identity_signature:`); nil = unsigned.
     ///   - deviceCheck: DeviceCheck over the Apple client (`apple:`): the fallback exchange
     ///     and its tokens; nil = the exchange answers 503.
+    ///   - tokens: the policy's `tokens:` keys, loaded (`AttestationTokens.load`); nil = none.
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     ///   - monotonicNanoseconds: the endpoint limiter's clock (tests pin it).
     package init(
@@ -88,6 +94,7 @@ package final class AttestGate: RequestGate {
         endpointLimiter: AddressRateLimiter? = nil,
         identitySigner: IdentitySigner? = nil,
         deviceCheck: DeviceCheckClient? = nil,
+        tokens: AttestationTokens? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws(VerificationError) {
@@ -157,7 +164,8 @@ package final class AttestGate: RequestGate {
             },
             keyring: keyring,
             metrics: metrics,
-            now: now
+            now: now,
+            tokens: tokens
         )
         self.protectedRequests = ProtectedRequestVerifier(
             environment: policy.environment,
@@ -176,6 +184,16 @@ package final class AttestGate: RequestGate {
                     environment: $0.configuration.environment)
             }
         )
+        self.tokenEndpoint = TokenEndpoint(
+            path: policy.endpoints.token, tokens: tokens, appIDs: policy.appIDs, environment: policy.environment,
+            verifier: self.protectedRequests, metrics: metrics, now: now)
+        self.tokenKeySet = TokenKeySetEndpoint(tokens: tokens)
+        self.tokenRoutes = tokens.map {
+            TokenRouteCheck(
+                tokens: $0, appIDs: policy.appIDs, environment: policy.environment, store: store, metrics: metrics,
+                storeFailures: storeFailures,
+                now: now)
+        }
     }
 
     private static func requirement(_ environment: EnvironmentPolicy) -> EnvironmentRequirement {
@@ -213,11 +231,17 @@ package final class AttestGate: RequestGate {
         let path = head.path
         if let endpoint = self.endpoint(at: path) {
             let label = endpoint.routeLabel
-            guard endpoint != .policy else {
+            guard endpoint != .policy, endpoint != .tokenKeys, endpoint != .tokenDiscovery else {
                 return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil, endpoint: endpoint)
             }
             guard head.method == "POST" else {
                 return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: nil, endpoint: endpoint)
+            }
+            // The token exchange is verified as a protected request is (no anonymous work).
+            if endpoint == .token {
+                return GateClassification(
+                    routeName: label, upstream: nil, bufferBodyUpTo: EndpointRequests.maxEndpointBodyBytes,
+                    endpoint: endpoint)
             }
             // Anonymous work: bounded per address before any of it is done.
             let admission = self.endpointLimiter.admit(client, nowNanoseconds: self.monotonicNanoseconds())
@@ -270,6 +294,12 @@ package final class AttestGate: RequestGate {
         // `RoutePolicy` retains every string in it, so only the enforced path makes one.
         if let passthrough = self.passthroughClassifications[index] { return passthrough }
         let route = self.routes.routes[index]
+        // An attestation token is checked without the body, like a debug token.
+        if TokenRouteCheck.offersToken(head, acceptsToken: route.acceptToken != nil) {
+            return GateClassification(
+                routeName: route.name, upstream: route.upstream, bufferBodyUpTo: nil, routeIndex: index,
+                client: client, judgement: Self.judge(route, attribute: client))
+        }
         // A DeviceCheck token is checked without the body, like a debug token.
         if head.headers[IdentityHeaders.deviceCheckToken] != nil {
             let judgement = Self.judge(route, attribute: Self.rolloutAttribute(head, client: client))
@@ -326,6 +356,12 @@ package final class AttestGate: RequestGate {
         if Self.isEndpoint(path, length: length, endpoints.challenge) { return .challenge }
         if Self.isEndpoint(path, length: length, endpoints.deviceCheck) { return .deviceCheck }
         if Self.isEndpoint(path, length: length, endpoints.attest) { return .attest }
+        // Only a policy with `tokens:` owns these paths; without it they are routed as any other.
+        if self.policy.tokens != nil {
+            if Self.isEndpoint(path, length: length, endpoints.token) { return .token }
+            if Self.isEndpoint(path, length: length, AttestationTokens.jwksPath) { return .tokenKeys }
+            if Self.isEndpoint(path, length: length, AttestationTokens.discoveryPath) { return .tokenDiscovery }
+        }
         return nil
     }
 
@@ -445,6 +481,12 @@ package final class AttestGate: RequestGate {
             return
         }
         // Passthrough routes were decided in `decide`; the route is read in place (see `classify`).
+        if let tokenRoutes = self.tokenRoutes,
+            TokenRouteCheck.offersToken(head, acceptsToken: self.routes.routes[index].acceptToken != nil)
+        {
+            tokenRoutes.verify(head, route: self.routes.routes[index], judgement: judgement, completion: completion)
+            return
+        }
         self.protectedRequests.verify(
             head, body: body ?? [], route: self.routes.routes[index], judgement: judgement,
             credentials: classification.credentials, loop: loop, completion: completion)
@@ -469,6 +511,13 @@ package final class AttestGate: RequestGate {
             self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
         case .deviceCheck:
             self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
+        case .token:
+            self.tokenEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
+        case .tokenKeys, .tokenDiscovery:
+            let label = endpoint.map(\.routeLabel) ?? RouteLabel.none
+            self.metrics.requestDecided(route: label, verdict: .skipped)
+            let response = self.tokenKeySet.response(to: head, endpoint: endpoint ?? .tokenKeys)
+            completion(.respond(response, GateLogInfo(verdict: AttestVerdict.skipped)))
         case nil:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")

@@ -3,6 +3,7 @@ import Foundation
 import GateContract
 import GatewayIO
 import HTTP1
+import PolicyModel
 import RedisClient
 import Verification
 
@@ -14,6 +15,10 @@ import Verification
 /// device when the configured `blocked_bit` is set; then it answers
 /// `{"token": "<gateway token>", "expires_in": <seconds>}`, a `DeviceCheckTokens` token the
 /// app sends as `X-App-Attest-Token` on routes with `fallback: devicecheck`.
+///
+/// With `tokens:` and an `"audience"` in the body, the answer also carries an attestation token
+/// (`"attestation_token"`, an ES256 JWT with `platform: ios-devicecheck`): the first step from two
+/// token formats to one (docs/design-notes.md, "One token format").
 ///
 /// Anonymous: the gate bounds it per client address (the challenge limiter) in `classify` and
 /// caps the body. Apple's calls are async on `AppleHTTPClient` (the event loops); the
@@ -35,6 +40,8 @@ struct DeviceCheckExchangeEndpoint: Sendable {
     let keyring: ChallengeKeyring
     let metrics: any GateMetrics
     let now: @Sendable () -> Date
+    /// The policy's attestation tokens; nil = no `tokens:` (an `audience` is then refused).
+    var tokens: AttestationTokens? = nil
 
     func respond(to head: HTTPRequestHead, body: [UInt8]?, completion: @escaping @Sendable (GateDecision) -> Void) {
         guard head.method == "POST" else {
@@ -45,7 +52,7 @@ struct DeviceCheckExchangeEndpoint: Sendable {
             completion(self.refuse(EnforcementError(.deviceCheckUnavailable, "DeviceCheck is not configured (apple:)")))
             return
         }
-        let request: (deviceToken: String, appID: String)
+        let request: (deviceToken: String, appID: String, audience: TokensConfiguration.Audience?)
         do {
             request = try self.parse(body ?? [])
         } catch {
@@ -66,11 +73,28 @@ struct DeviceCheckExchangeEndpoint: Sendable {
                 mint: { tokens.mint(appID: request.appID, environment: environment, deviceToken: $0, now: $1) })
             switch decision {
             case .success(let token):
+                var fields = [("token", JSONText.quote(token)), ("expires_in", String(tokens.ttlSeconds))]
+                if let audience = request.audience, let attestation = self.tokens {
+                    let holder = AttestationTokens.Holder(
+                        subjectName: AttestationTokens.deviceCheckSubjectName(deviceToken: request.deviceToken),
+                        appID: request.appID, platform: AttestationTokens.platformDeviceCheck,
+                        environment: environment.rawValue)
+                    do throws(TokenError) {
+                        let issued = try attestation.issue(
+                            to: holder, audience: audience, now: Int64(now().timeIntervalSince1970.rounded(.down)))
+                        fields += [
+                            ("attestation_token", JSONText.quote(issued.token)),
+                            ("attestation_token_expires_in", String(audience.ttlSeconds)),
+                        ]
+                    } catch {
+                        Log.error("token_signing_failed", [("reason", error.reason)])
+                        completion(self.refuse(EnforcementError(.internalError, error.reason)))
+                        return
+                    }
+                }
                 self.metrics.deviceCheckDecided(stage: .exchange, result: "issued")
                 self.metrics.requestDecided(route: AttestGate.RouteLabel.deviceCheck, verdict: .deviceCheck)
-                let body = JSONText.object([
-                    ("token", JSONText.quote(token)), ("expires_in", String(tokens.ttlSeconds)),
-                ])
+                let body = JSONText.object(fields)
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Type", value: "application/json")
                 headers.add(name: "Cache-Control", value: "no-store")
@@ -122,8 +146,11 @@ struct DeviceCheckExchangeEndpoint: Sendable {
             retryAfterSeconds: error.code == .throttled ? 30 : nil)
     }
 
-    /// `{"device_token": base64, "app_id"?: string}`; the App ID defaults to the policy's only one.
-    private func parse(_ body: [UInt8]) throws(EnforcementError) -> (deviceToken: String, appID: String) {
+    /// `{"device_token": base64, "app_id"?: string, "audience"?: string}`; the App ID defaults to
+    /// the policy's only one.
+    private func parse(
+        _ body: [UInt8]
+    ) throws(EnforcementError) -> (deviceToken: String, appID: String, audience: TokensConfiguration.Audience?) {
         let object = try EndpointRequests.jsonObject(body, maxBytes: EndpointRequests.maxEndpointBodyBytes)
         guard let token = object["device_token"] as? String, !token.isEmpty else {
             throw EnforcementError(.malformedRequest, "field device_token (a base64 string) is missing")
@@ -144,7 +171,14 @@ struct DeviceCheckExchangeEndpoint: Sendable {
             }
             appID = self.appIDs[0]
         }
-        return (token, appID)
+        var audience: TokensConfiguration.Audience?
+        if object["audience"] != nil {
+            guard let tokens = self.tokens else {
+                throw EnforcementError(.tokensNotConfigured, "this gateway issues no attestation tokens (tokens:)")
+            }
+            audience = try TokenEndpoint.audience(in: body, tokens: tokens.configuration)
+        }
+        return (token, appID, audience)
     }
 
     private func refuse(_ error: EnforcementError) -> GateDecision {

@@ -92,6 +92,24 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         /// which one the gateway judged would be ambiguous.
         package static let credentialsAmbiguous = Code("credentials_ambiguous", 400, .malformed)
 
+        // MARK: Attestation tokens (`tokens:`, routes with `accept_token:`)
+
+        /// 401: a token on a route that names no token audience, or refused by `TokenVerifier`
+        /// (the code is the verifier's: malformed, algorithm, key, signature, times, issuer).
+        package static func token(_ code: TokenError.Code) -> Code {
+            switch code {
+            case .audienceMismatch: return Code(code.rawValue, 403, .tokenRefused)
+            case .internalCryptoError: return .internalError
+            default: return Code(code.rawValue, 401, .tokenRefused)
+            }
+        }
+        /// 401: a limited-use token whose `jti` was already accepted once.
+        package static let tokenReplayed = Code("token_replayed", 401, .tokenRefused)
+        /// 403: the token endpoint was asked for an audience the policy does not list.
+        package static let tokenAudienceUnknown = Code("token_audience_unknown", 403, .tokenRefused)
+        /// 404: the token endpoints answer only when the policy has a `tokens:` block.
+        package static let tokensNotConfigured = Code("tokens_not_configured", 404, .skipped)
+
         // MARK: Endpoints (challenge / attest) and routing
 
         /// 400: the attest request body is not the expected JSON object, or a field is bad.

@@ -108,12 +108,13 @@ package struct PolicyDocumentEndpoint: Sendable {
     }
 
     static func document(_ policy: GatewayPolicy) -> String {
-        let endpoints = JSONText.object([
-            ("challenge", JSONText.quote(policy.endpoints.challenge)),
-            ("attest", JSONText.quote(policy.endpoints.attest)),
-            ("policy", JSONText.quote(policy.endpoints.policy)),
-            ("devicecheck", JSONText.quote(policy.endpoints.deviceCheck)),
-        ])
+        let endpoints = JSONText.object(
+            [
+                ("challenge", JSONText.quote(policy.endpoints.challenge)),
+                ("attest", JSONText.quote(policy.endpoints.attest)),
+                ("policy", JSONText.quote(policy.endpoints.policy)),
+                ("devicecheck", JSONText.quote(policy.endpoints.deviceCheck)),
+            ] + (policy.tokens == nil ? [] : [("token", JSONText.quote(policy.endpoints.token))]))
         let routes = policy.routes.map { route -> String in
             let features = Self.features(of: route)
             let methods = RouteTable.effectiveMethods(route.match.methods).map { list in
@@ -135,6 +136,8 @@ package struct PolicyDocumentEndpoint: Sendable {
                 ("counter_window", String(features.counterWindow)),
                 ("allow_debug_tokens", features.allowsDebugTokens ? "true" : "false"),
                 ("device_check_fallback", features.allowsDeviceCheckFallback ? "true" : "false"),
+                // `Authorization: Bearer` with a token of this audience replaces the assertion.
+                ("accept_token", Self.acceptToken(route.acceptToken)),
             ])
         }
         return JSONText.object([
@@ -144,6 +147,14 @@ package struct PolicyDocumentEndpoint: Sendable {
             ("environment", JSONText.quote(policy.environment.rawValue)),
             ("challenge_ttl_seconds", String(policy.challengeTTLSeconds)),
             ("routes", "[" + routes.joined(separator: ",") + "]"),
+        ])
+    }
+
+    private static func acceptToken(_ acceptance: TokenAcceptance?) -> String {
+        guard let acceptance else { return "null" }
+        return JSONText.object([
+            ("audience", JSONText.quote(acceptance.audience)),
+            ("limited_use", acceptance.limitedUse ? "true" : "false"),
         ])
     }
 

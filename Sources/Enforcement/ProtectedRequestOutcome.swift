@@ -3,6 +3,7 @@ import GateContract
 import HTTP1
 import PolicyModel
 import RedisClient
+import Verification
 
 /// How verification of one protected request ended, before the route's mode applies.
 enum ProtectedRequestOutcome: Sendable {
@@ -11,6 +12,8 @@ enum ProtectedRequestOutcome: Sendable {
     case debug(name: String)
     /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`).
     case deviceCheck(DeviceCheckTokens.Claims)
+    /// Admitted by an attestation token (`accept_token:`).
+    case token(TokenClaims)
     case failed(EnforcementError, keyID: String?)
     /// The store could not answer `operation`: the route's `on_store_error` decides.
     case storeFailed(StoreError, operation: String, keyID: String?)
@@ -21,6 +24,7 @@ enum ProtectedRequestOutcome: Sendable {
         case .verified: return .verified
         case .debug: return .debug
         case .deviceCheck: return .deviceCheck
+        case .token: return .token
         case .failed(let error, _): return error.verdict
         case .storeFailed: return .storeError
         }
@@ -48,6 +52,13 @@ enum ProtectedRequestOutcome: Sendable {
             var forwarded = IdentityHeaders.forwarded(head, status: .deviceCheck, arm: arm)
             forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
             forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment.rawValue)
+            return .forward(forwarded, GateLogInfo(verdict: self.verdict, arm: arm))
+        case .token(let claims):
+            // App ID and environment as the token says; the subject stays in the token (the
+            // upstream that wants it verifies the forwarded Authorization itself).
+            var forwarded = IdentityHeaders.forwarded(head, status: .token, arm: arm)
+            forwarded.headers.add(name: IdentityHeaders.appID, value: claims.appID)
+            forwarded.headers.add(name: IdentityHeaders.environment, value: claims.environment)
             return .forward(forwarded, GateLogInfo(verdict: self.verdict, arm: arm))
         case .failed(let error, let keyID):
             let info = GateLogInfo(verdict: self.verdict, keyID: keyID, arm: arm)

@@ -129,6 +129,19 @@ final class ProtectedRequestVerifier: Sendable {
             self.conclude(
                 outcome, head: head, route: route, judgement: judgement, started: started, completion: completion)
         }
+        self.verifyOutcome(head, body: body, route: route, credentials: decoded, loop: loop, conclude: conclude)
+    }
+
+    /// The checks of `verify` without the route's mode applied: `conclude` gets the outcome
+    /// (the token endpoint turns a verified one into a token instead of a forward).
+    func verifyOutcome(
+        _ head: HTTPRequestHead,
+        body: [UInt8],
+        route: RoutePolicy,
+        credentials decoded: AssertionCredentials? = nil,
+        loop: EventLoop,
+        conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
+    ) {
         guard body.count <= route.maxBodyBytes else {
             conclude(
                 .failed(EnforcementError(.bodyTooLarge, "body exceeds \(route.maxBodyBytes) bytes"), keyID: nil)

@@ -43,6 +43,10 @@ package enum AttestVerdict: String, Sendable, Hashable, CaseIterable {
     case appleUnavailable = "apple_unavailable"
     /// The key's fraud-risk metric is above `max_risk_metric` on an `action: deny` route.
     case riskMetricExceeded = "risk_metric_exceeded"
+    /// Admitted by an attestation token (`accept_token:`): an earlier assertion, not this request's.
+    case token
+    /// An attestation token refused (malformed, forged, expired, another audience, replayed).
+    case tokenRefused = "token_refused"
 
     // MARK: Access-log labels of the proxy layer (no gate decides these)
 

@@ -5,6 +5,12 @@ package enum GateEndpoint: Sendable, Hashable, CaseIterable {
     case challenge
     case attest
     case deviceCheck
+    /// The attestation token exchange (`POST`, `tokens:`).
+    case token
+    /// `GET /.well-known/jwks.json` (`tokens:`).
+    case tokenKeys
+    /// `GET /.well-known/openid-configuration` (`tokens:`).
+    case tokenDiscovery
 
     /// The name metrics and logs use for requests to it (routes are named by the policy).
     package var routeLabel: String {
@@ -13,6 +19,9 @@ package enum GateEndpoint: Sendable, Hashable, CaseIterable {
         case .challenge: "_challenge"
         case .attest: "_attest"
         case .deviceCheck: "_devicecheck"
+        case .token: "_token"
+        case .tokenKeys: "_jwks"
+        case .tokenDiscovery: "_openid_configuration"
         }
     }
 }

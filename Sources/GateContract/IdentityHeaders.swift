@@ -89,6 +89,9 @@ package enum IdentityHeaders {
         case debug
         /// Admitted by a gateway DeviceCheck token (`fallback: devicecheck`): lower assurance.
         case deviceCheck
+        /// Admitted by an attestation token (`accept_token:`): the app proved itself when the
+        /// token was issued, not on this request.
+        case token
         /// Monitor mode: the request failed enforcement with this code and was forwarded anyway.
         case failed(reason: String)
         /// The store could not be asked (`on_store_error: allow`, or monitor mode).
@@ -100,6 +103,7 @@ package enum IdentityHeaders {
             case .skipped: return "skipped"
             case .debug: return "debug"
             case .deviceCheck: return "devicecheck"
+            case .token: return "token"
             case .failed(let reason): return "failed; reason=\(reason)"
             case .unverified(let reason): return "unverified; reason=\(reason)"
             }

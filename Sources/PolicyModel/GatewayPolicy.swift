@@ -33,6 +33,8 @@ public struct GatewayPolicy: Sendable {
     public var apple: AppleConfiguration? = nil
     /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
     public var identitySignature: IdentitySignatureConfiguration? = nil
+    /// `tokens:`; nil = no attestation tokens are issued or accepted (docs/tokens.md).
+    public var tokens: TokensConfiguration? = nil
     /// The check-only listener (`authz_listen:`): other gateways ask it whether a request is
     /// attested (Envoy ext_authz, Traefik/Caddy forward auth, nginx auth_request); nil = none.
     public var authzListener: ListenerConfiguration? = nil
@@ -130,6 +132,8 @@ public struct EndpointPaths: Sendable, Hashable {
     public var policy: String
     /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
     public var deviceCheck: String = "/app-attest/devicecheck"
+    /// The attestation token exchange (`POST`, with `tokens:`): `TokenEndpoint`.
+    public var token: String = "/app-attest/token"
     public init(
         challenge: String = "/app-attest/challenge",
         attest: String = "/app-attest/attest",
@@ -227,6 +231,9 @@ public struct RoutePolicy: Sendable, Hashable {
     /// its `Upgrade`, and the upstream's 101 turns the connection into a tunnel (`tunnels:`).
     /// Off: the upgrade is served as plain HTTP, `Upgrade` removed.
     public var websocket: Bool = false
+    /// `accept_token:`: an attestation token (`Authorization: Bearer`) for this audience is
+    /// accepted instead of an assertion; nil = assertions only.
+    public var acceptToken: TokenAcceptance? = nil
 
     /// What a route accepts from a device where App Attest is unsupported.
     public enum Fallback: String, Sendable, Hashable, CaseIterable {

@@ -48,6 +48,8 @@ import GatewayIO
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
 /// | `routes[i].websocket` | boolean | `false` (an upgrade is served as plain HTTP, `Upgrade` removed) |
 /// | `tunnels.idle_timeout` / `.max_lifetime` | duration 1s-24h: see `TunnelPolicy` | `5m`, `1h` |
+/// | `tokens.*` | `{issuer, keys: [{kid, key_file}], active_kid, subject_key_file, audiences: [{name, ttl}], allow_debug_tokens, clock_skew}`: see `TokensDecoder` | none (no tokens issued or accepted) |
+/// | `routes[i].accept_token` | `{audience, limited_use}` | none (assertions only) |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
@@ -62,7 +64,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers", "tunnels",
+        "strip_client_headers", "tunnels", "tokens",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -74,12 +76,12 @@ struct PolicyDecoder {
     ]
     static let upstreamKeys =
         ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
-    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck"]
+    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
-        "fallback", "allow_method_overrides",
+        "fallback", "allow_method_overrides", "accept_token",
         "max_risk_metric", "action", "websocket",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
@@ -196,6 +198,7 @@ struct PolicyDecoder {
         )
         policy.apple = apple
         policy.identitySignature = identitySignature
+        policy.tokens = try self.decodeTokens(top, routes: routes, sources: routeSources)
         policy.readiness = try self.decodeReadiness(top)
         policy.accessLog = try self.decodeAccessLog(top)
         policy.tunnels = try self.decodeTunnels(top)
@@ -500,10 +503,18 @@ struct PolicyDecoder {
                     "the devicecheck endpoint must differ from the challenge and attest endpoints")
             }
         }
+        if let n = fields["token"] {
+            endpoints.token = try self.reader.path(n)
+            if [endpoints.challenge, endpoints.attest, endpoints.deviceCheck].contains(endpoints.token) {
+                throw self.reader.error(
+                    .endpointCollision, n,
+                    "the token endpoint must differ from the challenge, attest and devicecheck endpoints")
+            }
+        }
         if let n = fields["policy"] {
             endpoints.policy = try self.reader.path(n)
             if endpoints.policy == endpoints.challenge || endpoints.policy == endpoints.attest
-                || endpoints.policy == endpoints.deviceCheck
+                || endpoints.policy == endpoints.deviceCheck || endpoints.policy == endpoints.token
             {
                 throw self.reader.error(
                     .endpointCollision,

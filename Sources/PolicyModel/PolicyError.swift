@@ -167,7 +167,8 @@ public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
     /// Stable snake_case code: `unreachable_route`, `development_trust_roots`, `memory_store`,
     /// `store_error_allows`, `setting_without_effect`, `no_routes`, `body_exceeds_budget`,
     /// `body_deadline_tight`, `proxy_protocol_without_trusted_proxies`,
-    /// `case_sensitive_route_shadowed`, `websocket_challenge_in_body`.
+    /// `case_sensitive_route_shadowed`, `websocket_challenge_in_body`, `debug_tokens_in_production`,
+    /// `token_issuer_not_https`, `token_skips_route_checks`.
     public var code: String
     public var file: String
     public var line: Int

@@ -102,6 +102,7 @@ struct PolicyLint {
         }
         warnings += self.listenerWarnings(policy, top: top)
         warnings += self.authzWarnings(policy, top: top)
+        warnings += self.tokenWarnings(policy, source: source)
         if policy.routes.isEmpty {
             let message = "no routes: every request except the endpoints gets 404"
             if let node = top["routes"] {

@@ -48,6 +48,14 @@ public enum PolicySummary {
         } else {
             add("identity_signature", "(none: identity headers are not signed)")
         }
+        if let tokens = policy.tokens {
+            // Paths and key IDs only, as identity_signature: no key or secret is ever printed.
+            add(
+                "tokens",
+                "issuer=\(tokens.issuer) active_kid=\(tokens.activeKID) keys="
+                    + tokens.keys.map { "\($0.kid):\($0.keyFile)" }.joined(separator: ",") + " audiences="
+                    + tokens.audiences.map { "\($0.name):\($0.ttlSeconds)s" }.joined(separator: ","))
+        }
         add(
             "readiness",
             "require_store=\(policy.readiness.requireStore.rawValue) "

@@ -101,6 +101,9 @@ struct RouteDecoder {
         if let n = fields["allow_encoded_slashes"] { route.allowEncodedSlashes = try self.reader.bool(n) }
         if let n = fields["allow_method_overrides"] { route.allowMethodOverrides = try self.reader.bool(n) }
         if let n = fields["websocket"] { route.websocket = try self.reader.bool(n) }
+        if let n = fields["accept_token"] {
+            route.acceptToken = try TokensDecoder.decodeAcceptance(n, reader: self.reader)
+        }
 
         if route.mode != .off && self.appIDs.isEmpty {
             let modeNode = fields["mode"]

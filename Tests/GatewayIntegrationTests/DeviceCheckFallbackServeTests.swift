@@ -1,6 +1,7 @@
 import Foundation
 import GatewayTesting
 import Testing
+import Verification
 
 @testable import AppleClient
 @testable import Enforcement
@@ -20,7 +21,16 @@ import Testing
         let adminPort: UInt16
     }
 
-    static func serve(fake: FakeAppleServer, upstream: EnforcementServeTests.Upstream) throws -> Served {
+    static let defaultRoutes = """
+          - { name: fallback, match: { path_prefix: /v1/fallback }, upstream: api, mode: enforce, fallback: devicecheck }
+          - { name: strict, match: { path_prefix: / }, upstream: api, mode: enforce }
+        """
+
+    /// `extra` is appended to the policy (a `tokens:` block); `routes` replaces the two routes.
+    static func serve(
+        fake: FakeAppleServer, upstream: EnforcementServeTests.Upstream, routes: String = defaultRoutes,
+        extra: String = ""
+    ) throws -> Served {
         let directory = fake.keys.directory
         try (Self.adminToken + "\n").write(toFile: directory + "/admin-token", atomically: true, encoding: .utf8)
         let hex = Self.challengeKey.map { String(format: "%02x", $0) }.joined()
@@ -35,8 +45,7 @@ import Testing
         challenge_key_file: challenge-keys
         upstreams: { api: { url: "http://127.0.0.1:\(upstream.port)" } }
         routes:
-          - { name: fallback, match: { path_prefix: /v1/fallback }, upstream: api, mode: enforce, fallback: devicecheck }
-          - { name: strict, match: { path_prefix: / }, upstream: api, mode: enforce }
+        \(routes)
         apple:
           team_id: \(FakeAppleServer.teamID)
           key_id: \(FakeAppleServer.keyID)
@@ -44,6 +53,7 @@ import Testing
           devicecheck_url: https://127.0.0.1:\(fake.port)
           ca_file: \(fake.caFile)
           device_check: { timeout: 2s, blocked_bit: bit1, token_ttl: 3s, admin_token_file: admin-token }
+        \(extra)
         """.write(to: policy, atomically: true, encoding: .utf8)
         let (process, stderr) = ProxyIntegrationTests.serveProcess(
             binary: try ProxyIntegrationTests.gatewayBinary(), policy: policy)
@@ -179,6 +189,62 @@ import Testing
         ] {
             #expect(text.contains(series), "\(series)")
         }
+    }
+
+    /// The first step to one token format: with `tokens:`, the exchange also answers an
+    /// attestation token, which passes on `fallback: devicecheck` routes only.
+    @Test func theExchangeAlsoIssuesAnAttestationTokenForFallbackRoutesOnly() throws {
+        let fake = try FakeAppleServer()
+        defer { fake.stop() }
+        let upstream = try EnforcementServeTests.Upstream()
+        defer { upstream.stop() }
+        let directory = fake.keys.directory
+        try AppleTestKeys.openssl([
+            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", directory + "/t1.pem",
+        ])
+        try "a-subject-secret-of-at-least-32-bytes".write(
+            toFile: directory + "/subject", atomically: true, encoding: .utf8)
+        let routes = """
+              - { name: fallback, match: { path_prefix: /v1/fallback }, upstream: api, mode: enforce, fallback: devicecheck, accept_token: { audience: orders } }
+              - { name: strict, match: { path_prefix: / }, upstream: api, mode: enforce, accept_token: { audience: orders } }
+            """
+        let tokens = """
+            tokens:
+              issuer: https://attest.example.com
+              active_kid: t1
+              keys: [{ kid: t1, key_file: t1.pem }]
+              subject_key_file: subject
+              audiences: [{ name: orders }]
+            """
+        let served = try Self.serve(fake: fake, upstream: upstream, routes: routes, extra: tokens)
+        defer { BodyBudgetIntegrationTests.stop(served.process) }
+
+        let device = FakeAppleServerTests.token("phone-jwt")
+        let body = Array(#"{"device_token":"\#(device)","audience":"orders"}"#.utf8)
+        let answer = try EnforcementServeTests.exchange(
+            port: served.port, "POST", "/app-attest/devicecheck", headers: [("Content-Type", "application/json")],
+            body: body)
+        let json = EnforcementServeTests.json(answer.body)
+        #expect(answer.status == 200, "\(json)")
+        #expect(json["token"] is String, "the DeviceCheck gateway token is still there")
+        let jwt = try #require(json["attestation_token"] as? String)
+        #expect(json["attestation_token_expires_in"] as? Int == 300)
+        let claims = try CompactJWS(jwt).claims()
+        #expect(claims.platform == "ios-devicecheck" && claims.appID == Self.appID && claims.audience == ["orders"])
+
+        let fallback = try Self.get(served.port, "/v1/fallback/a", [("Authorization", "Bearer " + jwt)])
+        #expect(fallback.status == 200, "\(fallback.json)")
+        #expect(fallback.echoed["x-app-attest-status"] == "token")
+        let strict = try Self.get(served.port, "/v1/other", [("Authorization", "Bearer " + jwt)])
+        #expect(strict.status == 403 && strict.json["error"] as? String == "devicecheck_not_allowed")
+
+        // An audience the policy does not list: refused before Apple is asked.
+        let unknown = Array(#"{"device_token":"\#(device)","audience":"payments"}"#.utf8)
+        let refused = try EnforcementServeTests.exchange(
+            port: served.port, "POST", "/app-attest/devicecheck", headers: [("Content-Type", "application/json")],
+            body: unknown)
+        #expect(refused.status == 403)
+        #expect(EnforcementServeTests.json(refused.body)["error"] as? String == "token_audience_unknown")
     }
 
     @Test func theAdminAPIQueriesAndUpdatesBehindItsBearerToken() throws {

@@ -47,7 +47,7 @@ import Testing
                 "revoked_key", "challenge_invalid", "store_error", "app_id_mismatch", "environment_mismatch",
                 "internal_error", "rate_limited", "launch_validation_refused", "debug", "debug_token_invalid",
                 "devicecheck", "devicecheck_refused", "apple_unavailable",
-                "risk_metric_exceeded",
+                "risk_metric_exceeded", "token", "token_refused",
             ])
     }
 

@@ -79,6 +79,7 @@ import Verification
         var codes = Set<String>()
         for source in [
             "Sources/Enforcement/EnforcementError.swift", "Sources/Verification/VerificationError.swift",
+            "Sources/Verification/JWT/TokenError.swift",
         ] {
             codes.formUnion(Self.quotedCodes(in: try Self.read(source), after: "Code(\""))
         }

@@ -96,6 +96,15 @@ package final class EnforcementGateFactory: Sendable {
                 throw BuildError(description: "identity_signature: \(problem.description) (\(problem.code))")
             }
         }
+        var tokens: AttestationTokens?
+        if let configuration = policy.tokens {
+            // Read again here, as identity_signature's keys: a reload is how tokens rotate.
+            switch AttestationTokens.load(configuration) {
+            case .success(let loaded): tokens = loaded
+            case .failure(let problem):
+                throw BuildError(description: "tokens: \(problem.description) (\(problem.code))")
+            }
+        }
         // Read again at every build: a reload picks up a rotated admin token.
         var adminToken: DeviceCheckAdminToken?
         if let path = policy.apple?.deviceCheck.adminTokenFile {
@@ -114,7 +123,7 @@ package final class EnforcementGateFactory: Sendable {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
                 challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner,
-                deviceCheck: deviceCheck)
+                deviceCheck: deviceCheck, tokens: tokens)
         } catch {
             if let fresh = apple.fresh { fresh.shutdown() }
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
