@@ -1,5 +1,6 @@
 package import GateContract
 package import GatewayIO
+package import KeyStore
 import PolicyModel
 package import RedisClient
 import Synchronization
@@ -19,6 +20,8 @@ import Verification
 /// - `attest_gateway_bundle_versions_total{version}`: valid assertions by bundle version, the
 ///   first `bundleVersionLabelLimit` distinct versions this process saw by name, the rest
 ///   `other`, none `none` (bounded; see docs/operations.md).
+/// - `attest_gateway_key_limit_refusals_total{route, limit}`: requests refused by a route's
+///   `key_limits` (`rate`, `daily_quota`); route names come from the policy, so the labels are bounded.
 /// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
 ///   with `enforce_percent` < 100, by rollout arm.
 ///
@@ -31,6 +34,7 @@ package final class GatewayGateMetrics: GateMetrics {
     private let latency: Histogram
     private let storeErrors: CounterFamily
     private let limitRefusals: CounterFamily
+    private let keyLimitRefusals: CounterFamily
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// The same counters by the policy's route index (`routeNames`' order).
@@ -86,6 +90,11 @@ package final class GatewayGateMetrics: GateMetrics {
             "attest_gateway_limit_refusals_total",
             help: "Requests refused by a per-client-address limit, by limit (never by address).",
             labelNames: ["limit"]
+        )
+        self.keyLimitRefusals = registry.counter(
+            "attest_gateway_key_limit_refusals_total",
+            help: "Requests refused by a route's per-device-key limit, by route and limit (never by key).",
+            labelNames: ["route", "limit"]
         )
         let categories = registry.counter(
             "attest_gateway_launch_validation_total",
@@ -187,6 +196,10 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func limitRefused(limit: String) {
         self.limitRefusals.labels(limit).increment()
+    }
+
+    package func keyLimitRefused(route: String, limit: KeyLimitKind) {
+        self.keyLimitRefusals.labels(route, limit.rawValue).increment()
     }
 
     package func launchValidation(category: UInt32?, bundleVersion: String?) {

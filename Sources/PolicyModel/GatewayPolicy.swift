@@ -229,6 +229,8 @@ public struct RoutePolicy: Sendable, Hashable {
     }
     /// `max_risk_metric` and `action`; nil = no fraud-risk rule.
     public var riskMetric: RiskMetricRule?
+    /// `key_limits:` (rate, burst, daily quota per device key); nil = none.
+    public var keyLimits: KeyLimits?
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
     /// store's script on every request).

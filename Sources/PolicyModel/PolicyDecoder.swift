@@ -46,6 +46,7 @@ import GatewayIO
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
+/// | `routes[i].key_limits` | `{rate, burst, daily_quota}` per device key: see `KeyLimitsDecoder` | none |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
@@ -78,7 +79,7 @@ struct PolicyDecoder {
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback", "allow_method_overrides",
-        "max_risk_metric", "action",
+        "max_risk_metric", "action", "key_limits",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 

@@ -141,7 +141,7 @@ struct PolicyLint {
             )
         }
         if route.mode == .off {
-            for key in ["challenge", "binding", "challenge_field", "on_store_error", "fallback"]
+            for key in ["challenge", "binding", "challenge_field", "on_store_error", "fallback", "key_limits"]
             where fields[key] != nil {
                 warn(
                     "setting_without_effect",
@@ -154,6 +154,13 @@ struct PolicyLint {
                 "setting_without_effect",
                 "challenge_field",
                 "has no effect: challenge_field is only read with binding: body and challenge: required"
+            )
+        }
+        if route.keyLimits != nil && route.mode != .off && (route.allowDebugTokens || route.fallback != .none) {
+            warn(
+                "key_limits_partial",
+                "key_limits",
+                "key_limits count attested keys only: requests with a debug token or a DeviceCheck token on this route carry no key and are not limited"
             )
         }
         if route.mode == .enforce && route.onStoreError == .allow {

@@ -191,6 +191,10 @@ public enum PolicySummary {
         if route.allowMethodOverrides { out += " allow_method_overrides=true" }
         if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
         if let rule = route.riskMetric { out += " max_risk_metric=\(rule.maximum) action=\(rule.action.rawValue)" }
+        if let limits = route.keyLimits {
+            if let rate = limits.rate { out += " key_rate=\(rate.text) burst=\(limits.burst)" }
+            if let quota = limits.dailyQuota { out += " key_daily_quota=\(quota)" }
+        }
         if let validation = route.appValidation {
             var parts: [String] = []
             if let categories = validation.categories {

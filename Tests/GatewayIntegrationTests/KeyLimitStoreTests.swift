@@ -1,0 +1,112 @@
+import Foundation
+import GatewayTesting
+import Testing
+
+@testable import KeyStore
+@testable import PolicyModel
+@testable import RedisClient
+
+/// `key_limits` in the counter script against a real redis-server (and the memory store, the
+/// same rule): the bucket, the quota, the order against the counter, and atomicity under
+/// concurrent requests from several gateways. The arithmetic itself: `KeyLimitsTests`.
+@Suite(.timeLimit(.minutes(2))) struct KeyLimitStoreTests {
+    static let kinds: [StoreKind] = [.memory, .redis, .redisOnLoop, .cluster]
+
+    static func charge(_ limits: KeyLimits, route: String = "api") -> KeyLimitCharge {
+        KeyLimitCharge(route: route, limits: limits)
+    }
+
+    @Test(arguments: Self.kinds)
+    func theBurstPassesThenTheBucketRefusesWithoutAdvancingTheCounter(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let record = sampleRecord(counter: 0)
+            #expect(await store.createKey(record).value == .created)
+            let limits = Self.charge(KeyLimits(rate: .init(count: 1, per: .hour), burst: 3))
+            for c in UInt32(1)...3 {
+                #expect(await store.advanceCounter(keyID: record.keyID, to: c, limits: limits).value == .advanced)
+            }
+            let refused = await store.advanceCounter(keyID: record.keyID, to: 4, limits: limits).value
+            guard case .limited(let refusal)? = refused else {
+                Issue.record("expected a limit refusal, got \(String(describing: refused))")
+                return
+            }
+            #expect(refusal.limit == .rate)
+            #expect((3595...3600).contains(refusal.retryAfterSeconds), "one hour to the next token")
+            let stored = try #require(await store.fetchKey(keyID: record.keyID).value ?? nil)
+            #expect(stored.counter == 3, "a limited request leaves the counter where it was")
+            // A replay is judged as a replay first, and spends nothing.
+            #expect(
+                await store.advanceCounter(keyID: record.keyID, to: 2, limits: limits).value
+                    == .notIncreasing(stored: 3))
+            // Another route keeps its own bucket for the same key.
+            let other = Self.charge(KeyLimits(rate: .init(count: 1, per: .hour), burst: 1), route: "other")
+            #expect(await store.advanceCounter(keyID: record.keyID, to: 4, limits: other).value == .advanced)
+        }
+    }
+
+    @Test(arguments: Self.kinds)
+    func theDailyQuotaRefusesUntilTheUTCDayEnds(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let record = sampleRecord(counter: 0)
+            #expect(await store.createKey(record).value == .created)
+            let limits = Self.charge(KeyLimits(rate: nil, dailyQuota: 2))
+            #expect(
+                await store.advanceCounter(keyID: record.keyID, to: 1, window: 8, limits: limits).value == .advanced)
+            #expect(
+                await store.advanceCounter(keyID: record.keyID, to: 3, window: 8, limits: limits).value == .advanced)
+            let secondsLeft = 86_400 - Int(Date().timeIntervalSince1970) % 86_400
+            let refused = await store.advanceCounter(keyID: record.keyID, to: 2, window: 8, limits: limits).value
+            guard case .limited(let refusal)? = refused else {
+                Issue.record("expected a quota refusal, got \(String(describing: refused))")
+                return
+            }
+            #expect(refusal.limit == .dailyQuota)
+            #expect(abs(refusal.retryAfterSeconds - secondsLeft) <= 5, "until 00:00 UTC")
+            // The out-of-order counter 2 was not marked seen: without the limit it passes once.
+            #expect(await store.advanceCounter(keyID: record.keyID, to: 2, window: 8).value == .acceptedOutOfOrder)
+        }
+    }
+
+    /// A 10/s bucket of one: refused at once, admitted again a token later (the server's clock).
+    @Test(arguments: [StoreKind.redis])
+    func aTokenComesBackAfterItsInterval(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let record = sampleRecord(counter: 0)
+            #expect(await store.createKey(record).value == .created)
+            let limits = Self.charge(KeyLimits(rate: .init(count: 10, per: .second), burst: 1))
+            #expect(await store.advanceCounter(keyID: record.keyID, to: 1, limits: limits).value == .advanced)
+            #expect(
+                await store.advanceCounter(keyID: record.keyID, to: 2, limits: limits).value
+                    == .limited(KeyLimitRefusal(limit: .rate, retryAfterSeconds: 1)))
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(await store.advanceCounter(keyID: record.keyID, to: 2, limits: limits).value == .advanced)
+        }
+    }
+
+    /// 200 requests of one key at once, through four gateways' stores, with distinct valid
+    /// counters: exactly the burst passes, whatever the interleaving.
+    @Test func twoHundredConcurrentRequestsOfOneKeyNeverExceedTheBucket() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let url = try RedisURL(parsing: server.urlString())
+        let stores = (0..<4).map { RedisStore(url: url, label: "limit-race-\($0)") }
+        defer { stores.forEach { $0.close() } }
+        for store in stores { #expect(await waitUntilReachable(store)) }
+        let record = sampleRecord(counter: 0)
+        #expect(await stores[0].createKey(record).value == .created)
+        let limits = Self.charge(KeyLimits(rate: .init(count: 1, per: .hour), burst: 20))
+        let results: [Result<CounterAdvanceReading, StoreError>] = await concurrently(200) { index, done in
+            stores[index % stores.count].advanceCounterReadingRisk(
+                keyID: record.keyID, to: UInt32(index + 1), window: 256, lazyRefreshAt: nil, limits: limits,
+                completion: done)
+        }
+        #expect(results.allSatisfy { $0.error == nil })
+        let admitted = results.filter { $0.value?.advance == .advanced || $0.value?.advance == .acceptedOutOfOrder }
+        #expect(admitted.count == 20)
+        let limited = results.filter {
+            if case .limited(let refusal)? = $0.value?.advance { return refusal.limit == .rate }
+            return false
+        }
+        #expect(limited.count == 180)
+    }
+}
