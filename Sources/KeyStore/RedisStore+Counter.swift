@@ -31,7 +31,14 @@ extension RedisStore {
     /// whatever gateway asks; docs/design-notes.md "Per-key limits").
     static let advanceCounterScript = RedisScript(
         """
-        local v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next')
+        local route = ARGV[6] or ''
+        local tf, df = 'limit_tat:' .. route, 'limit_day:' .. route
+        local v
+        if route == '' then
+          v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next')
+        else
+          v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next', tf, df)
+        end
         if not v[1] then return {-1} end
         if v[2] == 'revoked' then return {-2} end
         local h = tonumber(v[1])
@@ -48,28 +55,24 @@ extension RedisStore {
           end
           return {code, v[4] or '', v[5] or '', due}
         end
-        local lw = nil
+        local lw = {}
         local function limited()
-          local route = ARGV[6] or ''
           if route == '' then return nil end
           local tm = redis.call('TIME')
           local sec = tonumber(tm[1])
           local now = sec * 1000000 + tonumber(tm[2])
-          local tf, df = 'limit_tat:' .. route, 'limit_day:' .. route
-          local g = redis.call('HMGET', KEYS[1], tf, df)
           local interval, burst, quota = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-          lw = {}
           if quota > 0 then
             local day = math.floor(sec / 86400)
             local used = 0
-            local d, k = string.match(g[2] or '', '^(%d+):(%d+)$')
+            local d, k = string.match(v[8] or '', '^(%d+):(%d+)$')
             if d and tonumber(d) == day then used = tonumber(k) end
             if used >= quota then return {-4, 2, 86400 - sec % 86400} end
             lw[#lw + 1] = df
             lw[#lw + 1] = string.format('%.0f:%.0f', day, used + 1)
           end
           if interval > 0 then
-            local tat = tonumber(g[1] or '') or now
+            local tat = tonumber(v[7] or '') or now
             if tat < now then tat = now end
             local arrival = tat + interval
             local allowed = arrival - burst * interval
@@ -79,9 +82,6 @@ extension RedisStore {
           end
           return nil
         end
-        local function spend()
-          if lw and #lw > 0 then redis.call('HSET', KEYS[1], unpack(lw)) end
-        end
         local c = tonumber(ARGV[1])
         local n = tonumber(ARGV[2])
         local t = tonumber(ARGV[3]) or 0
@@ -89,8 +89,7 @@ extension RedisStore {
           if h >= c then return {0, h} end
           local refused = limited()
           if refused then return refused end
-          spend()
-          redis.call('HSET', KEYS[1], 'counter', ARGV[1])
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1], unpack(lw))
           if v[3] then redis.call('HDEL', KEYS[1], 'seen') end
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return accepted(1)
@@ -104,8 +103,7 @@ extension RedisStore {
           else s = '1' .. string.rep('0', d - 1) .. string.sub(s, 1, n - d) end
           local refused = limited()
           if refused then return refused end
-          spend()
-          redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s)
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s, unpack(lw))
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return accepted(1)
         end
@@ -114,8 +112,7 @@ extension RedisStore {
         if string.sub(s, i, i) ~= '0' then return {0, h} end
         local refused = limited()
         if refused then return refused end
-        spend()
-        redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1))
+        redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1), unpack(lw))
         if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
         return accepted(2)
         """
