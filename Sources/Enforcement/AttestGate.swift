@@ -144,7 +144,8 @@ package final class AttestGate: RequestGate {
             metrics: metrics,
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,
-            now: now
+            now: now,
+            attestationRateAlert: policy.attestationRateAlert
         )
         let deviceCheckSettings = deviceCheck?.configuration.deviceCheck ?? AppleDeviceCheckSettings()
         let tokenTTL = Int(deviceCheckSettings.tokenTTL.components.seconds)

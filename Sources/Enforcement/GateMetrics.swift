@@ -27,6 +27,9 @@ package protocol GateMetrics: Sendable {
     /// One request refused by a route's per-device-key limit (`rate`, `daily_quota`): by route
     /// and limit, never by key.
     func keyLimitRefused(route: String, limit: KeyLimitKind)
+    /// The fleet's attestations of `appID` in the current minute, as the store counted them
+    /// after this gateway's latest one, and whether that is above `attestation_rate_alert`.
+    func fleetAttestations(appID: String, perMinute: Int, alerting: Bool)
     /// One cryptographically valid assertion's launch validation (before policy): category
     /// value and bundle version, nil when the device wrote none.
     func launchValidation(category: UInt32?, bundleVersion: String?)
@@ -55,6 +58,7 @@ extension GateMetrics {
     package func attestReceipt(outcome: String) {}
     package func riskMetricJudged(route: String, outcome: String) {}
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {}
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {}
 }
 
 extension GateMetrics {

@@ -22,6 +22,9 @@ import Verification
 ///   `other`, none `none` (bounded; see docs/operations.md).
 /// - `attest_gateway_key_limit_refusals_total{route, limit}`: requests refused by a route's
 ///   `key_limits` (`rate`, `daily_quota`); route names come from the policy, so the labels are bounded.
+/// - `attest_gateway_fleet_attestations_per_minute{app_id}`, `attest_gateway_fleet_attestation_alert{app_id}`:
+///   the fleet's attestations per App ID per minute and the `attestation_rate_alert` flag (App
+///   IDs come from the policy: bounded).
 /// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
 ///   with `enforce_percent` < 100, by rollout arm.
 ///
@@ -35,6 +38,8 @@ package final class GatewayGateMetrics: GateMetrics {
     private let storeErrors: CounterFamily
     private let limitRefusals: CounterFamily
     private let keyLimitRefusals: CounterFamily
+    private let fleetAttestationRate: GaugeFamily
+    private let fleetAttestationAlert: GaugeFamily
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// The same counters by the policy's route index (`routeNames`' order).
@@ -95,6 +100,16 @@ package final class GatewayGateMetrics: GateMetrics {
             "attest_gateway_key_limit_refusals_total",
             help: "Requests refused by a route's per-device-key limit, by route and limit (never by key).",
             labelNames: ["route", "limit"]
+        )
+        self.fleetAttestationRate = registry.gauge(
+            "attest_gateway_fleet_attestations_per_minute",
+            help: "Attestations of the App ID in the current minute across the fleet, as of this gateway's latest.",
+            labelNames: ["app_id"]
+        )
+        self.fleetAttestationAlert = registry.gauge(
+            "attest_gateway_fleet_attestation_alert",
+            help: "1 while the App ID's fleet-wide attestations per minute are above attestation_rate_alert.",
+            labelNames: ["app_id"]
         )
         let categories = registry.counter(
             "attest_gateway_launch_validation_total",
@@ -200,6 +215,11 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {
         self.keyLimitRefusals.labels(route, limit.rawValue).increment()
+    }
+
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {
+        self.fleetAttestationRate.labels(appID).set(Int64(perMinute))
+        self.fleetAttestationAlert.labels(appID).set(alerting ? 1 : 0)
     }
 
     package func launchValidation(category: UInt32?, bundleVersion: String?) {

@@ -215,6 +215,7 @@ package final class RecordingGateMetrics: GateMetrics {
         package var launchValidation: [String: Int] = [:]  // "category|version"
         package var rollout: [String: Int] = [:]  // "route|arm|verdict"
         package var keyLimitRefusals: [String: Int] = [:]  // "route|limit"
+        package var fleetAttestations: [String: (perMinute: Int, alerting: Bool)] = [:]  // by App ID
     }
     private let counts = Mutex(Counts())
 
@@ -247,6 +248,9 @@ package final class RecordingGateMetrics: GateMetrics {
     }
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {
         self.counts.withLock { $0.keyLimitRefusals["\(route)|\(limit.rawValue)", default: 0] += 1 }
+    }
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {
+        self.counts.withLock { $0.fleetAttestations[appID] = (perMinute, alerting) }
     }
 }
 

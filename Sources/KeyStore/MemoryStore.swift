@@ -8,7 +8,7 @@ import Synchronization
 /// atomic compare-and-set. Thread-safe (one `Mutex`, never held across a callback).
 /// Completions run at once, on the caller's thread, exactly once each: there is no I/O to
 /// wait for, so a request verified on an event loop stays on it.
-package final class MemoryStore: AttestStore {
+package final class MemoryStore: AttestStore, AttestationRateCounting {
     private let clock: @Sendable () -> ContinuousClock.Instant
     /// Wall-clock time of per-key limits (their day is the UTC day), in Unix microseconds.
     private let limitClock: @Sendable () -> Int64
@@ -22,6 +22,8 @@ package final class MemoryStore: AttestStore {
         /// Per-key limit state by key ID, then route name (the `limit_*` fields `RedisStore`
         /// keeps in the key record).
         var limitLedgers: [String: [String: KeyLimitLedger]] = [:]
+        /// Attestations by App ID in the latest minute counted (`AttestationRateCounting`).
+        var attestationMinutes: [String: (minute: Int64, count: Int)] = [:]
         var putsSincePurge = 0
         var secrets: [String: [UInt8]] = [:]
         /// Debug tokens: digest → record, and name → digest.
@@ -160,6 +162,18 @@ package final class MemoryStore: AttestStore {
             state.seen[keyID] = counters.seen
             return advanced ? .advanced : .acceptedOutOfOrder
         }
+    }
+
+    package func countAttestation(
+        appID: String, minute: Int64, completion: @escaping @Sendable (Result<Int, StoreError>) -> Void
+    ) {
+        let count = self.state.withLock { state -> Int in
+            var count = 1
+            if let previous = state.attestationMinutes[appID], previous.minute == minute { count += previous.count }
+            state.attestationMinutes[appID] = (minute, count)
+            return count
+        }
+        self.complete(completion, count)
     }
 
     package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {

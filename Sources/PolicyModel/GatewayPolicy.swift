@@ -31,6 +31,9 @@ public struct GatewayPolicy: Sendable {
     public var redisOptions: RedisStoreOptions
     /// Apple's servers (`apple:`); nil = no DeviceCheck, no fraud-risk refresh.
     public var apple: AppleConfiguration? = nil
+    /// `attestation_rate_alert:`: attestations per App ID per minute across the fleet above
+    /// which the gateway warns and raises `attest_gateway_fleet_attestation_alert`; nil = none.
+    public var attestationRateAlert: Int? = nil
     /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
     public var identitySignature: IdentitySignatureConfiguration? = nil
     /// The check-only listener (`authz_listen:`): other gateways ask it whether a request is

@@ -111,3 +111,45 @@ import Testing
         #expect(limited.count == 180)
     }
 }
+
+/// The fleet's per-app, per-minute attestation counter in Redis (single node and cluster):
+/// shared by every gateway's store, apart per app and minute, and expiring on its own.
+@Suite(.timeLimit(.minutes(2))) struct AttestationRateStoreTests {
+    static func count(_ store: RedisStore, _ app: String, _ minute: Int64) async -> Result<Int, StoreError> {
+        await withCheckedContinuation { c in
+            store.countAttestation(appID: app, minute: minute) { c.resume(returning: $0) }
+        }
+    }
+
+    @Test func gatewaysShareOneCounterPerAppAndMinute() async throws {
+        let server = try RedisServer.start()
+        defer { server.shutDown() }
+        let url = try RedisURL(parsing: server.urlString())
+        let stores = (0..<2).map { RedisStore(url: url, label: "fleet-rate-\($0)") }
+        defer { stores.forEach { $0.close() } }
+        for store in stores { #expect(await waitUntilReachable(store)) }
+        #expect(await Self.count(stores[0], "T.app", 100).value == 1)
+        #expect(await Self.count(stores[1], "T.app", 100).value == 2, "the other gateway adds to it")
+        #expect(await Self.count(stores[1], "T.other", 100).value == 1)
+        #expect(await Self.count(stores[0], "T.app", 101).value == 1)
+        guard case .integer(let ttl) = try server.command("TTL", "appattest:fleet:{T.app}:100") else {
+            Issue.record("TTL is not an integer")
+            return
+        }
+        #expect((1...120).contains(ttl), "the counter expires on its own: \(ttl)")
+    }
+
+    @Test func theCounterWorksOnACluster() async throws {
+        try await withStore(.cluster) { store, _ in
+            let counting = try #require(
+                (store as? CallingFromLoop)?.base as? any AttestationRateCounting ?? store
+                    as? any AttestationRateCounting)
+            for expected in 1...3 {
+                let result = await withCheckedContinuation { c in
+                    counting.countAttestation(appID: "T.app", minute: 7) { c.resume(returning: $0) }
+                }
+                #expect(result.value == expected)
+            }
+        }
+    }
+}
