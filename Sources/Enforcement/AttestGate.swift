@@ -32,6 +32,7 @@ package final class AttestGate: RequestGate {
         package static let attest = GateEndpoint.attest.routeLabel
         package static let policy = GateEndpoint.policy.routeLabel
         package static let deviceCheck = GateEndpoint.deviceCheck.routeLabel
+        package static let report = GateEndpoint.report.routeLabel
         package static let none = "-"
     }
 
@@ -53,6 +54,7 @@ package final class AttestGate: RequestGate {
     private let challengeEndpoint: ChallengeEndpoint
     private let attestEndpoint: AttestEndpoint
     private let deviceCheckEndpoint: DeviceCheckExchangeEndpoint
+    private let reportEndpoint: ClientReportEndpoint
     private let protectedRequests: ProtectedRequestVerifier
     /// Signs every forwarded head (`identity_signature:`); nil = no signature header.
     private let identitySigner: IdentitySigner?
@@ -160,6 +162,7 @@ package final class AttestGate: RequestGate {
             metrics: metrics,
             now: now
         )
+        self.reportEndpoint = ClientReportEndpoint(path: policy.endpoints.report, metrics: metrics)
         self.protectedRequests = ProtectedRequestVerifier(
             environment: policy.environment,
             appIDs: policy.appIDs,
@@ -230,9 +233,11 @@ package final class AttestGate: RequestGate {
                         retryAfterSeconds: seconds),
                     route: label, limit: "challenge_rate")
             }
-            // The challenge endpoint reads no body; the attest and DeviceCheck endpoints' is
-            // their JSON request.
-            let buffer = endpoint == .challenge ? nil : EndpointRequests.maxEndpointBodyBytes
+            // The challenge endpoint reads no body; the attest, DeviceCheck and report endpoints'
+            // is their JSON request (a report's at most 1 KiB: the proxy answers 413 beyond).
+            let buffer =
+                endpoint == .challenge
+                ? nil : endpoint == .report ? ClientFailureReport.maxBodyBytes : EndpointRequests.maxEndpointBodyBytes
             return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer, endpoint: endpoint)
         }
         var lineRoute: Int?
@@ -327,6 +332,7 @@ package final class AttestGate: RequestGate {
         if Self.isEndpoint(path, length: length, endpoints.challenge) { return .challenge }
         if Self.isEndpoint(path, length: length, endpoints.deviceCheck) { return .deviceCheck }
         if Self.isEndpoint(path, length: length, endpoints.attest) { return .attest }
+        if Self.isEndpoint(path, length: length, endpoints.report) { return .report }
         return nil
     }
 
@@ -470,6 +476,8 @@ package final class AttestGate: RequestGate {
             self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
         case .deviceCheck:
             self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
+        case .report:
+            self.reportEndpoint.respond(to: head, body: body, completion: completion)
         case nil:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")

@@ -30,6 +30,8 @@ package protocol GateMetrics: Sendable {
     /// The fleet's attestations of `appID` in the current minute, as the store counted them
     /// after this gateway's latest one, and whether that is above `attestation_rate_alert`.
     func fleetAttestations(appID: String, perMinute: Int, alerting: Bool)
+    /// One failure an app reported about itself: `ios`/`android` and an allowlisted code or `other`.
+    func clientReportedFailure(platform: String, code: String)
     /// One cryptographically valid assertion's launch validation (before policy): category
     /// value and bundle version, nil when the device wrote none.
     func launchValidation(category: UInt32?, bundleVersion: String?)
@@ -59,6 +61,7 @@ extension GateMetrics {
     package func riskMetricJudged(route: String, outcome: String) {}
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {}
     package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {}
+    package func clientReportedFailure(platform: String, code: String) {}
 }
 
 extension GateMetrics {

@@ -25,6 +25,8 @@ import Verification
 /// - `attest_gateway_fleet_attestations_per_minute{app_id}`, `attest_gateway_fleet_attestation_alert{app_id}`:
 ///   the fleet's attestations per App ID per minute and the `attestation_rate_alert` flag (App
 ///   IDs come from the policy: bounded).
+/// - `attest_gateway_client_reported_failures_total{platform, code}`: apps' own failure reports
+///   (`ClientReportEndpoint`), allowlisted labels only.
 /// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
 ///   with `enforce_percent` < 100, by rollout arm.
 ///
@@ -40,6 +42,8 @@ package final class GatewayGateMetrics: GateMetrics {
     private let keyLimitRefusals: CounterFamily
     private let fleetAttestationRate: GaugeFamily
     private let fleetAttestationAlert: GaugeFamily
+    /// "platform|code" → counter, for every allowlisted pair (resolved once: bounded).
+    private let clientReports: [String: Counter]
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// The same counters by the policy's route index (`routeNames`' order).
@@ -111,6 +115,18 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "1 while the App ID's fleet-wide attestations per minute are above attestation_rate_alert.",
             labelNames: ["app_id"]
         )
+        let reports = registry.counter(
+            "attest_gateway_client_reported_failures_total",
+            help: "Attestation failures apps reported about themselves, by platform and allowlisted code (else other).",
+            labelNames: ["platform", "code"]
+        )
+        var reportHandles: [String: Counter] = [:]
+        for platform in ClientFailureReport.Platform.allCases {
+            for code in ClientFailureReport.labels(for: platform) {
+                reportHandles["\(platform.rawValue)|\(code)"] = reports.labels(platform.rawValue, code)
+            }
+        }
+        self.clientReports = reportHandles
         let categories = registry.counter(
             "attest_gateway_launch_validation_total",
             help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
@@ -215,6 +231,11 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {
         self.keyLimitRefusals.labels(route, limit.rawValue).increment()
+    }
+
+    package func clientReportedFailure(platform: String, code: String) {
+        // Only allowlisted pairs have a series: anything else cannot add one.
+        self.clientReports["\(platform)|\(code)"]?.increment()
     }
 
     package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {

@@ -5,6 +5,8 @@ package enum GateEndpoint: Sendable, Hashable, CaseIterable {
     case challenge
     case attest
     case deviceCheck
+    /// Apps report their own attestation failures (`POST`, anonymous, counted only).
+    case report
 
     /// The name metrics and logs use for requests to it (routes are named by the policy).
     package var routeLabel: String {
@@ -13,6 +15,7 @@ package enum GateEndpoint: Sendable, Hashable, CaseIterable {
         case .challenge: "_challenge"
         case .attest: "_attest"
         case .deviceCheck: "_devicecheck"
+        case .report: "_report"
         }
     }
 }

@@ -216,6 +216,7 @@ package final class RecordingGateMetrics: GateMetrics {
         package var rollout: [String: Int] = [:]  // "route|arm|verdict"
         package var keyLimitRefusals: [String: Int] = [:]  // "route|limit"
         package var fleetAttestations: [String: (perMinute: Int, alerting: Bool)] = [:]  // by App ID
+        package var clientReports: [String: Int] = [:]  // "platform|code"
     }
     private let counts = Mutex(Counts())
 
@@ -251,6 +252,9 @@ package final class RecordingGateMetrics: GateMetrics {
     }
     package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {
         self.counts.withLock { $0.fleetAttestations[appID] = (perMinute, alerting) }
+    }
+    package func clientReportedFailure(platform: String, code: String) {
+        self.counts.withLock { $0.clientReports["\(platform)|\(code)", default: 0] += 1 }
     }
 }
 

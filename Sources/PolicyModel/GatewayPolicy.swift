@@ -131,6 +131,8 @@ public struct EndpointPaths: Sendable, Hashable {
     public var policy: String
     /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
     public var deviceCheck: String = "/app-attest/devicecheck"
+    /// Apps' own attestation failure reports (`POST`, anonymous): `ClientReportEndpoint`.
+    public var report: String = "/app-attest/report"
     public init(
         challenge: String = "/app-attest/challenge",
         attest: String = "/app-attest/attest",

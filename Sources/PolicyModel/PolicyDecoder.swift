@@ -33,7 +33,7 @@ import GatewayIO
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
-/// | `endpoints.challenge` / `.attest` / `.policy` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy` |
+/// | `endpoints.challenge` / `.attest` / `.policy` / `.report` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy`, `/app-attest/report` |
 /// | `routes[i].name` | name | `route<i>` |
 /// | `routes[i].match.path_prefix` / `.path` | path (at most one; neither = every path) | - |
 /// | `routes[i].match.methods` | list of methods | every method |
@@ -74,7 +74,7 @@ struct PolicyDecoder {
     ]
     static let upstreamKeys =
         ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
-    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck"]
+    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "report"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
@@ -518,6 +518,15 @@ struct PolicyDecoder {
                 .endpointCollision,
                 node,
                 "the challenge and attest endpoints must differ from the policy endpoint \(endpoints.policy)"
+            )
+        }
+        if let n = fields["report"] {
+            endpoints.report = try self.reader.path(n)
+        }
+        if [endpoints.challenge, endpoints.attest, endpoints.policy, endpoints.deviceCheck].contains(endpoints.report) {
+            throw self.reader.error(
+                .endpointCollision, fields["report"] ?? node,
+                "the report endpoint \(endpoints.report) must differ from the challenge, attest, policy and devicecheck endpoints"
             )
         }
         return endpoints
