@@ -227,6 +227,33 @@ import Verification
         #expect(try await h.send(device, counter: 3, target: "/q/a").forwardedHead != nil)
     }
 
+    @Test func everyDoorAnswersTheLimitWithRetryAfter() async throws {
+        let clock = LimitClock(Self.morning)
+        let h = try ProofHarness(routes: Self.routes, store: MemoryStore(limitClock: clock.now))
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        #expect(try await h.send(device, counter: 1, target: "/v1/a").forwardedHead != nil)
+        #expect(try await h.send(device, counter: 2, target: "/v1/a").forwardedHead != nil)
+        let authz = AuthzGate(inner: h.gate, pathPrefix: "/ext_authz")
+
+        // Forward auth (nginx, Caddy, Traefik).
+        let signed = try EnforcementHarness.signed(device, counter: 3, method: "GET", target: "/v1/a")
+        let (_, forwardAuth, _) = await runGate(authz, AuthzGateTests.forwardAuth(signed))
+        #expect(forwardAuth.status == 429)
+        #expect(forwardAuth.errorCode == "key_rate_limited")
+        #expect(forwardAuth.localResponse?.headers["X-App-Attest-Error"] == "key_rate_limited")
+        #expect(forwardAuth.localResponse?.headers["Retry-After"] == "60")
+
+        // Envoy ext_authz: the original target under the path prefix.
+        var envoy = signed
+        envoy.target = "/ext_authz/v1/a"
+        let (_, envoyAnswer, _) = await runGate(authz, envoy)
+        #expect(envoyAnswer.status == 429)
+        #expect(envoyAnswer.errorCode == "key_rate_limited")
+        #expect(envoyAnswer.localResponse?.headers["Retry-After"] == "60")
+        #expect(h.metrics.snapshot.keyLimitRefusals["limited|rate"] == 2)
+    }
+
     @Test func theCodesAreRefusalsOfTheirOwn() {
         let rate = EnforcementError.keyLimited(
             KeyLimitRefusal(limit: .rate, retryAfterSeconds: 3),
