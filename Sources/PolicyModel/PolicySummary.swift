@@ -26,6 +26,10 @@ public enum PolicySummary {
         add("app_ids", policy.appIDs.isEmpty ? "(none)" : policy.appIDs.joined(separator: ", "))
         add("environment", policy.environment.rawValue)
         add("challenge_ttl_seconds", "\(policy.challengeTTLSeconds)")
+        if let alert = policy.attestationRateAlert {
+            // Only when set: check-config's output for policies without it is unchanged.
+            add("attestation_rate_alert", "\(alert) attestations per App ID per minute, fleet-wide")
+        }
         add(
             "trust_roots",
             policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"

@@ -61,6 +61,7 @@ import Testing
         let policy = try PolicyLoader.parse(
             RequestProofPolicyTests.header + "attestation_rate_alert: 500\n", sourcePath: "p.yaml")
         #expect(policy.attestationRateAlert == 500)
+        #expect(PolicySummary.render(policy).contains("attestation_rate_alert"))
         #expect(
             try PolicyLoader.parse(RequestProofPolicyTests.header, sourcePath: "p.yaml").attestationRateAlert == nil)
     }
