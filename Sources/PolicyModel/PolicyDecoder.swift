@@ -44,9 +44,9 @@ import GatewayIO
 /// | `routes[i].challenge_field` | string | `challenge` |
 /// | `routes[i].max_body_bytes` | size 0-1GiB | `1MiB` |
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
+/// | `routes[i].key_limits` | `{rate, burst, daily_quota}` per device key: see `KeyLimitsDecoder` | none |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
-/// | `routes[i].key_limits` | `{rate, burst, daily_quota}` per device key: see `KeyLimitsDecoder` | none |
 /// | `identity_signature.*` | `{algorithm, keys: [{kid, key_file}], active_kid}`: see `IdentitySignatureDecoder` | none (no `X-App-Attest-Signature`) |
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
@@ -59,10 +59,10 @@ struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
-        "app_validation", "counter_window",
+        "app_validation", "counter_window", "attestation_rate_alert",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers", "attestation_rate_alert",
+        "strip_client_headers",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -78,9 +78,9 @@ struct PolicyDecoder {
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
         "on_store_error", "case_sensitive", "allow_encoded_slashes",
-        "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
+        "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens", "key_limits",
         "fallback", "allow_method_overrides",
-        "max_risk_metric", "action", "key_limits",
+        "max_risk_metric", "action",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 

@@ -167,7 +167,7 @@ public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
     /// Stable snake_case code: `unreachable_route`, `development_trust_roots`, `memory_store`,
     /// `store_error_allows`, `setting_without_effect`, `no_routes`, `body_exceeds_budget`,
     /// `body_deadline_tight`, `proxy_protocol_without_trusted_proxies`,
-    /// `case_sensitive_route_shadowed`, `key_limits_partial`.
+    /// `case_sensitive_route_shadowed`.
     public var code: String
     public var file: String
     public var line: Int

@@ -156,18 +156,18 @@ struct PolicyLint {
                 "has no effect: challenge_field is only read with binding: body and challenge: required"
             )
         }
-        if route.keyLimits != nil && route.mode != .off && (route.allowDebugTokens || route.fallback != .none) {
-            warn(
-                "key_limits_partial",
-                "key_limits",
-                "key_limits count attested keys only: requests with a debug token or a DeviceCheck token on this route carry no key and are not limited"
-            )
-        }
         if route.mode == .enforce && route.onStoreError == .allow {
             warn(
                 "store_error_allows",
                 "on_store_error",
                 "allow lets requests through unverified while the store is unreachable"
+            )
+        }
+        if route.keyLimits != nil && route.mode != .off && (route.allowDebugTokens || route.fallback != .none) {
+            warn(
+                "key_limits_partial",
+                "key_limits",
+                "key_limits count attested keys only: requests with a debug token or a DeviceCheck token on this route carry no key and are not limited"
             )
         }
         return warnings
