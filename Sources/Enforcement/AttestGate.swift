@@ -29,10 +29,10 @@ package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {
         package static let challenge = GateEndpoint.challenge.routeLabel
+        package static let report = GateEndpoint.report.routeLabel
         package static let attest = GateEndpoint.attest.routeLabel
         package static let policy = GateEndpoint.policy.routeLabel
         package static let deviceCheck = GateEndpoint.deviceCheck.routeLabel
-        package static let report = GateEndpoint.report.routeLabel
         package static let none = "-"
     }
 
@@ -52,9 +52,9 @@ package final class AttestGate: RequestGate {
     /// `GET <endpoints.policy>`: built once per policy (a reload builds a new gate).
     private let policyDocument: PolicyDocumentEndpoint
     private let challengeEndpoint: ChallengeEndpoint
+    private let reportEndpoint: ClientReportEndpoint
     private let attestEndpoint: AttestEndpoint
     private let deviceCheckEndpoint: DeviceCheckExchangeEndpoint
-    private let reportEndpoint: ClientReportEndpoint
     private let protectedRequests: ProtectedRequestVerifier
     /// Signs every forwarded head (`identity_signature:`); nil = no signature header.
     private let identitySigner: IdentitySigner?
@@ -119,6 +119,7 @@ package final class AttestGate: RequestGate {
         }
         self.metrics = metrics
         self.policyDocument = PolicyDocumentEndpoint(policy: policy)
+        self.reportEndpoint = ClientReportEndpoint(path: policy.endpoints.report, metrics: metrics)
         let challenges = IssuedChallenges(
             keyring: keyring, ttlSeconds: policy.challengeTTLSeconds, store: store, now: now)
         let storeFailures = StoreFailureReporter(metrics: metrics)
@@ -162,7 +163,6 @@ package final class AttestGate: RequestGate {
             metrics: metrics,
             now: now
         )
-        self.reportEndpoint = ClientReportEndpoint(path: policy.endpoints.report, metrics: metrics)
         self.protectedRequests = ProtectedRequestVerifier(
             environment: policy.environment,
             appIDs: policy.appIDs,
@@ -329,10 +329,10 @@ package final class AttestGate: RequestGate {
         let length = path.utf8.count
         let endpoints = self.policy.endpoints
         if Self.isEndpoint(path, length: length, endpoints.policy) { return .policy }
+        if Self.isEndpoint(path, length: length, endpoints.report) { return .report }
         if Self.isEndpoint(path, length: length, endpoints.challenge) { return .challenge }
         if Self.isEndpoint(path, length: length, endpoints.deviceCheck) { return .deviceCheck }
         if Self.isEndpoint(path, length: length, endpoints.attest) { return .attest }
-        if Self.isEndpoint(path, length: length, endpoints.report) { return .report }
         return nil
     }
 
@@ -472,12 +472,12 @@ package final class AttestGate: RequestGate {
             completion(.respond(self.policyDocument.response(to: head), info))
         case .challenge:
             self.challengeEndpoint.respond(to: head, completion: completion)
+        case .report:
+            self.reportEndpoint.respond(to: head, body: body, completion: completion)
         case .attest:
             self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
         case .deviceCheck:
             self.deviceCheckEndpoint.respond(to: head, body: body, completion: completion)
-        case .report:
-            self.reportEndpoint.respond(to: head, body: body, completion: completion)
         case nil:
             self.metrics.requestDecided(route: RouteLabel.none, verdict: .skipped)
             let error = EnforcementError(.noRoute, "no route matches \(head.answeredMethod) \(head.path)")

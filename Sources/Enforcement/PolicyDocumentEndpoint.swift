@@ -21,8 +21,8 @@ import Verification
 /// ```json
 /// {"version": 1,
 ///  "endpoints": {"challenge": "/app-attest/challenge", "attest": "/app-attest/attest",
-///                "policy": "/app-attest/policy", "devicecheck": "/app-attest/devicecheck",
-///                "report": "/app-attest/report"},
+///                "report": "/app-attest/report",
+///                "policy": "/app-attest/policy", "devicecheck": "/app-attest/devicecheck"},
 ///  "app_ids": ["ABCDE12345.com.example.app"],   // public anyway (in every copy of the app)
 ///  "environment": "production",            // production | development | any
 ///  "challenge_ttl_seconds": 300,
@@ -112,9 +112,9 @@ package struct PolicyDocumentEndpoint: Sendable {
         let endpoints = JSONText.object([
             ("challenge", JSONText.quote(policy.endpoints.challenge)),
             ("attest", JSONText.quote(policy.endpoints.attest)),
+            ("report", JSONText.quote(policy.endpoints.report)),
             ("policy", JSONText.quote(policy.endpoints.policy)),
             ("devicecheck", JSONText.quote(policy.endpoints.deviceCheck)),
-            ("report", JSONText.quote(policy.endpoints.report)),
         ])
         let routes = policy.routes.map { route -> String in
             let features = Self.features(of: route)

@@ -2,20 +2,20 @@
 /// the gate, never forwarded. `classify` names one; `decide` dispatches on it.
 package enum GateEndpoint: Sendable, Hashable, CaseIterable {
     case policy
+    /// Apps report their own attestation failures (`POST`, anonymous, counted only).
+    case report
     case challenge
     case attest
     case deviceCheck
-    /// Apps report their own attestation failures (`POST`, anonymous, counted only).
-    case report
 
     /// The name metrics and logs use for requests to it (routes are named by the policy).
     package var routeLabel: String {
         switch self {
         case .policy: "_policy"
+        case .report: "_report"
         case .challenge: "_challenge"
         case .attest: "_attest"
         case .deviceCheck: "_devicecheck"
-        case .report: "_report"
         }
     }
 }

@@ -127,12 +127,12 @@ public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
 public struct EndpointPaths: Sendable, Hashable {
     public var challenge: String
     public var attest: String
+    /// Apps' own attestation failure reports (`POST`, anonymous): `ClientReportEndpoint`.
+    public var report: String = "/app-attest/report"
     /// The route discovery document (`GET`, unauthenticated): `PolicyDocumentEndpoint`.
     public var policy: String
     /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
     public var deviceCheck: String = "/app-attest/devicecheck"
-    /// Apps' own attestation failure reports (`POST`, anonymous): `ClientReportEndpoint`.
-    public var report: String = "/app-attest/report"
     public init(
         challenge: String = "/app-attest/challenge",
         attest: String = "/app-attest/attest",
@@ -214,6 +214,8 @@ public struct RoutePolicy: Sendable, Hashable {
     /// Out-of-order counter window N (`counter_window:`, the route's own or the top-level
     /// one); 0 = strict (Apple's rule). See `CounterWindow`.
     public var counterWindow: Int = 0
+    /// `key_limits:` (rate, burst, daily quota per device key); nil = none.
+    public var keyLimits: KeyLimits?
     /// Gradual rollout on an enforce route: the percentage of clients enforced; the others
     /// are monitored (`RolloutArm`). 100 = every client.
     public var enforcePercent: Int = 100
@@ -234,8 +236,6 @@ public struct RoutePolicy: Sendable, Hashable {
     }
     /// `max_risk_metric` and `action`; nil = no fraud-risk rule.
     public var riskMetric: RiskMetricRule?
-    /// `key_limits:` (rate, burst, daily quota per device key); nil = none.
-    public var keyLimits: KeyLimits?
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
     /// store's script on every request).
