@@ -77,8 +77,8 @@ struct PolicyDecoder {
     static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "report"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
-        "on_store_error", "case_sensitive", "allow_encoded_slashes",
-        "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens", "key_limits",
+        "on_store_error", "case_sensitive", "allow_encoded_slashes", "key_limits",
+        "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback", "allow_method_overrides",
         "max_risk_metric", "action",
     ]
