@@ -76,23 +76,30 @@ import Testing
     }
 
     @Test func anAddressOverTheEndpointRateIsRefused() async throws {
-        let h = try ProofHarness(
-            routes: Self.routes, top: "limits: { challenge_rate_per_second: 1, challenge_burst: 2 }")
+        let policy = try PolicyLoader.parse(
+            RequestProofPolicyTests.header + """
+                limits: { challenge_rate_per_second: 1, challenge_burst: 2 }
+                routes:
+                \(Self.routes)
+                """, sourcePath: "p.yaml")
+        let metrics = RecordingGateMetrics()
+        // The endpoint limiter's clock stands still: no token comes back during the test.
+        let gate = try AttestGate(
+            policy: policy, store: MemoryStore(), metrics: metrics, monotonicNanoseconds: { 1_000_000_000 })
         let body = Array(#"{"platform":"ios","domain":"com.apple.devicecheck.error","code":0}"#.utf8)
         for _ in 0..<2 {
             let (_, decision, _) = await runGate(
-                h.gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.7")
+                gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.7")
             #expect(decision.status == 202)
         }
         let (_, refused, _) = await runGate(
-            h.gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.7")
+            gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.7")
         #expect(refused.status == 429)
         #expect(refused.errorCode == "rate_limited")
         #expect(refused.localResponse?.headers["Retry-After"] != nil)
-        let (_, other, _) = await runGate(
-            h.gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.8")
+        let (_, other, _) = await runGate(gate, request("POST", "/app-attest/report"), body: body, client: "192.0.2.8")
         #expect(other.status == 202, "another address is unaffected")
-        #expect(h.metrics.snapshot.clientReports == ["ios|dc_unknown_system_failure": 3])
+        #expect(metrics.snapshot.clientReports == ["ios|dc_unknown_system_failure": 3])
     }
 
     @Test func theEndpointPathIsConfigurableAndMustNotCollide() throws {

@@ -17,7 +17,9 @@ import Testing
         """
 
     @Test func aFarmAboveTheThresholdRaisesTheAlert() async throws {
-        let h = try ProofHarness(routes: Self.routes, top: "attestation_rate_alert: 2")
+        // One clock reading for the whole test: its attestations fall in one minute.
+        let start = Date()
+        let h = try ProofHarness(routes: Self.routes, top: "attestation_rate_alert: 2", now: { start })
         for expected in 1...3 {
             #expect(try await h.attest(try SimulatedDevice.generate()).status == 201)
             let seen = eventually {
@@ -29,7 +31,8 @@ import Testing
     }
 
     @Test func aRefusedAttestationIsNotCounted() async throws {
-        let h = try ProofHarness(routes: Self.routes, top: "attestation_rate_alert: 1")
+        let start = Date()
+        let h = try ProofHarness(routes: Self.routes, top: "attestation_rate_alert: 1", now: { start })
         let device = try SimulatedDevice.generate()
         #expect(try await h.attest(device).status == 201)
         #expect(eventually { h.metrics.snapshot.fleetAttestations[ProofHarness.appID]?.perMinute == 1 })
