@@ -29,6 +29,8 @@ final class AttestEndpoint: Sendable {
     private let storeFailures: StoreFailureReporter
     private let verificationQueue: DispatchQueue
     private let now: @Sendable () -> Date
+    /// Counts each registered key in the fleet's per-app, per-minute attestation rate.
+    private let fleetRate: FleetAttestationRate
 
     /// - Parameter verificationQueue: the certificate chain check (~1 ms) runs there, never on
     ///   a connection queue.
@@ -41,7 +43,8 @@ final class AttestEndpoint: Sendable {
         metrics: any GateMetrics,
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
-        now: @escaping @Sendable () -> Date
+        now: @escaping @Sendable () -> Date,
+        attestationRateAlert: Int? = nil
     ) {
         self.path = path
         self.verifier = verifier
@@ -52,6 +55,8 @@ final class AttestEndpoint: Sendable {
         self.storeFailures = storeFailures
         self.verificationQueue = verificationQueue
         self.now = now
+        self.fleetRate = FleetAttestationRate(
+            store: store, threshold: attestationRateAlert, metrics: metrics, now: now)
     }
 
     func respond(
@@ -203,6 +208,7 @@ final class AttestEndpoint: Sendable {
             case .success(.created):
                 self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
                 finish(.success(attested))
+                self.fleetRate.attested(appID: record.appID)
             }
         }
     }

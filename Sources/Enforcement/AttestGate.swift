@@ -29,6 +29,7 @@ package final class AttestGate: RequestGate {
     /// Route names used in metrics and logs for requests that match no policy route.
     package enum RouteLabel {
         package static let challenge = GateEndpoint.challenge.routeLabel
+        package static let report = GateEndpoint.report.routeLabel
         package static let attest = GateEndpoint.attest.routeLabel
         package static let policy = GateEndpoint.policy.routeLabel
         package static let deviceCheck = GateEndpoint.deviceCheck.routeLabel
@@ -51,6 +52,7 @@ package final class AttestGate: RequestGate {
     /// `GET <endpoints.policy>`: built once per policy (a reload builds a new gate).
     private let policyDocument: PolicyDocumentEndpoint
     private let challengeEndpoint: ChallengeEndpoint
+    private let reportEndpoint: ClientReportEndpoint
     private let attestEndpoint: AttestEndpoint
     private let deviceCheckEndpoint: DeviceCheckExchangeEndpoint
     private let protectedRequests: ProtectedRequestVerifier
@@ -124,6 +126,7 @@ package final class AttestGate: RequestGate {
         }
         self.metrics = metrics
         self.policyDocument = PolicyDocumentEndpoint(policy: policy)
+        self.reportEndpoint = ClientReportEndpoint(path: policy.endpoints.report, metrics: metrics)
         let challenges = IssuedChallenges(
             keyring: keyring, ttlSeconds: policy.challengeTTLSeconds, store: store, now: now)
         let storeFailures = StoreFailureReporter(metrics: metrics)
@@ -151,7 +154,8 @@ package final class AttestGate: RequestGate {
             metrics: metrics,
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,
-            now: now
+            now: now,
+            attestationRateAlert: policy.attestationRateAlert
         )
         let deviceCheckSettings = deviceCheck?.configuration.deviceCheck ?? AppleDeviceCheckSettings()
         let tokenTTL = Int(deviceCheckSettings.tokenTTL.components.seconds)
@@ -253,9 +257,11 @@ package final class AttestGate: RequestGate {
                         retryAfterSeconds: seconds),
                     route: label, limit: "challenge_rate")
             }
-            // The challenge endpoint reads no body; the attest and DeviceCheck endpoints' is
-            // their JSON request.
-            let buffer = endpoint == .challenge ? nil : EndpointRequests.maxEndpointBodyBytes
+            // The challenge endpoint reads no body; the attest, DeviceCheck and report endpoints'
+            // is their JSON request (a report's at most 1 KiB: the proxy answers 413 beyond).
+            let buffer =
+                endpoint == .challenge
+                ? nil : endpoint == .report ? ClientFailureReport.maxBodyBytes : EndpointRequests.maxEndpointBodyBytes
             return GateClassification(routeName: label, upstream: nil, bufferBodyUpTo: buffer, endpoint: endpoint)
         }
         var lineRoute: Int?
@@ -353,6 +359,7 @@ package final class AttestGate: RequestGate {
         let length = path.utf8.count
         let endpoints = self.policy.endpoints
         if Self.isEndpoint(path, length: length, endpoints.policy) { return .policy }
+        if Self.isEndpoint(path, length: length, endpoints.report) { return .report }
         if Self.isEndpoint(path, length: length, endpoints.challenge) { return .challenge }
         if Self.isEndpoint(path, length: length, endpoints.deviceCheck) { return .deviceCheck }
         if Self.isEndpoint(path, length: length, endpoints.attest) { return .attest }
@@ -507,6 +514,8 @@ package final class AttestGate: RequestGate {
             completion(.respond(self.policyDocument.response(to: head), info))
         case .challenge:
             self.challengeEndpoint.respond(to: head, completion: completion)
+        case .report:
+            self.reportEndpoint.respond(to: head, body: body, completion: completion)
         case .attest:
             self.attestEndpoint.respond(to: head, body: body, loop: loop, completion: completion)
         case .deviceCheck:

@@ -1,5 +1,7 @@
 package import GateContract
 import HTTP1
+package import KeyStore
+package import PolicyModel
 package import Verification
 
 /// Why the gate refused (or, in monitor mode, flagged) a request: the one place that maps
@@ -141,6 +143,12 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let methodOverrideRefused = Code("method_override_refused", 400, .malformed)
         /// 429: a per-client-address limit refused the request; `Retry-After` says when to retry.
         package static let rateLimited = Code("rate_limited", 429, .rateLimited)
+        /// 429: this device key sent more requests on the route than `key_limits.rate` (with
+        /// `burst`) allows; `Retry-After` says when its next token is due.
+        package static let keyRateLimited = Code("key_rate_limited", 429, .rateLimited)
+        /// 429: this device key used the route's `key_limits.daily_quota` for the UTC day;
+        /// `Retry-After` says when the day ends.
+        package static let keyDailyQuotaExceeded = Code("key_daily_quota_exceeded", 429, .rateLimited)
         // MARK: The check-only listener (`authz_listen`)
 
         /// 400: the auth request has the marks of two dialects (an Envoy path under
@@ -276,5 +284,24 @@ extension EnforcementError {
     /// 405: an endpoint (challenge, attest) called with another method than POST.
     package static func methodNotAllowed(endpoint: String) -> EnforcementError {
         EnforcementError(.methodNotAllowed, "\(endpoint) accepts POST only")
+    }
+}
+
+extension EnforcementError {
+    /// 429: a route's `key_limits` refused this device key, with `Retry-After`.
+    package static func keyLimited(_ refusal: KeyLimitRefusal, route: RoutePolicy) -> EnforcementError {
+        switch refusal.limit {
+        case .rate:
+            let rate = route.keyLimits?.rate.map { " (\($0.text), burst \(route.keyLimits?.burst ?? 0))" } ?? ""
+            return EnforcementError(
+                .keyRateLimited, "this device key exceeds the rate of route \(route.name)\(rate)",
+                retryAfterSeconds: refusal.retryAfterSeconds)
+        case .dailyQuota:
+            let quota = route.keyLimits?.dailyQuota.map { " of \($0)" } ?? ""
+            return EnforcementError(
+                .keyDailyQuotaExceeded,
+                "this device key used its daily quota\(quota) on route \(route.name); it resets at 00:00 UTC",
+                retryAfterSeconds: refusal.retryAfterSeconds)
+        }
     }
 }

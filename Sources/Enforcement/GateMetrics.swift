@@ -1,4 +1,5 @@
 package import GateContract
+package import KeyStore
 package import RedisClient
 
 /// What the enforcement gate reports for `/metrics`. Called from any queue, on the request
@@ -23,6 +24,14 @@ package protocol GateMetrics: Sendable {
     func storeError(operation: String, kind: StoreError.Kind)
     /// One request refused by a per-address limit (`challenge_rate`, `body_bytes_per_address`).
     func limitRefused(limit: String)
+    /// One request refused by a route's per-device-key limit (`rate`, `daily_quota`): by route
+    /// and limit, never by key.
+    func keyLimitRefused(route: String, limit: KeyLimitKind)
+    /// The fleet's attestations of `appID` in the current minute, as the store counted them
+    /// after this gateway's latest one, and whether that is above `attestation_rate_alert`.
+    func fleetAttestations(appID: String, perMinute: Int, alerting: Bool)
+    /// One failure an app reported about itself: `ios`/`android` and an allowlisted code or `other`.
+    func clientReportedFailure(platform: String, code: String)
     /// One cryptographically valid assertion's launch validation (before policy): category
     /// value and bundle version, nil when the device wrote none.
     func launchValidation(category: UInt32?, bundleVersion: String?)
@@ -50,6 +59,9 @@ extension GateMetrics {
     package func deviceCheckDecided(stage: DeviceCheckStage, result: String) {}
     package func attestReceipt(outcome: String) {}
     package func riskMetricJudged(route: String, outcome: String) {}
+    package func keyLimitRefused(route: String, limit: KeyLimitKind) {}
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {}
+    package func clientReportedFailure(platform: String, code: String) {}
 }
 
 extension GateMetrics {

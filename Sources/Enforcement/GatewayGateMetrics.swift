@@ -1,5 +1,6 @@
 package import GateContract
 package import GatewayIO
+package import KeyStore
 import PolicyModel
 package import RedisClient
 import Synchronization
@@ -19,6 +20,13 @@ import Verification
 /// - `attest_gateway_bundle_versions_total{version}`: valid assertions by bundle version, the
 ///   first `bundleVersionLabelLimit` distinct versions this process saw by name, the rest
 ///   `other`, none `none` (bounded; see docs/operations.md).
+/// - `attest_gateway_key_limit_refusals_total{route, limit}`: requests refused by a route's
+///   `key_limits` (`rate`, `daily_quota`); route names come from the policy, so the labels are bounded.
+/// - `attest_gateway_fleet_attestations_per_minute{app_id}`, `attest_gateway_fleet_attestation_alert{app_id}`:
+///   the fleet's attestations per App ID per minute and the `attestation_rate_alert` flag (App
+///   IDs come from the policy: bounded).
+/// - `attest_gateway_client_reported_failures_total{platform, code}`: apps' own failure reports
+///   (`ClientReportEndpoint`), allowlisted labels only.
 /// - `attest_gateway_rollout_verdicts_total{route, arm, verdict}`: requests on enforce routes
 ///   with `enforce_percent` < 100, by rollout arm.
 ///
@@ -31,6 +39,11 @@ package final class GatewayGateMetrics: GateMetrics {
     private let latency: Histogram
     private let storeErrors: CounterFamily
     private let limitRefusals: CounterFamily
+    private let keyLimitRefusals: CounterFamily
+    private let fleetAttestationRate: GaugeFamily
+    private let fleetAttestationAlert: GaugeFamily
+    /// "platform|code" → counter, for every allowlisted pair (resolved once: bounded).
+    private let clientReports: [String: Counter]
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// The same counters by the policy's route index (`routeNames`' order).
@@ -87,6 +100,33 @@ package final class GatewayGateMetrics: GateMetrics {
             help: "Requests refused by a per-client-address limit, by limit (never by address).",
             labelNames: ["limit"]
         )
+        self.keyLimitRefusals = registry.counter(
+            "attest_gateway_key_limit_refusals_total",
+            help: "Requests refused by a route's per-device-key limit, by route and limit (never by key).",
+            labelNames: ["route", "limit"]
+        )
+        self.fleetAttestationRate = registry.gauge(
+            "attest_gateway_fleet_attestations_per_minute",
+            help: "Attestations of the App ID in the current minute across the fleet, as of this gateway's latest.",
+            labelNames: ["app_id"]
+        )
+        self.fleetAttestationAlert = registry.gauge(
+            "attest_gateway_fleet_attestation_alert",
+            help: "1 while the App ID's fleet-wide attestations per minute are above attestation_rate_alert.",
+            labelNames: ["app_id"]
+        )
+        let reports = registry.counter(
+            "attest_gateway_client_reported_failures_total",
+            help: "Attestation failures apps reported about themselves, by platform and allowlisted code (else other).",
+            labelNames: ["platform", "code"]
+        )
+        var reportHandles: [String: Counter] = [:]
+        for platform in ClientFailureReport.Platform.allCases {
+            for code in ClientFailureReport.labels(for: platform) {
+                reportHandles["\(platform.rawValue)|\(code)"] = reports.labels(platform.rawValue, code)
+            }
+        }
+        self.clientReports = reportHandles
         let categories = registry.counter(
             "attest_gateway_launch_validation_total",
             help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
@@ -187,6 +227,20 @@ package final class GatewayGateMetrics: GateMetrics {
 
     package func limitRefused(limit: String) {
         self.limitRefusals.labels(limit).increment()
+    }
+
+    package func keyLimitRefused(route: String, limit: KeyLimitKind) {
+        self.keyLimitRefusals.labels(route, limit.rawValue).increment()
+    }
+
+    package func clientReportedFailure(platform: String, code: String) {
+        // Only allowlisted pairs have a series: anything else cannot add one.
+        self.clientReports["\(platform)|\(code)"]?.increment()
+    }
+
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {
+        self.fleetAttestationRate.labels(appID).set(Int64(perMinute))
+        self.fleetAttestationAlert.labels(appID).set(alerting ? 1 : 0)
     }
 
     package func launchValidation(category: UInt32?, bundleVersion: String?) {

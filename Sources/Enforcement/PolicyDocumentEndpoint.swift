@@ -21,6 +21,7 @@ import Verification
 /// ```json
 /// {"version": 1,
 ///  "endpoints": {"challenge": "/app-attest/challenge", "attest": "/app-attest/attest",
+///                "report": "/app-attest/report",
 ///                "policy": "/app-attest/policy", "devicecheck": "/app-attest/devicecheck"},
 ///  "app_ids": ["ABCDE12345.com.example.app"],   // public anyway (in every copy of the app)
 ///  "environment": "production",            // production | development | any
@@ -112,6 +113,7 @@ package struct PolicyDocumentEndpoint: Sendable {
             [
                 ("challenge", JSONText.quote(policy.endpoints.challenge)),
                 ("attest", JSONText.quote(policy.endpoints.attest)),
+                ("report", JSONText.quote(policy.endpoints.report)),
                 ("policy", JSONText.quote(policy.endpoints.policy)),
                 ("devicecheck", JSONText.quote(policy.endpoints.deviceCheck)),
             ] + (policy.tokens == nil ? [] : [("token", JSONText.quote(policy.endpoints.token))]))

@@ -435,8 +435,11 @@ final class ProtectedRequestVerifier: Sendable {
         let window = request.route.counterWindow
         let now = self.now()
         // The key's fraud-risk fields come back with the counter: no round trip of their own.
+        let route = request.route
+        // The route's per-key limits are charged in the counter's own script: still one round trip.
         self.store.advanceCounterReadingRisk(
-            keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now)
+            keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now),
+            limits: route.keyLimits.map { KeyLimitCharge(route: route.name, limits: $0) }
         ) { [self] readingResult in
             let reading: CounterAdvanceReading
             switch readingResult {
@@ -459,6 +462,9 @@ final class ProtectedRequestVerifier: Sendable {
                     ? "assertion counter \(counter) is not greater than stored counter \(stored)"
                     : "assertion counter \(counter) was already used, or is not within the window of \(window) counters up to the highest stored \(stored)"
                 conclude(.failed(EnforcementError(.counterReplay, reason), keyID: loggedKeyID))
+            case .limited(let refusal):
+                self.metrics.keyLimitRefused(route: route.name, limit: refusal.limit)
+                conclude(.failed(.keyLimited(refusal, route: route), keyID: loggedKeyID))
             case .unknownKey:
                 self.keys.remove(keyID)
                 conclude(.failed(.unknownKey(), keyID: loggedKeyID))

@@ -2,6 +2,8 @@
 /// the gate, never forwarded. `classify` names one; `decide` dispatches on it.
 package enum GateEndpoint: Sendable, Hashable, CaseIterable {
     case policy
+    /// Apps report their own attestation failures (`POST`, anonymous, counted only).
+    case report
     case challenge
     case attest
     case deviceCheck
@@ -16,6 +18,7 @@ package enum GateEndpoint: Sendable, Hashable, CaseIterable {
     package var routeLabel: String {
         switch self {
         case .policy: "_policy"
+        case .report: "_report"
         case .challenge: "_challenge"
         case .attest: "_attest"
         case .deviceCheck: "_devicecheck"

@@ -31,6 +31,15 @@ extension AttestStore {
             self.advanceCounter(keyID: keyID, to: counter, window: window) { c.resume(returning: $0) }
         }
     }
+    package func advanceCounter(
+        keyID: String, to counter: UInt32, window: Int = 0, limits: KeyLimitCharge
+    ) async -> Result<CounterAdvance, StoreError> {
+        await withCheckedContinuation { c in
+            self.advanceCounterReadingRisk(
+                keyID: keyID, to: counter, window: window, lazyRefreshAt: nil, limits: limits
+            ) { c.resume(returning: $0.map(\.advance)) }
+        }
+    }
     package func createDebugToken(_ record: DebugTokenRecord, digest: String) async -> Result<Bool, StoreError> {
         await withCheckedContinuation { c in self.createDebugToken(record, digest: digest) { c.resume(returning: $0) } }
     }

@@ -86,6 +86,16 @@ package final class FaultInjectingStore: AttestStore {
             self.base.advanceCounter(keyID: keyID, to: newCounter, window: window, completion: completion)
         }
     }
+    package func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
+    ) {
+        self.intercept(.advanceCounter, completion) {
+            self.base.advanceCounterReadingRisk(
+                keyID: keyID, to: newCounter, window: window, lazyRefreshAt: lazyRefreshAt, limits: limits,
+                completion: completion)
+        }
+    }
     package func createDebugToken(
         _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
@@ -204,6 +214,9 @@ package final class RecordingGateMetrics: GateMetrics {
         package var storeErrors: [String: Int] = [:]  // "operation|kind"
         package var launchValidation: [String: Int] = [:]  // "category|version"
         package var rollout: [String: Int] = [:]  // "route|arm|verdict"
+        package var keyLimitRefusals: [String: Int] = [:]  // "route|limit"
+        package var fleetAttestations: [String: (perMinute: Int, alerting: Bool)] = [:]  // by App ID
+        package var clientReports: [String: Int] = [:]  // "platform|code"
     }
     private let counts = Mutex(Counts())
 
@@ -233,6 +246,15 @@ package final class RecordingGateMetrics: GateMetrics {
     }
     package func rolloutDecided(route: String, arm: RolloutArm, verdict: AttestVerdict) {
         self.counts.withLock { $0.rollout["\(route)|\(arm.rawValue)|\(verdict.rawValue)", default: 0] += 1 }
+    }
+    package func keyLimitRefused(route: String, limit: KeyLimitKind) {
+        self.counts.withLock { $0.keyLimitRefusals["\(route)|\(limit.rawValue)", default: 0] += 1 }
+    }
+    package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {
+        self.counts.withLock { $0.fleetAttestations[appID] = (perMinute, alerting) }
+    }
+    package func clientReportedFailure(platform: String, code: String) {
+        self.counts.withLock { $0.clientReports["\(platform)|\(code)", default: 0] += 1 }
     }
 }
 

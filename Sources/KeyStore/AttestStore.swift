@@ -37,10 +37,13 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void)
 
     /// `advanceCounter` that also reads the key's fraud-risk fields in the same round trip
-    /// (`KeyRiskReading`: metric, its time, refresh due). `lazyRefreshAt` nil: the due flag is
-    /// never set. Stores that keep no fraud-risk state answer `KeyRiskReading.unknown`.
+    /// (`KeyRiskReading`: metric, its time, refresh due), and charges the route's per-key
+    /// limits (`limits`, nil: none) in the same atomic step: a counter the limits refuse is not
+    /// advanced (`.limited`), and a counter the store refuses is never charged. `lazyRefreshAt`
+    /// nil: the due flag is never set. Stores that keep no fraud-risk state answer
+    /// `KeyRiskReading.unknown`.
     func advanceCounterReadingRisk(
-        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?,
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
         completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void)
 
     /// Marks the key revoked. Completes false when no such key exists.
@@ -71,14 +74,30 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
 }
 
 extension AttestStore {
-    /// No fraud-risk state (the memory store, test doubles): the counter alone.
+    /// No fraud-risk state and no per-key limits (test doubles): the counter alone. Asked to
+    /// charge limits it cannot keep, it fails (the route's `on_store_error` decides) rather
+    /// than admit an unlimited request.
+    package func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
+    ) {
+        guard limits == nil else {
+            completion(.failure(StoreError(.protocolError, "this store does not keep per-key limits")))
+            return
+        }
+        self.advanceCounter(keyID: keyID, to: newCounter, window: window) {
+            completion($0.map { CounterAdvanceReading(advance: $0, risk: .unknown) })
+        }
+    }
+
+    /// `advanceCounterReadingRisk` without per-key limits.
     package func advanceCounterReadingRisk(
         keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?,
         completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
     ) {
-        self.advanceCounter(keyID: keyID, to: newCounter, window: window) {
-            completion($0.map { CounterAdvanceReading(advance: $0, risk: .unknown) })
-        }
+        self.advanceCounterReadingRisk(
+            keyID: keyID, to: newCounter, window: window, lazyRefreshAt: lazyRefreshAt, limits: nil,
+            completion: completion)
     }
 
     /// Apple's strict rule: `advanceCounter(keyID:to:window: 0)`.
@@ -159,6 +178,9 @@ package enum CounterAdvance: Sendable, Hashable {
     case notIncreasing(stored: UInt32)
     case unknownKey
     case revoked
+    /// The counter would pass, but the route's per-key limit refused the request: nothing was
+    /// written (the counter did not move, no token or quota was spent).
+    case limited(KeyLimitRefusal)
 }
 
 extension AttestStore {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import RedisClient
 import Synchronization
 
@@ -8,8 +8,10 @@ import Synchronization
 /// atomic compare-and-set. Thread-safe (one `Mutex`, never held across a callback).
 /// Completions run at once, on the caller's thread, exactly once each: there is no I/O to
 /// wait for, so a request verified on an event loop stays on it.
-package final class MemoryStore: AttestStore {
+package final class MemoryStore: AttestStore, AttestationRateCounting {
     private let clock: @Sendable () -> ContinuousClock.Instant
+    /// Wall-clock time of per-key limits (their day is the UTC day), in Unix microseconds.
+    private let limitClock: @Sendable () -> Int64
     let state = Mutex(State())
 
     struct State {
@@ -17,6 +19,11 @@ package final class MemoryStore: AttestStore {
         var keys: [String: KeyRecord] = [:]
         /// The `seen` field of each key record (counter windows), as `RedisStore` keeps it.
         var seen: [String: [UInt8]] = [:]
+        /// Per-key limit state by key ID, then route name (the `limit_*` fields `RedisStore`
+        /// keeps in the key record).
+        var limitLedgers: [String: [String: KeyLimitLedger]] = [:]
+        /// Attestations by App ID in the latest minute counted (`AttestationRateCounting`).
+        var attestationMinutes: [String: (minute: Int64, count: Int)] = [:]
         var putsSincePurge = 0
         var secrets: [String: [UInt8]] = [:]
         /// Debug tokens: digest → record, and name → digest.
@@ -27,9 +34,15 @@ package final class MemoryStore: AttestStore {
     /// Expired challenges are purged every this many puts (and ignored when consumed).
     private static let purgeInterval = 1024
 
-    /// - Parameter clock: injectable for tests of challenge expiry.
-    package init(clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+    /// - Parameters:
+    ///   - clock: injectable for tests of challenge expiry.
+    ///   - limitClock: Unix time in microseconds for per-key limits; injectable for tests.
+    package init(
+        clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        limitClock: @escaping @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1e6).rounded(.down)) }
+    ) {
         self.clock = clock
+        self.limitClock = limitClock
     }
 
     private func complete<T: Sendable>(_ completion: @escaping @Sendable (Result<T, StoreError>) -> Void, _ value: T) {
@@ -106,29 +119,61 @@ package final class MemoryStore: AttestStore {
         window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        let outcome = self.state.withLock { state -> CounterAdvance in
+        self.complete(completion, self.advance(keyID: keyID, to: newCounter, window: window, limits: nil))
+    }
+
+    package func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
+    ) {
+        let advance = self.advance(keyID: keyID, to: newCounter, window: window, limits: limits)
+        self.complete(completion, CounterAdvanceReading(advance: advance, risk: .unknown))
+    }
+
+    /// The counter script's steps: the counter judged first, then the limits, then both written.
+    private func advance(keyID: String, to newCounter: UInt32, window: Int, limits: KeyLimitCharge?) -> CounterAdvance {
+        let now = limits == nil ? 0 : self.limitClock()
+        return self.state.withLock { state -> CounterAdvance in
             guard var record = state.keys[keyID] else { return .unknownKey }
             if record.status == .revoked { return .revoked }
-            guard window > 0 else {
-                if record.counter >= newCounter { return .notIncreasing(stored: record.counter) }
+            var counters: CounterWindow?
+            if window > 0 {
+                var moved = CounterWindow(highest: record.counter, seen: state.seen[keyID], size: window)
+                let outcome = moved.admit(newCounter)
+                guard outcome != .refused else { return .notIncreasing(stored: record.counter) }
+                counters = moved
+            } else if record.counter >= newCounter {
+                return .notIncreasing(stored: record.counter)
+            }
+            if let limits {
+                var ledger = state.limitLedgers[keyID]?[limits.route] ?? KeyLimitLedger()
+                if let refusal = ledger.charge(limits.limits, nowMicroseconds: now) { return .limited(refusal) }
+                state.limitLedgers[keyID, default: [:]][limits.route] = ledger
+            }
+            guard let counters else {
                 record.counter = newCounter
                 state.keys[keyID] = record
                 state.seen[keyID] = nil
                 return .advanced
             }
-            var counters = CounterWindow(highest: record.counter, seen: state.seen[keyID], size: window)
-            let result = counters.admit(newCounter)
-            switch result {
-            case .refused:
-                return .notIncreasing(stored: record.counter)
-            case .advanced, .acceptedOutOfOrder:
-                record.counter = counters.highest
-                state.keys[keyID] = record
-                state.seen[keyID] = counters.seen
-                return result == .advanced ? .advanced : .acceptedOutOfOrder
-            }
+            let advanced = counters.highest != record.counter
+            record.counter = counters.highest
+            state.keys[keyID] = record
+            state.seen[keyID] = counters.seen
+            return advanced ? .advanced : .acceptedOutOfOrder
         }
-        self.complete(completion, outcome)
+    }
+
+    package func countAttestation(
+        appID: String, minute: Int64, completion: @escaping @Sendable (Result<Int, StoreError>) -> Void
+    ) {
+        let count = self.state.withLock { state -> Int in
+            var count = 1
+            if let previous = state.attestationMinutes[appID], previous.minute == minute { count += previous.count }
+            state.attestationMinutes[appID] = (minute, count)
+            return count
+        }
+        self.complete(completion, count)
     }
 
     package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {

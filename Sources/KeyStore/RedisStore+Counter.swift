@@ -1,4 +1,5 @@
 package import Foundation
+import PolicyModel
 package import RedisClient
 
 /// The counter: the script that advances a key's counter (with its window, idle TTL and the
@@ -18,9 +19,26 @@ extension RedisStore {
     /// copies of one counter let exactly one through. Strict mode drops a stale map (its
     /// positions then count as seen). An accepted counter renews the idle TTL (`key_idle_ttl`)
     /// in the same round trip; a refused one (replay) does not.
+    ///
+    /// Per-key limits (`key_limits`, `KeyLimitLedger` is the same arithmetic in Swift): [6] the
+    /// route's name ('' or absent: no limits), [7] the token interval in microseconds (0: no
+    /// bucket), [8] the burst, [9] the daily quota (0: none). Their state lives in the key's own
+    /// record (fields `limit_tat:<route>`, `limit_day:<route>` = "<UTC day>:<count>"), so the
+    /// script still touches one key in one hash slot. They are charged only once the counter
+    /// would pass, and refuse with {-4, 1 rate | 2 daily quota, retry-after seconds} before
+    /// anything is written: a replay spends no token of the genuine device, and a limited
+    /// request leaves its counter unused. The clock is the primary's `TIME` (one clock per key
+    /// whatever gateway asks; docs/design-notes.md "Per-key limits").
     static let advanceCounterScript = RedisScript(
         """
-        local v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next')
+        local route = ARGV[6] or ''
+        local tf, df = 'limit_tat:' .. route, 'limit_day:' .. route
+        local v
+        if route == '' then
+          v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next')
+        else
+          v = redis.call('HMGET', KEYS[1], 'counter', 'status', 'seen', 'risk_metric', 'risk_metric_time', 'risk_next', tf, df)
+        end
         if not v[1] then return {-1} end
         if v[2] == 'revoked' then return {-2} end
         local h = tonumber(v[1])
@@ -37,12 +55,41 @@ extension RedisStore {
           end
           return {code, v[4] or '', v[5] or '', due}
         end
+        local lw = {}
+        local function limited()
+          if route == '' then return nil end
+          local tm = redis.call('TIME')
+          local sec = tonumber(tm[1])
+          local now = sec * 1000000 + tonumber(tm[2])
+          local interval, burst, quota = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+          if quota > 0 then
+            local day = math.floor(sec / 86400)
+            local used = 0
+            local d, k = string.match(v[8] or '', '^(%d+):(%d+)$')
+            if d and tonumber(d) == day then used = tonumber(k) end
+            if used >= quota then return {-4, 2, 86400 - sec % 86400} end
+            lw[#lw + 1] = df
+            lw[#lw + 1] = string.format('%.0f:%.0f', day, used + 1)
+          end
+          if interval > 0 then
+            local tat = tonumber(v[7] or '') or now
+            if tat < now then tat = now end
+            local arrival = tat + interval
+            local allowed = arrival - burst * interval
+            if allowed > now then return {-4, 1, math.ceil((allowed - now) / 1000000)} end
+            lw[#lw + 1] = tf
+            lw[#lw + 1] = string.format('%.0f', arrival)
+          end
+          return nil
+        end
         local c = tonumber(ARGV[1])
         local n = tonumber(ARGV[2])
         local t = tonumber(ARGV[3]) or 0
         if n == 0 then
           if h >= c then return {0, h} end
-          redis.call('HSET', KEYS[1], 'counter', ARGV[1])
+          local refused = limited()
+          if refused then return refused end
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1], unpack(lw))
           if v[3] then redis.call('HDEL', KEYS[1], 'seen') end
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return accepted(1)
@@ -54,14 +101,18 @@ extension RedisStore {
           local d = c - h
           if d >= n then s = '1' .. string.rep('0', n - 1)
           else s = '1' .. string.rep('0', d - 1) .. string.sub(s, 1, n - d) end
-          redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s)
+          local refused = limited()
+          if refused then return refused end
+          redis.call('HSET', KEYS[1], 'counter', ARGV[1], 'seen', s, unpack(lw))
           if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
           return accepted(1)
         end
         if c < 1 or c <= h - n then return {0, h} end
         local i = h - c + 1
         if string.sub(s, i, i) ~= '0' then return {0, h} end
-        redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1))
+        local refused = limited()
+        if refused then return refused end
+        redis.call('HSET', KEYS[1], 'seen', string.sub(s, 1, i - 1) .. '1' .. string.sub(s, i + 1), unpack(lw))
         if t > 0 then redis.call('PEXPIRE', KEYS[1], t) end
         return accepted(2)
         """
@@ -73,7 +124,9 @@ extension RedisStore {
         window: Int,
         completion: @escaping @Sendable (Result<CounterAdvance, StoreError>) -> Void
     ) {
-        self.advanceCounterReadingRisk(keyID: keyID, to: newCounter, window: window, lazyRefreshAt: nil) {
+        self.advanceCounterReadingRisk(
+            keyID: keyID, to: newCounter, window: window, lazyRefreshAt: nil, limits: nil
+        ) {
             completion($0.map(\.advance))
         }
     }
@@ -83,19 +136,22 @@ extension RedisStore {
         to newCounter: UInt32,
         window: Int,
         lazyRefreshAt: Date?,
+        limits: KeyLimitCharge?,
         completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
     ) {
         let key = Self.keyRecordKey(keyID)
         let router = self.callerConnection
+        var arguments = [
+            RESPWriter.decimalBytes(Int(newCounter)), RESPWriter.decimalBytes(max(0, window)),
+            self.idleTTLArgument,
+            lazyRefreshAt.map { RESPWriter.decimalBytes(Int(Self.unixSeconds($0))) } ?? [],
+            Self.lazyRefreshQuietArgument,
+        ]
+        if let limits { arguments += Self.limitArguments(limits) }
         router.evaluate(
             Self.advanceCounterScript,
             keys: [key],
-            arguments: [
-                RESPWriter.decimalBytes(Int(newCounter)), RESPWriter.decimalBytes(max(0, window)),
-                self.idleTTLArgument,
-                lazyRefreshAt.map { RESPWriter.decimalBytes(Int(Self.unixSeconds($0))) } ?? [],
-                Self.lazyRefreshQuietArgument,
-            ]
+            arguments: arguments
         ) { [waitArguments = self.waitArguments] reply in
             let result = RedisReplies.interpret(reply, command: "EVALSHA advance_counter", Self.decodeAdvance)
             // counter_durability: replica: an advance counts once a replica has it, so that a
@@ -136,10 +192,28 @@ extension RedisStore {
         case (0, 2):
             guard case .integer(let stored) = items[1], let stored = UInt32(exactly: stored) else { return nil }
             return CounterAdvanceReading(advance: .notIncreasing(stored: stored), risk: .unknown)
+        case (-4, 3):
+            guard case .integer(let which) = items[1], case .integer(let seconds) = items[2],
+                let limit: KeyLimitKind = which == 1 ? .rate : which == 2 ? .dailyQuota : nil
+            else { return nil }
+            let refusal = KeyLimitRefusal(limit: limit, retryAfterSeconds: max(1, Int(seconds)))
+            return CounterAdvanceReading(advance: .limited(refusal), risk: .unknown)
         case (-1, 1): return CounterAdvanceReading(advance: .unknownKey, risk: .unknown)
         case (-2, 1): return CounterAdvanceReading(advance: .revoked, risk: .unknown)
         default: return nil
         }
+    }
+
+    /// Arguments [6]-[9] of the counter script: the route's name, token interval (µs), burst
+    /// and daily quota (0 for an absent bucket or quota).
+    static func limitArguments(_ charge: KeyLimitCharge) -> [[UInt8]] {
+        let limits = charge.limits
+        return [
+            Array(charge.route.utf8),
+            RESPWriter.decimalBytes(Int(limits.rate?.emissionIntervalMicroseconds ?? 0)),
+            RESPWriter.decimalBytes(limits.burst),
+            RESPWriter.decimalBytes(limits.dailyQuota ?? 0),
+        ]
     }
 
     /// Seconds between two lazy-refresh wake-ups of one key (the counter script's quiet period).

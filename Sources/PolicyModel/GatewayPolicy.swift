@@ -31,6 +31,9 @@ public struct GatewayPolicy: Sendable {
     public var redisOptions: RedisStoreOptions
     /// Apple's servers (`apple:`); nil = no DeviceCheck, no fraud-risk refresh.
     public var apple: AppleConfiguration? = nil
+    /// `attestation_rate_alert:`: attestations per App ID per minute across the fleet above
+    /// which the gateway warns and raises `attest_gateway_fleet_attestation_alert`; nil = none.
+    public var attestationRateAlert: Int? = nil
     /// `identity_signature:`; nil = forwarded requests carry no `X-App-Attest-Signature`.
     public var identitySignature: IdentitySignatureConfiguration? = nil
     /// `tokens:`; nil = no attestation tokens are issued or accepted (docs/tokens.md).
@@ -128,6 +131,8 @@ public enum EnvironmentPolicy: String, Sendable, Hashable, CaseIterable {
 public struct EndpointPaths: Sendable, Hashable {
     public var challenge: String
     public var attest: String
+    /// Apps' own attestation failure reports (`POST`, anonymous): `ClientReportEndpoint`.
+    public var report: String = "/app-attest/report"
     /// The route discovery document (`GET`, unauthenticated): `PolicyDocumentEndpoint`.
     public var policy: String
     /// The DeviceCheck fallback exchange (`POST`): `DeviceCheckExchangeEndpoint`.
@@ -215,6 +220,8 @@ public struct RoutePolicy: Sendable, Hashable {
     /// Out-of-order counter window N (`counter_window:`, the route's own or the top-level
     /// one); 0 = strict (Apple's rule). See `CounterWindow`.
     public var counterWindow: Int = 0
+    /// `key_limits:` (rate, burst, daily quota per device key); nil = none.
+    public var keyLimits: KeyLimits?
     /// Gradual rollout on an enforce route: the percentage of clients enforced; the others
     /// are monitored (`RolloutArm`). 100 = every client.
     public var enforcePercent: Int = 100

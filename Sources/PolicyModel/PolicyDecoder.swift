@@ -33,7 +33,7 @@ import GatewayIO
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
-/// | `endpoints.challenge` / `.attest` / `.policy` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy` |
+/// | `endpoints.challenge` / `.attest` / `.policy` / `.report` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy`, `/app-attest/report` |
 /// | `routes[i].name` | name | `route<i>` |
 /// | `routes[i].match.path_prefix` / `.path` | path (at most one; neither = every path) | - |
 /// | `routes[i].match.methods` | list of methods | every method |
@@ -44,6 +44,7 @@ import GatewayIO
 /// | `routes[i].challenge_field` | string | `challenge` |
 /// | `routes[i].max_body_bytes` | size 0-1GiB | `1MiB` |
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
+/// | `routes[i].key_limits` | `{rate, burst, daily_quota}` per device key: see `KeyLimitsDecoder` | none |
 /// | `routes[i].case_sensitive` | boolean | `false` (paths compare ASCII case-insensitively) |
 /// | `routes[i].allow_encoded_slashes` | boolean | `false` (`%2F`/`%5C` in a path: 400) |
 /// | `routes[i].websocket` | boolean | `false` (an upgrade is served as plain HTTP, `Upgrade` removed) |
@@ -54,6 +55,7 @@ import GatewayIO
 /// | `readiness.require_store` / `.store_ping_timeout` | `always` \| `auto` \| `never`; duration 100ms-30s: see `ReadinessPolicy` | `always`, `1s` |
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
 /// | `access_log.key_id` / `.key_id_hash_key_file` | `prefix` \| `full` \| `hashed` \| `omitted`; file (hashed only): see `AccessLogPolicy` | `prefix` |
+/// | `attestation_rate_alert` | integer 1-1000000000: attestations per App ID per minute, fleet-wide, that raise the alert | none |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
@@ -61,7 +63,7 @@ struct PolicyDecoder {
     static let topLevelKeys = [
         "listen", "admin_listen", "redis", "store", "app_ids", "environment", "challenge_ttl_seconds",
         "trust_roots", "limits", "upstreams", "endpoints", "routes", "trusted_proxies", "challenge_key_file",
-        "app_validation", "counter_window",
+        "app_validation", "counter_window", "attestation_rate_alert",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
         "strip_client_headers", "tunnels", "tokens",
@@ -76,10 +78,10 @@ struct PolicyDecoder {
     ]
     static let upstreamKeys =
         ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
-    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token"]
+    static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token", "report"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
-        "on_store_error", "case_sensitive", "allow_encoded_slashes",
+        "on_store_error", "case_sensitive", "allow_encoded_slashes", "key_limits",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback", "allow_method_overrides", "accept_token",
         "max_risk_metric", "action", "websocket",
@@ -203,6 +205,9 @@ struct PolicyDecoder {
         policy.accessLog = try self.decodeAccessLog(top)
         policy.tunnels = try self.decodeTunnels(top)
         policy.stripClientHeaders = stripClientHeaders
+        if let node = top["attestation_rate_alert"] {
+            policy.attestationRateAlert = try self.reader.integer(node, in: 1...1_000_000_000)
+        }
         policy.listeners = listeners
         policy.authzListener = authzListener
         policy.authzPathPrefix = authzPathPrefix
@@ -527,6 +532,15 @@ struct PolicyDecoder {
                 .endpointCollision,
                 node,
                 "the challenge and attest endpoints must differ from the policy endpoint \(endpoints.policy)"
+            )
+        }
+        if let n = fields["report"] {
+            endpoints.report = try self.reader.path(n)
+        }
+        if [endpoints.challenge, endpoints.attest, endpoints.policy, endpoints.deviceCheck].contains(endpoints.report) {
+            throw self.reader.error(
+                .endpointCollision, fields["report"] ?? node,
+                "the report endpoint \(endpoints.report) must differ from the challenge, attest, policy and devicecheck endpoints"
             )
         }
         return endpoints

@@ -164,7 +164,7 @@ struct PolicyLint {
             )
         }
         if route.mode == .off {
-            for key in ["challenge", "binding", "challenge_field", "on_store_error", "fallback"]
+            for key in ["challenge", "binding", "challenge_field", "on_store_error", "fallback", "key_limits"]
             where fields[key] != nil {
                 warn(
                     "setting_without_effect",
@@ -185,6 +185,13 @@ struct PolicyLint {
                 "store_error_allows",
                 "on_store_error",
                 "allow lets requests through unverified while the store is unreachable"
+            )
+        }
+        if route.keyLimits != nil && route.mode != .off && (route.allowDebugTokens || route.fallback != .none) {
+            warn(
+                "key_limits_partial",
+                "key_limits",
+                "key_limits count attested keys only: requests with a debug token or a DeviceCheck token on this route carry no key and are not limited"
             )
         }
         return warnings

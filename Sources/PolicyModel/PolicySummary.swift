@@ -26,6 +26,10 @@ public enum PolicySummary {
         add("app_ids", policy.appIDs.isEmpty ? "(none)" : policy.appIDs.joined(separator: ", "))
         add("environment", policy.environment.rawValue)
         add("challenge_ttl_seconds", "\(policy.challengeTTLSeconds)")
+        if let alert = policy.attestationRateAlert {
+            // Only when set: check-config's output for policies without it is unchanged.
+            add("attestation_rate_alert", "\(alert) attestations per App ID per minute, fleet-wide")
+        }
         add(
             "trust_roots",
             policy.trustRoots.isEmpty ? "(none)" : policy.trustRoots.joined(separator: ", ") + "  [development only]"
@@ -207,6 +211,10 @@ public enum PolicySummary {
         if route.websocket { out += " websocket=true" }
         if route.fallback != .none { out += " fallback=\(route.fallback.rawValue)" }
         if let rule = route.riskMetric { out += " max_risk_metric=\(rule.maximum) action=\(rule.action.rawValue)" }
+        if let limits = route.keyLimits {
+            if let rate = limits.rate { out += " key_rate=\(rate.text) burst=\(limits.burst)" }
+            if let quota = limits.dailyQuota { out += " key_daily_quota=\(quota)" }
+        }
         if let validation = route.appValidation {
             var parts: [String] = []
             if let categories = validation.categories {

@@ -96,6 +96,7 @@ struct RouteDecoder {
         }
         if let n = fields["on_store_error"] { route.onStoreError = try self.reader.oneOf(n) }
         try self.attestation.decodeRouteKeys(fields, defaults: self.defaults, into: &route)
+        if let n = fields["key_limits"] { route.keyLimits = try KeyLimitsDecoder(reader: self.reader).decode(n) }
 
         if let n = fields["case_sensitive"] { route.caseSensitive = try self.reader.bool(n) }
         if let n = fields["allow_encoded_slashes"] { route.allowEncodedSlashes = try self.reader.bool(n) }

@@ -95,6 +95,16 @@ final class CallingFromLoop: AttestStore {
             base.advanceCounter(keyID: keyID, to: newCounter, window: window, completion: completion)
         }
     }
+    func advanceCounterReadingRisk(
+        keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
+        completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in
+            base.advanceCounterReadingRisk(
+                keyID: keyID, to: newCounter, window: window, lazyRefreshAt: lazyRefreshAt, limits: limits,
+                completion: completion)
+        }
+    }
     func createDebugToken(
         _ record: DebugTokenRecord, digest: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {

@@ -15,6 +15,8 @@ public struct GatewayPolicyDocument: Decodable, Sendable, Hashable {
         public var policy: String?
         /// The DeviceCheck fallback exchange (absent from older gateways).
         public var devicecheck: String?
+        /// Where apps report their own attestation failures (absent from older gateways).
+        public var report: String?
     }
 
     public struct Route: Decodable, Sendable, Hashable {

@@ -16,6 +16,8 @@ actor KeyEnrollment {
     private let appID: String?
     private let retry: RetryPolicy
     private let cooldown: Duration
+    /// App Attest failures go to the gateway's report endpoint (best effort, in the background).
+    private let reporter: AttestationFailureReporter
     /// Locked rather than isolated: `AttestedClient.resetKey()` is synchronous and clears it.
     private let blocked = Blocked()
     private var running: Task<String, any Error>?
@@ -38,6 +40,7 @@ actor KeyEnrollment {
         self.appID = appID
         self.retry = retry
         self.cooldown = cooldown
+        self.reporter = AttestationFailureReporter(api: api, policy: policy)
     }
 
     /// Forgets the key and any cooldown: the next protected request enrolls a new key.
@@ -104,8 +107,12 @@ actor KeyEnrollment {
         let keyID: String
         do {
             keyID = try await self.service.generateKey()
-        } catch let error as AppAttestServiceError where error.kind == .featureUnsupported {
-            throw AttestedClientError(.appAttestUnsupported, "generateKey: \(error)", underlying: error)
+        } catch let error as AppAttestServiceError {
+            self.reporter.report(error)
+            if error.kind == .featureUnsupported {
+                throw AttestedClientError(.appAttestUnsupported, "generateKey: \(error)", underlying: error)
+            }
+            throw AttestedClientError(.appAttestFailed, "generateKey failed: \(error)", underlying: error)
         } catch {
             throw AttestedClientError(.appAttestFailed, "generateKey failed: \(error)", underlying: error)
         }
@@ -148,6 +155,7 @@ actor KeyEnrollment {
                 try self.storage.save(StoredKey(keyID: keyID, state: .attested))
                 return keyID
             } catch let error as AppAttestServiceError {
+                self.reporter.report(error)
                 switch error.kind {
                 case .serverUnavailable:
                     failure = AttestedClientError(.appAttestFailed, "attestKey: Apple unavailable", underlying: error)

@@ -80,6 +80,7 @@ actor PolicyCache {
     var challengePath: String { self.cached?.document.endpoints.challenge ?? "/app-attest/challenge" }
     var attestPath: String { self.cached?.document.endpoints.attest ?? "/app-attest/attest" }
     var deviceCheckPath: String { self.cached?.document.endpoints.devicecheck ?? "/app-attest/devicecheck" }
+    var reportPath: String { self.cached?.document.endpoints.report ?? "/app-attest/report" }
 
     /// The document, from the cache while fresh (unless `force`); nil when unavailable.
     func document(force: Bool) async -> GatewayPolicyDocument? {
