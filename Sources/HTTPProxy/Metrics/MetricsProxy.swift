@@ -45,6 +45,8 @@ package final class ProxyMetrics: Sendable {
     /// `https://` upstreams that failed; reason `expired_certificate`, `hostname_mismatch`,
     /// `unknown_ca`, `certificate_not_yet_valid`, `verify_error_<n>`, `handshake` or `timeout`.
     package let upstreamTLSFailures: CounterFamily
+    /// HTTP/2 connections, streams, resets, GOAWAYs and requests by protocol (`HTTP2Metrics`).
+    package let http2: HTTP2Metrics
 
     package init(registry: MetricsRegistry) {
         self.registry = registry
@@ -102,6 +104,7 @@ package final class ProxyMetrics: Sendable {
             "attest_gateway_upstream_tls_failures_total",
             help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
             labelNames: ["upstream", "reason"])
+        self.http2 = HTTP2Metrics(registry: registry)
     }
 
     static func statusClass(_ status: Int) -> Int {
