@@ -44,7 +44,11 @@ extension ProxyConnection {
     }
 
     /// The HTTP/2 side is done: the connection closes as an HTTP/1.1 one does.
+    /// Closing may happen deep inside the HTTP/2 side's own call stack (a frame it just read):
+    /// this connection, and so its `HTTP2ServerConnection`, stays alive until the loop's next
+    /// turn, so that no frame of that stack finds its owner freed.
     func http2Closed(_ why: String) {
         self.close("http2: " + why)
+        self.loop.execute { withExtendedLifetime(self) {} }
     }
 }

@@ -98,6 +98,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     // MARK: - The pump
 
     func pump() {
+        guard !self.isClosed else { return }
         if self.pumping {
             self.repump = true
             return
@@ -171,7 +172,10 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             try self.session.receive(bytes)
         } catch {
             guard case .sessionEnded(let reason) = error else { return }
-            self.metrics.goawaySent(reason: reason == "flooded" ? "flooded" : "protocol_error")
+            // "stopped": the flood guard already counted its GOAWAY.
+            if reason != "stopped" {
+                self.metrics.goawaySent(reason: reason == "flooded" ? "flooded" : "protocol_error")
+            }
             self.goingAway = true
             self.flushOutput()
             self.close("http2: " + reason)
@@ -353,13 +357,13 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         self.repump = true
     }
 
-    func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int) {
+    func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int) -> Bool {
         if kind == .rstStream { self.metrics.resetsReceived.increment() }
         let isAck = flags & 0x1 != 0 && (kind == .ping || kind == .settings)
         guard let flood = self.floodGuard.received(kind, isAck: isAck, length: length, at: self.loop.now) else {
-            return
+            return true
         }
-        guard !self.goingAway else { return }
+        guard !self.goingAway else { return false }
         self.goingAway = true
         self.metrics.goawaySent(reason: flood.rawValue)
         self.session.goAway(.enhanceYourCalm)
@@ -368,6 +372,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 "http2_flood",
                 [("client", self.owner.peerAddress), ("flood", flood.rawValue), ("suppressed", String(suppressed))])
         }
+        return false
     }
 
     func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, errorCode: UInt32) {

@@ -18,7 +18,8 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// The stream is gone (answered, reset by either side, or the session ended).
     func http2StreamClosed(_ streamID: Int32, errorCode: UInt32)
     /// A frame arrived (after nghttp2 checked it): for the per-connection flood counters.
-    func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int)
+    /// Return false to stop reading at once (a flood: GOAWAY is queued, the rest is not processed).
+    func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int) -> Bool
     /// A frame went out: resets and GOAWAYs are counted.
     func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, errorCode: UInt32)
     /// Response body bytes for `streamID` into `buffer`: how many, and whether they are the
@@ -153,7 +154,11 @@ final class HTTP2Session {
         let result = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
         if result < 0 {
             let reason = String(cString: nghttp2_strerror(Int32(result)))
-            throw .sessionEnded(reason: result == Int(NGHTTP2_ERR_FLOODED.rawValue) ? "flooded" : reason)
+            switch Int32(result) {
+            case NGHTTP2_ERR_FLOODED.rawValue: throw .sessionEnded(reason: "flooded")
+            case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: throw .sessionEnded(reason: "stopped")
+            default: throw .sessionEnded(reason: reason)
+            }
         }
     }
 
@@ -292,7 +297,8 @@ private let onFrameReceived: nghttp2_on_frame_recv_callback = { _, frame, userDa
     let header = frame.pointee.hd
     let endStream = header.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
     let kind = HTTP2FrameKind(header.type)
-    delegate.http2FrameReceived(kind, streamID: header.stream_id, flags: header.flags, length: Int(header.length))
+    guard delegate.http2FrameReceived(kind, streamID: header.stream_id, flags: header.flags, length: Int(header.length))
+    else { return Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
     switch kind {
     case .headers:
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {

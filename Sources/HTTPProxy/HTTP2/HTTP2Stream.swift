@@ -25,7 +25,10 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     }
 
     let id: Int32
-    unowned let connection: HTTP2ServerConnection
+    /// Strong: a stream still leased or waiting (a connect in flight, a gate's promise) keeps
+    /// its connection, which then sees `isClosed` and drops what arrives. The cycle through
+    /// `streams` ends when the stream leaves it.
+    let connection: HTTP2ServerConnection
     var phase: Phase = .head
     /// The header block as received, until it is mapped.
     var fields: [HTTP2HeaderField] = []
