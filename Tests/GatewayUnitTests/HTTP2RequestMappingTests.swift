@@ -1,3 +1,5 @@
+import Foundation
+import GatewayTesting
 import HTTP1
 import Testing
 
@@ -202,6 +204,26 @@ import Testing
         // Codes shared with HTTP/1.1 are HTTP/1.1's, with its status.
         for error in HTTPParserError.allCases {
             if let shared = HTTP2RequestError.Code(rawValue: error.code) { #expect(shared.status == error.status) }
+        }
+    }
+}
+
+/// docs/protocol.md lists every HTTP/2 refusal code with its status, and the gRPC mapping.
+@Suite struct HTTP2ProtocolDocTests {
+    @Test func everyHTTP2CodeIsDocumentedWithItsStatus() throws {
+        let doc = try Repository.read("docs/protocol.md")
+        let section = try #require(doc.range(of: "### HTTP/2 (any route)"))
+        let rows = doc[section.lowerBound...].split(separator: "\n").filter { $0.hasPrefix("| ") }
+        for code in HTTP2RequestError.Code.allCases {
+            let row = rows.first { $0.hasPrefix("| \(code.status) ") && $0.contains("`\(code.rawValue)`") }
+            #expect(row != nil, "docs/protocol.md's HTTP/2 table has no \(code.status) row for \(code.rawValue)")
+        }
+    }
+
+    @Test func everyGRPCStatusIsDocumented() throws {
+        let doc = try Repository.read("docs/protocol.md")
+        for status in GRPCRefusal.Status.allCases {
+            #expect(doc.contains("| \(status.rawValue) `"), "docs/protocol.md's gRPC table lacks \(status.rawValue)")
         }
     }
 }
