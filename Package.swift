@@ -187,6 +187,11 @@ let package = Package(
             sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
+            name: "fuzz-h2-request-mapping", dependencies: ["FuzzSupport", "GatewayTesting", "HTTPProxy", "HTTP1"],
+            path: "Fuzz/h2-request-mapping", exclude: ["h2.dict", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
             name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy",
             exclude: ["policy.dict", "regressions", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
