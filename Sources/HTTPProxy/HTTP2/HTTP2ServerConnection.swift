@@ -790,7 +790,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         self.releaseReservation(stream)
         self.recorder.exchangeFinished(
             stream.exchange, at: SystemCalls.monotonicNanoseconds(), bytesOut: stream.bytesOut,
-            tlsVersion: self.owner.tlsVersion, keyIDFormat: self.owner.snapshot.accessLogKeyID)
+            tlsVersion: self.owner.tlsVersion, keyIDFormat: self.owner.snapshot.accessLogKeyID, httpProtocol: "h2")
     }
 
     // MARK: - The end
