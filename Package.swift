@@ -188,7 +188,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "fuzz-h2-request-mapping", dependencies: ["FuzzSupport", "GatewayTesting", "HTTPProxy", "HTTP1"],
-            path: "Fuzz/h2-request-mapping", exclude: ["h2.dict", "run.sh", "seeds"],
+            path: "Fuzz/h2-request-mapping", exclude: ["h2.dict", "regressions", "run.sh", "seeds"],
             sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(

@@ -183,6 +183,17 @@ import Testing
         #expect(mapped.head.headers.values(for: "cookie") == ["a=1; b=2"])
     }
 
+    /// Fuzz/h2-request-mapping/regressions/cookie-empty-crumb: an empty crumb made "a=1; ",
+    /// which an HTTP/1.1 parser reads as "a=1;".
+    @Test func emptyCookieCrumbsAreLeftOut() throws {
+        let mapped = try Self.map(
+            Self.base + [
+                HTTP2HeaderField("cookie", "a=1"), HTTP2HeaderField("cookie", ""), HTTP2HeaderField("cookie", ""),
+            ]
+        ).get()
+        #expect(mapped.head.headers.values(for: "cookie") == ["a=1"])
+    }
+
     @Test func gRPCIsRecognizedByContentType() throws {
         #expect(try Self.map(Self.base + [HTTP2HeaderField("content-type", "application/grpc+proto")]).get().isGRPC)
         #expect(try Self.map(Self.base + [HTTP2HeaderField("content-type", "application/grpc")]).get().isGRPC)

@@ -189,7 +189,10 @@ package enum HTTP2RequestMapping {
         headers.add(name: "Host", value: host)
         for extra in hosts { headers.add(name: "Host", value: extra) }
         for field in regular { headers.add(name: field.name, value: field.value) }
-        if !cookies.isEmpty { headers.add(name: "cookie", value: cookies.joined(separator: "; ")) }
+        // Empty crumbs are left out: joined, they would end the value in "; ", which HTTP/1.1
+        // reads without its trailing space (one value, two meanings; found by the fuzzer).
+        let crumbs = cookies.filter { !$0.isEmpty }
+        if !crumbs.isEmpty { headers.add(name: "cookie", value: crumbs.joined(separator: "; ")) }
 
         let isGRPC = headers["content-type"].map { $0.utf8.starts(with: "application/grpc".utf8) } ?? false
         return HTTP2MappedRequest(

@@ -347,7 +347,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         stream.promise = nil
         if let upstream = stream.upstream {
             stream.upstream = nil
-            upstream.pool.release(upstream, reusable: errorCode == 0 && self.upstreamIsClean(stream))
+            // Still attached: its response was not read to the end, so it carries no other request.
+            upstream.pool.release(upstream, reusable: false)
         }
         if let pool = stream.waitingPool {
             pool.cancelWait(stream)
