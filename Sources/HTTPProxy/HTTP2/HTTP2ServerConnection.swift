@@ -48,6 +48,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     /// Bytes read before the hand-over, fed to the session at the first pump.
     private var pendingInput: [UInt8]
     private var bufferedBodyBytes = 0
+    /// When the connection closes if no byte moves before (`idleTimeout` after the last).
+    private var idleDeadline: UInt64 = 0
     private let metrics: HTTP2Metrics
     private let mappingLimits: HTTP2RequestMapping.Limits
 
@@ -62,6 +64,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         var settings = HTTP2Session.Settings()
         settings.maxHeaderListSize = UInt32(limits.maxHeaderBytes + 32 * limits.maxHeaderCount)
         self.session = HTTP2Session(delegate: self, settings: settings)
+        self.idleDeadline = owner.loop.now &+ owner.timeouts.keepAliveIdle
         (cleartext ? self.metrics.cleartextConnections : self.metrics.tlsConnections).increment()
     }
 
@@ -82,11 +85,50 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
 
     func handleDeadline() {
         guard !self.isClosed else { return }
+        let now = self.loop.now
+        for stream in Array(self.streams.values) where stream.upstreamDeadline != 0 && stream.upstreamDeadline <= now {
+            self.upstreamTimedOut(stream)
+        }
+        guard self.idleDeadline <= now else {
+            self.pump()
+            self.updateDeadline()
+            return
+        }
         // Idle without streams, or no byte moved for a whole timeout with streams open (a
         // zero-window stall, a client that stopped reading): the connection goes.
         self.sendGoAway(.noError, reason: "idle_timeout")
         self.flushOutput()
         self.close("http2 idle or stalled")
+    }
+
+    /// The stream's upstream did not connect or answer in time: its connection is not reused.
+    private func upstreamTimedOut(_ stream: HTTP2Stream) {
+        stream.upstreamDeadline = 0
+        if let upstream = stream.upstream {
+            stream.upstream = nil
+            upstream.pool.release(upstream, reusable: false)
+        }
+        if let pool = stream.waitingPool {
+            pool.cancelWait(stream)
+            stream.waitingPool = nil
+        }
+        self.countUpstreamError(.timeout, stream)
+        if stream.phase == .responded {
+            self.session.reset(stream.id, .internalError)
+        } else {
+            self.respondLocally(stream, ProxyError.upstreamTimeout.response)
+        }
+        self.repump = true
+    }
+
+    /// Sets the stream's upstream deadline `after` nanoseconds from now (the target's timeouts).
+    private func armUpstreamDeadline(_ stream: HTTP2Stream, connecting: Bool) {
+        let timeouts = self.owner.timeouts
+        let after =
+            connecting
+            ? stream.exchange.target?.connectTimeoutNanoseconds ?? timeouts.upstreamConnect
+            : stream.exchange.target?.responseTimeoutNanoseconds ?? timeouts.upstreamResponse
+        stream.upstreamDeadline = max(self.loop.now &+ after, 1)
     }
 
     func beginDrain() {
@@ -131,7 +173,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             self.close("http2 session finished")
             return
         }
-        if progressed { self.updateDeadline() }
+        if progressed { self.idleDeadline = self.loop.now &+ self.idleTimeout }
+        self.updateDeadline()
     }
 
     /// Reads and feeds the session while the socket has bytes and the client's output is not
@@ -211,11 +254,21 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         return moved
     }
 
-    private func updateDeadline() {
+    /// How long the connection may go without a byte moving: `keep_alive_timeout` without
+    /// streams, else the larger of the upstream response and body read timeouts.
+    private var idleTimeout: UInt64 {
         let timeouts = self.owner.timeouts
-        let after =
-            self.streams.isEmpty ? timeouts.keepAliveIdle : max(timeouts.upstreamResponse, timeouts.bodyReadIdle)
-        self.loop.setDeadline(token: self.client.token, after: after)
+        return self.streams.isEmpty ? timeouts.keepAliveIdle : max(timeouts.upstreamResponse, timeouts.bodyReadIdle)
+    }
+
+    /// One loop deadline for the connection: the idle one or the earliest stream's upstream one.
+    private func updateDeadline() {
+        var deadline = self.idleDeadline
+        for stream in self.streams.values where stream.upstreamDeadline != 0 {
+            deadline = min(deadline, stream.upstreamDeadline)
+        }
+        let now = self.loop.now
+        self.loop.setDeadline(token: self.client.token, after: deadline > now ? deadline - now : 0)
     }
 
     private func sendGoAway(_ code: HTTP2ErrorCode, reason: String) {
@@ -515,6 +568,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 stream.exchange.bufferedBody = nil
             }
             stream.phase = .connecting
+            self.armUpstreamDeadline(stream, connecting: true)
             self.acquireUpstream(stream, fresh: false)
         case .respond(let response, let info):
             stream.exchange.logInfo = info
@@ -557,6 +611,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     private func attach(_ connection: UpstreamConnection, to stream: HTTP2Stream) {
         stream.upstream = connection
         stream.phase = .exchanging
+        self.armUpstreamDeadline(stream, connecting: false)
         stream.exchange.upstreamStart = SystemCalls.monotonicNanoseconds()
         connection.send(request: stream.requestBytes, method: stream.exchange.head?.method ?? "GET")
         if !stream.heldBody.isEmpty {
@@ -631,6 +686,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         if !invalid && wasIdle && !anyByte && replayable && !stream.retried && stream.phase == .exchanging {
             stream.retried = true
             stream.phase = .connecting
+            self.armUpstreamDeadline(stream, connecting: true)
             self.acquireUpstream(stream, fresh: true)
             return
         }
@@ -649,6 +705,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         _ event: HTTPResponseEvent, in slice: UnsafeRawBufferPointer, from connection: UpstreamConnection,
         for stream: HTTP2Stream
     ) {
+        self.armUpstreamDeadline(stream, connecting: false)
         switch event {
         case .informational:
             break  // 1xx are not relayed over HTTP/2 (the gateway answers Expect itself).
@@ -681,6 +738,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 stream.responseTrailers = trailers.fields.map { ($0.name.lowercased(), $0.value) }
             }
             stream.responseComplete = true
+            stream.upstreamDeadline = 0
             if let name = stream.exchange.classification?.upstream, stream.exchange.upstreamStart != 0 {
                 self.recorder.upstreamResponded(
                     name, nanoseconds: SystemCalls.monotonicNanoseconds() &- stream.exchange.upstreamStart)
@@ -758,6 +816,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         }
         stream.promise = nil
         stream.phase = .responded
+        stream.upstreamDeadline = 0
         stream.exchange.bufferedBody = nil
         self.releaseReservation(stream)
         if !stream.heldBody.isEmpty {

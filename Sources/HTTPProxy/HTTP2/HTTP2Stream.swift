@@ -52,6 +52,10 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     var waitingPool: UpstreamPool?
     var requestBytes: [UInt8] = []
     var retried = false
+    /// When the upstream must have connected or sent its next response bytes (monotonic ns on
+    /// the loop's clock; 0: no upstream wait). Past it: 504 `upstream_timeout`, or a reset once
+    /// the response started.
+    var upstreamDeadline: UInt64 = 0
     var forwardedClient: UpstreamRequestPlan.Client
     /// The response body not yet taken by nghttp2, and where its unread part starts.
     var responseBody: [UInt8] = []

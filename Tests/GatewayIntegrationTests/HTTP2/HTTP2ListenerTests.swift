@@ -116,6 +116,25 @@ import Testing
         #expect(metrics.contains(#"attest_gateway_http2_streams_total 10"#), "\(metrics)")
     }
 
+    @Test func aHungUpstreamTimesOutItsStreamOnlyWith504() throws {
+        let upstream = try UpstreamProcess()
+        var configuration = upstream.configuration
+        configuration.responseTimeout = .milliseconds(300)
+        let gateway = try TestGateway(upstreams: ["api": configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let base = "http://127.0.0.1:\(gateway.port)"
+        // Both streams on one connection: the hung one gets 504, the other its 200.
+        let (status, output) = try TLSTestPKI.run(
+            "/usr/bin/nghttp", ["-n", "-s", base + "/hang?hang=1", base + "/fine"])
+        #expect(status == 0, "\(output)")
+        let lines = output.split(separator: "\n")
+        #expect(lines.contains { $0.contains("/hang?hang=1") && $0.contains(" 504 ") }, "\(output)")
+        #expect(lines.contains { $0.contains("/fine") && $0.contains(" 200 ") }, "\(output)")
+        #expect(
+            gateway.metrics.render().contains(#"attest_gateway_upstream_errors_total{upstream="api",kind="timeout"} 1"#)
+        )
+    }
+
     @Test func aGRPCRequestIsRefusedWithAGRPCStatus() throws {
         let upstream = try UpstreamProcess()
         let routes = [RoutePolicy(name: "api", match: .init(pathPrefix: "/api/"), upstream: "api")]
