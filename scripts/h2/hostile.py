@@ -13,7 +13,7 @@ Speaks h2c with prior knowledge to HOST:PORT, plays CASE, and prints one JSON ob
 
 Cases: invalid_pseudo, response_pseudo, pseudo_after_field, uppercase_name, crlf_value,
 connection_header, te_gzip, content_length_mismatch, authority_host_mismatch, rapid_reset,
-continuation_flood, ping_flood, settings_flood, valid_get.
+continuation_flood, ping_flood, settings_flood, slow_reader, valid_get.
 """
 
 import json
@@ -173,6 +173,39 @@ def control_flood(host, port, kind):
         sock.close()
 
 
+def slow_reader(host, port):
+    """One stream reads nothing of a 16 MiB response (its window stays shut); a second stream
+    on the same connection must still get its answer."""
+    sock, conn = connect(host, port)
+    conn.increment_flow_control_window(64 * 1024 * 1024)  # the connection's window stays open
+    slow = conn.get_next_available_stream_id()
+    conn.send_headers(slow, base_headers(path=b"/big?size=16777216"), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    fast = None
+    sock.settimeout(5)
+    slow_bytes = 0
+    while True:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            return "timeout"
+        if not data:
+            return "closed"
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.DataReceived) and event.stream_id == slow:
+                slow_bytes += len(event.data)
+                if fast is None:
+                    fast = conn.get_next_available_stream_id()
+                    conn.send_headers(fast, base_headers(path=b"/fast"), end_stream=True)
+            if isinstance(event, h2.events.DataReceived) and event.stream_id == fast:
+                conn.acknowledge_received_data(event.flow_controlled_length, fast)
+            if isinstance(event, h2.events.StreamEnded) and event.stream_id == fast:
+                sock.close()
+                # The slow stream got no more than its window.
+                return f"fast_done slow_bytes<=window:{slow_bytes <= 65535}"
+        sock.sendall(conn.data_to_send())
+
+
 def play(host, port, case):
     h = base_headers()
     if case == "valid_get":
@@ -195,6 +228,8 @@ def play(host, port, case):
         return send_headers(host, port, base_headers(b"POST") + [(b"content-length", b"10")], body=b"12345")
     if case == "authority_host_mismatch":
         return send_headers(host, port, h + [(b"host", b"other.test")])
+    if case == "slow_reader":
+        return slow_reader(host, port)
     if case == "rapid_reset":
         return rapid_reset(host, port)
     if case == "continuation_flood":

@@ -53,6 +53,17 @@ import Testing
         #expect(try upstream.stats().requests == 1)
     }
 
+    /// A stream whose client reads nothing holds only its own window: another stream on the same
+    /// connection is answered, and the slow one received no more than its 64 KiB window.
+    @Test func aStalledStreamDoesNotHoldTheOthers() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("slow_reader", port: gateway.port)
+        #expect(outcome.outcome == "fast_done slow_bytes<=window:True", "\(outcome)")
+        #expect(outcome.after == "status:200", "\(outcome)")
+    }
+
     /// Floods end the connection with GOAWAY (ENHANCE_YOUR_CALM from the gateway's counters, or
     /// nghttp2's own limits), or a close; the next client is served.
     @Test(arguments: ["rapid_reset", "continuation_flood", "ping_flood", "settings_flood"])
