@@ -463,7 +463,6 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     // MARK: - A request through the gate
 
     private func requestReceived(_ stream: HTTP2Stream, _ mapped: HTTP2MappedRequest) {
-        self.metrics.http2Requests.increment()
         var head = mapped.head
         stream.mapped = mapped
         stream.headRequest = head.method == "HEAD"
@@ -847,6 +846,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     private func record(_ stream: HTTP2Stream) {
         guard !stream.recorded, stream.exchange.head != nil || stream.exchange.responseStatus != 0 else { return }
         stream.recorded = true
+        self.metrics.http2Requests.increment()
         self.releaseReservation(stream)
         self.recorder.exchangeFinished(
             stream.exchange, at: SystemCalls.monotonicNanoseconds(), bytesOut: stream.bytesOut,
