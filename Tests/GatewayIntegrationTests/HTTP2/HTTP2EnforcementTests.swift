@@ -103,5 +103,13 @@ import Verification
         #expect(grpc.hasPrefix("HTTP/2 200"), "\(grpc)")
         #expect(grpc.contains("grpc-status: 16"), "\(grpc)")
         #expect(grpc.contains("grpc-message: assertion_missing"), "\(grpc)")
+
+        // A real gRPC client (grpcio) sees UNAUTHENTICATED with the code as its details.
+        let script = Repository.root.appendingPathComponent("scripts/h2/grpc_call.py").path
+        let (grpcStatus, called) = try TLSTestPKI.run(
+            "/usr/bin/python3", [script, "127.0.0.1:\(port)", "/v1/premium/pkg.Service/Buy"])
+        #expect(grpcStatus == 0, "\(called)")
+        #expect(
+            called.contains(#""code": "UNAUTHENTICATED", "value": 16, "details": "assertion_missing""#), "\(called)")
     }
 }
