@@ -13,7 +13,9 @@ struct HTTP2FloodGuard: Sendable {
         var prioritiesPerSecond = 500
         var resetsPerSecond = 100
         var emptyDataPerSecond = 200
-        var windowUpdatesPerSecond = 1000
+        // High: a fast download makes a client send one per window half it reads (on every stream
+        // and the connection); only a client that sends them for nothing reaches this.
+        var windowUpdatesPerSecond = 10_000
     }
 
     enum Flood: String, Sendable, Hashable, CaseIterable {
