@@ -43,6 +43,10 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     private var pumping = false
     private var repump = false
     private(set) var isClosed = false
+    /// Closing after a GOAWAY: input is read and dropped (`closeAfterGoAway`).
+    private var lingering = false
+    /// The owner was told (`http2Closed`).
+    private var finished = false
     /// A GOAWAY went out: no new streams; the connection closes once the last one ends.
     private var goingAway = false
     /// Bytes read before the hand-over, fed to the session at the first pump.
@@ -76,6 +80,10 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
 
     func handleEvents(_ events: UInt32) {
         self.client.noteEvents(events)
+        if self.lingering {
+            if events & EventLoop.error != 0 || !self.client.discardInput() { self.finishClose("lingering ended") }
+            return
+        }
         if events & EventLoop.error != 0 {
             self.close("client reset")
             return
@@ -84,6 +92,10 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     }
 
     func handleDeadline() {
+        if self.lingering {
+            self.finishClose("linger deadline")
+            return
+        }
         guard !self.isClosed else { return }
         let now = self.loop.now
         for stream in Array(self.streams.values) where stream.upstreamDeadline != 0 && stream.upstreamDeadline <= now {
@@ -216,13 +228,35 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         } catch {
             guard case .sessionEnded(let reason) = error else { return }
             // "stopped": the flood guard already counted its GOAWAY.
+            let flood = reason == "flooded" || reason == "continuation_flood"
+            // libnghttp2 queues its own GOAWAY for most fatal errors, not for all (too many
+            // CONTINUATION frames): one is asked for here too; a second request is a no-op.
             if reason != "stopped" {
-                self.metrics.goawaySent(reason: reason == "flooded" ? "flooded" : "protocol_error")
+                self.metrics.goawaySent(reason: flood ? reason : "protocol_error")
+                self.session.goAway(flood ? .enhanceYourCalm : .protocolError)
             }
             self.goingAway = true
-            self.flushOutput()
-            self.close("http2: " + reason)
+            self.closeAfterGoAway("http2: " + reason)
         }
+    }
+
+    /// After a fatal error or a flood: the GOAWAY libnghttp2 queued is written, our side shut,
+    /// and what the client still sends is read and dropped until its FIN or
+    /// `ProxyConnection.lingerNanoseconds` (as the HTTP/1.1 side lingers), so that the client
+    /// reads the GOAWAY instead of losing it to the reset a close with unread input makes.
+    private func closeAfterGoAway(_ why: String) {
+        self.flushOutput()
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        self.abandonStreams()
+        guard !self.client.hasUnsentOutput else {
+            self.finishClose(why)
+            return
+        }
+        self.lingering = true
+        self.client.shutdownOutput()
+        self.loop.setDeadline(token: self.client.token, after: ProxyConnection.lingerNanoseconds)
+        if !self.client.discardInput() { self.finishClose(why) }
     }
 
     /// Queues what nghttp2 has to send and writes it. Returns whether any byte moved.
@@ -856,8 +890,25 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     // MARK: - The end
 
     func close(_ why: String) {
+        if self.lingering {
+            self.finishClose(why)
+            return
+        }
         guard !self.isClosed else { return }
         self.isClosed = true
+        self.abandonStreams()
+        self.finishClose(why)
+    }
+
+    private func finishClose(_ why: String) {
+        guard !self.finished else { return }
+        self.finished = true
+        self.lingering = false
+        self.owner.http2Closed(why)
+    }
+
+    /// Every stream's lease, wait and decision is let go; each is logged once.
+    private func abandonStreams() {
         for stream in self.streams.values {
             stream.promise = nil
             if let upstream = stream.upstream {
@@ -871,6 +922,5 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             self.record(stream)
         }
         self.streams.removeAll()
-        self.owner.http2Closed(why)
     }
 }

@@ -156,6 +156,7 @@ final class HTTP2Session {
             let reason = String(cString: nghttp2_strerror(Int32(result)))
             switch Int32(result) {
             case NGHTTP2_ERR_FLOODED.rawValue: throw .sessionEnded(reason: "flooded")
+            case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue: throw .sessionEnded(reason: "continuation_flood")
             case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: throw .sessionEnded(reason: "stopped")
             default: throw .sessionEnded(reason: reason)
             }
