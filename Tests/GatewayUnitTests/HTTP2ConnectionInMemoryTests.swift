@@ -1,4 +1,6 @@
+import GateContract
 import GatewayTesting
+import HTTP1
 import Testing
 
 @testable import GatewayIO
@@ -135,6 +137,43 @@ import Testing
         let goaway = await Self.waitForFrame(client) { $0.type == 7 }
         #expect(goaway?.errorCode == 11, "GOAWAY ENHANCE_YOUR_CALM")
         #expect(await client.waitForEndOfStream())
+        await harness.stop()
+    }
+
+    /// A gate that reads the whole body (up to 1 KiB) before it forwards, as an enforce route
+    /// with `binding: request` does.
+    struct BufferingGate: RequestGate {
+        func classify(_ head: HTTPRequestHead, client: String) -> GateClassification {
+            GateClassification(routeName: "buffered", upstream: InMemoryProxyHarness.upstreamName, bufferBodyUpTo: 1024)
+        }
+
+        func decide(
+            _ head: consuming HTTPRequestHead, body: [UInt8]?, classification: GateClassification,
+            promise: GateDecisionPromise
+        ) {
+            promise.succeed(.forward(head, GateLogInfo(verdict: .skipped)))
+        }
+    }
+
+    /// A body the gate must see that stops coming: 408 `request_timeout` when
+    /// `limits.buffered_body_timeout` passes, as over HTTP/1.1 (its budget share goes back).
+    @Test func aTricklingBufferedBodyIsAnswered408() async throws {
+        var limits = GatewayLimits()
+        limits.bufferedBodyTimeout = .milliseconds(50)
+        let harness = try InMemoryProxyHarness(gate: BufferingGate(), limits: limits, h2c: true)
+        let client = try harness.connect()
+        let fields = [
+            (":method", "POST"), (":scheme", "http"), (":authority", "h2.test"), (":path", "/b"),
+            ("content-length", "10"),
+        ]
+        client.send(
+            Self.preface + Self.frame(4, stream: 0) + Self.frame(1, flags: 0x4, stream: 1, Self.block(fields))
+                + Self.frame(0, stream: 1, Array("12345".utf8)))
+        let body = await Self.waitForFrame(client) { $0.type == 0 && $0.stream == 1 && $0.flags & 1 == 1 }
+        let text = body.map { String(decoding: $0.payload, as: UTF8.self) } ?? ""
+        #expect(text.contains("\"request_timeout\""), "\(text)")
+        #expect(harness.upstream.connectionCount == 0)
+        #expect(harness.server.bodyBudget.inUse == 0)
         await harness.stop()
     }
 

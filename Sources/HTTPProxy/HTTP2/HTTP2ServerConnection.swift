@@ -101,6 +101,9 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         for stream in Array(self.streams.values) where stream.upstreamDeadline != 0 && stream.upstreamDeadline <= now {
             self.upstreamTimedOut(stream)
         }
+        for stream in Array(self.streams.values) where stream.bodyDeadline != 0 && stream.bodyDeadline <= now {
+            self.bufferedBodyTimedOut(stream)
+        }
         guard self.idleDeadline <= now else {
             self.pump()
             self.updateDeadline()
@@ -130,6 +133,18 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         } else {
             self.respondLocally(stream, ProxyError.upstreamTimeout.response)
         }
+        self.repump = true
+    }
+
+    /// A body buffered for the gate missed `limits.buffered_body_timeout`: 408, as over HTTP/1.1
+    /// (counted in `attest_gateway_buffered_body_timeouts_total`), so a trickling client cannot
+    /// pin its share of the body budget.
+    private func bufferedBodyTimedOut(_ stream: HTTP2Stream) {
+        stream.bodyDeadline = 0
+        guard stream.phase == .bufferingBody else { return }
+        self.owner.server.metrics.bufferedBodyTimeouts.labels(stream.exchange.classification?.routeName ?? "-")
+            .increment()
+        self.refuse(stream, ProxyError.bufferedBodyTimeout.response, verdict: .rejected)
         self.repump = true
     }
 
@@ -298,8 +313,9 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     /// One loop deadline for the connection: the idle one or the earliest stream's upstream one.
     private func updateDeadline() {
         var deadline = self.idleDeadline
-        for stream in self.streams.values where stream.upstreamDeadline != 0 {
-            deadline = min(deadline, stream.upstreamDeadline)
+        for stream in self.streams.values {
+            if stream.upstreamDeadline != 0 { deadline = min(deadline, stream.upstreamDeadline) }
+            if stream.bodyDeadline != 0 { deadline = min(deadline, stream.bodyDeadline) }
         }
         let now = self.loop.now
         self.loop.setDeadline(token: self.client.token, after: deadline > now ? deadline - now : 0)
@@ -463,8 +479,16 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         return false
     }
 
-    func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, errorCode: UInt32) {
+    func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, errorCode: UInt32) {
         if kind == .rstStream { self.metrics.resetsSent.increment() }
+        // The whole response is out while the client is still sending its request (a refusal
+        // before the body ended, an upstream that answered early): RST_STREAM NO_ERROR tells it
+        // to stop (RFC 9113 §8.1), and the stream does not stay open to hold a drain.
+        if kind == .data || kind == .headers, flags & 0x1 != 0, let stream = self.streams[streamID],
+            !stream.requestEnded
+        {
+            self.session.reset(streamID, .noError)
+        }
     }
 
     // MARK: - HTTP2SessionDelegate: the response side
@@ -539,6 +563,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 return
             }
             stream.phase = .bufferingBody
+            stream.bodyDeadline = max(self.loop.now &+ self.owner.timeouts.bufferedBody, 1)
             var body: [UInt8] = []
             if let length = mapped.contentLength {
                 guard self.reserve(stream, Int(length)) else { return }
@@ -577,6 +602,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     private func callDecide(_ stream: HTTP2Stream, body: [UInt8]?) {
         guard let head = stream.exchange.head, let classification = stream.exchange.classification else { return }
         stream.phase = .deciding
+        stream.bodyDeadline = 0
         stream.exchange.head?.headers = HTTPHeaders()
         let promise = GateDecisionPromise(loop: self.loop, receiver: stream)
         stream.promise = promise
@@ -850,6 +876,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         stream.promise = nil
         stream.phase = .responded
         stream.upstreamDeadline = 0
+        stream.bodyDeadline = 0
         stream.exchange.bufferedBody = nil
         self.releaseReservation(stream)
         if !stream.heldBody.isEmpty {

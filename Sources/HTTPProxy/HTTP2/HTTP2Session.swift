@@ -21,7 +21,7 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// Return false to stop reading at once (a flood: GOAWAY is queued, the rest is not processed).
     func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int) -> Bool
     /// A frame went out: resets and GOAWAYs are counted.
-    func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, errorCode: UInt32)
+    func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, errorCode: UInt32)
     /// Response body bytes for `streamID` into `buffer`: how many, and whether they are the
     /// last (then `trailers` are sent after them when non-empty); nil: none ready yet (the
     /// stream is deferred until `resume`).
@@ -332,7 +332,8 @@ private let onFrameSent: nghttp2_on_frame_send_callback = { _, frame, userData i
     var code: UInt32 = 0
     if kind == .rstStream { code = frame.pointee.rst_stream.error_code }
     if kind == .goaway { code = frame.pointee.goaway.error_code }
-    HTTP2Session.from(userData).delegate.http2FrameSent(kind, streamID: header.stream_id, errorCode: code)
+    HTTP2Session.from(userData).delegate.http2FrameSent(
+        kind, streamID: header.stream_id, flags: header.flags, errorCode: code)
     return 0
 }
 

@@ -56,6 +56,9 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     /// the loop's clock; 0: no upstream wait). Past it: 504 `upstream_timeout`, or a reset once
     /// the response started.
     var upstreamDeadline: UInt64 = 0
+    /// When a body buffered for the gate must be complete (`limits.buffered_body_timeout` from
+    /// the head; 0: none). Past it: 408 `request_timeout`, its reservation released.
+    var bodyDeadline: UInt64 = 0
     var forwardedClient: UpstreamRequestPlan.Client
     /// The response body not yet taken by nghttp2, and where its unread part starts.
     var responseBody: [UInt8] = []
