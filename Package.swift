@@ -41,6 +41,12 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"]), .brew(["libyaml"])]
         ),
+        .systemLibrary(
+            // HTTP/2 framing, HPACK and flow control for the server side (`HTTPProxy/HTTP2`).
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
+        ),
         // Real C: epoll/accept4 wrappers that Glibc does not export to Swift.
         .target(
             name: "CGatewayShims",
@@ -109,7 +115,7 @@ let package = Package(
         .target(
             // HTTP/1.1 proxy connections, listeners, upstream pools, header rewriting, access log.
             name: "HTTPProxy",
-            dependencies: ["GateContract", "GatewayIO", "HTTP1", "PolicyModel", "Verification"],
+            dependencies: ["GateContract", "GatewayIO", "HTTP1", "PolicyModel", "Verification", "CNGHTTP2"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -183,6 +189,11 @@ let package = Package(
         .executableTarget(
             name: "fuzz-jwt", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/jwt",
             exclude: ["jwt.dict", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-h2-request-mapping", dependencies: ["FuzzSupport", "GatewayTesting", "HTTPProxy", "HTTP1"],
+            path: "Fuzz/h2-request-mapping", exclude: ["h2.dict", "regressions", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy",

@@ -18,6 +18,8 @@ package final class InMemoryProxyHarness {
     private let listenerTLS: ListenerTLS?
     private let clientTLS: TLSClientContext?
     private let pipeCapacity: Int
+    /// Clients may start with the HTTP/2 preface (a plain listener's `h2c: true`).
+    private let h2c: Bool
     private var isStopped = false
 
     /// `gate` nil: `PassthroughGate`, every path routed to the upstream. `pipeCapacity`: the
@@ -27,8 +29,9 @@ package final class InMemoryProxyHarness {
     package init(
         gate: (any RequestGate)? = nil, limits: GatewayLimits = GatewayLimits(), tls: Bool = false,
         pipeCapacity: Int = 4 * 1024 * 1024, metrics: MetricsRegistry = MetricsRegistry(),
-        accessLog: AccessLog? = nil
+        accessLog: AccessLog? = nil, h2c: Bool = false
     ) throws {
+        self.h2c = h2c
         self.server = try GatewayServer(limits: limits, loopCount: 1, metrics: metrics, accessLog: accessLog)
         self.upstream = InMemoryUpstream(capacity: pipeCapacity)
         self.pipeCapacity = pipeCapacity
@@ -71,7 +74,7 @@ package final class InMemoryProxyHarness {
         let (client, served) = try InMemoryStreamEnd.pair(capacity: self.pipeCapacity)
         self.server.serve(
             served, clientAddress: clientAddress, listenerName: Self.listenerName, gate: self.gate,
-            tls: self.listenerTLS)
+            tls: self.listenerTLS, h2c: self.h2c)
         guard let clientTLS = self.clientTLS else { return InMemoryHTTPPeer(client) }
         let session = try TLSTransport(
             over: client, client: clientTLS, serverName: InMemoryTLSFixture.serverName, port: 443)

@@ -31,7 +31,7 @@ struct ExchangeRecorder {
     /// `keyIDFormat`: the policy's `access_log.key_id`.
     mutating func exchangeFinished(
         _ exchange: borrowing RequestExchange, at now: UInt64, bytesOut: UInt64, tlsVersion: String?,
-        keyIDFormat: AccessLogKeyIDFormat = .prefix
+        keyIDFormat: AccessLogKeyIDFormat = .prefix, httpProtocol: String = "http/1.1"
     ) {
         let total = exchange.requestStart == 0 ? 0 : now &- exchange.requestStart
         let upstreamTime: UInt64? = exchange.upstreamStart == 0 ? nil : now &- exchange.upstreamStart
@@ -49,7 +49,7 @@ struct ExchangeRecorder {
             self.loopContext.metricsCache.refusal(route: route, code: code).increment()
         }
         guard self.loopContext.accessLog != nil else { return }
-        self.loopContext.logBuffer.append(
+        var entry =
             AccessLogBuffer.Entry(
                 method: exchange.head?.method ?? exchange.refusedRequestLine?.method ?? "-",
                 path: exchange.head?.path ?? exchange.refusedRequestLine?.path[...] ?? "-", route: route,
@@ -59,7 +59,9 @@ struct ExchangeRecorder {
                 totalNanoseconds: total, arm: exchange.logInfo?.arm?.rawValue, client: exchange.clientAddress,
                 requestID: exchange.correlation?.requestID, traceparent: exchange.correlation?.traceparent,
                 userAgent: exchange.correlation?.userAgent, bytesIn: exchange.bodyBytesIn, bytesOut: bytesOut,
-                upstreamAddress: upstreamTime == nil ? nil : exchange.target?.addressText, tlsVersion: tlsVersion))
+                upstreamAddress: upstreamTime == nil ? nil : exchange.target?.addressText, tlsVersion: tlsVersion)
+        entry.httpProtocol = httpProtocol
+        self.loopContext.logBuffer.append(entry)
     }
 
     private mutating func routeHandles(_ route: String) -> ProxyMetricsCache.RouteHandles {

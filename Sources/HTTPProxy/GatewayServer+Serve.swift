@@ -9,7 +9,7 @@ extension GatewayServer {
     /// in-memory pipe): listeners go through `adopt`, which also applies the connection limits.
     package func serve(
         _ transport: any ByteTransport & Sendable, clientAddress: String, listenerName: String, gate: any RequestGate,
-        tls: ListenerTLS? = nil
+        tls: ListenerTLS? = nil, h2c: Bool = false
     ) {
         let context = ListenerContext(name: listenerName, checkOnly: false, cell: self.serving, initialGate: gate)
         let limitKey = IPAddressBytes.limitKey(clientAddress)
@@ -32,7 +32,7 @@ extension GatewayServer {
             }
             ProxyConnection.start(
                 transport: served, clientAddress: clientAddress, context: context, loopContext: loopContext, tls: tls,
-                server: self)
+                server: self, acceptsPriorKnowledgeHTTP2: h2c && tls == nil)
         }
     }
 }

@@ -132,7 +132,7 @@ package final class GatewayServer: Sendable {
     @discardableResult
     package func listen(
         on address: ListenAddress, name: String, gate: any RequestGate, tls: ListenerTLS? = nil,
-        proxyProtocol: Bool = false, checkOnly: Bool = false
+        proxyProtocol: Bool = false, checkOnly: Bool = false, h2c: Bool = false
     ) throws(IOError) -> SocketAddress {
         let socketAddress = try SocketAddress.resolve(host: address.host, port: address.port)
         let fd = try SystemCalls.listen(on: socketAddress)
@@ -152,7 +152,7 @@ package final class GatewayServer: Sendable {
         }
         let listener = Listener(
             fd: fd, address: bound, server: self, context: context, loop: self.group.loops[loopIndex], tls: tls,
-            proxyProtocol: proxyProtocol)
+            proxyProtocol: proxyProtocol, h2c: h2c)
         self.state.withLock { $0.listeners.append(listener) }
         listener.loop.execute { listener.start() }
         return bound
@@ -161,7 +161,7 @@ package final class GatewayServer: Sendable {
     /// Where a new connection accepted on `loop` goes: round-robin over the loops.
     func adopt(
         fd: Int32, peer: SocketAddress, context: ListenerContext, tls: ListenerTLS?, proxyProtocol: Bool = false,
-        acceptedOn loop: EventLoop
+        h2c: Bool = false, acceptedOn loop: EventLoop
     ) {
         let limits = context.limitsSnapshot
         let open = self.activeConnections.increment()
@@ -187,7 +187,7 @@ package final class GatewayServer: Sendable {
             guard proxyProtocol else {
                 self.startConnection(
                     fd: fd, clientAddress: peerText, limitKey: peerKey, context: context, loopContext: loopContext,
-                    tls: tls)
+                    tls: tls, h2c: h2c)
                 return
             }
             // The PROXY header comes first, even before a TLS ClientHello.
@@ -198,7 +198,7 @@ package final class GatewayServer: Sendable {
                 onHeader: { clientAddress in
                     self.proxiedConnection(
                         fd: fd, socketPeerKey: peerKey, clientAddress: clientAddress ?? peerText, context: context,
-                        loopContext: loopContext, tls: tls)
+                        loopContext: loopContext, tls: tls, h2c: h2c)
                 },
                 onRefused: { self.connectionClosed(peerLimitKey: peerKey) })
         }
@@ -231,7 +231,7 @@ package final class GatewayServer: Sendable {
     /// address, not the load balancer's (`max_connections_per_address` is per client).
     private func proxiedConnection(
         fd: Int32, socketPeerKey: String, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
-        tls: ListenerTLS?
+        tls: ListenerTLS?, h2c: Bool
     ) {
         let clientKey = IPAddressBytes.limitKey(clientAddress)
         if clientKey != socketPeerKey {
@@ -246,14 +246,14 @@ package final class GatewayServer: Sendable {
         }
         self.startConnection(
             fd: fd, clientAddress: clientAddress, limitKey: clientKey, context: context, loopContext: loopContext,
-            tls: tls)
+            tls: tls, h2c: h2c)
     }
 
     /// On the connection's loop: its transport (a TLS session is set up there, its handshake
     /// runs there), then the `ProxyConnection`.
     private func startConnection(
         fd: Int32, clientAddress: String, limitKey: String, context: ListenerContext, loopContext: LoopContext,
-        tls: ListenerTLS?
+        tls: ListenerTLS?, h2c: Bool
     ) {
         let transport: any ByteTransport
         if let tls {
@@ -270,7 +270,7 @@ package final class GatewayServer: Sendable {
         }
         ProxyConnection.start(
             transport: transport, clientAddress: clientAddress, context: context, loopContext: loopContext,
-            tls: tls, server: self)
+            tls: tls, server: self, acceptsPriorKnowledgeHTTP2: h2c && tls == nil)
     }
 
     func connectionClosed(peerLimitKey: String) {

@@ -12,13 +12,16 @@ final class Listener: EventHandler, @unchecked Sendable {
     let tls: ListenerTLS?
     /// Every connection starts with a PROXY protocol header (`proxy_protocol: true`).
     let proxyProtocol: Bool
+    /// Plain listener with `h2c: true`: clients may start with the HTTP/2 preface.
+    let h2c: Bool
     private var token: UInt64 = 0
     private var isOpen = false
 
     init(
         fd: Int32, address: SocketAddress, server: GatewayServer, context: ListenerContext, loop: EventLoop,
-        tls: ListenerTLS?, proxyProtocol: Bool = false
+        tls: ListenerTLS?, proxyProtocol: Bool = false, h2c: Bool = false
     ) {
+        self.h2c = h2c
         self.tls = tls
         self.proxyProtocol = proxyProtocol
         self.fd = fd
@@ -65,6 +68,7 @@ final class Listener: EventHandler, @unchecked Sendable {
                 guard let (client, peer) = try SystemCalls.accept(self.fd) else { return }
                 self.server.adopt(
                     fd: client, peer: peer, context: self.context, tls: self.tls, proxyProtocol: self.proxyProtocol,
+                    h2c: self.h2c,
                     acceptedOn: self.loop)
             } catch {
                 // EMFILE/ENFILE/ENOMEM: the pending connection stays queued; try again in a tick.

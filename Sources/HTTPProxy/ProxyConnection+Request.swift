@@ -14,7 +14,7 @@ extension ProxyConnection {
     /// already buffered (at most one read, or `maxBufferedInput`): it only stops reading the
     /// socket. So a zero-byte `.end` after the last body bytes is never left behind.
     private var wantsClientInput: Bool {
-        (self.machine.wantsRequestBytes || self.parserOwesEnd) && !self.machine.isClosed
+        (self.machine.wantsRequestBytes || self.parserOwesEnd) && !self.machine.isClosed && self.http2 == nil
     }
 
     func processClientInput() {
@@ -61,6 +61,13 @@ extension ProxyConnection {
 
     /// Feeds `buffer` to the parser while the phase wants request bytes; returns the bytes consumed.
     private func parseRequest(_ buffer: UnsafeRawBufferPointer) -> Int {
+        if !self.protocolSettled {
+            switch self.settleProtocol(buffer) {
+            case .http1: break
+            case .http2: return buffer.count
+            case .undecided: return 0
+            }
+        }
         var offset = 0
         while self.wantsClientInput {
             let slice = UnsafeRawBufferPointer(rebasing: buffer[offset...])
@@ -196,7 +203,7 @@ extension ProxyConnection {
     /// (The other headers proxies set to name the client change only with the snapshot:
     /// `refreshSnapshot`.)
     /// Returns the refusal when a trusted peer's forwarding fields are ambiguous.
-    private func prepareForwarding(_ head: HTTPRequestHead) -> ProxyError? {
+    func prepareForwarding(_ head: HTTPRequestHead) -> ProxyError? {
         let proxies = self.snapshot.trustedProxies
         self.forwardedClient.peerIsTrusted = !proxies.isEmpty && proxies.contains(self.peerAddress)
         self.forwardedClient.reservedSubjectHeaders = self.snapshot.clientSubjectHeaders

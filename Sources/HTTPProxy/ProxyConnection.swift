@@ -65,7 +65,13 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     let tlsTransport: TLSTransport?
     @exclusivity(unchecked) private var handshakeTimerArmed = false
     /// The finished handshake has been counted (`attest_gateway_tls_handshakes_total`).
-    @exclusivity(unchecked) private var handshakeRecorded = false
+    @exclusivity(unchecked) var handshakeRecorded = false
+    /// A plain listener's `http2: true`: a client may start with the HTTP/2 preface (h2c).
+    let acceptsPriorKnowledgeHTTP2: Bool
+    /// HTTP/1.1 or HTTP/2 is settled (ALPN, or the first bytes on an h2c listener).
+    @exclusivity(unchecked) var protocolSettled = false
+    /// The connection speaks HTTP/2: every event goes there (`ProxyConnection+HTTP2.swift`).
+    @exclusivity(unchecked) var http2: HTTP2ServerConnection?
 
     @exclusivity(unchecked) var machine = ProxyConnectionStateMachine()
     @exclusivity(unchecked) var parser: HTTPRequestParser
@@ -114,8 +120,9 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     private init(
         transport: any ByteTransport, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
-        tls: ListenerTLS?, server: GatewayServer
+        tls: ListenerTLS?, server: GatewayServer, acceptsPriorKnowledgeHTTP2: Bool
     ) {
+        self.acceptsPriorKnowledgeHTTP2 = acceptsPriorKnowledgeHTTP2
         self.handshakeTimeout = tls?.handshakeTimeout.nanoseconds
         self.tlsTransport = transport as? TLSTransport
         self.client = SocketChannel(transport: transport, loop: loopContext.loop)
@@ -143,12 +150,12 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     /// `clientAddress`: the socket peer's IP text, or the PROXY protocol header's source.
     static func start(
         transport: any ByteTransport, clientAddress: String, context: ListenerContext, loopContext: LoopContext,
-        tls: ListenerTLS? = nil, server: GatewayServer
+        tls: ListenerTLS? = nil, server: GatewayServer, acceptsPriorKnowledgeHTTP2: Bool = false
     ) {
         loopContext.loop.assertInLoop()
         let connection = ProxyConnection(
             transport: transport, clientAddress: clientAddress, context: context, loopContext: loopContext, tls: tls,
-            server: server)
+            server: server, acceptsPriorKnowledgeHTTP2: acceptsPriorKnowledgeHTTP2)
         SystemCalls.setNoDelay(transport.fd)
         do {
             try connection.client.register(handler: connection)
@@ -173,6 +180,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     func handleEvents(_ events: UInt32) {
         self.loop.assertInLoop()
+        if let http2 = self.http2 {
+            http2.handleEvents(events)
+            return
+        }
         self.client.noteEvents(events)
         if events & (EventLoop.error | EventLoop.peerClosed) != 0 && self.machine.phase != .lingering
             && self.machine.phase != .tunnelling
@@ -186,6 +197,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     func handleDeadline() {
         self.loop.assertInLoop()
+        if let http2 = self.http2 {
+            http2.handleDeadline()
+            return
+        }
         switch self.machine.phase {
         case .closed:
             return
@@ -249,6 +264,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
                 break
             }
             self.processClientInput()
+            if self.http2 != nil { break }
             if let upstream = self.upstream, !self.machine.isClosed {
                 upstream.relayResponse(to: self)
             }
@@ -256,6 +272,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
             self.flushClient()
         } while self.repump && !self.machine.isClosed
         self.pumping = false
+        if let http2 = self.http2 {
+            http2.pump()
+            return
+        }
         if let tlsTransport = self.tlsTransport { self.loopContext.tlsBufferSweep.note(tlsTransport) }
         switch self.machine.phase {
         case .closed, .lingering:
@@ -268,7 +288,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     }
 
     /// Counts the handshake that just finished, by protocol and resumption.
-    private func recordHandshake() {
+    func recordHandshake() {
         self.handshakeRecorded = true
         guard let tls = self.tlsTransport else { return }
         self.server.metrics.tlsHandshakes.handshakeCompleted(protocol: tls.negotiatedProtocol, resumed: tls.isResumed)
@@ -386,6 +406,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     /// Access log, metrics, and the next request (or closing).
     func finishRequest(keepAlive: Bool) {
+        self.server.metrics.http2.http1Requests.increment()
         self.releaseBodyReservation()
         // Moved out, not copied: the next exchange starts empty, the finished one is recorded.
         let queuedBytes = self.client.queuedBytes
@@ -406,6 +427,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     /// Shutdown began: idle connections close now, busy ones after their response.
     func beginDrain() {
         self.loop.assertInLoop()
+        if let http2 = self.http2 {
+            http2.beginDrain()
+            return
+        }
         guard !self.machine.isClosed, self.machine.drain() else { return }
         // Idle, as far as this loop has seen; but a request may already wait unread in the
         // socket (its readiness not handled yet). Closing now would answer it with a reset:
@@ -465,6 +490,10 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     func forceClose() {
         if self.tunnel != nil {
             self.endTunnel(.shutdown)
+            return
+        }
+        if let http2 = self.http2 {
+            http2.close("shutdown")
             return
         }
         self.close("shutdown")

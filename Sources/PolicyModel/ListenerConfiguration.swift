@@ -11,6 +11,9 @@ public struct ListenerConfiguration: Sendable, Hashable, CustomStringConvertible
     /// Every connection must start with a PROXY protocol v1 or v2 header (`ProxyProtocolParser`);
     /// one that does not is closed. The header's source address then stands for the peer.
     public var proxyProtocol: Bool
+    /// `h2c: true` (plain listeners only): a client may speak HTTP/2 with prior knowledge
+    /// (it starts with the HTTP/2 preface); others speak HTTP/1.1 as before. Default false.
+    public var h2c: Bool = false
 
     public init(address: ListenAddress, tls: ListenerTLSConfiguration? = nil, proxyProtocol: Bool = false) {
         self.address = address
@@ -23,6 +26,7 @@ public struct ListenerConfiguration: Sendable, Hashable, CustomStringConvertible
         var features: [String] = []
         if self.tls != nil { features.append("tls") }
         if self.proxyProtocol { features.append("proxy_protocol") }
+        if self.h2c { features.append("h2c") }
         return features.isEmpty ? self.address.description : "\(self.address) (\(features.joined(separator: ", ")))"
     }
 }

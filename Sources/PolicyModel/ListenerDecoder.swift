@@ -5,10 +5,10 @@ struct ListenerDecoder {
     let reader: PolicyScalarReader
     let files: PolicyFilePath
 
-    static let listenerKeys = ["address", "tls", "proxy_protocol"]
+    static let listenerKeys = ["address", "tls", "proxy_protocol", "h2c"]
     static let tlsKeys = [
         "certificate", "private_key", "sni", "client_certificates", "session_tickets", "handshake_timeout",
-        "client_subject_header",
+        "client_subject_header", "http2",
     ]
     static let serverNameKeys = ["server_names", "certificate", "private_key"]
     static let clientCertificateKeys = ["ca_file", "mode"]
@@ -40,6 +40,15 @@ struct ListenerDecoder {
                 address: try self.address(addressNode, expected: "host:port (e.g. 0.0.0.0:8443)"))
             if let n = fields["tls"] { listener.tls = try self.decodeTLS(n) }
             if let n = fields["proxy_protocol"] { listener.proxyProtocol = try self.reader.bool(n) }
+            if let n = fields["h2c"] {
+                listener.h2c = try self.reader.bool(n)
+                if listener.h2c && listener.tls != nil {
+                    throw self.reader.error(
+                        .invalidValue, n,
+                        "h2c is HTTP/2 on a plain listener; a tls listener offers h2 through ALPN (tls.http2, default true)"
+                    )
+                }
+            }
             return listener
         }
         return ListenerConfiguration(
@@ -80,6 +89,7 @@ struct ListenerDecoder {
             tls.clientCertificates = verification
         }
         if let n = fields["session_tickets"] { tls.sessionTickets = try self.decodeSessionTickets(n) }
+        if let n = fields["http2"] { tls.http2 = try self.reader.bool(n) }
         if let n = fields["handshake_timeout"] {
             tls.handshakeTimeout = try self.reader.duration(
                 n, in: .milliseconds(1)...ListenerTLSConfiguration.maximumHandshakeTimeout)

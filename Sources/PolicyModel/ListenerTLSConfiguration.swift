@@ -16,6 +16,8 @@ public struct ListenerTLSConfiguration: Sendable, Hashable {
     /// The header carrying the verified client certificate's subject upstream. Every client-sent
     /// copy is removed on every listener (`GatewayPolicy.clientSubjectHeaderNames`).
     public var clientSubjectHeader: String
+    /// `http2:` ALPN offers `h2` (preferred) beside `http/1.1`. Default true.
+    public var http2: Bool = true
 
     /// `handshake_timeout` when absent.
     public static let defaultHandshakeTimeout = Duration.seconds(10)

@@ -64,6 +64,17 @@ extension EndToEnd {
                 headers.contains { $0.first?.lowercased() == "x-forwarded-proto" && $0.last == "https" }, "\(headers)")
             #expect(gateway.logEvents("listening").contains { $0["tls"] as? String == "on" })
 
+            // The binary's TLS listener offers h2 by default (`tls.http2`): curl speaks HTTP/2.
+            let h2 = try ToolRun.run(
+                "/usr/bin/curl",
+                [
+                    "--silent", "--show-error", "--http2", "--max-time", "5", "--cacert", "\(directory)/first.pem",
+                    "--output", "/dev/null", "--write-out", "%{http_version} %{http_code}",
+                    "https://localhost:\(gateway.ports.proxy)/public/tls",
+                ], in: world.directory)
+            #expect(h2.stdout == "2 200", "\(h2.stdout) \(h2.stderr)")
+            #expect(gateway.logEvents("listening").contains { $0["http2"] as? String == "h2" })
+
             // A broken key on disk: the reload is refused and the running certificate stays.
             try "not a key".write(toFile: "\(directory)/live.key", atomically: true, encoding: .utf8)
             try gateway.reload(with: Self.policy(world, ports: gateway.ports))

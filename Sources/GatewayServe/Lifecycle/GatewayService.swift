@@ -102,7 +102,7 @@ package final class GatewayService: Sendable {
             secured.append(tls)
             let socketAddress = try self.server.listen(
                 on: listener.address, name: Self.mainListener, gate: gates.main, tls: tls,
-                proxyProtocol: listener.proxyProtocol)
+                proxyProtocol: listener.proxyProtocol, h2c: listener.h2c)
             bound.append((Self.mainListener, socketAddress))
             Log.info(
                 "listening",
@@ -110,6 +110,10 @@ package final class GatewayService: Sendable {
                     ("listener", Self.mainListener), ("address", socketAddress.description),
                     ("tls", tls == nil ? "off" : listener.tls?.clientCertificates == nil ? "on" : "mtls"),
                     ("proxy_protocol", listener.proxyProtocol ? "on" : "off"),
+                    (
+                        "http2",
+                        tls == nil ? (listener.h2c ? "h2c" : "off") : (listener.tls?.http2 == true ? "h2" : "off")
+                    ),
                 ])
         }
         self.listenerTLS.withLock { $0 = secured }
@@ -202,7 +206,7 @@ package final class GatewayService: Sendable {
         }
         let address = try self.server.listen(
             on: listener.address, name: Self.authzListener, gate: gate, tls: tls,
-            proxyProtocol: listener.proxyProtocol, checkOnly: true)
+            proxyProtocol: listener.proxyProtocol, checkOnly: true, h2c: listener.h2c)
         Log.info(
             "listening",
             [

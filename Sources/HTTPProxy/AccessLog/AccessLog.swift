@@ -131,6 +131,8 @@ package struct AccessLogBuffer {
         package var upstreamAddress: String?
         /// The TLS version on a TLS listener ("TLSv1.3").
         package var tlsVersion: String?
+        /// The client's protocol: "http/1.1" or "h2".
+        package var httpProtocol: String = "http/1.1"
 
         package init(
             method: String, path: Substring, route: String, status: Int, verdict: String, code: String? = nil,
@@ -250,6 +252,8 @@ package struct AccessLogBuffer {
         }
         out.write(#","tls":"#)
         writeQuotedOrNull(entry.tlsVersion, into: &out)
+        out.write(#","protocol":"#)
+        writeQuoted(entry.httpProtocol[...], into: &out)
         out.write(#","loop":"#)
         out.writeDecimal(UInt64(max(loop, 0)))
         out.write(#","seq":"#)

@@ -15,6 +15,7 @@ extension TLSServerSettings {
             clientAuthentication: tls.clientCertificates.map {
                 TLSClientAuthentication(caFilePath: $0.caFile, mode: $0.mode == .required ? .required : .optional)
             })
+        self.offersHTTP2 = tls.http2
     }
 }
 

@@ -53,6 +53,8 @@ package final class ProxyMetrics: Sendable {
     package let refusals: CounterFamily
     /// WebSocket tunnels: open, bytes each way, closes by reason (`TunnelMetrics`).
     package let tunnels: TunnelMetrics
+    /// HTTP/2 connections, streams, resets, GOAWAYs and requests by protocol (`HTTP2Metrics`).
+    package let http2: HTTP2Metrics
 
     /// The gate's help text and labels (`GatewayGateMetrics`): whichever registers first names the family.
     package static let verdictsHelp = "Requests decided by the App Attest gate, by route and verdict."
@@ -120,6 +122,7 @@ package final class ProxyMetrics: Sendable {
             help: "Failed TLS handshakes with https upstreams, by upstream and reason.",
             labelNames: ["upstream", "reason"])
         self.tunnels = TunnelMetrics(registry: registry)
+        self.http2 = HTTP2Metrics(registry: registry)
     }
 
     static func statusClass(_ status: Int) -> Int {

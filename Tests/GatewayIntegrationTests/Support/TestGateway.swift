@@ -29,7 +29,8 @@ final class TestGateway: @unchecked Sendable {
         tls: ListenerTLS? = nil,
         proxyProtocol: Bool = false,
         trustedProxies: [String] = [],
-        clientSubjectHeaders: [String] = [ListenerTLSConfiguration.defaultClientSubjectHeader]
+        clientSubjectHeaders: [String] = [ListenerTLSConfiguration.defaultClientSubjectHeader],
+        h2c: Bool = false
     ) throws {
         var pipeFDs: (Int32, Int32)?
         if accessLog {
@@ -53,7 +54,7 @@ final class TestGateway: @unchecked Sendable {
         let gate = gate ?? PassthroughGate(routes: RouteTable(routes: routes))
         let bound = try self.server.listen(
             on: ListenAddress(host: "127.0.0.1", port: 0), name: "main", gate: gate, tls: tls,
-            proxyProtocol: proxyProtocol)
+            proxyProtocol: proxyProtocol, h2c: h2c)
         self.port = bound.port
     }
 

@@ -17,4 +17,6 @@ enum TLSCipherPolicy {
 
     /// ALPN wire format of the only protocol offered: "http/1.1".
     static let alpnHTTP11: [UInt8] = [8] + Array("http/1.1".utf8)
+    /// ALPN wire format of "h2" (offered before http/1.1 where a listener allows HTTP/2).
+    static let alpnHTTP2: [UInt8] = [2] + Array("h2".utf8)
 }

@@ -97,7 +97,8 @@ package final class TLSServerContext: @unchecked Sendable {
             // where it matters and still answers every client the same way.
             _ = SSL_CTX_set_options(
                 context, COpenSSL_SSL_OP_CIPHER_SERVER_PREFERENCE | COpenSSL_SSL_OP_PRIORITIZE_CHACHA)
-            SSL_CTX_set_alpn_select_cb(context, alpnSelectCallback, nil)
+            SSL_CTX_set_alpn_select_cb(
+                context, settings.offersHTTP2 ? alpnSelectHTTP2Callback : alpnSelectCallback, nil)
 
             // Session IDs (TLS 1.2 clients without tickets) in OpenSSL's in-process cache; the
             // context id must be set, or resumption fails once client certificates are on.
@@ -169,22 +170,41 @@ private let alpnSelectCallback:
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
         UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
     ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
-        guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
-        let wanted = TLSCipherPolicy.alpnHTTP11
-        var index = 0
-        let count = Int(offeredLength)
-        while index < count {
-            let length = Int(offered[index])
-            let start = index + 1
-            guard start + length <= count else { break }
-            if length == wanted.count - 1,
-                (0..<length).allSatisfy({ offered[start + $0] == wanted[1 + $0] })
-            {
-                out.pointee = offered + start
-                outLength.pointee = UInt8(length)
-                return SSL_TLSEXT_ERR_OK
-            }
-            index = start + length
-        }
-        return SSL_TLSEXT_ERR_NOACK
+        alpnSelect(TLSCipherPolicy.alpnHTTP11, out, outLength, offered, offeredLength)
     }
+
+/// ALPN on a listener that allows HTTP/2: `h2` when the client offers it (the server's
+/// preference, whatever the client's order), else `http/1.1`, else none.
+private let alpnSelectHTTP2Callback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outLength, offered, offeredLength, _ in
+        let chosen = alpnSelect(TLSCipherPolicy.alpnHTTP2, out, outLength, offered, offeredLength)
+        guard chosen != SSL_TLSEXT_ERR_OK else { return chosen }
+        return alpnSelect(TLSCipherPolicy.alpnHTTP11, out, outLength, offered, offeredLength)
+    }
+
+/// Points `out` at `wanted`'s name in the client's list when it is there.
+private func alpnSelect(
+    _ wanted: [UInt8], _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?, _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?, _ offeredLength: UInt32
+) -> Int32 {
+    guard let out, let outLength, let offered else { return SSL_TLSEXT_ERR_NOACK }
+    var index = 0
+    let count = Int(offeredLength)
+    while index < count {
+        let length = Int(offered[index])
+        let start = index + 1
+        guard start + length <= count else { break }
+        if length == wanted.count - 1,
+            (0..<length).allSatisfy({ offered[start + $0] == wanted[1 + $0] })
+        {
+            out.pointee = offered + start
+            outLength.pointee = UInt8(length)
+            return SSL_TLSEXT_ERR_OK
+        }
+        index = start + length
+    }
+    return SSL_TLSEXT_ERR_NOACK
+}

@@ -19,6 +19,8 @@ package struct TLSServerSettings: Hashable, Sendable {
     package var sessionCacheSize: Int
     /// Client certificates (mTLS). Default nil: none asked for.
     package var clientAuthentication: TLSClientAuthentication?
+    /// ALPN offers `h2` before `http/1.1` (the listener's `tls.http2`). Default false.
+    package var offersHTTP2: Bool = false
 
     package init(
         certificate: TLSCertificateFiles,

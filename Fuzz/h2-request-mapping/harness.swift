@@ -1,0 +1,112 @@
+import GatewayTesting
+import HTTP1
+import HTTPProxy
+
+// libFuzzer target for what the gateway adds around libnghttp2: an HTTP/2 header block to the
+// request value every request becomes (`HTTP2RequestMapping`, HTTPProxy). The package's
+// `fuzz-h2-request-mapping`.
+//
+// The input is a header block, one field per line: `name:value`, split at the first colon
+// after the name's first byte (so `:path:/x` is the pseudo-header `:path` with value `/x`); a
+// line without one is a name with an empty value. Byte values are kept (CR, NUL, non-UTF-8).
+// Invariants checked on every input (a violation traps, which libFuzzer reports as a crash):
+//  1. Mapping is deterministic: the same block gives the same head or the same code.
+//  2. A mapped request means one thing on the HTTP/1.1 wire: its head, written as the
+//     upstream's HTTP/1.1 request line and fields, parses back with the gateway's own
+//     HTTP/1.1 parser to the same method, target and fields (no injected field or line).
+//  3. What the mapping accepted obeys HTTP/2's rules: the method is a token, the target starts
+//     with `/` and is visible ASCII, every name but Host is lower-case, no name is
+//     connection-specific, `te` is only `trailers`, no value holds CR, LF or NUL, and the
+//     block had exactly one of `:method`, `:scheme`, `:path`, no other pseudo-header, and
+//     pseudo-headers only before the fields.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let input = Array(UnsafeBufferPointer(start: data, count: size))
+    var fields: [HTTP2HeaderField] = []
+    for line in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+        let bytes = Array(line)
+        let searchFrom = bytes.isEmpty ? 0 : 1
+        let colon = bytes[searchFrom...].firstIndex(of: UInt8(ascii: ":")) ?? bytes.endIndex
+        let value = colon == bytes.endIndex ? [] : Array(bytes[(colon + 1)...])
+        fields.append(HTTP2HeaderField(name: Array(bytes[..<colon]), value: value))
+    }
+    let first = HTTP2RequestMapping.map(fields)
+    let second = HTTP2RequestMapping.map(fields)
+    switch (first, second) {
+    case (.failure(let a), .failure(let b)):
+        check(a.code == b.code, "mapping is not deterministic: \(a) / \(b)")
+        return 0
+    case (.success(let a), .success(let b)):
+        check(
+            a.head.method == b.head.method && a.head.target == b.head.target
+                && a.head.headers.fields == b.head.headers.fields,
+            "mapping is not deterministic")
+        checkRules(a, fields)
+        checkRoundTrip(a.head)
+    default:
+        check(false, "mapping succeeded once and failed once")
+    }
+    return 0
+}
+
+private func checkRules(_ mapped: HTTP2MappedRequest, _ fields: [HTTP2HeaderField]) {
+    let head = mapped.head
+    check(!head.method.isEmpty && head.method.utf8.allSatisfy(isTokenByte), "method \(head.method)")
+    check(head.target.utf8.first == UInt8(ascii: "/"), "target \(head.target)")
+    check(head.target.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }, "target bytes")
+    let banned: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"]
+    for field in head.headers {
+        check(field.name == "Host" || field.name == field.name.lowercased(), "upper-case name \(field.name)")
+        check(!banned.contains(field.name.lowercased()), "connection-specific \(field.name)")
+        check(!field.value.utf8.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }, "control in a value")
+        if field.name == "te" { check(field.value == "trailers", "te \(field.value)") }
+    }
+    var sawRegular = false
+    var counts: [String: Int] = [:]
+    for field in fields {
+        if field.name.first == UInt8(ascii: ":") {
+            check(!sawRegular, "a pseudo-header after a field was accepted")
+            let name = String(decoding: field.name, as: UTF8.self)
+            check([":method", ":scheme", ":path", ":authority"].contains(name), "pseudo-header \(name)")
+            counts[name, default: 0] += 1
+        } else {
+            sawRegular = true
+        }
+    }
+    for name in [":method", ":scheme", ":path"] { check(counts[name] == 1, "\(name) count") }
+    check((counts[":authority"] ?? 0) <= 1, ":authority count")
+}
+
+/// The head as the upstream would receive it (request line and fields), parsed back.
+private func checkRoundTrip(_ head: HTTPRequestHead) {
+    var bytes: [UInt8] = []
+    HTTPSerializer.writeRequestHead(head, into: &bytes)
+    var parser = HTTPRequestParser()
+    parser.limits.dropsUnderscoreFieldNames = false
+    let event = bytes.withUnsafeBytes { parser.next($0).event }
+    guard case .head(let parsed, _) = event else {
+        // The HTTP/1.1 parser is stricter in places (it refuses what RequestRules refuses too):
+        // a refusal is one meaning; a different head would not be.
+        return
+    }
+    check(parsed.method == head.method, "method changed on the wire")
+    check(parsed.target == head.target, "target changed on the wire")
+    check(
+        parsed.headers.fields.map { [$0.name, $0.value] } == head.headers.fields.map { [$0.name, $0.value] },
+        "fields changed on the wire: \(parsed.headers.fields) vs \(head.headers.fields)")
+}
+
+private func isTokenByte(_ byte: UInt8) -> Bool {
+    switch byte {
+    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+        UInt8(ascii: "0")...UInt8(ascii: "9"):
+        true
+    default:
+        Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    }
+}
+
+private func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError("invariant: \(message())") }
+}

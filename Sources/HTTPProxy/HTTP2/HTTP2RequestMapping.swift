@@ -1,0 +1,256 @@
+package import HTTP1
+
+/// One field of an HTTP/2 header block as nghttp2 delivered it: bytes, not yet trusted.
+package struct HTTP2HeaderField: Sendable, Hashable {
+    package var name: [UInt8]
+    package var value: [UInt8]
+
+    package init(name: [UInt8], value: [UInt8]) {
+        self.name = name
+        self.value = value
+    }
+
+    package init(_ name: String, _ value: String) {
+        self.init(name: Array(name.utf8), value: Array(value.utf8))
+    }
+}
+
+/// An HTTP/2 request as the rest of the gateway sees every request: the HTTP/1.1 head value
+/// (`HTTPRequestHead`) the gate classifies and decides and the upstream plan rewrites, plus
+/// what framing HTTP/2 carried outside the head.
+package struct HTTP2MappedRequest: Sendable {
+    package var head: HTTPRequestHead
+    /// The request's `content-length`, which its DATA must add up to.
+    package var contentLength: UInt64?
+    /// `content-type` starts with `application/grpc`: the gateway's own refusals are gRPC answers.
+    package var isGRPC: Bool
+}
+
+/// Maps one HTTP/2 request header block to the request value HTTP/1.1 produces, applying
+/// HTTP/2's own message rules (RFC 9113 §8.2–8.3) first. Pure: no I/O, no C, fuzzed
+/// (`Fuzz/h2-request-mapping`).
+///
+/// libnghttp2 applies most of these rules itself (its HTTP messaging checks are on), and resets
+/// a stream that breaks them before its header block ever reaches this type. They are applied
+/// here again so that what the gateway forwards does not depend on a library option, and so
+/// that the rules are written down, tested and fuzzed where the gateway's code is.
+///
+/// The head it builds: `:method` and `:path` as the request line (HTTP/1.1), `Host` first
+/// (from `:authority`, else the `host` field), then the fields in order, `cookie` fields
+/// joined into one (RFC 9113 §8.2.3), fields whose names hold `_` dropped (as the HTTP/1.1
+/// parser drops them, docs/http-parsing.md). The target is forwarded and signed byte for
+/// byte, as over HTTP/1.1.
+package enum HTTP2RequestMapping {
+    package struct Limits: Sendable, Hashable {
+        /// Fields per header block, pseudo-headers included (the HTTP/1.1 `maxHeaderCount`).
+        package var maxFieldCount: Int
+        /// Names + values + 32 per field (RFC 9113 §6.5.2's size; the HTTP/1.1 `maxHeaderBytes`).
+        package var maxHeaderListBytes: Int
+
+        package init(maxFieldCount: Int = 100, maxHeaderListBytes: Int = 16 * 1024) {
+            self.maxFieldCount = maxFieldCount
+            self.maxHeaderListBytes = maxHeaderListBytes
+        }
+    }
+
+    /// Fields that mean something only to one HTTP/1.1 connection; RFC 9113 §8.2.2 makes a
+    /// request carrying them malformed.
+    static let connectionSpecificNames: Set<[UInt8]> = Set(
+        ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"].map { Array($0.utf8) })
+
+    package static func map(
+        _ fields: [HTTP2HeaderField], limits: Limits = Limits()
+    ) -> Result<HTTP2MappedRequest, HTTP2RequestError> {
+        do {
+            return .success(try self.mapThrowing(fields, limits: limits))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func mapThrowing(
+        _ fields: [HTTP2HeaderField], limits: Limits
+    ) throws(HTTP2RequestError) -> HTTP2MappedRequest {
+        guard fields.count <= limits.maxFieldCount else {
+            throw HTTP2RequestError(.tooManyHeaders, "more than \(limits.maxFieldCount) header fields")
+        }
+        var listBytes = 0
+        for field in fields { listBytes += field.name.count + field.value.count + 32 }
+        guard listBytes <= limits.maxHeaderListBytes else {
+            throw HTTP2RequestError(.headersTooLarge, "the header list exceeds \(limits.maxHeaderListBytes) bytes")
+        }
+
+        var method: String?
+        var scheme: String?
+        var path: String?
+        var authority: String?
+        var regular: [HTTPField] = []
+        var hosts: [String] = []
+        var cookies: [String] = []
+        var contentLength: UInt64?
+        var sawRegular = false
+
+        for field in fields {
+            try Self.checkValue(field.value)
+            guard let value = String(validating: field.value, as: UTF8.self) else {
+                throw HTTP2RequestError(.invalidHeaderValue, "a field value is not valid UTF-8")
+            }
+            if field.name.first == UInt8(ascii: ":") {
+                guard !sawRegular else {
+                    throw HTTP2RequestError(.pseudoHeaderAfterField, "a pseudo-header follows a regular field")
+                }
+                let name = String(decoding: field.name, as: UTF8.self)
+                func setOnce(_ slot: inout String?) throws(HTTP2RequestError) {
+                    guard slot == nil else { throw HTTP2RequestError(.pseudoHeaderDuplicate, "\(name) appears twice") }
+                    slot = value
+                }
+                switch name {
+                case ":method": try setOnce(&method)
+                case ":scheme": try setOnce(&scheme)
+                case ":path": try setOnce(&path)
+                case ":authority": try setOnce(&authority)
+                default:
+                    throw HTTP2RequestError(
+                        .pseudoHeaderUnknown, "\(Self.printable(field.name)) is not a request pseudo-header")
+                }
+                continue
+            }
+            sawRegular = true
+            try Self.checkName(field.name)
+            if Self.connectionSpecificNames.contains(field.name) {
+                throw HTTP2RequestError(
+                    .connectionSpecificField,
+                    "\(Self.printable(field.name)) is connection-specific and not allowed in HTTP/2")
+            }
+            let name = String(decoding: field.name, as: UTF8.self)
+            switch name {
+            case "te":
+                guard value == "trailers" else {
+                    throw HTTP2RequestError(.invalidTE, "te may only be \"trailers\" in HTTP/2")
+                }
+            case "host":
+                hosts.append(value)
+                continue
+            case "cookie":
+                cookies.append(value)
+                continue
+            case "content-length":
+                guard contentLength == nil else {
+                    throw HTTP2RequestError(.duplicateContentLength, "content-length appears twice")
+                }
+                guard let length = Self.contentLength(field.value) else {
+                    throw HTTP2RequestError(.invalidContentLength, "content-length is not a decimal length")
+                }
+                contentLength = length
+            default:
+                // As the HTTP/1.1 parser: a name with `_` is not interpreted (CGI reads it as `-`).
+                if field.name.contains(UInt8(ascii: "_")) { continue }
+            }
+            regular.append(HTTPField(name: name, value: value))
+        }
+
+        guard let method, !method.isEmpty else { throw HTTP2RequestError(.pseudoHeaderMissing, ":method is missing") }
+        guard method.utf8.allSatisfy(Self.isTokenByte) else {
+            throw HTTP2RequestError(.invalidMethod, ":method is not a token")
+        }
+        if method == "CONNECT" {
+            throw HTTP2RequestError(.connectNotSupported, "CONNECT is not supported: the gateway is not a tunnel")
+        }
+        guard let scheme else { throw HTTP2RequestError(.pseudoHeaderMissing, ":scheme is missing") }
+        guard scheme == "https" || scheme == "http" else {
+            throw HTTP2RequestError(.invalidScheme, ":scheme must be https or http")
+        }
+        guard let path, !path.isEmpty else { throw HTTP2RequestError(.pseudoHeaderMissing, ":path is missing") }
+        guard path.utf8.first == UInt8(ascii: "/"), path.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            throw HTTP2RequestError(.invalidRequestTarget, ":path must be an origin-form target of visible ASCII")
+        }
+
+        // One authority: `:authority` and every `host` must name the same one.
+        let host: String
+        if let authority {
+            for other in hosts where !other.caseInsensitiveEquals(authority) {
+                throw HTTP2RequestError(.authorityHostMismatch, ":authority and host name different hosts")
+            }
+            host = authority
+            // Every host field says what `:authority` says: one Host carries it.
+            hosts = []
+        } else if let first = hosts.first {
+            host = first
+            // Several host fields stay several: RequestRules refuses them (`duplicate_host`), as over HTTP/1.1.
+            hosts = Array(hosts.dropFirst())
+        } else {
+            throw HTTP2RequestError(.missingHost, "neither :authority nor host names the host")
+        }
+        guard !host.isEmpty, !host.utf8.contains(UInt8(ascii: "@")) else {
+            throw HTTP2RequestError(.missingHost, "the authority is empty or holds userinfo")
+        }
+
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: host)
+        for extra in hosts { headers.add(name: "Host", value: extra) }
+        for field in regular { headers.add(name: field.name, value: field.value) }
+        // Empty crumbs are left out: joined, they would end the value in "; ", which HTTP/1.1
+        // reads without its trailing space (one value, two meanings; found by the fuzzer).
+        let crumbs = cookies.filter { !$0.isEmpty }
+        if !crumbs.isEmpty { headers.add(name: "cookie", value: crumbs.joined(separator: "; ")) }
+
+        let isGRPC = headers["content-type"].map { $0.utf8.starts(with: "application/grpc".utf8) } ?? false
+        return HTTP2MappedRequest(
+            head: HTTPRequestHead(method: method, target: path, versionMinor: 1, headers: headers),
+            contentLength: contentLength, isGRPC: isGRPC)
+    }
+
+    /// RFC 9113 §8.2.1: no NUL, CR or LF anywhere; no leading or trailing space or tab.
+    private static func checkValue(_ value: [UInt8]) throws(HTTP2RequestError) {
+        for byte in value
+        where byte == 0 || byte == 0x0A || byte == 0x0D || byte == 0x7F || (byte < 0x20 && byte != 0x09) {
+            throw HTTP2RequestError(.invalidHeaderValue, "a field value holds a control byte")
+        }
+        if let first = value.first, first == 0x20 || first == 0x09 {
+            throw HTTP2RequestError(.invalidHeaderValue, "a field value starts with whitespace")
+        }
+        if let last = value.last, last == 0x20 || last == 0x09 {
+            throw HTTP2RequestError(.invalidHeaderValue, "a field value ends with whitespace")
+        }
+    }
+
+    /// A regular field name: one or more lower-case token characters.
+    private static func checkName(_ name: [UInt8]) throws(HTTP2RequestError) {
+        guard !name.isEmpty else { throw HTTP2RequestError(.invalidHeaderName, "an empty field name") }
+        for byte in name {
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+                throw HTTP2RequestError(.uppercaseFieldName, "field names must be lower case in HTTP/2")
+            }
+            guard Self.isTokenByte(byte) else {
+                throw HTTP2RequestError(.invalidHeaderName, "a field name holds a byte that is not a token character")
+            }
+        }
+    }
+
+    /// `1*DIGIT` below 2^62, as the HTTP/1.1 parser reads Content-Length.
+    private static func contentLength(_ value: [UInt8]) -> UInt64? {
+        guard !value.isEmpty, value.count <= 19 else { return nil }
+        var length: UInt64 = 0
+        for byte in value {
+            guard byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") else { return nil }
+            length = length * 10 + UInt64(byte - UInt8(ascii: "0"))
+        }
+        return length < 1 << 62 ? length : nil
+    }
+
+    /// RFC 9110 tchar.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
+    /// A name for a message: visible ASCII kept, at most 32 bytes, the rest as `?`.
+    private static func printable(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes.prefix(32).map { $0 >= 0x21 && $0 <= 0x7E ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+}

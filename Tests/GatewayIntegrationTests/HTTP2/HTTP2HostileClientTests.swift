@@ -1,0 +1,81 @@
+import Foundation
+import GatewayTesting
+import Testing
+
+@testable import HTTPProxy
+@testable import PolicyModel
+
+/// The HTTP/2 attack subset, played by `scripts/h2/hostile.py` (Python `h2`, Debian's
+/// python3-h2 under /usr/bin/python3) against an h2c listener: every malformed request is
+/// refused (by libnghttp2's reset or the gateway's 400 with its code) and never reaches the
+/// upstream; every flood ends the connection with GOAWAY; and the gateway serves a new client
+/// afterwards each time.
+@Suite(.serialized) struct HTTP2HostileClientTests {
+    static let script = Repository.root.appendingPathComponent("scripts/h2/hostile.py").path
+
+    struct Outcome: Decodable {
+        let outcome: String
+        let detail: String
+        let after: String
+    }
+
+    static func play(_ name: String, port: UInt16) throws -> Outcome {
+        let (status, output) = try TLSTestPKI.run("/usr/bin/python3", [Self.script, "127.0.0.1", String(port), name])
+        #expect(status == 0, "\(output)")
+        let line = try #require(output.split(separator: "\n").last)
+        return try JSONDecoder().decode(Outcome.self, from: Data(line.utf8))
+    }
+
+    /// Malformed requests: a reset (PROTOCOL_ERROR, from nghttp2's checks) or the gateway's 400.
+    @Test(arguments: [
+        "invalid_pseudo", "response_pseudo", "pseudo_after_field", "uppercase_name", "crlf_value", "connection_header",
+        "te_gzip", "content_length_mismatch",
+    ])
+    func malformedRequestsAreRefused(_ name: String) throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play(name, port: gateway.port)
+        print("h2-hostile \(name) \(outcome.outcome) after \(outcome.after)")
+        #expect(["reset:1", "status:400"].contains(outcome.outcome), "\(name): \(outcome)")
+        #expect(outcome.after == "status:200", "\(name): \(outcome)")
+        // Nothing reached the upstream but the follow-up GET.
+        #expect(try upstream.stats().requests == 1, "\(name)")
+    }
+
+    @Test func authorityAndHostThatDisagreeAreRefusedWithTheGatewaysCode() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("authority_host_mismatch", port: gateway.port)
+        #expect(outcome.outcome == "status:400", "\(outcome)")
+        #expect(outcome.after == "status:200")
+        #expect(try upstream.stats().requests == 1)
+    }
+
+    /// A stream whose client reads nothing holds only its own window: another stream on the same
+    /// connection is answered, and the slow one received no more than its 64 KiB window.
+    @Test func aStalledStreamDoesNotHoldTheOthers() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("slow_reader", port: gateway.port)
+        #expect(outcome.outcome == "fast_done slow_bytes<=window:True", "\(outcome)")
+        #expect(outcome.after == "status:200", "\(outcome)")
+    }
+
+    /// Floods end the connection with GOAWAY ENHANCE_YOUR_CALM (the gateway's counters, or
+    /// libnghttp2's own limits); the next client is served.
+    @Test(arguments: ["rapid_reset", "continuation_flood", "ping_flood", "settings_flood"])
+    func floodsEndTheConnection(_ name: String) throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play(name, port: gateway.port)
+        print("h2-hostile \(name) \(outcome.outcome) after \(outcome.after)")
+        // The GOAWAY reaches the client: the connection lingers (reads and drops) before it closes.
+        #expect(outcome.outcome == "goaway:11", "\(name): \(outcome)")
+        #expect(outcome.after == "status:200", "\(name): \(outcome)")
+        #expect(eventually { gateway.server.openConnections == 0 }, "\(name): the flooding connection must be gone")
+    }
+}
