@@ -253,23 +253,28 @@ struct ToolRun: Sendable {
     }
 }
 
-/// A free 127.0.0.1 port below the ephemeral range (so no outgoing connection's source port
-/// takes it meanwhile), picked at random; callers retry when a start still finds it taken.
+/// A free 127.0.0.1 port, and its Redis cluster bus port (+10000) free too, both below the
+/// ephemeral range (so no outgoing connection's source port takes either meanwhile), picked at
+/// random; callers retry when a start still finds it taken.
 func freeServerPort() throws -> UInt16 {
     for _ in 0..<100 {
-        let port = UInt16.random(in: 20000...32000)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw E2EError("socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = loopbackAddress(port: port)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if bound == 0 { return port }
+        let port = UInt16.random(in: 12000...22000)
+        if try isBindable(port), try isBindable(port + 10000) { return port }
     }
-    throw E2EError("no free port found in 20000...32000")
+    throw E2EError("no free port found in 12000...22000")
+}
+
+private func isBindable(_ port: UInt16) throws -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw E2EError("socket: errno \(errno)") }
+    defer { close(fd) }
+    var address = loopbackAddress(port: port)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    return bound == 0
 }
 
 func loopbackAddress(port: UInt16) -> sockaddr_in {
