@@ -5,7 +5,7 @@
 # (scripts/bench/ws-load.py: asyncio Protocols, minimal RFC 6455 framing, no library on the
 # hot path). Rows, each proxy measured in turn, ROUNDS times interleaved:
 #   echo   WS_CONNS tunnels (64), each a closed loop of WS_SIZE-byte messages (32): messages/s
-#          and the proxy's CPU per message (utime + stime of its process over the window, from
+#          (WS_WINDOW in flight per tunnel, default 1) and the proxy's CPU per message (utime + stime of its process over the window, from
 #          /proc/PID/stat), as gateway/nginx ratios (goals: >= 1.0x, CPU <= nginx's).
 #   bulk   one tunnel, client -> upstream as fast as it takes them: MB/s and CPU ms per MB
 #          (goal >= 1.0x nginx).
@@ -103,7 +103,7 @@ field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sy
 for round in $(seq "$ROUNDS"); do
     for side in nginx gateway; do
         if [ $side = nginx ]; then port=38081 pid=$NGINX_WORKER; else port=38085 pid=$GW_PID; fi
-        out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --duration "$DURATION" --pid "$pid")"
+        out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --window "${WS_WINDOW:-1}" --duration "$DURATION" --pid "$pid")"
         echo "$side $out" >> "$WORK/echo.rows"
         printf '  round %d %-8s echo: %8s msg/s  %6s us CPU/msg  (client CPU %ss)\n' "$round" "$side" \
             "$(field "$out" messages_per_s)" "$(field "$out" cpu_us_per_message)" "$(field "$out" client_cpu_s)"

@@ -10,9 +10,9 @@ prints one JSON object.
       Echo upstream on 127.0.0.1:PORT: completes any upgrade (Sec-WebSocket-Accept computed),
       then echoes each frame's payload in an unmasked frame; on a path starting /sink it reads
       and discards everything (the bulk row). Prints {"listening": PORT} and serves until killed.
-  echo PORT PATH --conns N --size BYTES --duration S --pid PID [--warmup S]
-      N tunnels, each a closed loop (send one BYTES-byte binary message, wait for its echo, send
-      the next); counts echoes over DURATION after WARMUP, and the CPU time (utime + stime from
+  echo PORT PATH --conns N --size BYTES --duration S --pid PID [--warmup S] [--window W]
+      N tunnels, each a closed loop (W BYTES-byte binary messages in flight, default 1: each
+      echo that arrives sends the next); counts echoes over DURATION after WARMUP, and the CPU time (utime + stime from
       /proc/PID/stat) PID spent over exactly that window.
   bulk PORT PATH --duration S --pid PID [--chunk BYTES]
       One tunnel to a /sink path: one frame announcing 2^62 payload bytes, then CHUNK-byte
@@ -203,17 +203,16 @@ class TunnelClient(asyncio.Protocol):
             if not data:
                 return
         self.pending += len(data)
-        while self.pending >= self.echo_len > 0:
-            self.pending -= self.echo_len
-            self.counter[0] += 1
-            if self.running:
-                self.transport.write(self.frame)
-            else:
-                self.counter[1] -= 1  # one fewer in flight
+        if self.echo_len == 0:
+            return
+        echoes, self.pending = divmod(self.pending, self.echo_len)
+        self.counter[0] += echoes
+        if self.running and echoes:
+            self.transport.write(self.frame * echoes)  # one write for the echoes of this read
 
-    def start(self):
+    def start(self, window=1):
         self.running = True
-        self.transport.write(self.frame)
+        self.transport.write(self.frame * window)
 
     def connection_lost(self, exc):
         self.closed = True
@@ -235,7 +234,7 @@ async def echo(args):
     message = b"x" * args.size
     tunnels = [await open_tunnel(args.port, args.path, message, counter) for _ in range(args.conns)]
     for tunnel in tunnels:
-        tunnel.start()
+        tunnel.start(args.window)
     await asyncio.sleep(args.warmup)
     start_count, start_cpu, start = counter[0], cpu_seconds(args.pid), time.monotonic()
     await asyncio.sleep(args.duration)
@@ -248,7 +247,7 @@ async def echo(args):
     messages = end_count - start_count
     elapsed = end - start
     print(json.dumps({
-        "tunnels": args.conns, "size": args.size, "seconds": round(elapsed, 3), "messages": messages,
+        "tunnels": args.conns, "size": args.size, "window": args.window, "seconds": round(elapsed, 3), "messages": messages,
         "messages_per_s": round(messages / elapsed), "cpu_s": round(end_cpu - start_cpu, 3),
         "cpu_us_per_message": round((end_cpu - start_cpu) * 1e6 / max(messages, 1), 3),
         "client_cpu_s": round(time.process_time(), 2)}), flush=True)
@@ -333,6 +332,7 @@ def main():
     command.add_argument("--size", type=int, default=32)
     command.add_argument("--duration", type=float, default=5)
     command.add_argument("--warmup", type=float, default=1)
+    command.add_argument("--window", type=int, default=1)
     command.add_argument("--pid", type=int, required=True)
     command = commands.add_parser("bulk")
     command.add_argument("port", type=int)
