@@ -10,13 +10,14 @@
 #   bulk   one tunnel, client -> upstream as fast as it takes them: MB/s and CPU ms per MB
 #          (goal >= 1.0x nginx).
 #   idle   RSS with IDLE_TUNNELS idle tunnels (goal <= 1.5x nginx's worker). Each tunnel holds two
-#          descriptors in the proxy, so the count is capped at (hard `ulimit -n` - 100) / 2: a
-#          20000 hard limit allows 9950, not 10,000 (the script says which it measured).
+#          descriptors in the proxy, so the count is capped at 45% of the hard `ulimit -n`: a
+#          20000 hard limit allows 9000, not 10,000 (the script says which it measured).
 # The client is one Python process (one core): when the client's CPU is near its window the
 # echo row measures the client too; the ratio and the CPU per message stay meaningful.
 #
 # Env: WS_DURATION=5 (seconds per echo/bulk window), ROUNDS=2, WS_CONNS=64, WS_SIZE=32,
 #      IDLE_TUNNELS=10000, IDLE_ADDRESSES=127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,
+#      SYSCALLS=1 (perf stat: the proxy's syscalls and context switches per echo message),
 #      SKIP_IDLE=1, ACCESS_LOG=0 (--no-access-log; default on to /dev/null, nginx buffered to
 #      /dev/null likewise), GATEWAY_LOOPS=1, BIN.
 # Ports: upstream 127.0.0.1:38080, nginx 38081, gateway 38085.
@@ -35,14 +36,18 @@ SIZE="${WS_SIZE:-32}"
 ulimit -n "$(ulimit -Hn)"
 HARD="$(ulimit -n)"
 IDLE_TUNNELS="${IDLE_TUNNELS:-10000}"
-MOST=$(( (HARD - 100) / 2 ))
+# Each proxy holds 2 descriptors per tunnel, and nginx's worker_connections (at most the
+# descriptor limit) count both sides plus connections being set up: with a 20000 limit nginx
+# held 9375 of 9950 (the rest "worker_connections are not enough"), so 45% of the limit.
+MOST=$(( HARD * 45 / 100 ))
 if [ "$IDLE_TUNNELS" -gt "$MOST" ]; then
-    echo "# ulimit -n is at most $HARD here: each proxy holds 2 descriptors per tunnel, so $MOST idle tunnels, not $IDLE_TUNNELS"
+    echo "# ulimit -n is at most $HARD here: $MOST idle tunnels (what nginx can hold beside the gateway), not $IDLE_TUNNELS"
     IDLE_TUNNELS=$MOST
 fi
 
 "${LOAD[@]}" upstream 38080 > "$WORK/run/upstream.out" 2>&1 &
-PIDS+=($!)
+UPSTREAM_PID=$!
+PIDS+=($UPSTREAM_PID)
 
 cat > "$WORK/nginx.conf" <<NGINX
 worker_processes 1;
@@ -103,10 +108,23 @@ field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sy
 for round in $(seq "$ROUNDS"); do
     for side in nginx gateway; do
         if [ $side = nginx ]; then port=38081 pid=$NGINX_WORKER; else port=38085 pid=$GW_PID; fi
+        if [ "${SYSCALLS:-0}" = 1 ]; then
+            # Load-independent: system calls and context switches of the proxy per message, over
+            # the client's measuring window (after its 1 s warm-up).
+            (sleep 1; perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pid" -o "$WORK/$side.perf" \
+                -- sleep "$DURATION") &
+            perf_pid=$!
+        fi
         out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --window "${WS_WINDOW:-1}" --duration "$DURATION" --pid "$pid")"
         echo "$side $out" >> "$WORK/echo.rows"
         printf '  round %d %-8s echo: %8s msg/s  %6s us CPU/msg  (client CPU %ss)\n' "$round" "$side" \
             "$(field "$out" messages_per_s)" "$(field "$out" cpu_us_per_message)" "$(field "$out" client_cpu_s)"
+        if [ "${SYSCALLS:-0}" = 1 ]; then
+            wait "$perf_pid"
+            awk -F, -v n="$(field "$out" messages)" '$3 == "raw_syscalls:sys_enter" {s = $1} $3 == "context-switches" {c = $1}
+                END {printf "                   syscalls per message %.3f, context switches per message %.4f\n", s / n, c / n}' \
+                "$WORK/$side.perf"
+        fi
         out="$("${LOAD[@]}" bulk $port /sink --duration "$DURATION" --pid "$pid")"
         echo "$side $out" >> "$WORK/bulk.rows"
         printf '  round %d %-8s bulk: %8s MB/s   %6s ms CPU/MB\n' "$round" "$side" \
@@ -143,6 +161,11 @@ if [ "${SKIP_IDLE:-0}" != 1 ]; then
     ADDRS="${IDLE_ADDRESSES:-127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4}"
     gw="$("${LOAD[@]}" idle 38085 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$GW_PID")"
     echo "  gateway idle: $gw"
+    # The upstream's side of those tunnels must be gone before nginx's (its descriptors count too).
+    for _ in $(seq 200); do
+        [ "$(ls /proc/$UPSTREAM_PID/fd | wc -l)" -lt 200 ] && break
+        sleep 0.1
+    done
     ngx="$("${LOAD[@]}" idle 38081 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$NGINX_WORKER")"
     echo "  nginx idle:   $ngx"
     /usr/bin/python3 - "$gw" "$ngx" <<'PY'
