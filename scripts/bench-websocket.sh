@@ -17,6 +17,8 @@
 #
 # Env: WS_DURATION=5 (seconds per echo/bulk window), ROUNDS=2, WS_CONNS=64, WS_SIZE=32,
 #      IDLE_TUNNELS=10000, IDLE_ADDRESSES=127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,
+#      WS_INSTRUCTIONS=1: only the echo row, both proxies under callgrind: user-space instructions
+#      per message (load-independent; needs valgrind, `make instructions-deps`; CALLGRIND_KEEP=PATH),
 #      SYSCALLS=1 (perf stat: the proxy's syscalls and context switches per echo message),
 #      SKIP_IDLE=1, ACCESS_LOG=0 (--no-access-log; default on to /dev/null, nginx buffered to
 #      /dev/null likewise), GATEWAY_LOOPS=1, BIN.
@@ -71,7 +73,19 @@ $(nginx_temp_paths ws)
     }
 }
 NGINX
-nginx -p "$WORK" -e "$WORK/run/nginx.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' > "$WORK/run/nginx.out" 2>&1 &
+NGINX_PREFIX=()
+GW_PREFIX=()
+if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
+    # Both under callgrind: nginx as one process (no master), the gateway with the shim.
+    sed -i '1i master_process off;' "$WORK/nginx.conf"
+    NGINX_PREFIX=(valgrind --tool=callgrind --compress-strings=no --callgrind-out-file="$WORK/callgrind.out.%p")
+    callgrind_gateway_prefix
+    GW_PREFIX=("${CALLGRIND_GATEWAY[@]}")
+    # valgrind cannot read the release build's debug info (as in bench-enforced.sh).
+    strip --strip-debug -o "$WORK/attest-gateway" "$BIN"
+    BIN="$WORK/attest-gateway"
+fi
+"${NGINX_PREFIX[@]}" nginx -p "$WORK" -e "$WORK/run/nginx.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' > "$WORK/run/nginx.out" 2>&1 &
 NGINX_MASTER=$!
 PIDS+=($NGINX_MASTER)
 
@@ -88,20 +102,40 @@ routes:
 EOF
 ACCESS_FLAG=""
 [ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
-"$BIN" serve --config "$WORK/policy.yaml" --loops "${GATEWAY_LOOPS:-1}" $ACCESS_FLAG > /dev/null 2> "$WORK/run/gateway.log" &
+"${GW_PREFIX[@]}" "$BIN" serve --config "$WORK/policy.yaml" --loops "${GATEWAY_LOOPS:-1}" $ACCESS_FLAG > /dev/null 2> "$WORK/run/gateway.log" &
 GW_PID=$!
 PIDS+=($GW_PID)
 
-for _ in $(seq 100); do
+for _ in $(seq 600); do
     grep -q listening "$WORK/run/upstream.out" 2>/dev/null && grep -q '"listening"' "$WORK/run/gateway.log" 2>/dev/null \
         && (exec 3<>/dev/tcp/127.0.0.1/38081) 2>/dev/null && break
     sleep 0.1
 done
-NGINX_WORKER="$(pgrep -P "$NGINX_MASTER" | head -n1)"
+if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
+    NGINX_WORKER=$NGINX_MASTER
+else
+    NGINX_WORKER="$(pgrep -P "$NGINX_MASTER" | head -n1 || true)"
+fi
 [ -n "$NGINX_WORKER" ] || { echo "bench-websocket: nginx did not start" >&2; cat "$WORK/run/nginx.startup.log" >&2; exit 1; }
 echo "# WebSocket tunnels: gateway pid $GW_PID (${GATEWAY_LOOPS:-1} loop), nginx worker $NGINX_WORKER; $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
+    # User-space instructions per echoed message (load-independent), the echo row's shape.
+    for side in nginx gateway; do
+        if [ $side = nginx ]; then port=38081 pid=$NGINX_WORKER; else port=38085 pid=$GW_PID; fi
+        out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --window "${WS_WINDOW:-1}" \
+            --warmup 3 --duration "$DURATION" --pid "$pid" --callgrind)"
+        sleep 1
+        dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
+        total="$(awk '/^(summary|totals):/ {print $2; exit}' "$dump")"
+        echo "$side $(field "$out" messages) $total" | awk '{
+            printf "  %-8s %7d messages under callgrind: %8.0f instructions per message\n", $1, $2, $3 / $2 }'
+        [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.ws-$side"
+    done
+    exit 0
+fi
 
 : > "$WORK/echo.rows"
 : > "$WORK/bulk.rows"

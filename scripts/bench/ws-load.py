@@ -13,7 +13,9 @@ prints one JSON object.
   echo PORT PATH --conns N --size BYTES --duration S --pid PID [--warmup S] [--window W]
       N tunnels, each a closed loop (W BYTES-byte binary messages in flight, default 1: each
       echo that arrives sends the next); counts echoes over DURATION after WARMUP, and the CPU time (utime + stime from
-      /proc/PID/stat) PID spent over exactly that window.
+      /proc/PID/stat) PID spent over exactly that window. --callgrind: PID runs under callgrind;
+      the tunnels are stopped and drained, its counters zeroed, then run, stopped, drained and
+      dumped (`callgrind_control`), so the dump holds exactly the counted messages.
   bulk PORT PATH --duration S --pid PID [--chunk BYTES]
       One tunnel to a /sink path: one frame announcing 2^62 payload bytes, then CHUNK-byte
       writes as fast as the tunnel takes them (back-pressure: blocking send) for DURATION;
@@ -30,6 +32,7 @@ import hashlib
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -236,8 +239,22 @@ async def echo(args):
     for tunnel in tunnels:
         tunnel.start(args.window)
     await asyncio.sleep(args.warmup)
+    if args.callgrind:
+        # Exact counts under callgrind: stop, let every echo in flight arrive, zero the counters,
+        # run, stop and drain again, dump. The messages are exactly those of the window.
+        for tunnel in tunnels:
+            tunnel.running = False
+        await asyncio.sleep(1.0)
+        subprocess.run(["callgrind_control", "-z", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        for tunnel in tunnels:
+            tunnel.start(args.window)
     start_count, start_cpu, start = counter[0], cpu_seconds(args.pid), time.monotonic()
     await asyncio.sleep(args.duration)
+    if args.callgrind:
+        for tunnel in tunnels:
+            tunnel.running = False
+        await asyncio.sleep(2.0)
+        subprocess.run(["callgrind_control", "-d", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     end_count, end_cpu, end = counter[0], cpu_seconds(args.pid), time.monotonic()
     for tunnel in tunnels:
         tunnel.running = False
@@ -333,6 +350,7 @@ def main():
     command.add_argument("--duration", type=float, default=5)
     command.add_argument("--warmup", type=float, default=1)
     command.add_argument("--window", type=int, default=1)
+    command.add_argument("--callgrind", action="store_true")
     command.add_argument("--pid", type=int, required=True)
     command = commands.add_parser("bulk")
     command.add_argument("port", type=int)
