@@ -22,7 +22,8 @@
 #      SYSCALLS=1 (perf stat: the proxy's syscalls and context switches per echo message),
 #      SKIP_IDLE=1, ACCESS_LOG=0 (--no-access-log; default on to /dev/null, nginx buffered to
 #      /dev/null likewise), GATEWAY_LOOPS=1, BIN.
-# Ports: upstream 127.0.0.1:38080, nginx 38081, gateway 38085.
+# Ports: upstream 127.0.0.1:18480, nginx 18481, gateway 18485 (below the ephemeral range: a
+# port there can be some connection's local port in TIME-WAIT, and the bind fails).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,7 +48,7 @@ if [ "$IDLE_TUNNELS" -gt "$MOST" ]; then
     IDLE_TUNNELS=$MOST
 fi
 
-"${LOAD[@]}" upstream 38080 > "$WORK/run/upstream.out" 2>&1 &
+"${LOAD[@]}" upstream 18480 > "$WORK/run/upstream.out" 2>&1 &
 UPSTREAM_PID=$!
 PIDS+=($UPSTREAM_PID)
 
@@ -62,9 +63,9 @@ http {
 $(nginx_temp_paths ws)
     map \$http_upgrade \$connection_upgrade { default upgrade; '' close; }
     server {
-        listen 127.0.0.1:38081 reuseport backlog=4096;
+        listen 127.0.0.1:18481 reuseport backlog=4096;
         location / {
-            proxy_pass http://127.0.0.1:38080;
+            proxy_pass http://127.0.0.1:18480;
             proxy_http_version 1.1;
             proxy_set_header Upgrade \$http_upgrade;
             proxy_set_header Connection "upgrade";
@@ -90,13 +91,13 @@ NGINX_MASTER=$!
 PIDS+=($NGINX_MASTER)
 
 cat > "$WORK/policy.yaml" <<EOF
-listen: 127.0.0.1:38085
+listen: 127.0.0.1:18485
 store: memory
 app_ids: ["ABCDE12345.com.example.app"]
 limits:
   max_connections: 60000
 upstreams:
-  echo: { url: "http://127.0.0.1:38080" }
+  echo: { url: "http://127.0.0.1:18480" }
 routes:
   - { name: ws, match: { path_prefix: / }, upstream: echo, mode: off, websocket: true }
 EOF
@@ -108,9 +109,11 @@ PIDS+=($GW_PID)
 
 for _ in $(seq 600); do
     grep -q listening "$WORK/run/upstream.out" 2>/dev/null && grep -q '"listening"' "$WORK/run/gateway.log" 2>/dev/null \
-        && (exec 3<>/dev/tcp/127.0.0.1/38081) 2>/dev/null && break
+        && (exec 3<>/dev/tcp/127.0.0.1/18481) 2>/dev/null && break
     sleep 0.1
 done
+grep -q listening "$WORK/run/upstream.out" || { cat "$WORK/run/upstream.out" >&2; echo "bench-websocket: the echo upstream did not start (port 18480 taken?)" >&2; exit 1; }
+grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; echo "bench-websocket: the gateway did not start" >&2; exit 1; }
 if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
     NGINX_WORKER=$NGINX_MASTER
 else
@@ -124,7 +127,7 @@ field() { /usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sy
 if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
     # User-space instructions per echoed message (load-independent), the echo row's shape.
     for side in nginx gateway; do
-        if [ $side = nginx ]; then port=38081 pid=$NGINX_WORKER; else port=38085 pid=$GW_PID; fi
+        if [ $side = nginx ]; then port=18481 pid=$NGINX_WORKER; else port=18485 pid=$GW_PID; fi
         out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --window "${WS_WINDOW:-1}" \
             --warmup 3 --duration "$DURATION" --pid "$pid" --callgrind)"
         sleep 1
@@ -141,7 +144,7 @@ fi
 : > "$WORK/bulk.rows"
 for round in $(seq "$ROUNDS"); do
     for side in nginx gateway; do
-        if [ $side = nginx ]; then port=38081 pid=$NGINX_WORKER; else port=38085 pid=$GW_PID; fi
+        if [ $side = nginx ]; then port=18481 pid=$NGINX_WORKER; else port=18485 pid=$GW_PID; fi
         if [ "${SYSCALLS:-0}" = 1 ]; then
             # Load-independent: system calls and context switches of the proxy per message, over
             # the client's measuring window (after its 1 s warm-up).
@@ -193,14 +196,14 @@ PY
 
 if [ "${SKIP_IDLE:-0}" != 1 ]; then
     ADDRS="${IDLE_ADDRESSES:-127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4}"
-    gw="$("${LOAD[@]}" idle 38085 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$GW_PID")"
+    gw="$("${LOAD[@]}" idle 18485 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$GW_PID")"
     echo "  gateway idle: $gw"
     # The upstream's side of those tunnels must be gone before nginx's (its descriptors count too).
     for _ in $(seq 200); do
         [ "$(ls /proc/$UPSTREAM_PID/fd | wc -l)" -lt 200 ] && break
         sleep 0.1
     done
-    ngx="$("${LOAD[@]}" idle 38081 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$NGINX_WORKER")"
+    ngx="$("${LOAD[@]}" idle 18481 /idle --count "$IDLE_TUNNELS" --addresses "$ADDRS" --pid "$NGINX_WORKER")"
     echo "  nginx idle:   $ngx"
     /usr/bin/python3 - "$gw" "$ngx" <<'PY'
 import json, sys
