@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | check | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | fuzz | fuzz-long | soak
+# attest-gateway: make deps | build | check | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | bench-websocket | fuzz | fuzz-long | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -20,7 +20,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http fuzz fuzz-long soak clean
+.PHONY: deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http bench-websocket fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -102,6 +102,10 @@ bench-verify: deps
 
 bench-http: deps
 	bash scripts/bench-http.sh
+
+# The WebSocket rows of `make bench` alone (scripts/bench-websocket.sh; WS_DURATION, ROUNDS, IDLE_TUNNELS).
+bench-websocket: bench-deps
+	bash scripts/bench-websocket.sh
 
 # Every Fuzz/<target>/run.sh, each bounded in time; FUZZ_RUNS overrides the run count.
 fuzz: deps

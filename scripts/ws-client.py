@@ -18,6 +18,8 @@ python3-websockets. Each command prints one JSON object per line on stdout.
   sse PORT PATH ACK_PORT
       GETs PATH through the gateway, reads the chunked event stream as it comes and, after each
       event, calls ACK_PORT's /ack?i=<id> directly; prints {"events": [...], "complete": bool}.
+      Each event's "latency_ms" is its arrival (when the chunk that completed it was read) minus
+      the upstream's `sent` timestamp.
 """
 
 import argparse
@@ -25,6 +27,7 @@ import asyncio
 import json
 import socket
 import sys
+import time
 import urllib.request
 
 import websockets
@@ -159,11 +162,15 @@ def sse(args):
         if size == 0:
             complete = True
             break
+        arrived = time.time()
         text += buffer[:size]
         buffer = buffer[size + 2:]
         while b"\n\n" in text:
             event, text = text.split(b"\n\n", 1)
             fields = dict(line.split(": ", 1) for line in event.decode().split("\n") if ": " in line)
+            if "sent" in fields:
+                # The upstream's clock is ours (same machine): arrival minus send, in ms.
+                fields["latency_ms"] = "%.3f" % ((arrived - float(fields.pop("sent"))) * 1000)
             events.append(fields)
             if "id" in fields and fields.get("event") != "timeout":
                 urllib.request.urlopen("http://127.0.0.1:%d/ack?i=%s" % (args.ack_port, fields["id"]), timeout=5).read()

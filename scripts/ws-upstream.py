@@ -21,6 +21,8 @@ Streaming server (plain HTTP/1.1, chunked):
                     comes within 10 s, an `event: timeout` ends it
     /ack?i=I        acknowledges event I (the test's client calls it directly)
     /ticks?n=N&interval=S   N events, S seconds apart
+    Each event carries `sent: <time.time() when written>` (an SSE field clients ignore), so the
+    client can measure how long the event took to reach it.
 
 Usage: ws-upstream.py [--tls CERT KEY] (Debian's /usr/bin/python3: it needs python3-websockets)
 With --tls the WebSocket server speaks TLS (wss) with that certificate; the streaming one stays plain.
@@ -31,6 +33,7 @@ import http
 import json
 import ssl
 import sys
+import time
 import urllib.parse
 
 import websockets
@@ -99,7 +102,7 @@ async def stream(reader, writer):
         count = int(query.get("n", "3"))
         if url.path == "/events":
             for index in range(count):
-                await write_chunk(writer, "id: %d\ndata: event %d\n\n" % (index, index))
+                await write_chunk(writer, "id: %d\nsent: %.6f\ndata: event %d\n\n" % (index, time.time(), index))
                 try:
                     await asyncio.wait_for(ack_event(index).wait(), timeout=10)
                 except asyncio.TimeoutError:
@@ -110,7 +113,7 @@ async def stream(reader, writer):
             for index in range(count):
                 if index:
                     await asyncio.sleep(interval)
-                await write_chunk(writer, "id: %d\ndata: tick %d\n\n" % (index, index))
+                await write_chunk(writer, "id: %d\nsent: %.6f\ndata: tick %d\n\n" % (index, time.time(), index))
         writer.write(b"0\r\n\r\n")
         await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):

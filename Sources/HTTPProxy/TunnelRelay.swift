@@ -33,8 +33,10 @@ final class TunnelRelay {
     /// Relayed bytes, for the access log (`bytes_in` is what the client sent through the tunnel).
     @exclusivity(unchecked) private(set) var bytesFromClient: UInt64 = 0
     @exclusivity(unchecked) private(set) var bytesFromUpstream: UInt64 = 0
-    /// A side's FIN waits for the bytes queued before it to be written.
-    @exclusivity(unchecked) private var owedShutdown: Set<TunnelStateMachine.Side> = []
+    /// A side's FIN waits for the bytes queued before it to be written (one flag per side: the
+    /// relay checks it after every flush, so no hashing).
+    @exclusivity(unchecked) private var owedShutdownToClient = false
+    @exclusivity(unchecked) private var owedShutdownToUpstream = false
     @exclusivity(unchecked) private var finishing: TunnelStateMachine.CloseReason?
 
     init(
@@ -51,8 +53,6 @@ final class TunnelRelay {
             maxLifetime: policy.maxLifetime.nanoseconds)
         metrics.open.add(1)
     }
-
-    private static let sides: [TunnelStateMachine.Side] = [.client, .upstream]
 
     private func channel(_ side: TunnelStateMachine.Side) -> SocketChannel {
         side == .client ? self.client : self.upstream.channel
@@ -71,14 +71,15 @@ final class TunnelRelay {
             if rounds == Self.maxRounds { return .yielded }
             rounds += 1
             progress = false
-            for side in Self.sides {
-                do {
-                    if try self.relay(from: side) { progress = true }
-                    if try self.flush(to: side.other) { progress = true }
-                } catch {
-                    self.machine.failed()
-                    return .ended(.error)
-                }
+            // Client then upstream, spelled out: no array (and its retain and `swift_once`) per turn.
+            do {
+                if try self.relay(from: .client) { progress = true }
+                if try self.flush(to: .upstream) { progress = true }
+                if try self.relay(from: .upstream) { progress = true }
+                if try self.flush(to: .client) { progress = true }
+            } catch {
+                self.machine.failed()
+                return .ended(.error)
             }
             if let reason = self.finishing, !self.client.hasUnsentOutput, !self.upstream.channel.hasUnsentOutput {
                 return .ended(reason)
@@ -132,11 +133,25 @@ final class TunnelRelay {
         case .none:
             break
         case .shutDownOutput(let target):
-            self.owedShutdown.insert(target)
+            self.oweShutdown(to: target)
         case .finishAfterFlushing(let reason):
-            self.owedShutdown.insert(side.other)
+            self.oweShutdown(to: side.other)
             self.finishing = reason
         }
+    }
+
+    private func oweShutdown(to side: TunnelStateMachine.Side) {
+        if side == .client { self.owedShutdownToClient = true } else { self.owedShutdownToUpstream = true }
+    }
+
+    /// Whether `side` owes its half-close, which is then taken (it is sent once).
+    private func takeOwedShutdown(of side: TunnelStateMachine.Side) -> Bool {
+        if side == .client {
+            defer { self.owedShutdownToClient = false }
+            return self.owedShutdownToClient
+        }
+        defer { self.owedShutdownToUpstream = false }
+        return self.owedShutdownToUpstream
     }
 
     /// Writes what is queued for `side`, then its owed half-close; returns whether any byte went.
@@ -144,8 +159,7 @@ final class TunnelRelay {
         let channel = self.channel(side)
         let before = channel.unsentCount
         if channel.hasUnsentOutput { try channel.flush() }
-        if !channel.hasUnsentOutput && self.owedShutdown.contains(side) {
-            self.owedShutdown.remove(side)
+        if !channel.hasUnsentOutput && self.takeOwedShutdown(of: side) {
             channel.shutdownOutput()
         }
         return channel.unsentCount != before

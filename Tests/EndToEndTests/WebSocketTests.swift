@@ -223,25 +223,25 @@ extension EndToEnd {
             #expect(try setup.upstream.paths() == ["/open/refuse", "/open/second"])
         }
 
-        /// 4 addresses × 55 tunnels at once with `max_connections_per_address: 50`: 50 open from
-        /// each (200 tunnels), 5 per address get the cap's 429; every open tunnel echoes.
+        /// 5 addresses × 210 tunnels at once with `max_connections_per_address: 200`: 200 open
+        /// from each (1,000 tunnels), 10 per address get the cap's 429; every open tunnel echoes.
         @Test(.timeLimit(.minutes(3)))
-        func manyConcurrentTunnelsHoldThePerAddressCap() throws {
-            let setup = try Setup(extra: "limits: { max_connections_per_address: 50 }")
+        func aThousandConcurrentTunnelsHoldThePerAddressCap() throws {
+            let setup = try Setup(extra: "limits: { max_connections_per_address: 200 }")
             defer { setup.shutDown() }
-            let addresses = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+            let addresses = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
             let result = try WebSocketClient.run(
                 [
                     "many", String(setup.proxyPort), "/open/crowd", "--addresses", addresses.joined(separator: ","),
-                    "--per-address", "55",
+                    "--per-address", "210",
                 ], in: setup.world.directory, timeout: .seconds(120))
             let opened = try #require(result["opened"] as? [String: Int])
             let refused = try #require(result["refused"] as? [String: [String: Int]])
             for address in addresses {
-                #expect(opened[address] == 50, "\(address): \(result)")
-                #expect(refused[address] == ["429": 5], "\(address): \(result)")
+                #expect(opened[address] == 200, "\(address): \(result)")
+                #expect(refused[address] == ["429": 10], "\(address): \(result)")
             }
-            #expect(result["echoed"] as? Int == 200)
+            #expect(result["echoed"] as? Int == 1000)
             #expect(
                 eventually(timeout: .seconds(10)) {
                     let metrics = (try? setup.gateway.metrics()) ?? [:]
@@ -249,11 +249,11 @@ extension EndToEnd {
                         && metrics["attest_gateway_active_connections"].map { $0 <= 1 } == true
                 })
             let metrics = try setup.gateway.metrics()
-            #expect(metrics["attest_gateway_limit_refusals_total{limit=\"connections_per_address\"}"] == 20)
+            #expect(metrics["attest_gateway_limit_refusals_total{limit=\"connections_per_address\"}"] == 50)
             let closed = TunnelReasons.all.reduce(0.0) {
                 $0 + (metrics["attest_gateway_tunnels_closed_total{reason=\"\($1)\"}"] ?? 0)
             }
-            #expect(closed == 200)
+            #expect(closed == 1000)
         }
 
         /// SIGTERM with a tunnel open: it keeps working through the drain, is closed at
@@ -366,6 +366,15 @@ extension EndToEnd {
         /// so a gateway that held an event back would stall the stream. A stream longer than
         /// `upstream_response_timeout` but never silent that long completes; one silent longer
         /// is cut (the timeout counts silence).
+        ///
+        /// Latency (the "each event within 50 ms of being sent"): every event carries the
+        /// upstream's send time and the client notes its arrival (same clock), 12 events over the
+        /// two complete streams. The goal is checked on the median; the ceiling for every event
+        /// is 250 ms, not 50: these tests run on 2 cores shared with 4 other builds (load average
+        /// 6–8), where a runnable Python client or upstream can wait several 24 ms scheduler
+        /// periods without the gateway holding anything. A gateway that held an event until the
+        /// next one (0.4 s apart on /ticks) or until the stream's end fails both checks. Measured
+        /// here (load average 4): 0.06–0.5 ms, median 0.13 ms.
         @Test(.timeLimit(.minutes(2)))
         func serverSentEventsStreamEventByEventAndTheTimeoutCountsSilence() throws {
             let setup = try Setup(extra: "limits: { upstream_response_timeout: 1s }")
@@ -382,6 +391,12 @@ extension EndToEnd {
                 ["sse", port, "/ticks?n=6&interval=0.4", ackPort], in: setup.world.directory)
             #expect((ticks["events"] as? [[String: String]])?.count == 6, "\(ticks)")
             #expect(ticks["complete"] as? Bool == true)
+            let streamed = (received + (ticks["events"] as? [[String: String]] ?? []))
+            let latencies = streamed.compactMap { $0["latency_ms"].flatMap(Double.init) }.sorted()
+            #expect(latencies.count == 12, "\(streamed)")
+            let median = latencies.isEmpty ? .infinity : latencies[latencies.count / 2]
+            #expect(median < 50, "median \(median) ms of \(latencies)")
+            #expect(latencies.allSatisfy { $0 < 250 }, "\(latencies)")
 
             // 1.6 s of silence after the first tick: cut at the 1 s timeout.
             let silent = try WebSocketClient.run(
