@@ -7,13 +7,16 @@
 # per request must stay within 5% of the strict row's), then scripts/bench-tls.sh (TLS
 # termination beside nginx: keep-alive req/s, full and resumed handshakes per second, RSS with
 # 10,000 idle TLS connections), then scripts/bench-upstream-tls.sh (gateway -> HTTPS nginx
-# upstream beside nginx with proxy_ssl).
+# upstream beside nginx with proxy_ssl), then scripts/bench-h2.sh (HTTP/2 over TLS beside nginx
+# `listen ssl http2`: h2load -c32 -m10 req/s and CPU per request, RSS with 10,000 idle HTTP/2
+# connections).
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
-#      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 leave a part
-#      out (SKIP_IDLE also skips the TLS idle-connections row).
+#      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 /
+#      SKIP_UPSTREAM_TLS=1 / SKIP_H2=1 leave a part out (SKIP_IDLE also skips the TLS and HTTP/2
+#      idle-connections rows).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
 # Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
@@ -144,3 +147,5 @@ cleanup; trap - EXIT
 [ "${SKIP_TLS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-tls.sh"
 # TLS to the upstream (gateway -> HTTPS nginx upstream vs nginx proxy_ssl).
 [ "${SKIP_UPSTREAM_TLS:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-upstream-tls.sh"
+# HTTP/2 rows (issue 31): h2load over TLS beside nginx http2, idle HTTP/2 connections' RSS.
+[ "${SKIP_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-h2.sh"
