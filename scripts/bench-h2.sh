@@ -21,7 +21,8 @@
 #                per-connection figures use it.
 #
 # Env: ROUNDS=3 DURATION=5 WARMUP=1 CONNS=32 STREAMS=10 IDLE_CONNS=10000 IDLE_REQUEST=0
-#      SKIP_H2_LOAD=1 / SKIP_IDLE=1 leave a row out, ACCESS_LOG=0, SHARED_DIR, BIN (default
+#      SKIP_H2_LOAD=1 / SKIP_IDLE=1 leave a row out, SYSCALLS=1 (perf stat around each timed
+#      h2load run: syscalls and context switches per request of each server, load-independent), ACCESS_LOG=0, SHARED_DIR, BIN (default
 #      .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
 # Ports: upstream 127.0.0.1:18390, nginx h2 18391, gateway h2 18392.
 set -euo pipefail
@@ -161,9 +162,24 @@ if [ "${SKIP_H2_LOAD:-0}" != 1 ]; then
     measure() { # round label port pid
         local round="$1" label="$2" port="$3" pid="$4" t0 t1 out rps reqs errs proto
         h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$WARMUP" "https://localhost:$port/" > /dev/null 2>&1 || true
+        local perf_pid="" pids
+        if [ "${SYSCALLS:-0}" = 1 ]; then  # syscalls and context switches of the server's processes
+            pids=$(echo "$pid" $(pgrep -P "$pid") | tr ' ' ,)
+            perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$pids" -o "$WORK/perf.$label.$round" \
+                -- sleep "$((DURATION + 1))" > /dev/null 2>&1 &
+            perf_pid=$!
+            sleep 0.3
+        fi
         t0=$(tree_ticks "$pid")
         out=$(h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$DURATION" "https://localhost:$port/" 2>&1) || true
         t1=$(tree_ticks "$pid")
+        if [ -n "$perf_pid" ]; then
+            wait "$perf_pid" || true
+            awk -F, -v n="$(awk '/^requests:/{print $8}' <<< "$out")" -v l="$label" -v r="$round" \
+                '$3 ~ /sys_enter/ {s = $1} $3 ~ /context-switches/ {c = $1}
+                 END {printf "# round %s %s: %.2f syscalls, %.3f context switches per request (perf stat)\n", r, l, s / n, c / n}' \
+                "$WORK/perf.$label.$round" >&2
+        fi
         echo "$out" > "$WORK/h2load.$label.$round"
         proto=$(awk '/^Application protocol:/{print $3}' <<< "$out")
         [ "$proto" = h2 ] || { echo "bench-h2: $label round $round: application protocol '${proto:-none}', not h2" >&2; exit 1; }
