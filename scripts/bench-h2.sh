@@ -220,6 +220,7 @@ for target in ("nginx", "gateway"):
         " ".join("%.2f" % x for x in ratios)))
 print("(goals: req/s >= 1.0x nginx, cpu_us/r <= nginx's; cpu_us/r: CPU of the server's processes per request)")
 PY
+    echo "# load at the end of the h2load rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 # --- memory: idle HTTP/2 connections ---------------------------------------------------------------
