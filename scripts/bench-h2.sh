@@ -39,6 +39,7 @@ IDLE_CONNS="${IDLE_CONNS:-10000}"
 . "$ROOT/scripts/bench/common.sh"
 bench_requirements bench-h2 nginx h2load openssl curl /usr/bin/python3
 [ -d "$CONF" ] || { echo "bench-h2: $CONF not found (set SHARED_DIR)" >&2; exit 1; }
+[ "${SYSCALLS:-0}" != 1 ] || command -v perf > /dev/null || { echo "bench-h2: SYSCALLS=1 needs perf (linux-perf)" >&2; exit 1; }
 nginx -V 2>&1 | grep -q -- --with-http_v2_module || { echo "bench-h2: nginx without http_v2_module" >&2; exit 1; }
 
 bench_scratch h2-bench
