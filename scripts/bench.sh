@@ -9,13 +9,16 @@
 # 10,000 idle TLS connections), then scripts/bench-upstream-tls.sh (gateway -> HTTPS nginx
 # upstream beside nginx with proxy_ssl), then scripts/bench-websocket.sh (WebSocket tunnels
 # beside nginx: 64-tunnel echo messages/s and CPU per message, bulk MB/s, RSS with 10,000 idle
-# tunnels or as many as `ulimit -n` allows).
+# tunnels or as many as `ulimit -n` allows), then scripts/bench-h2.sh (HTTP/2 over TLS beside
+# nginx `listen ssl http2`: h2load -c32 -m10 req/s and CPU per request, RSS with 10,000 idle
+# HTTP/2 connections).
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
 #      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 /
-#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 leave a part out (SKIP_IDLE also skips the TLS idle-connections and idle-tunnels rows).
+#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 leave a part out (SKIP_IDLE also skips
+#      the TLS and HTTP/2 idle-connections and idle-tunnels rows).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
 # Ports: gateway 127.0.0.1:18085 (upstream 127.0.0.1:18080 = the baseline's nginx upstream).
@@ -148,3 +151,5 @@ cleanup; trap - EXIT
 [ "${SKIP_UPSTREAM_TLS:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-upstream-tls.sh"
 # WebSocket tunnels (issue 33): echo, bulk and idle tunnels beside nginx (WS_* env there).
 [ "${SKIP_WEBSOCKET:-0}" = 1 ] || BIN="$BIN" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-websocket.sh"
+# HTTP/2 rows (issue 31): h2load over TLS beside nginx http2, idle HTTP/2 connections' RSS.
+[ "${SKIP_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-h2.sh"

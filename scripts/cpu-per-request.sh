@@ -5,7 +5,7 @@
 #                 (tracepoint counters: no ptrace, the process runs at full speed), per request.
 #   instructions: the process under `valgrind --tool=callgrind` (counts instructions, not time),
 #                 counters zeroed after a warm-up, then REQUESTS requests; user-space Ir per request.
-# Usage: scripts/cpu-per-request.sh [syscalls|instructions|tls-instructions|cputime|ctxsw|all]   (default all)
+# Usage: scripts/cpu-per-request.sh [syscalls|instructions|tls-instructions|h2-instructions|cputime|ctxsw|all]   (default all)
 #   cputime:      user/sys CPU µs per request from /proc/PID/stat (depends on the load; ratio only).
 #   ctxsw:        context switches per request: voluntary + nonvoluntary summed over
 #                 /proc/PID/task/*/status around exactly REQUESTS requests (fixed-requests.py).
@@ -14,6 +14,9 @@
 #                 two `wrk -t1 -cCONNS` runs (TLS_SECONDS, default 12, and a third of it): the
 #                 difference of their totals over the difference of their counts, so the CONNS
 #                 full handshakes each wrk run makes drop out.
+#   h2-instructions: as tls-instructions over HTTP/2 (nginx `listen ... ssl http2`, the gateway's
+#                 TLS listener with its default ALPN h2), load from two `h2load -t1 -cCONNS -mSTREAMS
+#                 -n` runs (H2_REQUESTS, default 30000, and a third of it), same difference method.
 # Env: DURATION=3 (wrk seconds), CONNS=32, REQUESTS=20000 (instructions), ONLY=gateway, TOP=25,
 #      CALLGRIND_KEEP=PATH (copies the dumps to PATH.<label>),
 #      ACCESS_LOG=0 (gateway with --no-access-log; default on, to /dev/null, as make bench),
@@ -305,4 +308,65 @@ NGINX
     callgrind_gateway_prefix
     start_gateway "${CALLGRIND_GATEWAY[@]}"
     tls_instructions_per_request gateway "$GATEWAY_PID" https://127.0.0.1:28095/
+fi
+
+# HTTP/2 over TLS: as tls_instructions_per_request, with h2load -n (fixed counts) for the load.
+h2_instructions_per_request() { # label pid url
+    local label="$1" pid="$2" url="$3" long="${H2_REQUESTS:-30000}" short dump totals=() counts=() out
+    short=$(( long / 3 ))
+    for _ in $(seq 600); do curl -skf --http2 -o /dev/null "$url" && break; sleep 0.1; done
+    h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" -n 2000 "$url" > /dev/null
+    for n in "$short" "$long"; do
+        callgrind_control -z "$pid" > /dev/null 2>&1
+        out=$(h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" -n "$n" "$url")
+        callgrind_control -d "$pid" > /dev/null 2>&1
+        grep -q '^Application protocol: h2' <<< "$out" || { echo "cpu-per-request: $label did not speak h2" >&2; return 1; }
+        sleep 0.5
+        dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
+        totals+=("$(callgrind_total "$dump")")
+        counts+=("$(awk '/^requests:/{print $8}' <<< "$out")")
+    done
+    echo "## $label (HTTP/2 over TLS, $CONNS connections, ${STREAMS:-10} streams each): runs of ${counts[0]} and ${counts[1]} requests, $CONNS full handshakes each"
+    awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
+        printf "  %10.0f instructions per request, handshakes excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
+        printf "  %10.0f per request of the longer run, its handshakes included\n", b / m }'
+    python3 "$ROOT/scripts/callgrind-top.py" "$dump" "${counts[1]}" "${TOP:-25}" | tail -n +2
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label-h2"
+}
+
+if [ "$WHAT" = h2-instructions ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" \
+        -out "$WORK/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
+    pgrep -f "$WORK/nginx-upstream.conf" > /dev/null || start_nginx nginx-upstream
+    wait_http http://127.0.0.1:28080/
+    if [ "$ONLY" != gateway ]; then
+        cat > "$WORK/nginx-h2.conf" << NGINX
+master_process off;
+worker_processes 1;
+pid run/nginx-h2.pid;
+error_log run/nginx-h2.error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log ${NGINX_ACCESS_LOG:-off};
+    keepalive_requests 1000000;
+    keepalive_timeout 65s;
+$(nginx_temp_paths h2)
+    upstream up { server 127.0.0.1:28080; keepalive 64; keepalive_requests 1000000; }
+    server {
+        listen 127.0.0.1:28092 ssl http2 reuseport backlog=4096;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    }
+}
+NGINX
+        start_nginx nginx-h2 valgrind --tool=callgrind --compress-strings=no \
+            --callgrind-out-file="$WORK/callgrind.out.%p"
+        h2_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28092/
+    fi
+    write_policy '[{address: "127.0.0.1:28096", tls: {certificate: cert.pem, private_key: key.pem}}]'
+    callgrind_gateway_prefix
+    start_gateway "${CALLGRIND_GATEWAY[@]}"
+    h2_instructions_per_request gateway "$GATEWAY_PID" https://127.0.0.1:28096/
 fi

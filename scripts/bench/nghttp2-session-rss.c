@@ -1,0 +1,34 @@
+/* RSS per idle libnghttp2 server session (BENCHMARKS.md "HTTP/2"): N sessions created as the
+   gateway creates them (HTTP2Session.swift: no auto window update, deflate table 4096, SETTINGS
+   submitted), each fed a client preface + empty SETTINGS + SETTINGS ACK and drained with
+   mem_send; ONLY_NEW=1: nghttp2_session_server_new2 alone.
+   gcc -O2 -o /tmp/nghttp2-session-rss scripts/bench/nghttp2-session-rss.c -lnghttp2 && /tmp/nghttp2-session-rss 10000 */
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static long rss_kb(void) { FILE *f = fopen("/proc/self/status", "r"); char l[256]; long v = 0;
+  while (fgets(l, sizeof l, f)) if (!strncmp(l, "VmRSS:", 6)) v = atol(l + 6); fclose(f); return v; }
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 10000;
+  nghttp2_session_callbacks *cb; nghttp2_session_callbacks_new(&cb);
+  nghttp2_option *opt; nghttp2_option_new(&opt);
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  nghttp2_session **s = calloc(n, sizeof *s);
+  static const unsigned char in[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    "\0\0\0\x04\0\0\0\0\0" "\0\0\0\x04\x01\0\0\0\0";
+  long before = rss_kb();
+  for (int i = 0; i < n; i++) {
+    nghttp2_session_server_new2(&s[i], cb, NULL, opt);
+    nghttp2_settings_entry e[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65535}, {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 20000}};
+    if (getenv("ONLY_NEW")) continue; nghttp2_submit_settings(s[i], 0, e, 3);
+    if (nghttp2_session_mem_recv(s[i], in, sizeof in - 1) < 0) return 1;
+    const uint8_t *d; while (nghttp2_session_mem_send(s[i], &d) > 0) {}
+  }
+  long after = rss_kb();
+  printf("%d idle libnghttp2 %s server sessions: RSS %ld -> %ld KB, %.1f KB each\n", n,
+         NGHTTP2_VERSION, before, after, (double)(after - before) / n);
+  return 0;
+}
