@@ -105,6 +105,8 @@ DOORS = [
     ("caddy/flask", "caddy", "flask"),
     ("envoy", "envoy", None),
     ("traefik", "traefik", None),
+    ("h2/express", "h2", "express"),
+    ("h2/flask", "h2", "flask"),
 ]
 # Doors whose check carries no body: they may refuse with authz_body_required (rule 3).
 BODILESS = {"nginx", "caddy", "traefik"}
@@ -154,6 +156,7 @@ class Line(object):
         self.headers, self.body = [], None
         self.assertion = self.challenge = self.debug_token = False
         self.expect, self.front_rewrites, self.unless_warned = None, {}, None
+        self.not_h2, self.authority = None, None
         for part in parts[1:]:
             if part.startswith("@body "):
                 self.body = unescape(part[len("@body "):])
@@ -174,6 +177,10 @@ class Line(object):
                 if len(words) < 3 or words[1] not in ("nginx", "caddy", "envoy", "traefik"):
                     raise ValueError("line %d: @front-rewrites DOOR REASON" % number)
                 self.front_rewrites[words[1]] = words[2]
+            elif part.startswith("@not-h2 "):
+                self.not_h2 = part.split(" ", 1)[1].strip()
+            elif part.startswith("@authority "):
+                self.authority = unescape(part[len("@authority "):])
             elif ":" in part and not part.startswith("@"):
                 name, value = part.split(":", 1)
                 if not name or name != name.strip():
@@ -583,7 +590,8 @@ class World(object):
 
     def policy(self, name, listen, authz, admin):
         return """# The doors check's policy (scripts/doors/doors.py), upstream: %(name)s
-listen: 127.0.0.1:%(listen)d
+listen:
+  - { address: "127.0.0.1:%(listen)d", h2c: true }
 authz_listen: 127.0.0.1:%(authz)d
 admin_listen: 127.0.0.1:%(admin)d
 trusted_proxies: [127.0.0.1]
@@ -753,6 +761,7 @@ class Outcome(object):
         self.notes = []
         self.problems = []
         self.sent = []           # the client's header fields (name, value) as bytes
+        self.forbidden = None    # h2: why HTTP/2 itself makes the request malformed
 
 
 def client_request(world, line, door, kind, port, door_id):
@@ -775,6 +784,156 @@ def client_request(world, line, door, kind, port, door_id):
     if not line.has_header("Connection"):
         headers.append((b"Connection", b"close"))
     return line.method, line.target, defaults + headers, line.body
+
+
+# ----------------------------------------------------------------------------------------------
+# HTTP/2 with prior knowledge (the h2 doors): one connection, one stream per (line, door)
+# ----------------------------------------------------------------------------------------------
+
+H2_CONNECTION_SPECIFIC = {b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"upgrade"}
+
+
+def h2_not_applicable(line):
+    """Why the line cannot be said in HTTP/2 (its meaning is HTTP/1.1 framing), or None."""
+    if line.not_h2:
+        return line.not_h2
+    for what, text in (("method", line.method), ("target", line.target)):
+        if re.search(rb"[\x00-\x20\x7f]", text):
+            return "whitespace or controls in the %s split an HTTP/1.1 request line; :%s is one field" % (
+                what, "method" if what == "method" else "path")
+    for name, value in line.headers:
+        if re.search(rb"[\r\n]", name + value):
+            return "CR or LF in a field (bare LF, obs-fold) is HTTP/1.1 head framing"
+        if name.lower() == b"transfer-encoding":
+            return "Transfer-Encoding is HTTP/1.1 body framing (HTTP/2 frames bodies as DATA)"
+    return None
+
+
+def h2_forbids(line, method, target, authority, fields, body):
+    """Why HTTP/2 itself makes this request malformed (RFC 9113), or None: the only grounds on
+    which the h2 door may refuse what inline HTTP/1.1 allows."""
+    for name, value in fields:
+        if re.search(rb"[A-Z]", name):
+            return "upper-case field name %s (RFC 9113 8.2.1)" % name.decode("latin1")
+        if name.lower() in H2_CONNECTION_SPECIFIC:
+            return "connection-specific field %s (8.2.2)" % name.decode("latin1")
+        if name.lower() == b"te" and value.strip().lower() != b"trailers":
+            return "te other than trailers (8.2.2)"
+        if value != value.strip(b" \t") or re.search(rb"[\x00-\x08\x0a-\x1f\x7f]", value):
+            return "whitespace at the ends or controls in %s's value (8.2.1)" % name.decode("latin1")
+    hosts = [v for n, v in fields if n.lower() == b"host"]
+    if any(h.lower() != authority.lower() for h in hosts):
+        return "host differs from :authority (8.3.1)"
+    lengths = [v for n, v in fields if n.lower() == b"content-length"]
+    if lengths and any(v.strip() != str(len(body or b"")).encode() for v in lengths):
+        return "content-length not the DATA length (8.1.1)"
+    return None
+
+
+def h2_client_request(world, line, port, door_id):
+    """The h2 door's request: (method, path, authority, fields, body). The line's fields as
+    written (a line's Host as a `host` field); the harness's own fields in lower case; no
+    Connection: close; :authority the Host the line would have sent, or the line's @authority."""
+    fields = [(b"x-doors-id", door_id.encode())]
+    for name, value in line.headers:
+        fields.append((b"host", value) if name.lower() == b"host" else (name, value))
+    if line.assertion:
+        challenge = world.challenge().encode() if line.challenge else b""
+        assertion = world.assertion(line.method, line.target, line.body, challenge)
+        fields += [(b"x-app-attest-key-id", world.key_id.encode()), (b"x-app-assertion", assertion.encode())]
+        if line.challenge:
+            fields.append((b"x-app-attest-challenge", challenge))
+    if line.debug_token:
+        fields.append((b"x-app-attest-debug-token", world.debug_token.encode()))
+    if line.body is not None and not line.has_header("Content-Length"):
+        fields.append((b"content-length", str(len(line.body)).encode()))
+    host = next((v for n, v in line.headers if n.lower() == b"host"), None)
+    authority = line.authority if line.authority is not None else (host if host is not None else b"127.0.0.1:%d" % port)
+    return line.method, line.target, authority, fields, line.body
+
+
+def h2_exchange(port, method, target, authority, fields, body, timeout=10.0):
+    """One stream over a fresh h2c connection (prior knowledge). The client checks and fixes
+    nothing (validation and normalisation off): the gateway sees what an attacker would send.
+    A RST_STREAM or GOAWAY is returned as Response.reset ("RST_STREAM PROTOCOL_ERROR")."""
+    import h2.config
+    import h2.connection
+    import h2.errors
+    import h2.events
+    import h2.exceptions
+
+    def code_name(code):
+        try:
+            return h2.errors.ErrorCodes(code).name
+        except ValueError:
+            return str(code)
+
+    config = h2.config.H2Configuration(client_side=True, header_encoding=None, validate_outbound_headers=False,
+                                       normalize_outbound_headers=False, validate_inbound_headers=False)
+    conn = h2.connection.H2Connection(config=config)
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    except OSError as error:
+        return Response(error="connect: %s" % error)
+    response = Response()
+    response.reset = None
+    body_parts = []
+    try:
+        conn.initiate_connection()
+        stream = conn.get_next_available_stream_id()
+        pseudo = [(b":method", method), (b":scheme", b"http"), (b":authority", authority), (b":path", target)]
+        conn.send_headers(stream, pseudo + list(fields), end_stream=body is None)
+        if body is not None:
+            conn.send_data(stream, body, end_stream=True)
+        sock.sendall(conn.data_to_send())
+        deadline = time.time() + timeout
+        done = False
+        while not done and time.time() < deadline:
+            try:
+                data = sock.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not data:
+                break
+            try:
+                events = conn.receive_data(data)
+            except h2.exceptions.ProtocolError as error:
+                response.error = "client h2: %r" % error
+                break
+            for event in events:
+                if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream:
+                    headers = [(n.decode("latin1"), v.decode("latin1")) for n, v in event.headers]
+                    for n, v in headers:
+                        if n == ":status":
+                            response.status = int(v)
+                    response.headers = [(n, v) for n, v in headers if not n.startswith(":")]
+                elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream:
+                    body_parts.append(event.data)
+                    conn.acknowledge_received_data(event.flow_controlled_length, stream)
+                elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream:
+                    done = True
+                elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream:
+                    response.reset = "RST_STREAM " + code_name(event.error_code)
+                    done = True
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    if response.reset is None and not done:
+                        response.reset = "GOAWAY " + code_name(event.error_code)
+                    done = True
+            pending = conn.data_to_send()
+            if pending:
+                try:
+                    sock.sendall(pending)
+                except OSError:
+                    pass
+        if not done and response.status is None and response.reset is None and response.error is None:
+            response.error = "no HTTP/2 answer"
+    except OSError as error:
+        if response.status is None and response.reset is None:
+            response.error = "h2: %s" % error
+    finally:
+        sock.close()
+    response.body = b"".join(body_parts)
+    return response
 
 
 def envoy_check(world, method, target, headers, body):
@@ -862,6 +1021,8 @@ def run_door(world, line, door, kind, upstream):
         port = world.caddy[upstream]
     else:
         port = world.gateway["express"]["listen"]  # the notional front the app addressed
+    if kind == "h2":
+        return run_h2_door(world, line, outcome, upstream, door_id)
     method, target, headers, body = client_request(world, line, door, kind, port, door_id)
     outcome.sent = headers
     if kind in ("envoy", "traefik"):
@@ -929,6 +1090,36 @@ def run_door(world, line, door, kind, upstream):
     return outcome
 
 
+def run_h2_door(world, line, outcome, upstream, door_id):
+    reason = h2_not_applicable(line)
+    if reason:
+        outcome.verdict = "not-applicable"
+        outcome.notes.append("not sent: " + reason)
+        return outcome
+    port = world.gateway[upstream]["listen"]
+    method, target, authority, fields, body = h2_client_request(world, line, port, door_id)
+    outcome.sent = fields
+    outcome.forbidden = h2_forbids(line, method, target, authority, fields, body)
+    response = h2_exchange(port, method, target, authority, fields, body)
+    outcome.status = response.status
+    outcome.records = world.records(upstream, door_id)
+    refusal = response.json() is not None and isinstance(response.json().get("error"), str)
+    if outcome.records or (response.status is not None and response.reset is None and not refusal):
+        outcome.verdict = "allowed"
+        if response.reset:
+            outcome.notes.append(response.reset + " after the upstream ran")
+    elif response.reset is not None:
+        outcome.verdict = "refused"
+        outcome.code = response.reset
+    elif response.status is None:
+        outcome.verdict = "error"
+        outcome.notes.append(response.error)
+    else:
+        outcome.verdict = "refused"
+        outcome.code = refusal_code(response)
+    return outcome
+
+
 # ----------------------------------------------------------------------------------------------
 # The rules
 # ----------------------------------------------------------------------------------------------
@@ -992,7 +1183,35 @@ def reference_of(door, kind, upstream):
     return "inline/" + upstream
 
 
+def compare_h2(line, outcome, reference):
+    """The h2 door against inline HTTP/1.1: never allowed where inline refuses; refused where
+    inline allows only when HTTP/2 itself forbids the request ("stricter"); both codes compared
+    where both are the gateway's (a stream reset or GOAWAY has none)."""
+    if outcome.verdict == "not-applicable" or reference is None or reference.verdict in (None, "error"):
+        return
+    if outcome.verdict == "error":
+        outcome.problems.append("no answer")
+        return
+    if outcome.verdict == "allowed" and reference.verdict != "allowed":
+        outcome.problems.append("allowed over HTTP/2, %s says %s" % (reference.door, describe(reference)))
+    elif outcome.verdict == "refused" and reference.verdict == "allowed":
+        if outcome.forbidden:
+            outcome.notes.append("stricter: %s allowed, but HTTP/2 forbids it: %s" % (reference.door, outcome.forbidden))
+        else:
+            outcome.problems.append("refused %s over HTTP/2, %s allowed, and HTTP/2 does not forbid the request" % (
+                outcome.code or "", reference.door))
+    elif (outcome.verdict == "refused" and outcome.code and reference.code and outcome.code != reference.code
+          and not outcome.code.startswith(("RST_STREAM", "GOAWAY"))):
+        if outcome.forbidden:
+            outcome.notes.append("%s (HTTP/2: %s) where %s refused with %s" % (
+                outcome.code, outcome.forbidden, reference.door, reference.code))
+        else:
+            outcome.problems.append("refused with %s, %s refused with %s" % (outcome.code, reference.door, reference.code))
+
+
 def compare(line, outcome, kind, reference):
+    if kind == "h2":
+        return compare_h2(line, outcome, reference)
     if kind in line.front_rewrites:
         outcome.notes.append("not compared: " + line.front_rewrites[kind])
         return
@@ -1017,7 +1236,7 @@ def compare(line, outcome, kind, reference):
 
 
 def check_expect(line, outcome, kind):
-    if not line.expect or kind in line.front_rewrites:
+    if not line.expect or kind in line.front_rewrites or outcome.verdict == "not-applicable":
         return
     if line.expect == "allow" and outcome.verdict != "allowed":
         outcome.problems.append("expected allowed, got %s" % describe(outcome))
@@ -1083,7 +1302,7 @@ def main():
         print("doors: %d requests x %d doors; gateway %s; upstreams express :%d, flask :%d (set up in %.1f s)" % (
             len(lines), len(DOORS), args.gateway_bin, world.upstream["express"]["port"], world.upstream["flask"]["port"],
             time.time() - started))
-        passed, failed, failing = 0, 0, []
+        passed, failed, not_applicable, failing = 0, 0, 0, []
         for line in lines:
             print("-- L%d: %s" % (line.number, line.text))
             outcomes = {}
@@ -1096,13 +1315,15 @@ def main():
                 reference = reference_of(door, kind, upstream)
                 compare(line, outcome, kind, outcomes.get(reference) if reference else None)
                 check_expect(line, outcome, kind)
-                mark = "FAIL" if outcome.problems else "PASS"
+                mark = "FAIL" if outcome.problems else ("N/A " if outcome.verdict == "not-applicable" else "PASS")
                 detail = "; ".join(outcome.problems + outcome.notes)
                 print("%s L%-3d %-15s %s%s" % (mark, line.number, door, summary_of(outcome),
                                                " -- " + detail if detail else ""))
                 if outcome.problems:
                     failed += 1
                     failing.append((line, door, outcome))
+                elif outcome.verdict == "not-applicable":
+                    not_applicable += 1
                 else:
                     passed += 1
         print()
@@ -1117,7 +1338,7 @@ def main():
                 for door, outcome in doors:
                     print("      %-15s %s" % (door, "; ".join(outcome.problems)))
         print("doors: %d requests through %d doors in %.1f s" % (len(lines), len(DOORS), time.time() - started))
-        print("%d passed, %d failed" % (passed, failed))
+        print("%d passed, %d failed, %d not applicable (h2)" % (passed, failed, not_applicable))
         return 1 if failed else 0
     finally:
         world.procs.stop_all()
