@@ -13,7 +13,7 @@ their pids also listed in WORK/pids for the calling script's trap):
   `tested-config: caddy` Caddyfile (one per upstream). The configurations are read out of the
   document at run time and only their ports are replaced, so a doc edit is what gets tested.
 
-The doors (each request of scripts/doors/suite.txt goes through all eight):
+The doors (each request of scripts/doors/suite.txt goes through all ten):
   inline/express, inline/flask   the gateway's `listen` in front of the upstream
   nginx/express, nginx/flask     real nginx `auth_request` -> the gateway's `authz_listen`
   caddy/express, caddy/flask     real Caddy `forward_auth` -> the gateway's `authz_listen`
@@ -30,6 +30,20 @@ The doors (each request of scripts/doors/suite.txt goes through all eight):
                                  header but hop-by-hop ones, Host and Content-Length (names in Go's
                                  canonical form, grouped and sorted as Go writes them), and
                                  X-Forwarded-Method/-Uri/-Host/-Proto/-For set from the request
+  h2/express, h2/flask           the same `listen` (it has `h2c: true`) spoken to in HTTP/2 with
+                                 prior knowledge by Python `h2` (Debian python3-h2), one fresh
+                                 connection and one stream per request: METHOD as `:method`, TARGET
+                                 as `:path`, `:scheme http`, `:authority` the Host the line would
+                                 have sent (or its @authority), a line's Host as a `host` field,
+                                 the other fields exactly as written (h2's outbound validation and
+                                 normalisation off: an upper-case name goes out upper-case and tests
+                                 the gateway's refusal), the harness's own fields in lower case, no
+                                 Connection: close, @body as DATA with content-length unless the line
+                                 sets one. A line whose meaning is HTTP/1.1 framing (CR or LF in a
+                                 field, whitespace or controls in METHOD or TARGET, or `@not-h2
+                                 REASON`) is not sent: `N/A` with the reason, neither passed nor
+                                 failed. Transfer-Encoding lines are sent: that field is the h2->h1
+                                 downgrade smuggling vector, which the gateway must refuse.
   Whether Envoy or Traefik would accept the client's request at all is not modelled: the gateway
   is always asked. Their answer's allow (Envoy: 200; Traefik: 2xx) or deny is their verdict. For
   an allowed answer the headers the upstream would then receive are computed from the doc's
@@ -40,6 +54,9 @@ What each door's verdict is:
   - inline: `allowed` when the gateway forwarded (the upstream recorded the request, or the answer
     is not a gateway refusal: gateway refusals are JSON with an "error" field), else `refused`
     with the JSON body's `error` code.
+  - h2: as inline (the upstream recorded the request, or the answer is not a gateway refusal);
+    a RST_STREAM or GOAWAY before any upstream record is `refused` with its error code
+    (`RST_STREAM PROTOCOL_ERROR`), which is not compared with inline's code.
   - nginx / caddy: the gateway's decision on the check (its attest_gateway_authz_decisions_total
     counters before and after the request). When the gateway was not asked at all, the front
     proxy refused the request itself (nginx answers 400 to a lower-case method before any check):
@@ -68,7 +85,14 @@ What fails a (request, door) pair:
      can be checked without the body"). A door that the line marks `@front-rewrites DOOR REASON`
      (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
      compared, and `@expect` does not apply to it;
-  4. the line's `@expect` is not met.
+     The h2 doors are compared with the same upstream's inline door by their own rule: allowed
+     where inline refuses always fails; refused where inline allows passes only when HTTP/2
+     itself makes the request malformed (RFC 9113: an upper-case name, a connection-specific
+     field, `te` other than trailers, controls or edge whitespace in a value, userinfo in
+     `:authority`, `host` not `:authority`, content-length not the DATA length), printed as
+     "stricter" with that reason; both refused with two gateway codes fails unless one of those
+     reasons explains the h2 code;
+  4. the line's `@expect` is not met (h2 doors: unless not applicable).
 
 Output: one line per (request, door), a summary of the failing lines, and `N passed, M failed`
 counting (request, door) pairs; exit status 1 on any failure or when the harness cannot start.
@@ -804,8 +828,6 @@ def h2_not_applicable(line):
     for name, value in line.headers:
         if re.search(rb"[\r\n]", name + value):
             return "CR or LF in a field (bare LF, obs-fold) is HTTP/1.1 head framing"
-        if name.lower() == b"transfer-encoding":
-            return "Transfer-Encoding is HTTP/1.1 body framing (HTTP/2 frames bodies as DATA)"
     return None
 
 
@@ -821,6 +843,8 @@ def h2_forbids(line, method, target, authority, fields, body):
             return "te other than trailers (8.2.2)"
         if value != value.strip(b" \t") or re.search(rb"[\x00-\x08\x0a-\x1f\x7f]", value):
             return "whitespace at the ends or controls in %s's value (8.2.1)" % name.decode("latin1")
+    if b"@" in authority:
+        return "userinfo in :authority (8.3.1)"
     hosts = [v for n, v in fields if n.lower() == b"host"]
     if any(h.lower() != authority.lower() for h in hosts):
         return "host differs from :authority (8.3.1)"
