@@ -77,7 +77,9 @@ What fails a (request, door) pair:
   2. a header the client sent in the gateway's namespace (X-App-Attest-*, X-App-Assertion) or a
      trust header other proxies set (X-Real-IP, X-Forwarded-Client-Cert, X-SSL-Client-*,
      X-Client-Cert, Client-Cert, Client-Cert-Chain) reached the upstream with the client's value
-     (the key ID the gateway itself sets after a valid @assert excepted);
+     (the key ID the gateway itself sets after a valid @assert excepted); `_` in a sent name
+     counts as `-` (x_app_attest_status is HTTP_X_APP_ATTEST_STATUS, so X-App-Attest-Status, to
+     a CGI/WSGI upstream such as Flask);
   3. the verdict differs from inline's (real doors: the same upstream's inline door; inline/flask
      and the transcripts: inline/express): allowed vs refused, and both codes where both are
      known. One equivalence: a door that sends no body (nginx, Caddy, Traefik) may refuse with
@@ -1188,13 +1190,15 @@ def check_safety(world, line, outcome):
     for received in received_sets:
         for name, value in outcome.sent:
             name, value = name.decode("latin1"), value.decode("latin1")
-            if not watched(name):
+            # x_app_attest_status is X-App-Attest-Status to a CGI/WSGI upstream (HTTP_X_APP_...)
+            canonical = name.replace("_", "-")
+            if not watched(canonical):
                 continue
             if line.assertion and name.lower() == "x-app-attest-key-id" and not line.has_header(name):
                 continue  # the gateway sets the verified key ID itself
             if line.assertion and name.lower() == "x-app-attest-status" and value == "verified":
                 continue  # indistinguishable from the gateway's own verdict: rule 1 covers it
-            if leaked(value, values_of(received, name)):
+            if leaked(value, values_of(received, name) + (values_of(received, canonical) if canonical != name else [])):
                 where = "upstream" if outcome.upstream_headers is None else "upstream (computed from the answer)"
                 outcome.problems.append("client's %s: %s reached the %s" % (name, value[:60], where))
 
