@@ -13,7 +13,7 @@ their pids also listed in WORK/pids for the calling script's trap):
   `tested-config: caddy` Caddyfile (one per upstream). The configurations are read out of the
   document at run time and only their ports are replaced, so a doc edit is what gets tested.
 
-The doors (each request of scripts/doors/suite.txt goes through all ten):
+The doors (each request of scripts/doors/suite.txt goes through all twelve):
   inline/express, inline/flask   the gateway's `listen` in front of the upstream
   nginx/express, nginx/flask     real nginx `auth_request` -> the gateway's `authz_listen`
   caddy/express, caddy/flask     real Caddy `forward_auth` -> the gateway's `authz_listen`
@@ -44,6 +44,9 @@ The doors (each request of scripts/doors/suite.txt goes through all ten):
                                  REASON`) is not sent: `N/A` with the reason, neither passed nor
                                  failed. Transfer-Encoding lines are sent: that field is the h2->h1
                                  downgrade smuggling vector, which the gateway must refuse.
+  h2lc/express, h2lc/flask       as h2, names lower-cased (what a conforming HTTP/2 client sends):
+                                 the upper-case lines reach the gateway's rules over HTTP/2 too; a
+                                 line without an upper-case name is N/A here (h2 sent it already)
   Whether Envoy or Traefik would accept the client's request at all is not modelled: the gateway
   is always asked. Their answer's allow (Envoy: 200; Traefik: 2xx) or deny is their verdict. For
   an allowed answer the headers the upstream would then receive are computed from the doc's
@@ -133,6 +136,8 @@ DOORS = [
     ("traefik", "traefik", None),
     ("h2/express", "h2", "express"),
     ("h2/flask", "h2", "flask"),
+    ("h2lc/express", "h2lc", "express"),
+    ("h2lc/flask", "h2lc", "flask"),
 ]
 # Doors whose check carries no body: they may refuse with authz_body_required (rule 3).
 BODILESS = {"nginx", "caddy", "traefik"}
@@ -1047,8 +1052,8 @@ def run_door(world, line, door, kind, upstream):
         port = world.caddy[upstream]
     else:
         port = world.gateway["express"]["listen"]  # the notional front the app addressed
-    if kind == "h2":
-        return run_h2_door(world, line, outcome, upstream, door_id)
+    if kind in ("h2", "h2lc"):
+        return run_h2_door(world, line, outcome, upstream, door_id, lower=kind == "h2lc")
     method, target, headers, body = client_request(world, line, door, kind, port, door_id)
     outcome.sent = headers
     if kind in ("envoy", "traefik"):
@@ -1116,14 +1121,18 @@ def run_door(world, line, door, kind, upstream):
     return outcome
 
 
-def run_h2_door(world, line, outcome, upstream, door_id):
+def run_h2_door(world, line, outcome, upstream, door_id, lower=False):
     reason = h2_not_applicable(line)
+    if not reason and lower and not any(re.search(rb"[A-Z]", n) for n, _ in line.headers):
+        reason = "no upper-case name: the h2 door sent this request already"
     if reason:
         outcome.verdict = "not-applicable"
         outcome.notes.append("not sent: " + reason)
         return outcome
     port = world.gateway[upstream]["listen"]
     method, target, authority, fields, body = h2_client_request(world, line, port, door_id)
+    if lower:
+        fields = [(n.lower(), v) for n, v in fields]
     outcome.sent = fields
     outcome.forbidden = h2_forbids(line, method, target, authority, fields, body)
     response = h2_exchange(port, method, target, authority, fields, body)
@@ -1238,7 +1247,7 @@ def compare_h2(line, outcome, reference):
 
 
 def compare(line, outcome, kind, reference):
-    if kind == "h2":
+    if kind in ("h2", "h2lc"):
         return compare_h2(line, outcome, reference)
     if kind in line.front_rewrites:
         outcome.notes.append("not compared: " + line.front_rewrites[kind])
@@ -1366,7 +1375,7 @@ def main():
                 for door, outcome in doors:
                     print("      %-15s %s" % (door, "; ".join(outcome.problems)))
         print("doors: %d requests through %d doors in %.1f s" % (len(lines), len(DOORS), time.time() - started))
-        print("%d passed, %d failed, %d not applicable (h2)" % (passed, failed, not_applicable))
+        print("%d passed, %d failed, %d not applicable (h2, h2lc)" % (passed, failed, not_applicable))
         return 1 if failed else 0
     finally:
         world.procs.stop_all()
