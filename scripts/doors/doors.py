@@ -119,6 +119,15 @@ import uuid
 
 import yaml
 
+try:
+    import h2.config
+    import h2.connection
+    import h2.errors
+    import h2.events
+    import h2.exceptions
+except ImportError:  # reported by World.start as a setup failure
+    h2 = None
+
 APP_ID = "ABCDE12345.com.example.app"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -559,6 +568,8 @@ class World(object):
         return proc.stdout
 
     def start(self):
+        if h2 is None:
+            raise SetupError("python3 has no h2 module (the h2 doors): make deps installs python3-h2")
         self.start_redis()
         self.root_ca = json.loads(self.run("sim", "init", "--dir", os.path.join(self.work, "sim")))["root_ca"]
         with open(os.path.join(self.work, "challenge.key"), "w") as f:
@@ -887,12 +898,6 @@ def h2_exchange(port, method, target, authority, fields, body, timeout=10.0):
     """One stream over a fresh h2c connection (prior knowledge). The client checks and fixes
     nothing (validation and normalisation off): the gateway sees what an attacker would send.
     A RST_STREAM or GOAWAY is returned as Response.reset ("RST_STREAM PROTOCOL_ERROR")."""
-    import h2.config
-    import h2.connection
-    import h2.errors
-    import h2.events
-    import h2.exceptions
-
     def code_name(code):
         try:
             return h2.errors.ErrorCodes(code).name
