@@ -135,6 +135,9 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let duplicateHost = Code("duplicate_host", 400, .malformed)
         /// 400: an `X-App-Attest-*` header that is none of the gateway's (`GatewayHeaderNamespace`).
         package static let unknownGatewayHeader = Code("unknown_gateway_header", 400, .malformed)
+        /// 400: a field name with `_` that, `_` read as `-`, is a gateway header or a trust header
+        /// other proxies set (`RequestRules`; met on check-only doors: `listen` drops `_` names).
+        package static let underscoreGatewayHeader = Code("underscore_gateway_header", 400, .malformed)
         /// 400: a method override (`X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`,
         /// `_method`) that is not a method token.
         package static let invalidMethodOverride = Code("invalid_method_override", 400, .malformed)

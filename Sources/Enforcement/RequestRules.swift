@@ -1,5 +1,6 @@
 import GateContract
 package import HTTP1
+import PolicyModel
 
 /// The rules every door runs on the request value before routing: inline (`listen`) and every
 /// check-only dialect (`AuthzGate` rebuilds the original request and hands it to the same
@@ -14,7 +15,13 @@ package import HTTP1
 /// - no header of the gateway's namespace (`X-App-Attest-*`) that is not on its list
 ///   (`GatewayHeaderNamespace`);
 /// - at most one kind of credential: an assertion (`X-App-Attest-Key-Id`/`X-App-Assertion`),
-///   a debug token or a DeviceCheck token; with two, which one was judged would be ambiguous.
+///   a debug token or a DeviceCheck token; with two, which one was judged would be ambiguous;
+/// - no field whose name has `_` and, with every `_` read as `-`, is a gateway header
+///   (`X-App-Attest-*`, `X-App-Assertion`) or a trust header other proxies set
+///   (`ClientTrustHeaders`): CGI and WSGI upstreams (Flask, PHP, Rack) read `x_app_attest_status`
+///   as `X-App-Attest-Status`. The `listen` parsers drop every `_` name before this rule (as
+///   nginx does), so it is met only on a check-only door, whose front forwards the client's
+///   fields itself: the check cannot drop one from what the front forwards, so it refuses.
 package enum RequestRules {
     /// Longest method accepted (the longest registered method has 17 bytes).
     static let maximumMethodBytes = 32
@@ -27,6 +34,7 @@ package enum RequestRules {
         var credentials = (assertion: false, debugToken: false, deviceCheckToken: false)
         for field in head.headers {
             let name = field.name
+            if let error = Self.underscoreViolation(name) { return error }
             if name.utf8.count == 4 && name.equalsLowercaseASCII("host") {
                 hostCount += 1
                 host = field.value
@@ -58,6 +66,21 @@ package enum RequestRules {
             (credentials.assertion ? 1 : 0) + (credentials.debugToken ? 1 : 0) + (credentials.deviceCheckToken ? 1 : 0)
         if kinds > 1 { return .credentialsAmbiguous() }
         return nil
+    }
+
+    /// The trust headers other proxies set (the built-in list: the operator's additions are the
+    /// proxy's to clear, see docs/integrations.md).
+    private static let trustHeaders = ClientTrustHeaders()
+
+    /// `name` has `_` and reads as a gateway or trust header when each `_` is read as `-`.
+    static func underscoreViolation(_ name: String) -> EnforcementError? {
+        guard name.utf8.contains(UInt8(ascii: "_")) else { return nil }
+        let folded = String(decoding: name.utf8.map { $0 == UInt8(ascii: "_") ? UInt8(ascii: "-") : $0 }, as: UTF8.self)
+        guard IdentityHeaders.isReserved(folded) || Self.trustHeaders.contains(folded) else { return nil }
+        return EnforcementError(
+            .underscoreGatewayHeader,
+            "\(name) reads as \(folded) to CGI and WSGI upstreams, which fold `_` into `-`: a client may not send it"
+        )
     }
 
     /// The request line's method: an upper-case token, as the parser requires on `listen`.

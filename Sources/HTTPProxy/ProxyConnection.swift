@@ -141,10 +141,14 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
         self.snapshot = context.snapshot
         self.forwardedClient.trustHeaders = self.snapshot.clientTrustHeaders
         self.timeouts = Timeouts(self.snapshot.limits)
-        self.parser = HTTPRequestParser(
-            limits: HTTPParserLimits(
-                maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount
-            ))
+        var parserLimits = HTTPParserLimits(
+            maxHeaderBytes: self.snapshot.limits.maxHeaderBytes, maxHeaderCount: self.snapshot.limits.maxHeaderCount)
+        // A check-only listener forwards nothing: the front proxy forwards the client's fields
+        // itself, so dropping a `_` name here would hide it from the check and not from the
+        // upstream. It keeps them, and `RequestRules` refuses the ones a CGI upstream would read
+        // as a gateway or trust header.
+        parserLimits.dropsUnderscoreFieldNames = !context.checkOnly
+        self.parser = HTTPRequestParser(limits: parserLimits)
     }
 
     /// `clientAddress`: the socket peer's IP text, or the PROXY protocol header's source.

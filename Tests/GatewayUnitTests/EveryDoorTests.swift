@@ -212,6 +212,43 @@ import Testing
         #expect(check.1.localResponse?.headers["X-App-Attest-Risk-Metric"] == "")
     }
 
+    // MARK: - Underscore spellings of the gateway's and the trust headers (found 29 Nov)
+
+    /// A CGI or WSGI upstream reads each of these as a gateway or trust header. The `listen`
+    /// parsers drop them (HTTPRequestParserTests, HTTP2RequestMappingTests); a check-only door
+    /// cannot drop what its front forwards, and the rule in `RequestRules` refuses them whatever
+    /// carries the request value, so every door here refuses.
+    @Test(arguments: [
+        ("x_app_attest_status", "verified"), ("X_App_Attest_Key_Id", "c3Bvb2ZlZA=="),
+        ("X-App_Attest-Status", "verified"), ("x_app_assertion", "AAAA"), ("x_app_attest_foo", "1"),
+        ("x_real_ip", "203.0.113.70"), ("X_Forwarded_Client_Cert", "By=spiffe://evil"),
+        ("x_ssl_client_s_dn", "CN=admin"), ("x_client_cert", "x"), ("client_cert", ":AA==:"),
+        ("client_cert-chain", ":AA==:"),
+    ])
+    func anUnderscoreSpellingOfAGatewayOrTrustHeaderIsRefusedOnEveryDoor(name: String, value: String) async throws {
+        let gate = try Self.gate()
+        await Self.expectEveryDoor(
+            request("GET", "/public/x", headers: [(name, value)]), .refused(code: "underscore_gateway_header"),
+            gate: gate)
+        // On a protected route too, before any credential is looked at.
+        await Self.expectEveryDoor(
+            request("GET", "/v1/x", headers: [(name, value)]), .refused(code: "underscore_gateway_header"), gate: gate)
+    }
+
+    @Test(arguments: ["x_custom", "my_app_attest_status", "x_app_attest", "x_forwarded_client", "client_certs"])
+    func otherUnderscoreNamesAreNotTheRulesBusiness(name: String) async throws {
+        await Self.expectEveryDoor(
+            request("GET", "/public/x", headers: [(name, "1")]), .allowed(status: "skipped"), gate: try Self.gate())
+    }
+
+    @Test func theUnderscoreRuleReadsEveryUnderscoreAsADash() {
+        #expect(RequestRules.underscoreViolation("X-App-Attest-Status") == nil)
+        #expect(RequestRules.underscoreViolation("x_app_attest_status")?.code == .underscoreGatewayHeader)
+        #expect(RequestRules.underscoreViolation("X-App-Attest_Risk_Metric")?.code == .underscoreGatewayHeader)
+        #expect(RequestRules.underscoreViolation("x-ssl_client-verify")?.code == .underscoreGatewayHeader)
+        #expect(RequestRules.underscoreViolation("x_ssl_clientverify") == nil)
+    }
+
     // MARK: - Finding 4: the low ones
 
     @Test func aDebugTokenWithAnAssertionIsAmbiguousOnEveryDoor() async throws {

@@ -95,6 +95,24 @@ import Testing
         #expect(missing.isEmpty, "Traefik block does not copy \(missing.sorted())")
     }
 
+    /// Underscore spellings (`x_app_attest_status`) are one header to CGI and WSGI upstreams:
+    /// Envoy's check does not see them (its `allowed_headers`), so its connection manager must
+    /// drop or refuse them; nginx drops them unless a block turns `underscores_in_headers` on.
+    @Test func theEnvoyBlockDropsUnderscoreNamesAndNginxKeepsItsDefault() throws {
+        let doc = try Self.doc()
+        let envoy = try Self.block(after: "## Envoy (`ext_authz`, HTTP service)", in: doc)
+        let lines = envoy.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let options = try #require(
+            lines.firstIndex(of: "common_http_protocol_options:"), "Envoy block has no common_http_protocol_options")
+        let action = try #require(
+            lines.dropFirst(options + 1).first { $0.hasPrefix("headers_with_underscores_action:") },
+            "Envoy block does not set headers_with_underscores_action")
+        let value = action.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+        #expect(["DROP_HEADER", "REJECT_REQUEST"].contains(value), "Envoy passes underscore names (\(value))")
+        let nginx = try Self.block(after: "<!-- tested-config: nginx -->", in: doc)
+        #expect(!nginx.contains("underscores_in_headers on"), "the nginx block passes underscore names")
+    }
+
     @Test func theEnvoyBlockPassesTheMethodOverridesToTheCheck() throws {
         let block = try Self.block(after: "## Envoy (`ext_authz`, HTTP service)", in: Self.doc())
         var exact: [String] = []

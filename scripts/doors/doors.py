@@ -24,7 +24,10 @@ The doors (each request of scripts/doors/suite.txt goes through all twelve):
                                  Envoy's codec has them, repeats kept), x-forwarded-for with the
                                  client's address appended (an edge Envoy), a generated
                                  x-request-id, x-envoy-expected-rq-timeout-ms and, because of
-                                 `with_request_body`, the body and x-envoy-auth-partial-body: false
+                                 `with_request_body`, the body and x-envoy-auth-partial-body: false;
+                                 the block's headers_with_underscores_action applied first (a name
+                                 with `_` dropped from check and upstream, or the request refused
+                                 by the front)
   traefik                        by transcript: Traefik's `forwardAuth` (the doc's Traefik block,
                                  trustForwardHeader false): GET to the address's path, every client
                                  header but hop-by-hop ones, Host and Content-Length (names in Go's
@@ -85,10 +88,13 @@ What fails a (request, door) pair:
      a CGI/WSGI upstream such as Flask);
   3. the verdict differs from inline's (real doors: the same upstream's inline door; inline/flask
      and the transcripts: inline/express): allowed vs refused, and both codes where both are
-     known. One equivalence: a door that sends no body (nginx, Caddy, Traefik) may refuse with
+     known. Two equivalences: a door that sends no body (nginx, Caddy, Traefik) may refuse with
      `authz_body_required` where inline refuses with another code (docs/integrations.md, "What
-     can be checked without the body"). A door that the line marks `@front-rewrites DOOR REASON`
-     (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
+     can be checked without the body"); a check door may refuse with `underscore_gateway_header`
+     where inline allowed, or refused with another code, a line that sends a name with `_`
+     (inline drops such a field; a check cannot drop one from what its front forwards,
+     docs/integrations.md "Header names with `_`"). A door that the line marks
+     `@front-rewrites DOOR REASON` (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
      compared, and `@expect` does not apply to it;
      The h2 doors are compared with the same upstream's inline door by their own rule: allowed
      where inline refuses always fails; refused where inline allows passes only when HTTP/2
@@ -150,6 +156,10 @@ DOORS = [
 ]
 # Doors whose check carries no body: they may refuse with authz_body_required (rule 3).
 BODILESS = {"nginx", "caddy", "traefik"}
+# Doors that ask the check listener. Where a front passes a client's `_` name to the check (Caddy
+# and Traefik pass every field), the check refuses an underscore spelling of a gateway or trust
+# header (underscore_gateway_header) that inline drops (rule 3).
+CHECK_DOORS = {"nginx", "caddy", "envoy", "traefik"}
 TRUST_HEADERS = {"x-real-ip", "x-forwarded-client-cert", "x-client-cert", "client-cert", "client-cert-chain"}
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
               "trailers", "transfer-encoding", "upgrade"}
@@ -509,6 +519,12 @@ class Dialects(object):
             self.envoy_upstream = Patterns(service["authorization_response"]["allowed_upstream_headers"]["patterns"])
             self.envoy_timeout_ms = int(float(str(service["server_uri"]["timeout"]).rstrip("s")) * 1000)
             self.envoy_with_body = "with_request_body" in authz
+            # The connection manager's headers_with_underscores_action (Envoy's default: ALLOW).
+            options = envoy.get("common_http_protocol_options") or {}
+            self.envoy_underscores = options.get("headers_with_underscores_action", "ALLOW")
+            if self.envoy_underscores not in ("ALLOW", "DROP_HEADER", "REJECT_REQUEST"):
+                raise SetupError("docs/integrations.md's Envoy block: unknown headers_with_underscores_action %r"
+                                 % self.envoy_underscores)
         except (KeyError, IndexError, TypeError) as error:
             raise SetupError("docs/integrations.md's Envoy block changed shape: %r" % error)
         # The route's request_headers_to_remove the Envoy section prescribes (in its prose), and
@@ -1061,6 +1077,14 @@ def run_door(world, line, door, kind, upstream):
         return run_h2_door(world, line, outcome, upstream, door_id, lower=kind == "h2lc")
     method, target, headers, body = client_request(world, line, door, kind, port, door_id)
     outcome.sent = headers
+    if kind == "envoy" and world.dialects.envoy_underscores != "ALLOW":
+        underscored = [n for n, _ in headers if b"_" in n]
+        if underscored and world.dialects.envoy_underscores == "REJECT_REQUEST":
+            outcome.verdict = "refused-by-front"
+            outcome.notes.append("Envoy (headers_with_underscores_action: REJECT_REQUEST) refuses %s"
+                                 % underscored[0].decode("latin1"))
+            return outcome
+        headers = [(n, v) for n, v in headers if b"_" not in n]  # DROP_HEADER: neither check nor upstream
     if kind in ("envoy", "traefik"):
         authz = world.gateway["express"]["authz"]
         raw = envoy_check(world, method, target, headers, body) if kind == "envoy" else \
@@ -1264,6 +1288,11 @@ def compare(line, outcome, kind, reference):
         return
     if outcome.verdict == "error":
         outcome.problems.append("no answer")
+        return
+    if (outcome.verdict == "refused" and kind in CHECK_DOORS and outcome.code == "underscore_gateway_header"
+            and any(b"_" in n for n, _ in outcome.sent)):
+        outcome.notes.append("underscore_gateway_header where %s %s: inline drops the field, a check cannot "
+                             "drop it from what its front forwards" % (reference.door, describe(reference)))
         return
     if outcome.verdict != reference.verdict:
         outcome.problems.append("verdict %s, %s says %s%s" % (
