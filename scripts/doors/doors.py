@@ -76,7 +76,8 @@ What fails a (request, door) pair:
   1. a protected handler of an upstream (POST /buy, DELETE and PUT /item, GET /v1/..., GET
      /v1/admin/..., GET /cs/...) ran with X-App-Attest-Status other than exactly `verified`
      (absent, `skipped`, `debug`, two values...), or ran `verified` for a request that carried no
-     valid assertion (a spoofed status got through). A line marked `@unless-warned REGEX` is
+     valid assertion (a spoofed status got through); `token` passes only for a line that sends
+     a valid attestation token (@token: an accept_token route admitted it). A line marked `@unless-warned REGEX` is
      excused when one of check-config's warnings about the policy matches REGEX (a policy mistake
      the gateway cannot see at run time, such as a case_sensitive route in front of a
      case-insensitive router, is fixed by check-config saying so);
@@ -93,7 +94,10 @@ What fails a (request, door) pair:
      can be checked without the body"); a check door may refuse with `underscore_gateway_header`
      where inline allowed, or refused with another code, a line that sends a name with `_`
      (inline drops such a field; a check cannot drop one from what its front forwards,
-     docs/integrations.md "Header names with `_`"). A door that the line marks
+     docs/integrations.md "Header names with `_`"); a check door may refuse a request for one of
+     the gateway's endpoints (`/app-attest/...`, `/.well-known/...`) with `authz_endpoint`
+     (nginx: without a code) whatever inline answered, since the endpoints are served on
+     `listen` and never checked. A door that the line marks
      `@front-rewrites DOOR REASON` (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
      compared, and `@expect` does not apply to it;
      The h2 doors are compared with the same upstream's inline door by their own rule: allowed
@@ -160,6 +164,10 @@ BODILESS = {"nginx", "caddy", "traefik"}
 # and Traefik pass every field), the check refuses an underscore spelling of a gateway or trust
 # header (underscore_gateway_header) that inline drops (rule 3).
 CHECK_DOORS = {"nginx", "caddy", "envoy", "traefik"}
+# The gateway's endpoints (the doors policy keeps the default paths): a check of one is refused
+# (404 authz_endpoint: they are served on `listen` only), which nginx's block turns into its 500
+# page without the code (rule 3's third equivalence).
+ENDPOINT_PREFIXES = (b"/app-attest/", b"/.well-known/")
 TRUST_HEADERS = {"x-real-ip", "x-forwarded-client-cert", "x-client-cert", "client-cert", "client-cert-chain"}
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
               "trailers", "transfer-encoding", "upgrade"}
@@ -204,7 +212,7 @@ class Line(object):
             raise ValueError("line %d: expected METHOD TARGET first, got %r" % (number, parts[0]))
         self.method, self.target = unescape(request[0]), unescape(request[1])
         self.headers, self.body = [], None
-        self.assertion = self.challenge = self.debug_token = False
+        self.assertion = self.challenge = self.debug_token = self.token = False
         self.expect, self.front_rewrites, self.unless_warned = None, {}, None
         self.not_h2, self.authority = None, None
         for part in parts[1:]:
@@ -216,6 +224,8 @@ class Line(object):
                 self.challenge = True
             elif part == "@debug-token":
                 self.debug_token = True
+            elif part == "@token":
+                self.token = True
             elif part.startswith("@expect "):
                 self.expect = part.split(" ", 1)[1].strip()
                 if self.expect not in ("allow", "refuse"):
@@ -590,6 +600,12 @@ class World(object):
         self.root_ca = json.loads(self.run("sim", "init", "--dir", os.path.join(self.work, "sim")))["root_ca"]
         with open(os.path.join(self.work, "challenge.key"), "w") as f:
             f.write(os.urandom(32).hex() + "\n")
+        with open(os.path.join(self.work, "token-subject"), "w") as f:
+            f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+        made = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                               "-out", os.path.join(self.work, "token-d1.pem")], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise SetupError("openssl genpkey: %s" % made.stderr.strip())
         for name in UPSTREAMS:
             self.start_upstream(name)
         for name in UPSTREAMS:
@@ -600,6 +616,7 @@ class World(object):
         self.attest()
         self.debug_token = json.loads(self.run("debug-tokens", "create", "--name", "doors", "--ttl", "1h",
                                                "--redis", self.redis_url))["token"]
+        self.token = self.attestation_token()
 
     def start_redis(self):
         for attempt in range(4):
@@ -660,7 +677,16 @@ trust_roots: [%(root)s]
 challenge_key_file: %(key)s
 upstreams:
   app: { url: "http://127.0.0.1:%(upstream)d" }
+tokens:
+  issuer: https://doors.example
+  active_kid: d1
+  keys: [{ kid: d1, key_file: %(token_key)s }]
+  subject_key_file: %(subject)s
+  audiences: [{ name: doors }]
 routes:
+  - { name: ws, match: { path_prefix: /v1/ws/ }, upstream: app, mode: enforce, websocket: true }
+  - { name: tok, match: { path_prefix: /v1/tok/ }, upstream: app, mode: enforce, accept_token: { audience: doors } }
+  - { name: publicws, match: { path_prefix: /public/ws/ }, upstream: app, mode: "off", websocket: true }
   - { name: admin, match: { path_prefix: /v1/admin }, upstream: app, mode: enforce, challenge: required }
   - { name: debug, match: { path_prefix: /v1/debug }, upstream: app, mode: enforce, allow_debug_tokens: true }
   - { name: api, match: { path_prefix: /v1/ }, upstream: app, mode: enforce }
@@ -671,6 +697,7 @@ routes:
   - { name: rest, match: { path_prefix: / }, upstream: app, mode: "off" }
 """ % {"name": name, "listen": listen, "authz": authz, "admin": admin, "redis": self.redis_url, "app": APP_ID,
        "root": self.root_ca, "key": os.path.join(self.work, "challenge.key"),
+       "token_key": os.path.join(self.work, "token-d1.pem"), "subject": os.path.join(self.work, "token-subject"),
        "upstream": self.upstream[name]["port"]}
 
     def start_gateway(self, name):
@@ -770,6 +797,23 @@ http {
             raise SetupError("the simulated device's attestation was refused: %s %s" % (status, body))
         self.key_id = out["key_id"]
 
+    def attestation_token(self):
+        """An attestation token for the `doors` audience (@token), from the token endpoint."""
+        body = b'{"audience": "doors"}'
+        assertion = self.assertion(b"POST", b"/app-attest/token", body, b"")
+        request = urllib.request.Request(
+            "http://127.0.0.1:%d/app-attest/token" % self.gateway["express"]["listen"], data=body, method="POST",
+            headers={"Content-Type": "application/json", "X-App-Attest-Key-Id": self.key_id,
+                     "X-App-Assertion": assertion})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                token = json.loads(answer.read().decode()).get("token")
+        except (OSError, ValueError) as error:
+            raise SetupError("no attestation token: %s" % error)
+        if not token:
+            raise SetupError("the token endpoint answered no token")
+        return token
+
     def assertion(self, method, target, body, challenge):
         client_data = b"appattest-v1\n" + method + b"\n" + target + b"\n" + \
             hashlib.sha256(body or b"").hexdigest().encode() + b"\n" + challenge
@@ -833,6 +877,8 @@ def client_request(world, line, door, kind, port, door_id):
             headers.append((b"X-App-Attest-Challenge", challenge))
     if line.debug_token:
         headers.append((b"X-App-Attest-Debug-Token", world.debug_token.encode()))
+    if line.token:
+        headers.append((b"Authorization", b"Bearer " + world.token.encode()))
     defaults = []
     if not line.has_header("Host"):
         defaults.append((b"Host", b"127.0.0.1:%d" % port))
@@ -903,6 +949,8 @@ def h2_client_request(world, line, port, door_id):
             fields.append((b"x-app-attest-challenge", challenge))
     if line.debug_token:
         fields.append((b"x-app-attest-debug-token", world.debug_token.encode()))
+    if line.token:
+        fields.append((b"authorization", b"Bearer " + world.token.encode()))
     if line.body is not None and not line.has_header("Content-Length"):
         fields.append((b"content-length", str(len(line.body)).encode()))
     host = next((v for n, v in line.headers if n.lower() == b"host"), None)
@@ -1211,6 +1259,8 @@ def check_safety(world, line, outcome):
         what = "%s %s (%s %s on the wire) ran with X-App-Attest-Status: %s" % (
             record["upstream"], record["handler"], record["wire_method"], record["target"],
             ", ".join(statuses) if statuses else "(absent)")
+        if statuses == ["token"] and line.token:
+            continue  # an accept_token route admitted the line's valid attestation token
         if statuses != ["verified"]:
             problem = "protected handler " + what
         elif not line.assertion:
@@ -1293,6 +1343,12 @@ def compare(line, outcome, kind, reference):
             and any(b"_" in n for n, _ in outcome.sent)):
         outcome.notes.append("underscore_gateway_header where %s %s: inline drops the field, a check cannot "
                              "drop it from what its front forwards" % (reference.door, describe(reference)))
+        return
+    if outcome.verdict == "refused" and kind in CHECK_DOORS and (
+            outcome.code == "authz_endpoint"
+            or (kind == "nginx" and outcome.code is None and line.target.startswith(ENDPOINT_PREFIXES))):
+        outcome.notes.append("authz_endpoint where %s %s: the gateway's endpoints are served on listen only, "
+                             "never checked" % (reference.door, describe(reference)))
         return
     if outcome.verdict != reference.verdict:
         outcome.problems.append("verdict %s, %s says %s%s" % (
