@@ -3,7 +3,8 @@
 # line, through every door of the gateway: inline (`listen`), real nginx `auth_request` and real
 # Caddy `forward_auth` running the exact blocks of docs/integrations.md (read at run time, ports
 # replaced), Envoy `ext_authz` / Traefik `forwardAuth` checks by transcript, and HTTP/2 (h2c with
-# prior knowledge, each line one stream, Python h2) on the inline listener; in front of real
+# prior knowledge, and h2 over TLS with ALPN on a second, TLS listener; each line one stream,
+# Python h2) on the inline listeners; in front of real
 # Express 4 and Flask upstreams with method-override middleware on. Fails when a protected
 # handler runs unverified, a client's X-App-Attest-* or trust header reaches an upstream, or two
 # doors judge one request differently (rules: scripts/doors/doors.py). ~30 s.
@@ -12,7 +13,7 @@
 #   DOORS_ONLY=REGEX                     only the suite lines matching REGEX
 #   DOORS_KEEP=1                         keep the work directory (logs, policies, upstream records)
 # Needs `make deps` (nginx, caddy, redis-server, nodejs + node-express, python3-flask, python3-yaml,
-# python3-h2).
+# python3-h2, openssl).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GATEWAY_BIN="${GATEWAY_BIN:-.build/debug/attest-gateway}"

@@ -13,7 +13,7 @@ their pids also listed in WORK/pids for the calling script's trap):
   `tested-config: caddy` Caddyfile (one per upstream). The configurations are read out of the
   document at run time and only their ports are replaced, so a doc edit is what gets tested.
 
-The doors (each request of scripts/doors/suite.txt goes through all twelve):
+The doors (each request of scripts/doors/suite.txt goes through all fourteen):
   inline/express, inline/flask   the gateway's `listen` in front of the upstream
   nginx/express, nginx/flask     real nginx `auth_request` -> the gateway's `authz_listen`
   caddy/express, caddy/flask     real Caddy `forward_auth` -> the gateway's `authz_listen`
@@ -50,6 +50,11 @@ The doors (each request of scripts/doors/suite.txt goes through all twelve):
   h2lc/express, h2lc/flask       as h2, names lower-cased (what a conforming HTTP/2 client sends):
                                  the upper-case lines reach the gateway's rules over HTTP/2 too; a
                                  line without an upper-case name is N/A here (h2 sent it already)
+  h2tls/express, h2tls/flask     as h2, over TLS: the gateway's second `listen` (a `tls:` listener
+                                 with a self-signed P-256 certificate for 127.0.0.1 that the script
+                                 makes with openssl), Python ssl with ALPN `h2` (the door fails to
+                                 start a stream unless the gateway picks h2), the certificate
+                                 verified, `:scheme https`
   Whether Envoy or Traefik would accept the client's request at all is not modelled: the gateway
   is always asked. Their answer's allow (Envoy: 200; Traefik: 2xx) or deny is their verdict. For
   an allowed answer the headers the upstream would then receive are computed from the doc's
@@ -121,6 +126,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -157,9 +163,12 @@ DOORS = [
     ("h2/flask", "h2", "flask"),
     ("h2lc/express", "h2lc", "express"),
     ("h2lc/flask", "h2lc", "flask"),
+    ("h2tls/express", "h2tls", "express"),
+    ("h2tls/flask", "h2tls", "flask"),
 ]
 # Doors whose check carries no body: they may refuse with authz_body_required (rule 3).
 BODILESS = {"nginx", "caddy", "traefik"}
+H2_KINDS = ("h2", "h2lc", "h2tls")
 # Doors that ask the check listener. Where a front passes a client's `_` name to the check (Caddy
 # and Traefik pass every field), the check refuses an underscore spelling of a gateway or trust
 # header (underscore_gateway_header) that inline drops (rule 3).
@@ -602,6 +611,14 @@ class World(object):
             f.write(os.urandom(32).hex() + "\n")
         with open(os.path.join(self.work, "token-subject"), "w") as f:
             f.write(base64.b64encode(os.urandom(32)).decode() + "\n")
+        # The h2tls doors' listener: a self-signed P-256 certificate for 127.0.0.1.
+        self.tls_certificate = os.path.join(self.work, "tls-cert.pem")
+        made = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                               "-nodes", "-keyout", os.path.join(self.work, "tls-key.pem"), "-out",
+                               self.tls_certificate, "-days", "2", "-subj", "/CN=127.0.0.1",
+                               "-addext", "subjectAltName=IP:127.0.0.1"], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise SetupError("openssl req: %s" % made.stderr.strip())
         made = subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
                                "-out", os.path.join(self.work, "token-d1.pem")], capture_output=True, text=True)
         if made.returncode != 0:
@@ -663,10 +680,11 @@ class World(object):
             raise SetupError("the %s upstream did not start: %s" % (name, log_tail(out.replace(".out", ".err"))))
         self.upstream[name] = {"port": port[0], "records": records}
 
-    def policy(self, name, listen, authz, admin):
+    def policy(self, name, listen, authz, admin, tls):
         return """# The doors check's policy (scripts/doors/doors.py), upstream: %(name)s
 listen:
   - { address: "127.0.0.1:%(listen)d", h2c: true }
+  - { address: "127.0.0.1:%(tls)d", tls: { certificate: %(cert)s, private_key: %(cert_key)s } }
 authz_listen: 127.0.0.1:%(authz)d
 admin_listen: 127.0.0.1:%(admin)d
 trusted_proxies: [127.0.0.1]
@@ -698,14 +716,15 @@ routes:
 """ % {"name": name, "listen": listen, "authz": authz, "admin": admin, "redis": self.redis_url, "app": APP_ID,
        "root": self.root_ca, "key": os.path.join(self.work, "challenge.key"),
        "token_key": os.path.join(self.work, "token-d1.pem"), "subject": os.path.join(self.work, "token-subject"),
+       "tls": tls, "cert": self.tls_certificate, "cert_key": os.path.join(self.work, "tls-key.pem"),
        "upstream": self.upstream[name]["port"]}
 
     def start_gateway(self, name):
         for attempt in range(4):
-            listen, authz, admin = free_port(), free_port(), free_port()
+            listen, authz, admin, tls = free_port(), free_port(), free_port(), free_port()
             path = os.path.join(self.work, "policy-%s.yaml" % name)
             with open(path, "w") as f:
-                f.write(self.policy(name, listen, authz, admin))
+                f.write(self.policy(name, listen, authz, admin, tls))
             check = subprocess.run([self.binary, "check-config", path], capture_output=True, text=True, timeout=60)
             if check.returncode != 0:
                 raise SetupError("check-config refused %s: %s" % (path, check.stderr.strip()))
@@ -717,7 +736,7 @@ routes:
             label = "gateway-%s-%d" % (name, attempt)
             child = self.procs.start(label, [self.binary, "serve", "--config", path])
             if wait_until(lambda: self.ready(admin), child, 30):
-                self.gateway[name] = {"listen": listen, "authz": authz, "admin": admin, "child": child}
+                self.gateway[name] = {"listen": listen, "authz": authz, "admin": admin, "tls": tls, "child": child}
                 return
             self.procs.stop(child)
         raise SetupError("the %s gateway did not start: %s" % (name, log_tail(os.path.join(self.work, label + ".err"))))
@@ -958,10 +977,12 @@ def h2_client_request(world, line, port, door_id):
     return line.method, line.target, authority, fields, line.body
 
 
-def h2_exchange(port, method, target, authority, fields, body, timeout=10.0):
-    """One stream over a fresh h2c connection (prior knowledge). The client checks and fixes
-    nothing (validation and normalisation off): the gateway sees what an attacker would send.
-    A RST_STREAM or GOAWAY is returned as Response.reset ("RST_STREAM PROTOCOL_ERROR")."""
+def h2_exchange(port, method, target, authority, fields, body, timeout=10.0, tls_ca=None):
+    """One stream over a fresh h2c connection (prior knowledge), or with `tls_ca` over TLS
+    with ALPN `h2` (the server's certificate verified against `tls_ca`, `:scheme https`). The
+    client checks and fixes nothing (validation and normalisation off): the gateway sees what an
+    attacker would send. A RST_STREAM or GOAWAY is returned as Response.reset
+    ("RST_STREAM PROTOCOL_ERROR")."""
     def code_name(code):
         try:
             return h2.errors.ErrorCodes(code).name
@@ -975,13 +996,26 @@ def h2_exchange(port, method, target, authority, fields, body, timeout=10.0):
         sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     except OSError as error:
         return Response(error="connect: %s" % error)
+    if tls_ca is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.load_verify_locations(tls_ca)
+        context.set_alpn_protocols(["h2"])
+        try:
+            sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
+        except (OSError, ssl.SSLError) as error:
+            sock.close()
+            return Response(error="TLS handshake: %s" % error)
+        if sock.selected_alpn_protocol() != "h2":
+            sock.close()
+            return Response(error="ALPN chose %r, not h2" % sock.selected_alpn_protocol())
     response = Response()
     response.reset = None
     body_parts = []
     try:
         conn.initiate_connection()
         stream = conn.get_next_available_stream_id()
-        pseudo = [(b":method", method), (b":scheme", b"http"), (b":authority", authority), (b":path", target)]
+        scheme = b"https" if tls_ca is not None else b"http"
+        pseudo = [(b":method", method), (b":scheme", scheme), (b":authority", authority), (b":path", target)]
         conn.send_headers(stream, pseudo + list(fields), end_stream=body is None)
         if body is not None:
             conn.send_data(stream, body, end_stream=True)
@@ -1121,8 +1155,8 @@ def run_door(world, line, door, kind, upstream):
         port = world.caddy[upstream]
     else:
         port = world.gateway["express"]["listen"]  # the notional front the app addressed
-    if kind in ("h2", "h2lc"):
-        return run_h2_door(world, line, outcome, upstream, door_id, lower=kind == "h2lc")
+    if kind in H2_KINDS:
+        return run_h2_door(world, line, outcome, upstream, door_id, lower=kind == "h2lc", tls=kind == "h2tls")
     method, target, headers, body = client_request(world, line, door, kind, port, door_id)
     outcome.sent = headers
     if kind == "envoy" and world.dialects.envoy_underscores != "ALLOW":
@@ -1198,7 +1232,7 @@ def run_door(world, line, door, kind, upstream):
     return outcome
 
 
-def run_h2_door(world, line, outcome, upstream, door_id, lower=False):
+def run_h2_door(world, line, outcome, upstream, door_id, lower=False, tls=False):
     reason = h2_not_applicable(line)
     if not reason and lower and not any(re.search(rb"[A-Z]", n) for n, _ in line.headers):
         reason = "no upper-case name: the h2 door sent this request already"
@@ -1206,13 +1240,14 @@ def run_h2_door(world, line, outcome, upstream, door_id, lower=False):
         outcome.verdict = "not-applicable"
         outcome.notes.append("not sent: " + reason)
         return outcome
-    port = world.gateway[upstream]["listen"]
+    port = world.gateway[upstream]["tls" if tls else "listen"]
     method, target, authority, fields, body = h2_client_request(world, line, port, door_id)
     if lower:
         fields = [(n.lower(), v) for n, v in fields]
     outcome.sent = fields
     outcome.forbidden = h2_forbids(line, method, target, authority, fields, body)
-    response = h2_exchange(port, method, target, authority, fields, body)
+    response = h2_exchange(port, method, target, authority, fields, body,
+                           tls_ca=world.tls_certificate if tls else None)
     outcome.status = response.status
     outcome.records = world.records(upstream, door_id)
     refusal = response.json() is not None and isinstance(response.json().get("error"), str)
@@ -1326,7 +1361,7 @@ def compare_h2(line, outcome, reference):
 
 
 def compare(line, outcome, kind, reference):
-    if kind in ("h2", "h2lc"):
+    if kind in H2_KINDS:
         return compare_h2(line, outcome, reference)
     if kind in line.front_rewrites:
         outcome.notes.append("not compared: " + line.front_rewrites[kind])
@@ -1465,7 +1500,7 @@ def main():
                 for door, outcome in doors:
                     print("      %-15s %s" % (door, "; ".join(outcome.problems)))
         print("doors: %d requests through %d doors in %.1f s" % (len(lines), len(DOORS), time.time() - started))
-        print("%d passed, %d failed, %d not applicable (h2, h2lc)" % (passed, failed, not_applicable))
+        print("%d passed, %d failed, %d not applicable (h2, h2lc, h2tls)" % (passed, failed, not_applicable))
         return 1 if failed else 0
     finally:
         world.procs.stop_all()
