@@ -13,7 +13,18 @@ Speaks h2c with prior knowledge to HOST:PORT, plays CASE, and prints one JSON ob
 
 Cases: invalid_pseudo, response_pseudo, pseudo_after_field, uppercase_name, crlf_value,
 connection_header, te_gzip, content_length_mismatch, authority_host_mismatch, rapid_reset,
-continuation_flood, ping_flood, settings_flood, slow_reader, valid_get.
+continuation_flood, ping_flood, settings_flood, slow_reader, hpack_bomb, stream_id_exhaustion,
+stream_id_lower, valid_get.
+
+hpack_bomb: one HEADERS block of under 16 KiB that decodes to ~40 MB: a 4,000-byte field added to
+the HPACK dynamic table once, then named by its one-byte index 10,000 times. `outcome` is what
+the stream got, then `;after_bomb=` and a GET's outcome on the same connection (the bound may
+reset the stream, or end the connection with GOAWAY).
+stream_id_exhaustion: a GET on the last client stream ID (2^31-1), then another HEADERS on that
+same ID (no stream ID is left to the client, RFC 9113 5.1.1). `outcome` is
+"last:OUTCOME;then:OUTCOME" (the second, for a clean end, a GOAWAY).
+stream_id_lower: as stream_id_exhaustion, the second HEADERS on stream 5 (lower than the last: a
+stream implicitly closed, RFC 9113 5.1.1), read for 3 s.
 """
 
 import json
@@ -25,6 +36,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.settings
+import hpack
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -206,6 +218,87 @@ def slow_reader(host, port):
         sock.sendall(conn.data_to_send())
 
 
+def hpack_bomb(host, port):
+    sock, conn = connect(host, port)
+    # hpack's encoder adds the field to its dynamic table the first time and names it by index
+    # after that: one literal, then 10,000 one-byte references.
+    bomb = [(b"x-bomb", b"a" * 4000)] * 10000
+    block = conn.encoder.encode(base_headers() + bomb)
+    if len(block) > 16384:
+        raise SystemExit(f"the bomb's block is {len(block)} bytes: more than one frame")
+    sock.sendall(frame(1, 0x5, 1, block))  # HEADERS, END_STREAM | END_HEADERS, stream 1
+    try:
+        decoder = hpack.Decoder()
+        first = raw_stream_outcome(sock, 1, decoder)
+        if first.startswith("goaway"):
+            return first
+        # The connection's HPACK state survived: a plain GET on it is answered.
+        sock.sendall(frame(1, 0x5, 3, conn.encoder.encode(base_headers())))
+        return f"{first};after_bomb={raw_stream_outcome(sock, 3, decoder)}"
+    except (BrokenPipeError, ConnectionResetError):
+        return "closed"
+    finally:
+        sock.close()
+
+
+def raw_stream_outcome(sock, stream_id, decoder, seconds=5):
+    """Reads raw frames until `stream_id` gets a response HEADERS (status:N; `decoder` is the
+    connection's HPACK decoder, fed every response header block in order), a RST_STREAM
+    (reset:CODE), or the connection a GOAWAY (goaway:CODE) or its end (closed)."""
+    sock.settimeout(seconds)
+    buffer = b""
+    while True:
+        while len(buffer) >= 9:
+            length = int.from_bytes(buffer[0:3], "big")
+            if len(buffer) < 9 + length:
+                break
+            frame_type, flags = buffer[3], buffer[4]
+            stream = struct.unpack(">I", buffer[5:9])[0] & 0x7FFFFFFF
+            payload = buffer[9:9 + length]
+            buffer = buffer[9 + length:]
+            if frame_type == 7:
+                return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+            if frame_type == 3 and stream == stream_id:
+                return f"reset:{struct.unpack('>I', payload[0:4])[0]}"
+            if frame_type == 1:
+                block = payload
+                if flags & 0x8:  # PADDED
+                    block = block[1:len(block) - block[0]]
+                if flags & 0x20:  # PRIORITY
+                    block = block[5:]
+                fields = decoder.decode(block, raw=True)
+                if stream == stream_id:
+                    status = next((v.decode() for n, v in fields if n == b":status"), "?")
+                    return f"status:{status}"
+            if frame_type == 4 and not flags & 0x1:
+                sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            return "timeout"
+        except ConnectionResetError:
+            return "closed"
+        if not data:
+            return "closed"
+        buffer += data
+
+
+def stream_id_exhaustion(host, port, second):
+    sock, conn = connect(host, port)
+    last = 2**31 - 1
+    decoder = hpack.Decoder()
+    sock.sendall(frame(1, 0x5, last, conn.encoder.encode(base_headers())))
+    try:
+        first = raw_stream_outcome(sock, last, decoder)
+        sock.sendall(frame(1, 0x5, second, conn.encoder.encode(base_headers())))
+        then = raw_stream_outcome(sock, second, decoder, seconds=3)
+    except (BrokenPipeError, ConnectionResetError):
+        then = "closed"
+    finally:
+        sock.close()
+    return f"last:{first};then:{then}"
+
+
 def play(host, port, case):
     h = base_headers()
     if case == "valid_get":
@@ -238,6 +331,12 @@ def play(host, port, case):
         return control_flood(host, port, "ping")
     if case == "settings_flood":
         return control_flood(host, port, "settings")
+    if case == "hpack_bomb":
+        return hpack_bomb(host, port)
+    if case == "stream_id_exhaustion":
+        return stream_id_exhaustion(host, port, 2**31 - 1)
+    if case == "stream_id_lower":
+        return stream_id_exhaustion(host, port, 5)
     raise SystemExit(f"unknown case {case}")
 
 

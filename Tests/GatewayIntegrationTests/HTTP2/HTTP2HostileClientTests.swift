@@ -64,6 +64,52 @@ import Testing
         #expect(outcome.after == "status:200", "\(outcome)")
     }
 
+    /// An HPACK bomb: a 4,000-byte field put in the dynamic table once and named by its
+    /// one-byte index 10,000 times (a 14 KB block that decodes to 40 MB). The header-list bound
+    /// (`SETTINGS_MAX_HEADER_LIST_SIZE`, the HTTP/1.1 header limit) refuses it with 431, nothing
+    /// reaches the upstream, and the same connection's HPACK state still serves a GET.
+    @Test func anHPACKBombIsRefusedByTheHeaderListBoundAndTheConnectionServesOn() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("hpack_bomb", port: gateway.port)
+        print("h2-hostile hpack_bomb \(outcome.outcome) after \(outcome.after)")
+        #expect(outcome.outcome == "status:431;after_bomb=status:200", "\(outcome)")
+        #expect(outcome.after == "status:200", "\(outcome)")
+        // The GET after the bomb on its connection, and the next client's: never the bomb.
+        #expect(try upstream.stats().requests == 2)
+    }
+
+    /// A client that used the last stream ID (2^31-1) is served on it; a HEADERS that reuses it
+    /// ends the connection with GOAWAY STREAM_CLOSED, and the next client is served.
+    @Test func theLastClientStreamIDIsServedAndItsReuseEndsTheConnection() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("stream_id_exhaustion", port: gateway.port)
+        print("h2-hostile stream_id_exhaustion \(outcome.outcome) after \(outcome.after)")
+        #expect(outcome.outcome == "last:status:200;then:goaway:5", "\(outcome)")
+        #expect(outcome.after == "status:200", "\(outcome)")
+        #expect(try upstream.stats().requests == 2)
+        #expect(eventually { gateway.server.openConnections == 0 }, "the exhausted connection must be gone")
+    }
+
+    /// After the last stream ID, a HEADERS on a lower one (a stream implicitly closed) is never
+    /// served. libnghttp2 ignores it as a frame on a closed stream (RFC 9113 5.1 allows that;
+    /// 5.1.1 asks for a connection error): either is accepted here, an answer is not.
+    @Test func aStreamIDBelowTheLastIsNeverServed() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("stream_id_lower", port: gateway.port)
+        print("h2-hostile stream_id_lower \(outcome.outcome) after \(outcome.after)")
+        #expect(
+            ["last:status:200;then:timeout", "last:status:200;then:goaway:1", "last:status:200;then:goaway:5"]
+                .contains(outcome.outcome), "\(outcome)")
+        #expect(outcome.after == "status:200", "\(outcome)")
+        #expect(try upstream.stats().requests == 2)
+    }
+
     /// Floods end the connection with GOAWAY ENHANCE_YOUR_CALM (the gateway's counters, or
     /// libnghttp2's own limits); the next client is served.
     @Test(arguments: ["rapid_reset", "continuation_flood", "ping_flood", "settings_flood"])
