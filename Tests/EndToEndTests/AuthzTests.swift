@@ -264,6 +264,36 @@ extension EndToEnd {
         /// Envoy's HTTP ext_authz check requests, as its documentation describes them: the
         /// original method, `path_prefix` + path, the headers `allowed_headers` lets through, and
         /// with `with_request_body` the buffered body and `x-envoy-auth-partial-body`.
+        /// `x_app_attest_status` is `X-App-Attest-Status` to a CGI or WSGI upstream. `listen` drops
+        /// such names; the check listener keeps them (the front forwards the client's fields
+        /// itself, so dropping would hide them from the check only) and refuses the gateway's and
+        /// the trust headers' spellings, in both dialects; other underscore names pass.
+        @Test(.timeLimit(.minutes(1)))
+        func underscoreSpellingsAreRefusedByTheCheckAndDroppedInline() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let (gateway, authz) = try Self.startGateway(world, name: "authz-underscore")
+            let forward = [("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", "/public/x")]
+            expectDenied(
+                try Self.send(
+                    port: authz, "GET", "/forward-auth", headers: forward + [("x_app_attest_status", "verified")]),
+                400, "underscore_gateway_header")
+            expectDenied(
+                try Self.send(
+                    port: authz, "GET", "/ext_authz/public/x", headers: [("X-App_Attest-Key_Id", "c3Bvb2Y=")]),
+                400, "underscore_gateway_header")
+            expectDenied(
+                try Self.send(port: authz, "GET", "/ext_authz/public/x", headers: [("x_real_ip", "203.0.113.9")]),
+                400, "underscore_gateway_header")
+            let other = try Self.send(port: authz, "GET", "/forward-auth", headers: forward + [("x_custom", "1")])
+            #expect(other.status == 200, "\(other)")
+            let inline = try Self.send(
+                port: gateway.ports.proxy, "GET", "/public/x", headers: [("x_app_attest_status", "verified")])
+            #expect(inline.status == 200, "\(inline)")
+            let echo = try UpstreamEcho(inline)
+            #expect(!echo.headers.contains { $0.0.contains("_") }, "\(echo.headers)")
+        }
+
         @Test(.timeLimit(.minutes(1)))
         func envoyExtAuthzTranscripts() throws {
             let world = try E2EWorld()
