@@ -74,7 +74,19 @@ package enum RequestRules {
 
     /// `name` has `_` and reads as a gateway or trust header when each `_` is read as `-`.
     static func underscoreViolation(_ name: String) -> EnforcementError? {
-        guard name.utf8.contains(UInt8(ascii: "_")) else { return nil }
+        // Every name the rule refuses folds to `x-…` or `client-…` of at least 9 bytes: the
+        // fields of an ordinary request (Host, Accept, Content-Type, Cookie…) are ruled out by
+        // their length and two bytes, before any scan for `_`.
+        let mayFold =
+            name.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+                guard bytes.count >= 9 else { return false }
+                switch bytes[0] | 0x20 {
+                case UInt8(ascii: "x"): return bytes[1] == UInt8(ascii: "-") || bytes[1] == UInt8(ascii: "_")
+                case UInt8(ascii: "c"): return bytes[6] == UInt8(ascii: "-") || bytes[6] == UInt8(ascii: "_")
+                default: return false
+                }
+            } ?? true
+        guard mayFold, name.utf8.contains(UInt8(ascii: "_")) else { return nil }
         let folded = String(decoding: name.utf8.map { $0 == UInt8(ascii: "_") ? UInt8(ascii: "-") : $0 }, as: UTF8.self)
         guard IdentityHeaders.isReserved(folded) || Self.trustHeaders.contains(folded) else { return nil }
         return EnforcementError(
