@@ -122,12 +122,14 @@ public struct HTTPRequestParser: Sendable {
         // the limit. No check below looks at bytes past the limit: a split feed sees no more than
         // `limit` bytes before it must decide, so the whole buffer must not decide on more either.
         var start = self.memo.start
-        while start < min(count, limit) {
+        let visible = min(count, limit)
+        while start < visible {
             let byte = buffer[start]
             if byte == HTTPByte.lf {
                 start += 1
             } else if byte == HTTPByte.cr {
-                if start + 1 >= count { break }
+                // The byte after a CR at the limit's last position is past the limit.
+                if start + 1 >= visible { break }
                 guard buffer[start + 1] == HTTPByte.lf else { return self.fail(.bareCarriageReturn) }
                 start += 2
             } else {

@@ -188,6 +188,15 @@ import Testing
         )
     }
 
+    /// Found by the long fuzz run: a CR as the limit's last byte of the leading empty lines was
+    /// judged by the byte after it (past the limit) when the buffer was whole (bare CR) and as
+    /// 414 when fed in pieces; the byte past the limit must not decide.
+    @Test func aCarriageReturnAtTheLimitIsJudgedTheSameHoweverTheBytesArrive() {
+        let text = String(repeating: "\n", count: 63) + "\r\u{b7}\n\n"
+        let transcript = Self.parseAllWays(text, limits: HTTPParserLimits(maxHeaderBytes: 64, maxHeaderCount: 4))
+        #expect(transcript.lines == ["error request_line_too_long"])
+    }
+
     @Test func fieldValuesAreTrimmedAndMayBeEmptyOrUTF8() {
         let transcript = Self.parseAllWays(
             "GET / HTTP/1.1\r\nHost:h\r\nX-Empty:\r\nX-Tabs: \t a \t b \t\r\nX-Utf8: caf\u{e9}\r\n\r\n"
