@@ -40,6 +40,9 @@ extension ProxyConnection {
         self.tunnel = TunnelRelay(
             client: self.client, upstream: connection, loop: self.loop, policy: self.snapshot.tunnels,
             metrics: self.server.metrics.tunnels, highWaterMark: Self.highWaterMark)
+        // The upstream socket's events come to this connection's pump directly from now on.
+        self.loop.replaceHandler(
+            token: connection.channel.token, with: TunnelUpstreamEvents(connection: self, channel: connection.channel))
         // Bytes behind the 101 (already read) and behind the upgrade request go on the next round.
         self.repump = true
     }

@@ -193,6 +193,38 @@ package final class SocketChannel {
         self.queuedBytes &+= UInt64(bytes.count)
     }
 
+    /// Writes `bytes` at once when nothing is queued before them, and queues what the socket
+    /// does not take (write interest then follows, as in `flush`). Counted in `queuedBytes` like
+    /// `queue`. Returns the bytes left unsent: 0 when all went, the common case of a relay, which
+    /// then takes no buffer from the pool and copies nothing (`TunnelRelay`).
+    package func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return self.unsentCount }
+        self.queuedBytes &+= UInt64(bytes.count)
+        if let output = self.output {
+            output.append(bytes)
+            return output.readableCount
+        }
+        var offset = 0
+        while offset < bytes.count {
+            switch try self.transport.write(base + offset, count: bytes.count - offset) {
+            case .processed(let n):
+                offset += n
+            case .wouldBlock, .endOfFile:
+                let output = self.loop.buffers.take()
+                output.append(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                self.output = output
+                self.setWriteInterest(true)
+                return output.readableCount
+            }
+        }
+        if !self.transport.waitsForWritable { self.setWriteInterest(false) }
+        return 0
+    }
+
+    /// Whether an output buffer is held (queued bytes may wait): one load, no retain.
+    @inline(__always)
+    package var holdsOutput: Bool { self.output != nil }
+
     /// `n` bytes were written into `outputBuffer()` in place (counted in `queuedBytes`).
     package func noteQueued(_ n: Int) {
         self.queuedBytes &+= UInt64(n)
