@@ -26,6 +26,8 @@ final class TunnelRelay {
 
     let client: SocketChannel
     let upstream: UpstreamConnection
+    /// `upstream.channel`, held here: read on every turn.
+    private let upstreamChannel: SocketChannel
     private let loop: EventLoop
     private let metrics: TunnelMetrics
     private let highWaterMark: Int
@@ -38,6 +40,8 @@ final class TunnelRelay {
     @exclusivity(unchecked) private var owedShutdownToClient = false
     @exclusivity(unchecked) private var owedShutdownToUpstream = false
     @exclusivity(unchecked) private var finishing: TunnelStateMachine.CloseReason?
+    /// The bytes read before the tunnel began were taken over (the first `pump`).
+    @exclusivity(unchecked) private var tookEarlyInput = false
 
     init(
         client: SocketChannel, upstream: UpstreamConnection, loop: EventLoop, policy: TunnelPolicy,
@@ -45,17 +49,15 @@ final class TunnelRelay {
     ) {
         self.client = client
         self.upstream = upstream
+        self.upstreamChannel = upstream.channel
         self.loop = loop
         self.metrics = metrics
         self.highWaterMark = highWaterMark
         self.machine = TunnelStateMachine(
             startedAt: loop.now, idleTimeout: policy.idleTimeout.nanoseconds,
             maxLifetime: policy.maxLifetime.nanoseconds)
+        self.armedDeadline = self.machine.deadline
         metrics.open.add(1)
-    }
-
-    private func channel(_ side: TunnelStateMachine.Side) -> SocketChannel {
-        side == .client ? self.client : self.upstream.channel
     }
 
     /// Rounds of one `pump` (each moves up to about `highWaterMark` per direction): a tunnel
@@ -63,53 +65,89 @@ final class TunnelRelay {
     static let maxRounds = 16
 
     /// Moves what can move now, both ways, until nothing does (or `maxRounds`).
+    ///
+    /// A round reads each side until its socket is drained (or the other side's queue is over
+    /// `highWaterMark`), writing every read straight through (`SocketChannel.send`), then
+    /// flushes what had to wait. Another round runs only when a read stopped for back-pressure
+    /// and something moved: otherwise every socket was read until it was empty and every queue
+    /// written until its socket was full, so a second round would only repeat those calls
+    /// (it did, on every event, before: half the relay's instructions per message).
     func pump() -> Outcome {
         if let reason = self.machine.endReason, self.finishing == nil { return .ended(reason) }
-        var progress = true
+        if !self.tookEarlyInput {
+            self.tookEarlyInput = true
+            self.takeEarlyInput()
+        }
         var rounds = 0
-        while progress {
+        while true {
             if rounds == Self.maxRounds { return .yielded }
             rounds += 1
-            progress = false
+            var progress = false
             // Client then upstream, spelled out: no array (and its retain and `swift_once`) per turn.
             do {
-                if try self.relay(from: .client) { progress = true }
-                if try self.flush(to: .upstream) { progress = true }
-                if try self.relay(from: .upstream) { progress = true }
-                if try self.flush(to: .client) { progress = true }
+                if try self.relay(from: self.client, to: self.upstreamChannel, side: .client) { progress = true }
+                if try self.flush(self.upstreamChannel, side: .upstream) { progress = true }
+                if try self.relay(from: self.upstreamChannel, to: self.client, side: .upstream) { progress = true }
+                if try self.flush(self.client, side: .client) { progress = true }
             } catch {
                 self.machine.failed()
                 return .ended(.error)
             }
-            if let reason = self.finishing, !self.client.hasUnsentOutput, !self.upstream.channel.hasUnsentOutput {
+            if let reason = self.finishing, !self.client.hasUnsentOutput, !self.upstreamChannel.hasUnsentOutput {
                 return .ended(reason)
             }
+            guard progress, Self.stoppedEarly(self.client) || Self.stoppedEarly(self.upstreamChannel) else {
+                return .running
+            }
         }
-        return .running
     }
 
-    /// Reads `side` while the other side has room; returns whether any byte moved.
-    private func relay(from side: TunnelStateMachine.Side) throws(TransportError) -> Bool {
-        let source = self.channel(side)
-        let destination = self.channel(side.other)
-        var moved = 0
-        // Bytes read before the tunnel began (behind the upgrade request, or behind the 101).
-        if let input = source.input {
+    /// A read of `channel` stopped with bytes possibly left (back-pressure), not at a drained socket.
+    @inline(__always)
+    private static func stoppedEarly(_ channel: SocketChannel) -> Bool {
+        channel.mayRead && !channel.readClosed
+    }
+
+    /// Bytes read before the tunnel began (behind the upgrade request, or behind the 101),
+    /// queued for the other side; the round that follows writes them.
+    private func takeEarlyInput() {
+        for side in [TunnelStateMachine.Side.client, .upstream] {
+            let source = side == .client ? self.client : self.upstreamChannel
+            let destination = side == .client ? self.upstreamChannel : self.client
+            guard let input = source.input else { continue }
             source.input = nil
             if !input.isEmpty {
-                moved += input.readableCount
+                let count = input.readableCount
                 destination.queue(input.readableBytes)
+                self.count(count, from: side)
             }
             self.loop.buffers.give(input)
         }
-        reading: while !source.readClosed && source.mayRead && destination.unsentCount <= self.highWaterMark {
+    }
+
+    /// Reads `source` while `destination` has room, each read written through to it; returns
+    /// whether any byte moved.
+    @inline(__always)
+    private func relay(
+        from source: SocketChannel, to destination: SocketChannel, side: TunnelStateMachine.Side
+    ) throws(TransportError) -> Bool {
+        guard source.mayRead && !source.readClosed else { return false }
+        var moved = 0
+        var room = !destination.holdsOutput || destination.unsentCount <= self.highWaterMark
+        reading: while room && source.mayRead && !source.readClosed {
             switch try source.readOnce() {
             case .scratch(let bytes):
                 moved += bytes.count
-                destination.queue(bytes)
+                room = try destination.send(bytes) <= self.highWaterMark
             case .appended:
-                // Not reached (`input` is emptied above); relayed from `input` on the next turn.
-                return true
+                // Not reached: `input` was taken over by the first pump and a tunnel's reads
+                // never keep a rest. Relayed as early input would be, should it ever come.
+                if let input = source.input {
+                    source.input = nil
+                    moved += input.readableCount
+                    destination.queue(input.readableBytes)
+                    self.loop.buffers.give(input)
+                }
             case .wouldBlock:
                 break reading
             case .endOfFile:
@@ -117,15 +155,22 @@ final class TunnelRelay {
             }
         }
         guard moved > 0 else { return false }
+        self.count(moved, from: side)
+        return true
+    }
+
+    /// `count` bytes from `side` moved: the idle deadline starts again, the access log and the
+    /// metrics count them.
+    @inline(__always)
+    private func count(_ count: Int, from side: TunnelStateMachine.Side) {
         self.machine.bytesMoved(at: self.loop.now)
         if side == .client {
-            self.bytesFromClient &+= UInt64(moved)
-            self.metrics.bytesFromClient.increment(by: UInt64(moved))
+            self.bytesFromClient &+= UInt64(count)
+            self.metrics.bytesFromClient.increment(by: UInt64(count))
         } else {
-            self.bytesFromUpstream &+= UInt64(moved)
-            self.metrics.bytesFromUpstream.increment(by: UInt64(moved))
+            self.bytesFromUpstream &+= UInt64(count)
+            self.metrics.bytesFromUpstream.increment(by: UInt64(count))
         }
-        return true
     }
 
     private func endOfFile(from side: TunnelStateMachine.Side) {
@@ -154,9 +199,13 @@ final class TunnelRelay {
         return self.owedShutdownToUpstream
     }
 
-    /// Writes what is queued for `side`, then its owed half-close; returns whether any byte went.
-    private func flush(to side: TunnelStateMachine.Side) throws(TransportError) -> Bool {
-        let channel = self.channel(side)
+    /// Writes what is queued for `side` (`channel`), then its owed half-close; returns whether
+    /// any byte went. Nothing queued and nothing owed (the common case: reads are written
+    /// through) costs two loads.
+    @inline(__always)
+    private func flush(_ channel: SocketChannel, side: TunnelStateMachine.Side) throws(TransportError) -> Bool {
+        let owed = side == .client ? self.owedShutdownToClient : self.owedShutdownToUpstream
+        guard channel.holdsOutput || owed else { return false }
         let before = channel.unsentCount
         if channel.hasUnsentOutput { try channel.flush() }
         if !channel.hasUnsentOutput && self.takeOwedShutdown(of: side) {
@@ -165,15 +214,25 @@ final class TunnelRelay {
         return channel.unsentCount != before
     }
 
-    /// The timer fired: the reason when a deadline has passed, nil to re-arm.
+    /// The timer fired: the reason when a deadline has passed, nil to re-arm (for the
+    /// deadline as activity moved it).
     func timerFired() -> TunnelStateMachine.CloseReason? {
-        self.machine.timerFired(at: self.loop.now)
+        let reason = self.machine.timerFired(at: self.loop.now)
+        if reason == nil { self.armedDeadline = self.machine.deadline }
+        return reason
     }
 
-    /// Nanoseconds from now until the tunnel's deadline.
+    /// The deadline the connection's timer is armed for: the machine's when the tunnel began or
+    /// the timer last fired, not moved by every byte. Activity only moves the real deadline later
+    /// (`TunnelStateMachine.deadline`), so the timer fires at or before it, and `timerFired`
+    /// re-arms; the loop's deadline then stays the same from event to event and is not written
+    /// again (`EventLoop.setDeadline`). Costs at most one early wake-up per idle timeout.
+    @exclusivity(unchecked) private var armedDeadline: UInt64 = 0
+
+    /// Nanoseconds from now until the deadline the timer is armed for (`armedDeadline`).
     var nanosecondsToDeadline: UInt64 {
         let now = self.loop.now
-        let deadline = self.machine.deadline
+        let deadline = self.armedDeadline
         return deadline > now ? deadline - now : 0
     }
 

@@ -48,14 +48,18 @@ package protocol EventHandler: AnyObject {
 /// `execute` is the way in from other queues. The per-event properties are
 /// `@exclusivity(unchecked)` for that reason (see `ProxyConnection`).
 package final class EventLoop: @unchecked Sendable {
-    package static let readable: UInt32 = CGatewayShims_EPOLLIN
-    package static let writable: UInt32 = CGatewayShims_EPOLLOUT
-    package static let hangup: UInt32 = CGatewayShims_EPOLLHUP | CGatewayShims_EPOLLRDHUP
-    package static let error: UInt32 = CGatewayShims_EPOLLERR
+    // The epoll bits as literals (Linux's ABI; `init` checks them against <sys/epoll.h> through
+    // the shim): a `static let` read from the shim's `extern const` was a lazy global, one
+    // `swift_once` check per use, five per event on the tunnel's path (docs/design-notes.md,
+    // "What one echoed message costs").
+    @inlinable package static var readable: UInt32 { 0x001 }  // EPOLLIN
+    @inlinable package static var writable: UInt32 { 0x004 }  // EPOLLOUT
+    @inlinable package static var hangup: UInt32 { 0x010 | 0x2000 }  // EPOLLHUP | EPOLLRDHUP
+    @inlinable package static var error: UInt32 { 0x008 }  // EPOLLERR
     /// EPOLLHUP alone: both directions are closed (EPOLLRDHUP is the peer's half-close).
-    package static let peerClosed: UInt32 = CGatewayShims_EPOLLHUP
+    @inlinable package static var peerClosed: UInt32 { 0x010 }
     /// EPOLLRDHUP: the peer shut down its sending side (a FIN is queued behind the data).
-    package static let readHangup: UInt32 = CGatewayShims_EPOLLRDHUP
+    @inlinable package static var readHangup: UInt32 { 0x2000 }
     package static let tickInterval: DispatchTimeInterval = .milliseconds(100)
     /// `tickInterval` (tests use a long tick so a lost wake-up cannot hide behind it).
     private let tickNanoseconds: UInt64
@@ -97,6 +101,11 @@ package final class EventLoop: @unchecked Sendable {
     package private(set) var registrationCount = 0
 
     package init(index: Int, tickNanoseconds: UInt64 = 100_000_000) throws(IOError) {
+        precondition(
+            Self.readable == CGatewayShims_EPOLLIN && Self.writable == CGatewayShims_EPOLLOUT
+                && Self.error == CGatewayShims_EPOLLERR && Self.peerClosed == CGatewayShims_EPOLLHUP
+                && Self.readHangup == CGatewayShims_EPOLLRDHUP,
+            "EventLoop's epoll constants differ from <sys/epoll.h>")
         self.index = index
         self.tickNanoseconds = max(tickNanoseconds, 1_000_000)
         // A serial queue made with a label targets the overcommit root queue of its QoS:
@@ -235,6 +244,15 @@ package final class EventLoop: @unchecked Sendable {
         _ = CGatewayShims_epoll_modify(self.epollFD, fd, Self.interest(writable: writable), token)
     }
 
+    /// Hands the registration's events and deadline to `handler` from now on (a connection that
+    /// becomes a tunnel takes its upstream socket's events directly). The token stays the same.
+    package func replaceHandler(token: UInt64, with handler: any EventHandler) {
+        self.assertInLoop()
+        let slotIndex = Int(token & 0xFFFF_FFFF)
+        guard slotIndex < self.slots.count, self.slots[slotIndex].generation == UInt32(token >> 32) else { return }
+        self.slots[slotIndex].handler = handler
+    }
+
     /// Removes `fd` from epoll and frees the token. Call before closing the fd; events
     /// already fetched for the token are dropped (the generation check).
     package func deregister(fd: Int32, token: UInt64) {
@@ -253,17 +271,16 @@ package final class EventLoop: @unchecked Sendable {
         self.freeSlots.append(slotIndex)
     }
 
-    /// Sets the registration's single deadline to `now + after`; `nil` clears it.
+    /// Sets the registration's single deadline to `now + after`; `nil` clears it. An unchanged
+    /// deadline is not written again (a write to the table is a uniqueness check of its array:
+    /// a tunnel re-states the same deadline on every event, `TunnelRelay.nanosecondsToDeadline`).
     @inline(__always)
     @inlinable
     package func setDeadline(token: UInt64, after: UInt64?) {
         let slotIndex = Int(token & 0xFFFF_FFFF)
         guard slotIndex < self.slots.count, self.slots[slotIndex].generation == UInt32(token >> 32) else { return }
-        if let after {
-            self.slots[slotIndex].deadline = max(self.now &+ after, 1)
-        } else {
-            self.slots[slotIndex].deadline = 0
-        }
+        let deadline = after.map { max(self.now &+ $0, 1) } ?? 0
+        if self.slots[slotIndex].deadline != deadline { self.slots[slotIndex].deadline = deadline }
     }
 
     // MARK: - The loop

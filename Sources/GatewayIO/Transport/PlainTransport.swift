@@ -11,24 +11,45 @@ package final class PlainTransport: ByteTransport {
 
     @inline(__always)
     package func read(into pointer: UnsafeMutableRawPointer, count: Int) throws(TransportError) -> IOResult {
-        do {
-            return try SystemCalls.read(self.fd, into: pointer, count: count)
-        } catch {
-            throw .system(error)
-        }
+        try Self.read(self.fd, into: pointer, count: count)
     }
 
     @inline(__always)
     package func write(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
+        try Self.write(self.fd, pointer, count: count)
+    }
+
+    @inline(__always)
+    package func drained(afterReading count: Int, of requested: Int) -> Bool {
+        Self.drained(afterReading: count, of: requested)
+    }
+
+    // The same on a bare descriptor: `SocketChannel` calls these directly for a plain socket
+    // (no existential call, no retain and release of its `transport` per read and write).
+
+    @inline(__always)
+    static func read(_ fd: Int32, into pointer: UnsafeMutableRawPointer, count: Int) throws(TransportError)
+        -> IOResult
+    {
         do {
-            return try SystemCalls.write(self.fd, pointer, count: count)
+            return try SystemCalls.read(fd, into: pointer, count: count)
         } catch {
             throw .system(error)
         }
     }
 
     @inline(__always)
-    package func drained(afterReading count: Int, of requested: Int) -> Bool { count < requested }
+    static func write(_ fd: Int32, _ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
+        do {
+            return try SystemCalls.write(fd, pointer, count: count)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// A short read drained the socket.
+    @inline(__always)
+    static func drained(afterReading count: Int, of requested: Int) -> Bool { count < requested }
     package var waitsForWritable: Bool { false }
     package var isHandshaking: Bool { false }
 

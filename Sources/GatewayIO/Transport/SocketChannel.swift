@@ -39,10 +39,21 @@ package final class SocketChannel {
     /// log's bytes out are the difference over one exchange.
     @exclusivity(unchecked) package private(set) var queuedBytes: UInt64 = 0
     @exclusivity(unchecked) private(set) var isClosed = false
+    /// The socket when `transport` is plain TCP (`PlainTransport`), else -1: reads and writes
+    /// then make `PlainTransport`'s system calls on it directly. Calling through `transport`
+    /// (a `var` existential) cost a retain, a release and a witness call per read and per
+    /// write: a third of a tunnel's remaining reference counting per echoed message
+    /// (docs/design-notes.md, "What one echoed message costs").
+    @exclusivity(unchecked) private var plainFD: Int32
 
     package init(transport: any ByteTransport, loop: EventLoop) {
         self.transport = transport
         self.loop = loop
+        self.plainFD = Self.plainDescriptor(of: transport)
+    }
+
+    private static func plainDescriptor(of transport: any ByteTransport) -> Int32 {
+        (transport as? PlainTransport)?.fd ?? -1
     }
 
     package var fd: Int32 { self.transport.fd }
@@ -54,6 +65,7 @@ package final class SocketChannel {
         precondition(transport.fd == self.transport.fd, "a transport upgrade must keep the socket")
         precondition(self.input == nil && self.output == nil, "a transport upgrade before any byte moved")
         self.transport = transport
+        self.plainFD = Self.plainDescriptor(of: transport)
     }
 
     /// Registers the socket with the loop for `handler` (`writable`: wait for a connect).
@@ -75,6 +87,28 @@ package final class SocketChannel {
         if events & EventLoop.readHangup != 0 { self.peerSentFIN = true }
     }
 
+    // MARK: - Through the transport
+
+    @inline(__always)
+    private func transportRead(into pointer: UnsafeMutableRawPointer, count: Int) throws(TransportError) -> IOResult {
+        let fd = self.plainFD
+        if fd >= 0 { return try PlainTransport.read(fd, into: pointer, count: count) }
+        return try self.transport.read(into: pointer, count: count)
+    }
+
+    @inline(__always)
+    private func transportWrite(_ pointer: UnsafeRawPointer, count: Int) throws(TransportError) -> IOResult {
+        let fd = self.plainFD
+        if fd >= 0 { return try PlainTransport.write(fd, pointer, count: count) }
+        return try self.transport.write(pointer, count: count)
+    }
+
+    /// `transport.waitsForWritable` (plain TCP never waits to write for a read).
+    @inline(__always)
+    private var transportWaitsForWritable: Bool {
+        self.plainFD >= 0 ? false : self.transport.waitsForWritable
+    }
+
     // MARK: - Reading
 
     /// One read through the transport: into the loop's scratch memory when `input` holds no
@@ -83,7 +117,7 @@ package final class SocketChannel {
         if let input = self.input, !input.isEmpty {
             input.reserveWritable(16 * 1024)
             let requested = input.writableCount
-            switch try self.transport.read(into: input.writablePointer, count: requested) {
+            switch try self.transportRead(into: input.writablePointer, count: requested) {
             case .processed(let n):
                 input.didWrite(n)
                 self.noteRead(n, requested: requested)
@@ -98,7 +132,7 @@ package final class SocketChannel {
         }
         let scratch = self.loop.scratch
         guard let base = scratch.baseAddress else { preconditionFailure("loop scratch buffer is empty") }
-        switch try self.transport.read(into: base, count: scratch.count) {
+        switch try self.transportRead(into: base, count: scratch.count) {
         case .processed(let n):
             self.noteRead(n, requested: scratch.count)
             return .scratch(UnsafeRawBufferPointer(start: base, count: n))
@@ -114,7 +148,12 @@ package final class SocketChannel {
     /// The read drained the socket: the next data makes a new edge (saves the EAGAIN read).
     @inline(__always)
     private func noteRead(_ count: Int, requested: Int) {
-        if !self.peerSentFIN && self.transport.drained(afterReading: count, of: requested) { self.mayRead = false }
+        if self.peerSentFIN { return }
+        let drained =
+            self.plainFD >= 0
+            ? PlainTransport.drained(afterReading: count, of: requested)
+            : self.transport.drained(afterReading: count, of: requested)
+        if drained { self.mayRead = false }
     }
 
     /// What the peer had sent beyond the last request, found by `discardPending`.
@@ -161,7 +200,7 @@ package final class SocketChannel {
 
     private func readBlocked() {
         self.mayRead = false
-        if self.transport.waitsForWritable { self.setWriteInterest(true) }
+        if self.transportWaitsForWritable { self.setWriteInterest(true) }
     }
 
     /// Keeps the unconsumed rest of a scratch read as `input`.
@@ -193,6 +232,38 @@ package final class SocketChannel {
         self.queuedBytes &+= UInt64(bytes.count)
     }
 
+    /// Writes `bytes` at once when nothing is queued before them, and queues what the socket
+    /// does not take (write interest then follows, as in `flush`). Counted in `queuedBytes` like
+    /// `queue`. Returns the bytes left unsent: 0 when all went, the common case of a relay, which
+    /// then takes no buffer from the pool and copies nothing (`TunnelRelay`).
+    package func send(_ bytes: UnsafeRawBufferPointer) throws(TransportError) -> Int {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return self.unsentCount }
+        self.queuedBytes &+= UInt64(bytes.count)
+        if let output = self.output {
+            output.append(bytes)
+            return output.readableCount
+        }
+        var offset = 0
+        while offset < bytes.count {
+            switch try self.transportWrite(base + offset, count: bytes.count - offset) {
+            case .processed(let n):
+                offset += n
+            case .wouldBlock, .endOfFile:
+                let output = self.loop.buffers.take()
+                output.append(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+                self.output = output
+                self.setWriteInterest(true)
+                return output.readableCount
+            }
+        }
+        if !self.transportWaitsForWritable { self.setWriteInterest(false) }
+        return 0
+    }
+
+    /// Whether an output buffer is held (queued bytes may wait): one load, no retain.
+    @inlinable
+    package var holdsOutput: Bool { self.output != nil }
+
     /// `n` bytes were written into `outputBuffer()` in place (counted in `queuedBytes`).
     package func noteQueued(_ n: Int) {
         self.queuedBytes &+= UInt64(n)
@@ -216,7 +287,7 @@ package final class SocketChannel {
         while !output.isEmpty {
             let readable = output.readableBytes
             guard let base = readable.baseAddress else { preconditionFailure("non-empty output without storage") }
-            switch try self.transport.write(base, count: readable.count) {
+            switch try self.transportWrite(base, count: readable.count) {
             case .processed(let n):
                 output.consume(n)
                 onProgress(output.readableCount)
@@ -227,7 +298,7 @@ package final class SocketChannel {
         }
         self.output = nil
         self.loop.buffers.give(output)
-        if !self.transport.waitsForWritable { self.setWriteInterest(false) }
+        if !self.transportWaitsForWritable { self.setWriteInterest(false) }
     }
 
     package func setWriteInterest(_ writable: Bool) {
@@ -255,6 +326,7 @@ package final class SocketChannel {
     package func close() {
         guard !self.isClosed else { return }
         self.isClosed = true
+        self.plainFD = -1
         self.loop.deregister(fd: self.transport.fd, token: self.token)
         self.transport.close()
         self.releaseBuffers()
