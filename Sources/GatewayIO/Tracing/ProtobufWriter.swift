@@ -1,0 +1,62 @@
+/// The few protocol-buffer encodings an OTLP export needs (https://protobuf.dev/programming-guides/encoding/):
+/// varints, fixed 32- and 64-bit little-endian values, and length-delimited fields (bytes,
+/// strings, nested messages). A writer only; nothing here reads protobuf.
+package struct ProtobufWriter: Sendable {
+    /// Wire types.
+    package enum WireType: UInt64, Sendable {
+        case varint = 0
+        case fixed64 = 1
+        case lengthDelimited = 2
+        case fixed32 = 5
+    }
+
+    package private(set) var bytes: [UInt8] = []
+
+    package init() {}
+
+    package mutating func writeVarint(_ value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            self.bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        self.bytes.append(UInt8(value))
+    }
+
+    package mutating func writeTag(_ field: UInt64, _ wireType: WireType) {
+        self.writeVarint(field << 3 | wireType.rawValue)
+    }
+
+    /// A varint field (int64 values are written as their two's complement, 10 bytes when negative).
+    package mutating func writeVarintField(_ field: UInt64, _ value: UInt64) {
+        self.writeTag(field, .varint)
+        self.writeVarint(value)
+    }
+
+    package mutating func writeFixed64Field(_ field: UInt64, _ value: UInt64) {
+        self.writeTag(field, .fixed64)
+        withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func writeFixed32Field(_ field: UInt64, _ value: UInt32) {
+        self.writeTag(field, .fixed32)
+        withUnsafeBytes(of: value.littleEndian) { self.bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func writeBytesField(_ field: UInt64, _ value: some Collection<UInt8>) {
+        self.writeTag(field, .lengthDelimited)
+        self.writeVarint(UInt64(value.count))
+        self.bytes.append(contentsOf: value)
+    }
+
+    package mutating func writeStringField(_ field: UInt64, _ value: String) {
+        self.writeBytesField(field, value.utf8)
+    }
+
+    /// A nested message: `body` writes its fields, then they go out behind their length.
+    package mutating func writeMessageField(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
+        var inner = ProtobufWriter()
+        body(&inner)
+        self.writeBytesField(field, inner.bytes)
+    }
+}
