@@ -51,7 +51,8 @@ struct ExchangeRecorder {
         if exchange.correlation?.trace?.span.sampled == true {
             Tracer.process.record(
                 ExchangeTracing.spans(
-                    of: exchange, now: now, wallNow: ExchangeTracing.wallClockNanoseconds(), httpProtocol: httpProtocol))
+                    of: exchange, now: now, wallNow: ExchangeTracing.wallClockNanoseconds(), httpProtocol: httpProtocol)
+            )
         }
         guard self.loopContext.accessLog != nil else { return }
         var entry =

@@ -61,7 +61,9 @@ enum ExchangeTracing {
             .string("attest_gateway.verdict", verdict),
         ]
         if let code = exchange.refusalCode { serverAttributes.append(.string("attest_gateway.refusal_code", code)) }
-        if let arm = exchange.logInfo?.arm { serverAttributes.append(.string("attest_gateway.rollout_arm", arm.rawValue)) }
+        if let arm = exchange.logInfo?.arm {
+            serverAttributes.append(.string("attest_gateway.rollout_arm", arm.rawValue))
+        }
         if let requestID = exchange.correlation?.requestID {
             serverAttributes.append(.string("attest_gateway.request_id", requestID.text))
         }
@@ -76,7 +78,8 @@ enum ExchangeTracing {
         ]
         if exchange.gateAsked || exchange.logInfo != nil {
             let gateStart = trace.gateStart != 0 ? trace.gateStart : start
-            let gateEnd = trace.gateEnd != 0 ? trace.gateEnd : exchange.upstreamStart != 0 ? exchange.upstreamStart : now
+            let gateEnd =
+                trace.gateEnd != 0 ? trace.gateEnd : exchange.upstreamStart != 0 ? exchange.upstreamStart : now
             var attributes: [SpanAttribute] = [
                 .string("attest_gateway.route", route), .string("attest_gateway.verdict", verdict),
             ]

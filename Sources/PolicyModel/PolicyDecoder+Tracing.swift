@@ -60,7 +60,8 @@ extension PolicyDecoder {
         if let value = fields["export_interval"] {
             tracing.exportInterval = try self.reader.duration(value, in: TracingPolicy.exportIntervalRange)
         }
-        if let batch = tracing.batchSize, let queue = tracing.queueSize, batch > queue, let node = fields["batch_size"] {
+        if let batch = tracing.batchSize, let queue = tracing.queueSize, batch > queue, let node = fields["batch_size"]
+        {
             throw self.reader.error(.conflictingKeys, node, "batch_size \(batch) is larger than queue_size \(queue)")
         }
         return tracing

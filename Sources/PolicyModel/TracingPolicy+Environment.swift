@@ -81,7 +81,8 @@ extension TracingPolicy {
                 // The argument alone, as parentbased_traceidratio's.
                 if let argument { policy.sampleRatio = try Self.ratioArgument(argument) }
             case "parentbased_traceidratio", "traceidratio":
-                policy.sampleRatio = try argument.map { (text) throws(PolicyError) in try Self.ratioArgument(text) } ?? 1
+                policy.sampleRatio =
+                    try argument.map { (text) throws(PolicyError) in try Self.ratioArgument(text) } ?? 1
             case "parentbased_always_on", "always_on":
                 policy.sampleRatio = 1
             case "parentbased_always_off", "always_off":
@@ -133,7 +134,8 @@ extension TracingPolicy {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    private static func environmentError(_ code: PolicyError.Code, _ variable: String, _ message: String) -> PolicyError {
+    private static func environmentError(_ code: PolicyError.Code, _ variable: String, _ message: String) -> PolicyError
+    {
         PolicyError(code: code, file: "environment", line: 0, column: 0, field: variable, message: message)
     }
 }

@@ -26,7 +26,8 @@ package struct SpanContext: Sendable, Hashable {
                     let flagsHigh = Self.nibble(bytes[53]), let flagsLow = Self.nibble(bytes[54])
                 else { return nil }
                 guard high | low != 0, span != 0 else { return nil }
-                return SpanContext(traceHigh: high, traceLow: low, spanID: span, sampled: (flagsHigh << 4 | flagsLow) & 1 == 1)
+                return SpanContext(
+                    traceHigh: high, traceLow: low, spanID: span, sampled: (flagsHigh << 4 | flagsLow) & 1 == 1)
             })
         else { return nil }
         self = parsed

@@ -141,7 +141,9 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
         do {
             let connection = try OutboundConnection.open(
                 to: .tcp(address),
-                tls: self.settings.tls.map { OutboundTLS(context: $0, serverName: endpoint.host, port: Int(endpoint.port)) },
+                tls: self.settings.tls.map {
+                    OutboundTLS(context: $0, serverName: endpoint.host, port: Int(endpoint.port))
+                },
                 loop: self.loop, connectTimeout: self.settings.timeoutNanoseconds, delegate: self)
             self.connection = connection
             if connection.isOpen { self.write() }

@@ -35,7 +35,9 @@ package enum OTLPHTTPRequest {
     /// The whole request for `body`: `POST path`, `Host`, `Content-Type: application/x-protobuf`,
     /// `Content-Length`, the configured headers, `Connection: close` (one request per
     /// connection: an export is a few a minute at most).
-    package static func bytes(endpoint: TracingPolicy.Endpoint, headers: [TracingPolicy.Header], body: [UInt8]) -> [UInt8] {
+    package static func bytes(endpoint: TracingPolicy.Endpoint, headers: [TracingPolicy.Header], body: [UInt8])
+        -> [UInt8]
+    {
         let defaultPort: UInt16 = endpoint.usesTLS ? 443 : 80
         let hostName = endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host
         let host = endpoint.port == defaultPort ? hostName : "\(hostName):\(endpoint.port)"
