@@ -299,6 +299,25 @@ import Testing
         }
     }
 
+    @Test func headersSentInClearToARemoteCollectorAreWarnedAbout() throws {
+        var warnings: [PolicyWarning] = []
+        let remote = Self.base + "tracing: { endpoint: \"http://otel.example:4318\", headers: { Authorization: x } }"
+        _ = try PolicyLoader.parse(
+            remote, sourcePath: "/p.yaml", environment: PolicyEnvironment([:]), warnings: &warnings)
+        let warning = try #require(warnings.first { $0.code == "tracing_headers_in_clear" })
+        #expect(warning.line == 7 && warning.field == "tracing.headers")
+        for quiet in [
+            "tracing: { endpoint: \"https://otel.example:4318\", headers: { Authorization: x } }",
+            "tracing: { endpoint: \"http://127.0.0.1:4318\", headers: { Authorization: x } }",
+            "tracing: { endpoint: \"http://otel.example:4318\" }",
+        ] {
+            var none: [PolicyWarning] = []
+            _ = try PolicyLoader.parse(
+                Self.base + quiet, sourcePath: "/p.yaml", environment: PolicyEnvironment([:]), warnings: &none)
+            #expect(!none.contains { $0.code == "tracing_headers_in_clear" }, "\(quiet)")
+        }
+    }
+
     @Test func environmentVariablesFillWhatTheFileLeavesOut() throws {
         let fromEnvironment = try TracingPolicy().resolved(environment: [
             "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
