@@ -410,6 +410,12 @@ import Testing
         #expect(fresh.headers.values(for: "tracestate").isEmpty)
     }
 
+    @Test func everyTracingKeyIsDocumented() throws {
+        let documented = OperationsDocTests.tableKeys(
+            try ProtocolDocTests.read("docs/operations.md"), section: "`tracing`")
+        #expect(documented == Set(PolicyDecoder.tracingKeys))
+    }
+
     @Test func everyTracingLabelValueIsDocumented() throws {
         #expect(
             try MetricLabelDocTests.undocumented(
