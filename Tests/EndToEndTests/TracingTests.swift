@@ -176,6 +176,13 @@ extension EndToEnd {
             let closedPort = try freeServerPort()
             let small = "  batch_size: 2\n  queue_size: 4\n  timeout: 1s"
             var report: [String] = []
+            // The same requests without tracing, for the report (not compared: a loaded machine).
+            let baseline = try world.startGateway("untraced", routes: TestRoutes.standard)
+            let untraced = try Self.timedRequests(baseline, count: 200)
+            report.append(
+                "untraced: p50 \(untraced[untraced.count / 2]) ms, p99 \(untraced[untraced.count * 99 / 100]) ms, "
+                    + "max \(untraced.last ?? 0) ms")
+            baseline.kill()
             for (name, port) in [("stopped", closedPort), ("stalled", stalled.port)] {
                 let gateway = try world.startGateway(
                     name, extra: Self.tracing(port: port, extra: small), routes: TestRoutes.standard)

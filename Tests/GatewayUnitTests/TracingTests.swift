@@ -81,8 +81,9 @@ import Testing
         let bytes = encoder.encode([Self.span])
         var spanWriter = ProtobufWriter()
         OTLPTraceEncoder.write(Self.span, into: &spanWriter)
+        // resource = 1 (21 bytes) { attributes = 1 (19) { key = 1 (12), value = 2 { string_value = 1 } } }
         let resource: [UInt8] =
-            [0x0A, 0x13, 0x0A, 0x11, 0x0A, 0x0C] + Array("service.name".utf8) + [0x12, 0x03, 0x0A, 0x01, 0x67]
+            [0x0A, 0x15, 0x0A, 0x13, 0x0A, 0x0C] + Array("service.name".utf8) + [0x12, 0x03, 0x0A, 0x01, 0x67]
         let scope: [UInt8] = [0x0A, 0x03, 0x0A, 0x01, 0x61]
         let spans: [UInt8] = [0x12, UInt8(spanWriter.bytes.count)] + spanWriter.bytes
         let scopeSpans: [UInt8] = [0x12, UInt8(scope.count + spans.count)] + scope + spans
