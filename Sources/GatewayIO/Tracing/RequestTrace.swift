@@ -54,8 +54,11 @@ package final class Tracer: Sendable {
 
     package var isEnabled: Bool { self.state.load(ordering: .relaxed) != Self.off }
 
-    /// The trace of a request whose valid `traceparent` (if any) is `incoming`; nil when
-    /// tracing is off (the request is then forwarded exactly as without tracing).
+    /// The trace of a sampled request whose valid `traceparent` (if any) is `incoming`; nil when
+    /// tracing is off or the request is not sampled (the caller's unsampled flag, or the ratio
+    /// for a request that starts a trace). A nil trace leaves the request exactly as without
+    /// tracing: an incoming `traceparent` goes upstream unchanged, none is added. So the
+    /// requests not sampled cost one atomic load (plus, for a new trace, one ID draw).
     @inline(__always)
     package func start(incoming: String?) -> RequestTrace? {
         let threshold = self.state.load(ordering: .relaxed)
@@ -63,21 +66,22 @@ package final class Tracer: Sendable {
         return self.start(incoming: incoming, threshold: threshold)
     }
 
-    private func start(incoming: String?, threshold: UInt64) -> RequestTrace {
-        let spanID = self.ids.next()
-        let upstreamSpanID = TraceIDSource.mix(spanID) | 1
+    private func start(incoming: String?, threshold: UInt64) -> RequestTrace? {
         if let incoming, let parent = SpanContext(traceparent: incoming) {
+            guard parent.sampled else { return nil }
+            let spanID = self.ids.next()
             return RequestTrace(
                 span: SpanContext(
-                    traceHigh: parent.traceHigh, traceLow: parent.traceLow, spanID: spanID, sampled: parent.sampled),
-                parentSpanID: parent.spanID, upstreamSpanID: upstreamSpanID)
+                    traceHigh: parent.traceHigh, traceLow: parent.traceLow, spanID: spanID, sampled: true),
+                parentSpanID: parent.spanID, upstreamSpanID: TraceIDSource.mix(spanID) | 1)
         }
         let traceHigh = self.ids.next()
-        let traceLow = TraceIDSource.mix(traceHigh ^ spanID)
-        let sampled = traceLow & (TraceSampler.randomSpan - 1) >= threshold
+        let traceLow = TraceIDSource.mix(traceHigh)
+        guard traceLow & (TraceSampler.randomSpan - 1) >= threshold else { return nil }
+        let spanID = self.ids.next()
         return RequestTrace(
-            span: SpanContext(traceHigh: traceHigh, traceLow: traceLow, spanID: spanID, sampled: sampled),
-            parentSpanID: 0, upstreamSpanID: upstreamSpanID)
+            span: SpanContext(traceHigh: traceHigh, traceLow: traceLow, spanID: spanID, sampled: true),
+            parentSpanID: 0, upstreamSpanID: TraceIDSource.mix(spanID) | 1)
     }
 
     /// Hands a sampled request's spans to the export queue (dropped and counted when full).
