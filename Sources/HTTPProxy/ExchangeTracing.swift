@@ -16,10 +16,17 @@ enum ExchangeTracing {
     /// `traceparent` names the gateway's upstream span (any the client sent is replaced; its
     /// `tracestate` is kept only when its `traceparent` was valid, as without tracing);
     /// without one, both are returned unchanged.
+    @inline(__always)
     static func upstream(
         _ head: HTTPRequestHead, _ correlation: RequestCorrelation
     ) -> (HTTPRequestHead, RequestCorrelation) {
         guard let trace = correlation.trace else { return (head, correlation) }
+        return Self.rewrite(head, correlation, trace)
+    }
+
+    private static func rewrite(
+        _ head: HTTPRequestHead, _ correlation: RequestCorrelation, _ trace: RequestTrace
+    ) -> (HTTPRequestHead, RequestCorrelation) {
         var head = head
         var correlation = correlation
         let keepsTraceState = correlation.traceparent != nil

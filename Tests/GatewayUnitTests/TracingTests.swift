@@ -91,6 +91,18 @@ import Testing
         #expect(bytes == [0x0A, UInt8(resourceSpans.count)] + resourceSpans)
     }
 
+    @Test func aNestedMessageOf128BytesOrMoreGetsATwoByteLength() {
+        let value = String(repeating: "x", count: 200)
+        var writer = ProtobufWriter()
+        OTLPTraceEncoder.write(.string("k", value), into: &writer)
+        // KeyValue { key = 1 "k", value = 2 (203 bytes: 0xCB 0x01) { string_value = 1 (200: 0xC8 0x01) } }
+        let expected: [UInt8] = [0x0A, 0x01, 0x6B, 0x12, 0xCB, 0x01, 0x0A, 0xC8, 0x01] + Array(value.utf8)
+        #expect(writer.bytes == expected)
+        var outer = ProtobufWriter()
+        outer.writeMessageField(9) { OTLPTraceEncoder.write(.string("k", value), into: &$0) }
+        #expect(outer.bytes == [0x4A, 0xD1, 0x01] + expected)
+    }
+
     // MARK: - W3C context and sampling
 
     @Test func traceparentRoundTripsAndRefusesMalformedValues() throws {

@@ -28,6 +28,8 @@ package struct OTLPTraceEncoder: Sendable {
     /// One request body carrying `spans` (all of this process's resource).
     package func encode(_ spans: some Collection<FinishedSpan>) -> [UInt8] {
         var writer = ProtobufWriter()
+        // About 300 bytes a span: one allocation for most batches.
+        writer.reserveCapacity(256 + spans.count * 320)
         writer.writeMessageField(1) { resourceSpans in
             resourceSpans.writeMessageField(1) { resource in
                 for attribute in self.resource { resource.writeMessageField(1) { Self.write(attribute, into: &$0) } }
@@ -44,10 +46,12 @@ package struct OTLPTraceEncoder: Sendable {
     }
 
     package static func write(_ span: FinishedSpan, into writer: inout ProtobufWriter) {
-        writer.writeBytesField(1, Self.bigEndianBytes(span.traceHigh) + Self.bigEndianBytes(span.traceLow))
-        writer.writeBytesField(2, Self.bigEndianBytes(span.spanID))
+        withUnsafeBytes(of: (span.traceHigh.bigEndian, span.traceLow.bigEndian)) { writer.writeBytesField(1, $0) }
+        withUnsafeBytes(of: span.spanID.bigEndian) { writer.writeBytesField(2, $0) }
         if let state = span.traceState, !state.isEmpty { writer.writeStringField(3, state) }
-        if span.parentSpanID != 0 { writer.writeBytesField(4, Self.bigEndianBytes(span.parentSpanID)) }
+        if span.parentSpanID != 0 {
+            withUnsafeBytes(of: span.parentSpanID.bigEndian) { writer.writeBytesField(4, $0) }
+        }
         writer.writeStringField(5, span.name)
         writer.writeVarintField(6, span.kind.rawValue)
         writer.writeFixed64Field(7, span.startUnixNano)
@@ -74,9 +78,5 @@ package struct OTLPTraceEncoder: Sendable {
             case .int(let number): value.writeVarintField(3, UInt64(bitPattern: number))
             }
         }
-    }
-
-    private static func bigEndianBytes(_ value: UInt64) -> [UInt8] {
-        withUnsafeBytes(of: value.bigEndian) { Array($0) }
     }
 }

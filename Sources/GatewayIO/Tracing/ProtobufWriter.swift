@@ -53,10 +53,29 @@ package struct ProtobufWriter: Sendable {
         self.writeBytesField(field, value.utf8)
     }
 
-    /// A nested message: `body` writes its fields, then they go out behind their length.
+    /// A nested message: `body` writes its fields in place, then their length is inserted in
+    /// front of them (one byte for the small messages that are most of a span; no buffer of its
+    /// own per message: the export runs a few nested messages per attribute).
     package mutating func writeMessageField(_ field: UInt64, _ body: (inout ProtobufWriter) -> Void) {
-        var inner = ProtobufWriter()
-        body(&inner)
-        self.writeBytesField(field, inner.bytes)
+        self.writeTag(field, .lengthDelimited)
+        let start = self.bytes.count
+        body(&self)
+        var length = UInt64(self.bytes.count - start)
+        if length < 0x80 {
+            self.bytes.insert(UInt8(length), at: start)
+            return
+        }
+        var prefix: [UInt8] = []
+        while length >= 0x80 {
+            prefix.append(UInt8(truncatingIfNeeded: length) | 0x80)
+            length >>= 7
+        }
+        prefix.append(UInt8(length))
+        self.bytes.insert(contentsOf: prefix, at: start)
+    }
+
+    /// Room for `count` more bytes.
+    package mutating func reserveCapacity(_ count: Int) {
+        self.bytes.reserveCapacity(self.bytes.count + count)
     }
 }
