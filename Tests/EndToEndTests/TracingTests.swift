@@ -153,6 +153,36 @@ extension EndToEnd {
             #expect((metrics["attest_gateway_trace_spans_exported_total"] ?? 0) >= 8)
         }
 
+        @Test(.timeLimit(.minutes(2)))
+        func aReloadTurnsTracingOnAndOff() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let receiver = try OTLPReceiver(in: world.directory)
+            defer { receiver.child.kill() }
+            let gateway = try world.startGateway("gw", routes: TestRoutes.standard)
+            let parent = "00f067aa0ba902b7"
+            let before = "7bf92f3577b34da6a3ce929d0e0e4736"
+            let untraced = try gateway.request("GET", "/public/a", headers: [Self.traceparent(before, parent)])
+            // Tracing off: the caller's traceparent goes upstream unchanged.
+            #expect(try UpstreamEcho(untraced).values("traceparent") == ["00-\(before)-\(parent)-01"])
+            try gateway.reload(
+                with: world.policy(
+                    ports: gateway.ports, extra: Self.tracing(port: receiver.port), routes: TestRoutes.standard))
+            #expect(eventually(timeout: .seconds(10)) { !gateway.logEvents("policy_reloaded").isEmpty })
+            let after = "8bf92f3577b34da6a3ce929d0e0e4736"
+            let traced = try gateway.request("GET", "/public/b", headers: [Self.traceparent(after, parent)])
+            #expect(traced.status == 200)
+            #expect(eventually(timeout: .seconds(15)) { receiver.spans(trace: after).count >= 3 })
+            #expect(receiver.spans(trace: before).isEmpty)
+            #expect(try UpstreamEcho(traced).values("traceparent").first != "00-\(after)-\(parent)-01")
+            // And off again: nothing more is exported.
+            try gateway.reload(with: world.policy(ports: gateway.ports, routes: TestRoutes.standard))
+            #expect(eventually(timeout: .seconds(10)) { gateway.logEvents("policy_reloaded").count >= 2 })
+            let last = "9bf92f3577b34da6a3ce929d0e0e4736"
+            let again = try gateway.request("GET", "/public/c", headers: [Self.traceparent(last, parent)])
+            #expect(try UpstreamEcho(again).values("traceparent") == ["00-\(last)-\(parent)-01"])
+        }
+
         /// Sends `count` forwarded requests and returns their latencies in ms (all must be 200).
         static func timedRequests(_ gateway: GatewayInstance, count: Int) throws -> [Double] {
             var latencies: [Double] = []
