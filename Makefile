@@ -8,7 +8,7 @@ SWIFT ?= swift
 # What building and `make run` need; the tests add servers and clients (nginx, caddy and
 # testssl.sh's packages start services on port 80 on a systemd host: `make run` does not install them).
 RUN_PACKAGES := libssl-dev libhiredis-dev libyaml-dev libnghttp2-dev redis-server redis-tools openssl curl python3
-TEST_PACKAGES := python3-yaml nghttp2-client python3-h2 python3-grpcio nginx caddy testssl.sh node-express nodejs python3-flask prometheus chromium python3-websockets node-ws python3-jwt python3-jwcrypto
+TEST_PACKAGES := python3-yaml nghttp2-client python3-h2 python3-grpcio nginx caddy testssl.sh node-express nodejs python3-flask prometheus chromium python3-websockets node-ws python3-jwt python3-jwcrypto python3-venv
 APT_PACKAGES := $(RUN_PACKAGES) $(TEST_PACKAGES)
 BENCH_PACKAGES := nginx haproxy wrk gcc
 # The load-independent counts (callgrind; gcc builds the sigsuspend shim valgrind needs).
@@ -20,7 +20,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http bench-websocket fuzz fuzz-long soak clean
+.PHONY: otel-venv deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http bench-websocket fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -31,6 +31,17 @@ install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || 
 
 deps:
 	$(call install_missing,$(APT_PACKAGES))
+	@$(MAKE) --no-print-directory otel-venv
+
+# The OTLP receiver of the trace tests (scripts/otlp-receiver.py) decodes with the
+# opentelemetry-proto package from PyPI, in a venv of its own under .build (no global pip);
+# idempotent.
+OTEL_VENV := .build/otel-venv
+otel-venv: $(OTEL_VENV)/.installed
+$(OTEL_VENV)/.installed:
+	python3 -m venv $(OTEL_VENV)
+	$(OTEL_VENV)/bin/pip install -q opentelemetry-proto
+	touch $@
 
 run-deps:
 	$(call install_missing,$(RUN_PACKAGES))

@@ -55,6 +55,7 @@
 #      ENFORCED_KEYS=64*CONNS ENFORCED_MAX_RPS=20000 (assertions minted for that rate)
 #      GATEWAY_LOOPS=$(nproc)  LAT_CONNS=2 (0: no below-saturation rows)  PASSTHROUGH=1 (0: no gateway-off row)  BENCH_CPU=0 (core for openssl speed)
 #      SHUFFLED=1 (0: no gateway-shuffled row)
+#      TRACING_SAMPLE=0.01: tracing on, parent-based at that ratio (unset: tracing off)
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 #      ENFORCED_STORE=memory: the gateway's in-process store instead of Redis (diagnostic)
 #      ENFORCED_STORE=cluster: a 3-primary Redis Cluster (redis-server --cluster-enabled yes on
@@ -264,6 +265,16 @@ routes:
     upstream: bench
     mode: off
 EOF
+# TRACING_SAMPLE=ratio: tracing on at that sampling ratio (the "tracing cost" row), spans
+# exported over OTLP/HTTP to the nginx upstream (it answers every POST 200, a collector that
+# never pushes back).
+if [ -n "${TRACING_SAMPLE:-}" ]; then
+    cat >> "$WORK/policy.yaml" << EOF
+tracing:
+  endpoint: http://127.0.0.1:18080/v1/traces
+  sample_ratio: $TRACING_SAMPLE
+EOF
+fi
 GATEWAY_PREFIX=()
 if [ "$INSTRUCTIONS" = 1 ]; then
     command -v valgrind > /dev/null || die "valgrind not installed (INSTRUCTIONS=1)"

@@ -1,3 +1,4 @@
+import GatewayIO
 import HTTP1
 import HTTPProxy
 
@@ -16,6 +17,9 @@ import HTTPProxy
 //  4. `scan` keeps the client's X-Request-Id only from a trusted peer with exactly one valid
 //     field, keeps `traceparent` only when exactly one field is valid, logs the first
 //     User-Agent; field names compare ASCII case-insensitively.
+//  5. `SpanContext(traceparent:)` (GatewayIO/Tracing, what the tracer reads) takes every value
+//     `isValid` accepts, with the same trace-id, parent-id and sampled bit, and writes it back as
+//     the version-00 form of those (for a version-00 value with flags 00 or 01: the value itself).
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzCorrelation(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -81,6 +85,25 @@ private func checkTraceParent(_ value: String) {
     let traceID = TraceParent.traceID(of: value)
     check(traceID.utf8.count == 32 && traceID.utf8.allSatisfy(isLowerHex), "trace ID \(traceID)")
     check(!traceID.utf8.allSatisfy { $0 == UInt8(ascii: "0") }, "all-zero trace ID accepted")
+    // 5.
+    guard let context = SpanContext(traceparent: value) else {
+        check(false, "SpanContext refused a valid traceparent \(value.debugDescription)")
+        return
+    }
+    let bytes = Array(value.utf8)
+    let flagsLow = bytes[54]
+    let nibble = flagsLow >= UInt8(ascii: "a") ? flagsLow - UInt8(ascii: "a") + 10 : flagsLow - UInt8(ascii: "0")
+    let sampled = nibble & 1 == 1
+    check(context.traceIDText == String(traceID), "SpanContext trace ID \(context.traceIDText)")
+    check(context.sampled == sampled, "SpanContext sampled bit")
+    let written = Array(context.traceparent.utf8)
+    check(written.count == 55 && written[..<2] == [0x30, 0x30], "written version")
+    check(written[3..<52] == bytes[3..<52], "written trace-id and parent-id")
+    if bytes.count == 55, bytes[..<2] == [0x30, 0x30], bytes[53] == UInt8(ascii: "0"),
+        bytes[54] == UInt8(ascii: "0") || bytes[54] == UInt8(ascii: "1")
+    {
+        check(context.traceparent == value, "round trip of \(value)")
+    }
 }
 
 private func checkAcceptedID(_ value: String) {

@@ -48,6 +48,12 @@ struct ExchangeRecorder {
         if let code = exchange.refusalCode {
             self.loopContext.metricsCache.refusal(route: route, code: code).increment()
         }
+        if exchange.correlation?.trace?.span.sampled == true {
+            Tracer.process.record(
+                ExchangeTracing.spans(
+                    of: exchange, now: now, wallNow: ExchangeTracing.wallClockNanoseconds(), httpProtocol: httpProtocol)
+            )
+        }
         guard self.loopContext.accessLog != nil else { return }
         var entry =
             AccessLogBuffer.Entry(

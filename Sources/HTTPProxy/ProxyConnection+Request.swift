@@ -406,6 +406,9 @@ extension ProxyConnection {
         // forwards); the exchange keeps the request line for the log and the response.
         self.exchange.head?.headers = HTTPHeaders()
         self.exchange.gateAsked = true
+        if self.exchange.correlation?.trace?.span.sampled == true {
+            self.exchange.correlation?.trace?.gateStart = SystemCalls.monotonicNanoseconds()
+        }
         let promise = GateDecisionPromise(loop: self.loop, receiver: self)
         self.pendingDecision = promise
         self.snapshot.gate.decide(consume head, body: body, classification: classification, promise: promise)
@@ -422,6 +425,9 @@ extension ProxyConnection {
     private func decisionArrived(_ decision: GateDecision) {
         self.loop.assertInLoop()
         guard !self.machine.isClosed, self.machine.phase == .deciding else { return }
+        if self.exchange.correlation?.trace?.span.sampled == true {
+            self.exchange.correlation?.trace?.gateEnd = SystemCalls.monotonicNanoseconds()
+        }
         switch decision {
         case .forward(let head, let info):
             self.exchange.logInfo = info

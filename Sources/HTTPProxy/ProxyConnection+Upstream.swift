@@ -9,7 +9,8 @@ extension ProxyConnection {
     /// loop's head scratch memory first (one copy into the array, no per-field appends).
     func writeUpstreamHead(_ head: HTTPRequestHead, target: UpstreamTarget) -> BodyEncoding {
         let requestID = self.requestID  // set with the head; made here only if it was not
-        let correlation = self.exchange.correlation ?? RequestCorrelation(requestID: requestID)
+        let (head, correlation) = ExchangeTracing.upstream(
+            head, self.exchange.correlation ?? RequestCorrelation(requestID: requestID))
         let bound = UpstreamRequestPlan.headBound(
             gateHead: head, client: &self.forwardedClient, upstreamHost: target.hostHeader,
             requestID: requestID)

@@ -49,6 +49,8 @@ public struct GatewayPolicy: Sendable {
     public var readiness = ReadinessPolicy()
     /// `access_log:`: how the access log writes key IDs.
     public var accessLog = AccessLogPolicy()
+    /// `tracing:`: OpenTelemetry spans over OTLP/HTTP (off by default).
+    public var tracing = TracingPolicy()
     /// `tunnels:`: idle timeout and lifetime of WebSocket tunnels.
     public var tunnels = TunnelPolicy()
     /// `strip_client_headers:`: header names and `Prefix-*` patterns added to the built-in list

@@ -56,6 +56,7 @@ import GatewayIO
 /// | `strip_client_headers` | list of header names and `Prefix-*` patterns, added to `ClientTrustHeaders`' built-in list | `[]` (the built-in list only) |
 /// | `access_log.key_id` / `.key_id_hash_key_file` | `prefix` \| `full` \| `hashed` \| `omitted`; file (hashed only): see `AccessLogPolicy` | `prefix` |
 /// | `attestation_rate_alert` | integer 1-1000000000: attestations per App ID per minute, fleet-wide, that raise the alert | none |
+/// | `tracing.*` | see `PolicyDecoder+Tracing` and docs/operations.md "Traces" | off (no endpoint) |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
@@ -66,7 +67,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window", "attestation_rate_alert",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers", "tunnels", "tokens",
+        "strip_client_headers", "tunnels", "tokens", "tracing",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -204,6 +205,7 @@ struct PolicyDecoder {
         policy.readiness = try self.decodeReadiness(top)
         policy.accessLog = try self.decodeAccessLog(top)
         policy.tunnels = try self.decodeTunnels(top)
+        policy.tracing = try self.decodeTracing(top)
         policy.stripClientHeaders = stripClientHeaders
         if let node = top["attestation_rate_alert"] {
             policy.attestationRateAlert = try self.reader.integer(node, in: 1...1_000_000_000)

@@ -394,6 +394,7 @@ struct ClientDataExample: Equatable {
         BuildInfoMetric.export(through: registry)
         ProcessMetrics.export(through: registry)
         _ = ConfigReloadMetrics(registry: registry)
+        _ = TracingMetrics(registry: registry)
         _ = AdminGate(metricsText: { "" }, store: { nil }, isPolicyLoaded: { true }, registry: registry)
         AccessLog(fd: -1).exportDroppedLines(through: registry)
         // A TLS listener's certificate (the in-memory fixture's files).

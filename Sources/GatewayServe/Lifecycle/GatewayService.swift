@@ -53,6 +53,8 @@ package final class GatewayService: Sendable {
     private let loadedContent = Mutex<[UInt8]?>(nil)
     /// Set once by `watchPolicyFile` (keeps the watcher alive).
     private let watcher = Mutex<PolicyFileWatcher?>(nil)
+    /// `tracing:`: the span exporter, made at the first install (docs/operations.md "Traces").
+    private let tracing = Mutex<TraceExportController?>(nil)
     /// Run once the drain is over, before the process exits (the Apple client's shutdown).
     private let onShutdown: @Sendable () -> Void
 
@@ -192,6 +194,19 @@ package final class GatewayService: Sendable {
         if let admin = gates.admin { byListener[Self.adminListener] = admin }
         if let authz = gates.authz { byListener[Self.authzListener] = authz }
         try self.server.install(ServingConfiguration(policy: policy, gates: byListener, accessLogKeyID: keyIDFormat))
+        try self.applyTracing(policy.tracing)
+    }
+
+    /// Turns tracing on, off or to new settings (`TraceExportController`); only a policy that
+    /// enables it (or `OTEL_*` variables) makes the exporter.
+    private func applyTracing(_ tracing: TracingPolicy) throws {
+        let controller = self.tracing.withLock { controller -> TraceExportController in
+            if let controller { return controller }
+            let made = TraceExportController(registry: self.server.metrics.registry)
+            controller = made
+            return made
+        }
+        try controller.apply(tracing)
     }
 
     /// Binds `authz_listen` (plain, or TLS from its `tls:` block; its certificates are read at

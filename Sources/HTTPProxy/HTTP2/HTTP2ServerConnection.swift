@@ -638,7 +638,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
 
     private func writeUpstreamHead(_ stream: HTTP2Stream, _ head: HTTPRequestHead, target: UpstreamTarget) {
         let requestID = stream.exchange.correlation?.requestID ?? self.owner.loopContext.requestIDs.next()
-        let correlation = stream.exchange.correlation ?? RequestCorrelation(requestID: requestID)
+        let (head, correlation) = ExchangeTracing.upstream(
+            head, stream.exchange.correlation ?? RequestCorrelation(requestID: requestID))
         let bound = UpstreamRequestPlan.headBound(
             gateHead: head, client: &stream.forwardedClient, upstreamHost: target.hostHeader, requestID: requestID)
         let memory = self.owner.loopContext.headScratch(atLeast: bound)
