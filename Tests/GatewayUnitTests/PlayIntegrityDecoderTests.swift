@@ -124,7 +124,8 @@ import Verification
         #expect(!any.policy.requirePlayRecognized)
     }
 
-    /// Each refusal: its code, the line of the offending node and the field path.
+    /// Each refusal: its code, the line of the offending node (of the block, line 2, for a missing
+    /// key) and the field path.
     @Test func refusalsNameLineAndField() throws {
         let directory = try Directory()
         let head = """
@@ -141,7 +142,7 @@ import Verification
         let cases: [(yaml: String, code: PolicyError.Code, line: Int, field: String, says: String)] = [
             (head + keys + "  max_agee: 5m\n", .unknownKey, 6, "play_integrity.max_agee", "did you mean \"max_age\""),
             (
-                head + "  verification_keys: [{name: b, key_file: verify.b64}]\n", .missingKey, 1,
+                head + "  verification_keys: [{name: b, key_file: verify.b64}]\n", .missingKey, 2,
                 "play_integrity.decryption_keys", "decryption_keys"
             ),
             (
@@ -154,7 +155,7 @@ import Verification
                 "play_integrity.certificate_digests[0]", "SHA-256 digest"
             ),
             (
-                "play_integrity:\n  package_name: com.example.app\n" + keys, .missingKey, 1,
+                "play_integrity:\n  package_name: com.example.app\n" + keys, .missingKey, 2,
                 "play_integrity.certificate_digests", "certificate_digests"
             ),
             (
