@@ -24,21 +24,21 @@ public struct PlayIntegrityPolicy: Sendable, Hashable {
     public static let defaultClockSkewSeconds: Int64 = 60
 
     /// The app's package name: `requestDetails.requestPackageName` and `appIntegrity.packageName`.
-    public var packageName: String
+    public let packageName: String
     /// SHA-256 digests (32 bytes each) of the app's signing certificates; one of the token's
     /// `certificateSha256Digest` must be among them. Never empty once decoded.
-    public var certificateDigests: Set<[UInt8]>
+    public let certificateDigests: Set<[UInt8]>
     /// `appRecognitionVerdict` must be `PLAY_RECOGNIZED` (default true).
-    public var requirePlayRecognized: Bool
-    public var deviceRequirement: DeviceRequirement
+    public let requirePlayRecognized: Bool
+    public let deviceRequirement: DeviceRequirement
     /// `appLicensingVerdict` must be `LICENSED` (default false).
-    public var requireLicensed: Bool
+    public let requireLicensed: Bool
     /// Highest `deviceActivityLevel` accepted (1–4), nil = not checked.
-    public var maximumDeviceActivityLevel: Int?
-    /// Oldest `timestampMillis` accepted, seconds before now.
-    public var maximumAgeSeconds: Int64
-    /// How far in the future `timestampMillis` may lie (clock difference with Google).
-    public var clockSkewSeconds: Int64
+    public let maximumDeviceActivityLevel: Int?
+    /// Oldest `timestampMillis` accepted, seconds before now (0 to 30 days).
+    public let maximumAgeSeconds: Int64
+    /// How far in the future `timestampMillis` may lie (clock difference with Google; 0 to 1 h).
+    public let clockSkewSeconds: Int64
 
     public init(
         packageName: String, certificateDigests: Set<[UInt8]>, requirePlayRecognized: Bool = true,
@@ -52,8 +52,9 @@ public struct PlayIntegrityPolicy: Sendable, Hashable {
         self.deviceRequirement = deviceRequirement
         self.requireLicensed = requireLicensed
         self.maximumDeviceActivityLevel = maximumDeviceActivityLevel
-        self.maximumAgeSeconds = maximumAgeSeconds
-        self.clockSkewSeconds = clockSkewSeconds
+        // Bounded so that the millisecond arithmetic of the checks cannot overflow.
+        self.maximumAgeSeconds = max(0, min(maximumAgeSeconds, 30 * 86_400))
+        self.clockSkewSeconds = max(0, min(clockSkewSeconds, 3600))
     }
 
     /// The 32 bytes of a SHA-256 certificate digest written as hex (with or without `:`, as
