@@ -7,7 +7,7 @@ SHELL := /bin/bash
 SWIFT ?= swift
 # What building and `make run` need; the tests add servers and clients (nginx, caddy and
 # testssl.sh's packages start services on port 80 on a systemd host: `make run` does not install them).
-RUN_PACKAGES := libssl-dev libhiredis-dev libyaml-dev libnghttp2-dev redis-server redis-tools openssl curl python3
+RUN_PACKAGES := libssl-dev libhiredis-dev libyaml-dev libnghttp2-dev libcjose-dev libjansson-dev redis-server redis-tools openssl curl python3
 TEST_PACKAGES := python3-yaml nghttp2-client python3-h2 python3-grpcio nginx caddy testssl.sh node-express nodejs python3-flask prometheus chromium python3-websockets node-ws python3-jwt python3-jwcrypto python3-venv
 APT_PACKAGES := $(RUN_PACKAGES) $(TEST_PACKAGES)
 BENCH_PACKAGES := nginx haproxy wrk gcc

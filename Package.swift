@@ -47,6 +47,13 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
         ),
+        .systemLibrary(
+            // JOSE: JWE A256KW + A256GCM for Play Integrity classic tokens
+            // (`Verification/PlayIntegrity/JOSEDecryption.swift`) and the simulator's encryption.
+            name: "CJOSE",
+            pkgConfig: "cjose",
+            providers: [.apt(["libcjose-dev", "libjansson-dev"]), .brew(["cjose"])]
+        ),
         // Real C: epoll/accept4 wrappers that Glibc does not export to Swift.
         .target(
             name: "CGatewayShims",
@@ -62,13 +69,13 @@ let package = Package(
         ),
         .target(
             name: "Verification",
-            dependencies: ["COpenSSL"],
+            dependencies: ["COpenSSL", "CJOSE"],
             swiftSettings: swiftSettings
         ),
         .target(
             // Development only: mints App Attest objects under a test CA.
             name: "Simulator",
-            dependencies: ["Verification", "COpenSSL"],
+            dependencies: ["Verification", "COpenSSL", "CJOSE"],
             swiftSettings: swiftSettings
         ),
         // The gateway, bottom to top: a target imports only targets above it in this list, so
@@ -198,6 +205,10 @@ let package = Package(
         .executableTarget(
             name: "fuzz-policy", dependencies: ["FuzzSupport", "PolicyModel", "GatewayIO"], path: "Fuzz/policy",
             exclude: ["policy.dict", "regressions", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "fuzz-play-integrity", dependencies: ["FuzzSupport", "Verification"], path: "Fuzz/play-integrity",
+            exclude: ["play-integrity.dict", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
             name: "fuzz-proxy-protocol", dependencies: ["FuzzSupport", "GatewayIO", "GatewayTesting"],
