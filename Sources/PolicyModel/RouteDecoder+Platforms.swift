@@ -5,13 +5,12 @@ extension RouteDecoder {
         (self.appIDs.isEmpty ? [] : [.ios]) + (self.androidPackages.isEmpty ? [] : [.android])
     }
 
-    /// The listed platforms (each configured, none twice), or every configured one when the
-    /// key is absent (every platform when none is: such a route is `off`, or refused below).
+    /// The listed platforms (each configured, none twice), or every platform when the key is
+    /// absent: a platform the policy does not configure has no keys to present (an Android key
+    /// enrolled under an earlier policy is refused by its package, `app_id_mismatch`).
     func decodePlatforms(_ fields: Fields) throws(PolicyError) -> [AttestPlatform] {
         let configured = self.configuredPlatforms
-        guard let node = fields["platforms"] else {
-            return configured.isEmpty ? AttestPlatform.allCases : configured
-        }
+        guard let node = fields["platforms"] else { return AttestPlatform.allCases }
         let items = try self.reader.list(node, expected: "a list of platforms (ios, android)")
         guard !items.isEmpty else {
             throw self.reader.error(
