@@ -107,15 +107,14 @@ import Testing
 
     @Test func trustAnchorsAreReadAndCheckedRelativeToThePolicy() throws {
         let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        try "not a certificate".write(toFile: directory.file("bad.pem"), atomically: true, encoding: .utf8)
+        try "not a certificate".write(toFile: directory.path + "/bad.pem", atomically: true, encoding: .utf8)
         let block = """
             android:
               apps:
                 - { package: com.example.app, signing_digests: ["\(Self.digestHex)"] }
               trust_anchors: [bad.pem]
             """
-        try Self.policy(block).write(toFile: directory.file("p.yaml"), atomically: true, encoding: .utf8)
-        #expect(throws: PolicyError.self) { try PolicyLoader.load(path: directory.file("p.yaml")) }
+        try Self.policy(block).write(toFile: directory.path + "/p.yaml", atomically: true, encoding: .utf8)
+        #expect(throws: PolicyError.self) { try PolicyLoader.load(path: directory.path + "/p.yaml") }
     }
 }
