@@ -44,8 +44,10 @@ package struct AndroidKeyRequirements: Sendable {
                 "the key's security level is \(level); \(app.packageName) requires \(app.minimumSecurityLevel) or higher")
         }
         let list = description.enforcedList
+        // Keymaster 3 and earlier leave ecCurve out (the size says it): the leaf's own key,
+        // checked below, is the ground truth for the curve.
         guard list.purposes.contains(Self.purposeSign), list.algorithm == Self.algorithmEC,
-            list.ecCurve == Self.curveP256
+            list.ecCurve == nil || list.ecCurve == Self.curveP256
         else {
             throw AndroidAttestationError(
                 .keyPropertiesRefused,
