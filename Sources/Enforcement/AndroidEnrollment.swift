@@ -4,6 +4,7 @@ import GateContract
 import GatewayIO
 import HTTP1
 import KeyStore
+import PolicyModel
 import Verification
 
 /// `POST <endpoints.attest>` with `"platform": "android"`: enrolls an Android Keystore key
@@ -76,6 +77,7 @@ final class AndroidEnrollment: Sendable {
         case .success(let record):
             self.metrics.attestation(result: AttestVerdict.verified.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
+            self.metrics.platformVerified(platform: KeyRecord.androidPlatform, kind: "enrollment")
             let body = JSONText.object([
                 ("key_id", JSONText.quote(record.keyID)),
                 ("platform", JSONText.quote(KeyRecord.androidPlatform)),
@@ -85,7 +87,9 @@ final class AndroidEnrollment: Sendable {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
-            return .respond(response, GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID))
+            var info = GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID)
+            info.platform = KeyRecord.androidPlatform
+            return .respond(response, info)
         case .failure(let error):
             self.metrics.attestation(result: error.code.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)

@@ -108,6 +108,7 @@ final class AttestEndpoint: Sendable {
         case .success(let attested):
             self.metrics.attestation(result: AttestVerdict.verified.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
+            self.metrics.platformVerified(platform: "ios", kind: "enrollment")
             let keyID = EndpointRequests.encodeBase64(attested.keyID)
             var fields = [
                 ("key_id", JSONText.quote(keyID)),

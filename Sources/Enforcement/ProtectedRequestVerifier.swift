@@ -524,6 +524,9 @@ final class ProtectedRequestVerifier: Sendable {
         let decision = outcome.decision(for: head, route: route, judgement: judgement)
         let verdict = outcome.verdict
         self.metrics.requestDecided(route: route.name, verdict: verdict)
+        if case .verified(let identity) = outcome {
+            self.metrics.platformVerified(platform: identity.platform ?? AttestPlatform.ios.rawValue, kind: "request")
+        }
         if let arm = judgement.arm {
             self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
         }

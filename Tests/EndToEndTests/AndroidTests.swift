@@ -171,6 +171,14 @@ extension EndToEnd {
             expectDenied(try app.send("GET", "/android/profile", to: android.gateway), 403, "platform_ios_refused")
             #expect(try app.send("GET", "/ios/profile", to: android.gateway).status == 200)
 
+            // Metrics by platform.
+            let metrics = try android.gateway.metrics()
+            #expect(
+                (metrics[#"attest_gateway_platform_verified_total{platform="android",kind="request"}"#] ?? 0) >= 6,
+                "\(metrics.filter { $0.key.contains("platform") })")
+            #expect((metrics[#"attest_gateway_platform_verified_total{platform="android",kind="enrollment"}"#] ?? 0) == 2)
+            #expect((metrics[#"attest_gateway_platform_verified_total{platform="ios",kind="request"}"#] ?? 0) == 1)
+
             // `keys show` names the platform.
             let show = try android.world.runGateway(["keys", "show", client.keyID, "--redis", android.world.redis.url])
             #expect(show.stdout.contains(#""platform":"android""#), "\(show.stdout)")
