@@ -174,7 +174,7 @@ extension EndToEnd {
             // Metrics by platform.
             let metrics = try android.gateway.metrics()
             #expect(
-                (metrics[#"attest_gateway_platform_verified_total{platform="android",kind="request"}"#] ?? 0) >= 6,
+                (metrics[#"attest_gateway_platform_verified_total{platform="android",kind="request"}"#] ?? 0) == 5,
                 "\(metrics.filter { $0.key.contains("platform") })")
             #expect((metrics[#"attest_gateway_platform_verified_total{platform="android",kind="enrollment"}"#] ?? 0) == 2)
             #expect((metrics[#"attest_gateway_platform_verified_total{platform="ios",kind="request"}"#] ?? 0) == 1)
