@@ -62,7 +62,8 @@ struct AndroidPolicyDecoder {
                 }
                 if case .failure(let problem) = TrustRootFile.countCertificates(pem: pem) {
                     throw self.reader.error(
-                        .trustRootNotCertificate, anchor, "expected a PEM file of X.509 certificates; \(path) \(problem.text)")
+                        .trustRootNotCertificate, anchor,
+                        "expected a PEM file of X.509 certificates; \(path) \(problem.text)")
                 }
                 policy.trustAnchorFiles.append(path)
                 policy.trustAnchorsPEM.append(pem)

@@ -63,7 +63,8 @@ public final class SimulatedAndroidAuthority: @unchecked Sendable {
             }
         }
         return try SimulatedAndroidAuthority(
-            rootKey: SimulatorKey(pem: read(FileName.rootKey)), root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
+            rootKey: SimulatorKey(pem: read(FileName.rootKey)),
+            root: SimulatorCertificate(pem: read(FileName.rootCertificate)),
             batchKey: SimulatorKey(pem: read(FileName.batchKey)),
             batch: SimulatorCertificate(pem: read(FileName.batchCertificate)))
     }
@@ -95,7 +96,10 @@ public final class SimulatedAndroidAuthority: @unchecked Sendable {
                 notAfter: now.addingTimeInterval(10 * 365 * 86_400), isCA: false, keyUsage: "digitalSignature",
                 keyIdentifiers: false,
                 customExtensions: [
-                    (AndroidKeyDescription.oid, AndroidKeyDescriptionBuilder.keyDescription(options, challenge: challenge))
+                    (
+                        AndroidKeyDescription.oid,
+                        AndroidKeyDescriptionBuilder.keyDescription(options, challenge: challenge)
+                    )
                 ]),
             subjectKey: key, issuer: self.batch, issuerKey: self.batchKey)
         return try SimulatedAndroidKey(key: key, chain: [leaf.der, self.batch.der, self.root.der])

@@ -32,7 +32,9 @@ enum VerifyAndroidAttestationCommand: Subcommand {
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
             words,
-            valued: ["chain", "challenge", "package", "digest", "extra-root", "security-level", "min-patch-level", "at"],
+            valued: [
+                "chain", "challenge", "package", "digest", "extra-root", "security-level", "min-patch-level", "at",
+            ],
             switches: ["allow-unlocked", "allow-unverified-boot"])
         if args.wantsHelp {
             print(self.usage)
@@ -53,7 +55,8 @@ enum VerifyAndroidAttestationCommand: Subcommand {
         case "strongbox": level = .strongBox
         case "trusted_environment": level = .trustedEnvironment
         case "software": level = .software
-        case let other: throw UsageError("--security-level \(other): expected strongbox, trusted_environment or software")
+        case let other:
+            throw UsageError("--security-level \(other): expected strongbox, trusted_environment or software")
         }
         var minimumPatch: Int? = nil
         if let text = try args.value("min-patch-level") {
@@ -97,7 +100,9 @@ enum VerifyAndroidAttestationCommand: Subcommand {
             ])
             return 0
         } catch {
-            printJSON([("valid", "false"), ("error", jsonQuote(error.code.rawValue)), ("message", jsonQuote(error.reason))])
+            printJSON([
+                ("valid", "false"), ("error", jsonQuote(error.code.rawValue)), ("message", jsonQuote(error.reason)),
+            ])
             return 1
         }
     }
@@ -115,7 +120,8 @@ enum VerifyAndroidAttestationCommand: Subcommand {
                 guard let end = rest[begin.upperBound...].range(of: "-----END CERTIFICATE-----") else {
                     throw UsageError("--chain \(path): a PEM block has no END line")
                 }
-                guard let der = decodeBase64(String(rest[begin.upperBound..<end.lowerBound]).filter { !$0.isWhitespace })
+                guard
+                    let der = decodeBase64(String(rest[begin.upperBound..<end.lowerBound]).filter { !$0.isWhitespace })
                 else { throw UsageError("--chain \(path): a PEM block is not base64") }
                 chain.append(der)
                 rest = rest[end.upperBound...]
@@ -164,8 +170,10 @@ enum SimAndroidEnrollCommand: Subcommand {
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
             words,
-            valued: ["dir", "challenge", "package", "digest", "security-level", "boot-state", "patch-level",
-                "attestation-version"],
+            valued: [
+                "dir", "challenge", "package", "digest", "security-level", "boot-state", "patch-level",
+                "attestation-version",
+            ],
             switches: ["unlocked", "imported"])
         if args.wantsHelp {
             print(self.usage)
@@ -187,7 +195,8 @@ enum SimAndroidEnrollCommand: Subcommand {
         case "software": options.securityLevel = 0
         case "trusted_environment": options.securityLevel = 1
         case "strongbox": options.securityLevel = 2
-        case let other: throw UsageError("--security-level \(other): expected software, trusted_environment or strongbox")
+        case let other:
+            throw UsageError("--security-level \(other): expected software, trusted_environment or strongbox")
         }
         options.deviceLocked = !args.has("unlocked")
         switch try args.value("boot-state") ?? (args.has("unlocked") ? "unverified" : "verified") {
@@ -287,7 +296,10 @@ enum AndroidSimulatorFiles {
         try FileManager.default.createDirectory(
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let chain = key.chain.map { encodeBase64($0) }.joined(separator: "\n")
-        guard FileManager.default.createFile(atPath: path + ".key.pem", contents: Data(key.privateKeyPEM.utf8), attributes: [.posixPermissions: 0o600]),
+        guard
+            FileManager.default.createFile(
+                atPath: path + ".key.pem", contents: Data(key.privateKeyPEM.utf8),
+                attributes: [.posixPermissions: 0o600]),
             FileManager.default.createFile(atPath: path + ".chain", contents: Data((chain + "\n").utf8))
         else { throw UsageError("cannot write the key to \(path)") }
     }

@@ -48,8 +48,10 @@ extension EndToEnd {
             -> ToolRun
         {
             var arguments = [
-                "verify-android-attestation", "--chain", Self.vectors.appendingPathComponent("\(vector.name)/chain.pem").path,
-                "--challenge", vector.challenge ?? "unknown", "--package", package ?? vector.packages.first ?? "com.example.app",
+                "verify-android-attestation", "--chain",
+                Self.vectors.appendingPathComponent("\(vector.name)/chain.pem").path,
+                "--challenge", vector.challenge ?? "unknown", "--package",
+                package ?? vector.packages.first ?? "com.example.app",
                 "--at", vector.at,
             ]
             for value in digest.map({ [$0] }) ?? vector.digests { arguments += ["--digest", value] }
@@ -73,10 +75,12 @@ extension EndToEnd {
                     #expect(run.stdout.contains(#""valid":true"#), "\(vector.name): \(run.stdout)")
                     accepted += 1
                     let wrongPackage = try Self.verify(vector, world: world, package: "com.example.not.this")
-                    #expect(wrongPackage.stdout.contains(#""error":"android_package_mismatch""#), "\(wrongPackage.stdout)")
+                    #expect(
+                        wrongPackage.stdout.contains(#""error":"android_package_mismatch""#), "\(wrongPackage.stdout)")
                     let wrongDigest = try Self.verify(vector, world: world, digest: String(repeating: "ab", count: 32))
                     #expect(
-                        wrongDigest.stdout.contains(#""error":"android_signing_digest_mismatch""#), "\(wrongDigest.stdout)")
+                        wrongDigest.stdout.contains(#""error":"android_signing_digest_mismatch""#),
+                        "\(wrongDigest.stdout)")
                 } else if !vector.accepted {
                     let run = try Self.verify(vector, world: world)
                     #expect(run.status == 1, "\(vector.name) should be refused: \(run.stdout) \(run.stderr)")

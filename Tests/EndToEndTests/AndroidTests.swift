@@ -176,7 +176,8 @@ extension EndToEnd {
             #expect(
                 (metrics[#"attest_gateway_platform_verified_total{platform="android",kind="request"}"#] ?? 0) == 5,
                 "\(metrics.filter { $0.key.contains("platform") })")
-            #expect((metrics[#"attest_gateway_platform_verified_total{platform="android",kind="enrollment"}"#] ?? 0) == 2)
+            #expect(
+                (metrics[#"attest_gateway_platform_verified_total{platform="android",kind="enrollment"}"#] ?? 0) == 2)
             #expect((metrics[#"attest_gateway_platform_verified_total{platform="ios",kind="request"}"#] ?? 0) == 1)
 
             // `keys show` names the platform.

@@ -64,7 +64,8 @@ import Verification
             return Self.code(try Self.enroll(options).1)
         }
         #expect(try refused { $0.packageName = "com.example.other" } == "android_package_mismatch")
-        #expect(try refused { $0.signingDigests = [[UInt8](repeating: 1, count: 32)] } == "android_signing_digest_mismatch")
+        #expect(
+            try refused { $0.signingDigests = [[UInt8](repeating: 1, count: 32)] } == "android_signing_digest_mismatch")
         #expect(try refused { $0.deviceLocked = false } == "android_bootloader_unlocked")
         #expect(try refused { $0.verifiedBootState = 2 } == "android_verified_boot_refused")
         #expect(try refused { $0.securityLevel = 0 } == "android_security_level_software")

@@ -76,9 +76,14 @@ import Testing
                 "android:\n  apps:\n    - { package: example, signing_digests: [\"\(Self.digestHex)\"] }", nil,
                 .invalidValue, "android.apps[0].package"
             ),
-            ("android:\n  apps:\n    - { package: com.example.app, signing_digests: [\"abc\"] }", nil, .invalidValue,
-                "android.apps[0].signing_digests[0]"),
-            ("android:\n  apps:\n    - { package: com.example.app }", nil, .missingKey, "android.apps[0].signing_digests"),
+            (
+                "android:\n  apps:\n    - { package: com.example.app, signing_digests: [\"abc\"] }", nil, .invalidValue,
+                "android.apps[0].signing_digests[0]"
+            ),
+            (
+                "android:\n  apps:\n    - { package: com.example.app }", nil, .missingKey,
+                "android.apps[0].signing_digests"
+            ),
             (
                 "android:\n  apps:\n    - { package: com.example.app, signing_digests: [\"\(Self.digestHex)\"], security_level: tee }",
                 nil, .invalidValue, "android.apps[0].security_level"
@@ -89,8 +94,10 @@ import Testing
             ),
             ("android:\n  aps: []", nil, .unknownKey, "android.aps"),
             // A route may not name a platform the policy does not configure.
-            ("", "  - match: { path_prefix: / }\n    upstream: api\n    platforms: [android]", .invalidValue,
-                "routes[0].platforms[0]"),
+            (
+                "", "  - match: { path_prefix: / }\n    upstream: api\n    platforms: [android]", .invalidValue,
+                "routes[0].platforms[0]"
+            ),
         ]
         for (block, routes, code, field) in cases {
             do {

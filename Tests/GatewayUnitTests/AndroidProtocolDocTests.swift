@@ -12,7 +12,9 @@ import Verification
     @Test func everyAndroidCodeIsDocumented() throws {
         let doc = try Repository.read("docs/protocol.md")
         var codes = AndroidAttestationError.Code.all.map(\.rawValue)
-        codes += [EnforcementError.Code.platformAndroidRefused.rawValue, EnforcementError.Code.platformIOSRefused.rawValue]
+        codes += [
+            EnforcementError.Code.platformAndroidRefused.rawValue, EnforcementError.Code.platformIOSRefused.rawValue,
+        ]
         #expect(codes.count >= 30)
         let undocumented = codes.filter { !doc.contains("`\($0)`") }
         #expect(undocumented.isEmpty, "docs/protocol.md does not explain: \(undocumented)")

@@ -17,7 +17,8 @@ package struct AndroidAppRequirement: Sendable, Hashable {
     package var minimumPatchLevel: Int?
 
     package init(
-        packageName: String, signingDigests: [[UInt8]], minimumSecurityLevel: AndroidSecurityLevel = .trustedEnvironment,
+        packageName: String, signingDigests: [[UInt8]],
+        minimumSecurityLevel: AndroidSecurityLevel = .trustedEnvironment,
         requiresLockedBootloader: Bool = true, requiresVerifiedBoot: Bool = true, minimumPatchLevel: Int? = nil
     ) {
         self.packageName = packageName

@@ -41,7 +41,8 @@ package struct AndroidKeyRequirements: Sendable {
         if level.rawValue < app.minimumSecurityLevel.rawValue {
             throw AndroidAttestationError(
                 level == .software ? .securityLevelSoftware : .securityLevelTooLow,
-                "the key's security level is \(level); \(app.packageName) requires \(app.minimumSecurityLevel) or higher")
+                "the key's security level is \(level); \(app.packageName) requires \(app.minimumSecurityLevel) or higher"
+            )
         }
         let list = description.enforcedList
         // Keymaster 3 and earlier leave ecCurve out (the size says it): the leaf's own key,

@@ -42,7 +42,9 @@ package struct AndroidRequestSignature: Sendable, Hashable {
     package static func signedBytes(counter: UInt64, clientDataHash: [UInt8]) -> [UInt8] {
         var out = Self.versionTag
         out.reserveCapacity(Self.versionTag.count + 8 + clientDataHash.count)
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: counter >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            out.append(UInt8(truncatingIfNeeded: counter >> UInt64(shift)))
+        }
         out += clientDataHash
         return out
     }
