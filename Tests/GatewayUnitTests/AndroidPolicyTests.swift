@@ -125,3 +125,30 @@ import Testing
         #expect(throws: PolicyError.self) { try PolicyLoader.load(path: directory.path + "/p.yaml") }
     }
 }
+
+@Suite struct AndroidPolicyLintTests {
+    @Test func weakAndroidSettingsAreWarnedAbout() throws {
+        let block = """
+            android:
+              apps:
+                - { package: com.example.app, signing_digests: ["\(AndroidPolicyTests.digestHex)"] }
+                - package: com.example.dev
+                  signing_digests: ["\(AndroidPolicyTests.digestHex)"]
+                  security_level: software
+                  require_locked_bootloader: false
+            """
+        var warnings: [PolicyWarning] = []
+        _ = try PolicyLoader.parse(AndroidPolicyTests.policy(block), sourcePath: "p.yaml", warnings: &warnings)
+        let android = warnings.filter { $0.code.hasPrefix("android_") }
+        #expect(android.map(\.code) == ["android_software_keys", "android_boot_state_not_required"])
+        #expect(android.allSatisfy { $0.field == "android.apps[1]" && $0.line > 0 })
+    }
+
+    @Test func aStrictAppGivesNoWarning() throws {
+        var warnings: [PolicyWarning] = []
+        _ = try PolicyLoader.parse(
+            AndroidPolicyTests.policy(AndroidPolicyTests.goodBlock), sourcePath: "p.yaml", warnings: &warnings)
+        // goodBlock turns off require_verified_boot.
+        #expect(warnings.filter { $0.code.hasPrefix("android_") }.map(\.code) == ["android_boot_state_not_required"])
+    }
+}
