@@ -1,6 +1,7 @@
 // libFuzzer harness over the Android Key Attestation parsers: the KeyDescription extension
-// (the input as the extension value) and the chain verifier (the input as the leaf certificate
-// above a real chain's intermediates, and alone). Built by Fuzz/android-key-description/run.sh.
+// (the input as the extension value), the chain verifier (the input as the leaf certificate
+// above a real chain's intermediates, and alone), and an Android signed request's assertion
+// bytes (`AndroidRequestSignature`). Built by Fuzz/android-key-description/run.sh.
 import Foundation
 import Verification
 
@@ -27,6 +28,7 @@ private let issuers: [[UInt8]] = {
 }()
 private let fuzzTime = Date(timeIntervalSince1970: 1_762_653_981)  // 2025-11-09T02:06:21Z
 private let verifier = try? AndroidAttestationChainVerifier()
+private let fuzzHash = [UInt8](repeating: 0x5a, count: 32)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAndroidKeyDescriptionOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
@@ -46,6 +48,13 @@ public func fuzzAndroidKeyDescriptionOneInput(_ data: UnsafePointer<UInt8>?, _ s
         }
         precondition(description.attestationChallenge.count <= 4096)
         precondition((try? AndroidKeyDescription(extensionValue: bytes)) == description, "not deterministic")
+    }
+    // The X-App-Assertion of an Android signed request: 8 counter bytes and a DER signature.
+    if let signed = try? AndroidRequestSignature(assertion: bytes) {
+        precondition(signed.counter >= 1 && bytes.count <= 8 + AndroidRequestSignature.maximumSignatureSize)
+        precondition(signed.signature == Array(bytes.dropFirst(8)), "signature bytes moved")
+        let message = AndroidRequestSignature.signedBytes(counter: UInt64(signed.counter), clientDataHash: fuzzHash)
+        precondition(Array(message[25..<33]) == Array(bytes.prefix(8)), "counter not signed as sent")
     }
     if let verifier {
         _ = try? verifier.verify(chain: [bytes] + issuers, at: fuzzTime, revocationList: .empty)

@@ -31,6 +31,8 @@ final class AttestEndpoint: Sendable {
     private let now: @Sendable () -> Date
     /// Counts each registered key in the fleet's per-app, per-minute attestation rate.
     private let fleetRate: FleetAttestationRate
+    /// Bodies with `"platform": "android"` go there; nil when the policy has no `android:`.
+    private let android: AndroidEnrollment?
 
     /// - Parameter verificationQueue: the certificate chain check (~1 ms) runs there, never on
     ///   a connection queue.
@@ -44,7 +46,8 @@ final class AttestEndpoint: Sendable {
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
         now: @escaping @Sendable () -> Date,
-        attestationRateAlert: Int? = nil
+        attestationRateAlert: Int? = nil,
+        android: AndroidEnrollmentVerifier? = nil
     ) {
         self.path = path
         self.verifier = verifier
@@ -55,8 +58,13 @@ final class AttestEndpoint: Sendable {
         self.storeFailures = storeFailures
         self.verificationQueue = verificationQueue
         self.now = now
-        self.fleetRate = FleetAttestationRate(
-            store: store, threshold: attestationRateAlert, metrics: metrics, now: now)
+        let fleetRate = FleetAttestationRate(store: store, threshold: attestationRateAlert, metrics: metrics, now: now)
+        self.fleetRate = fleetRate
+        self.android = android.map {
+            AndroidEnrollment(
+                verifier: $0, challenges: challenges, store: store, metrics: metrics, storeFailures: storeFailures,
+                verificationQueue: verificationQueue, now: now, fleetRate: fleetRate)
+        }
     }
 
     func respond(
@@ -68,6 +76,10 @@ final class AttestEndpoint: Sendable {
         }
         guard head.method == "POST" else {
             finish(.failure(.methodNotAllowed(endpoint: self.path)))
+            return
+        }
+        if let android = self.android, AndroidEnrollmentVerifier.isAndroidRequest(body ?? []) {
+            android.respond(body: body ?? [], loop: loop, completion: completion)
             return
         }
         let request: EndpointRequests.AttestRequest
@@ -96,6 +108,7 @@ final class AttestEndpoint: Sendable {
         case .success(let attested):
             self.metrics.attestation(result: AttestVerdict.verified.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
+            self.metrics.platformVerified(platform: "ios", kind: "enrollment")
             let keyID = EndpointRequests.encodeBase64(attested.keyID)
             var fields = [
                 ("key_id", JSONText.quote(keyID)),

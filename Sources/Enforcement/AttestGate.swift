@@ -155,7 +155,14 @@ package final class AttestGate: RequestGate {
             storeFailures: storeFailures,
             verificationQueue: Self.verificationQueue,
             now: now,
-            attestationRateAlert: policy.attestationRateAlert
+            attestationRateAlert: policy.attestationRateAlert,
+            android: try policy.android.map { android throws(VerificationError) in
+                do throws(AndroidAttestationError) {
+                    return try AndroidEnrollmentVerifier(policy: android)
+                } catch {
+                    throw VerificationError(.malformedCertificate, "android.trust_anchors: \(error.reason)")
+                }
+            }
         )
         let deviceCheckSettings = deviceCheck?.configuration.deviceCheck ?? AppleDeviceCheckSettings()
         let tokenTTL = Int(deviceCheckSettings.tokenTTL.components.seconds)
@@ -186,7 +193,8 @@ package final class AttestGate: RequestGate {
                 DeviceCheckTokenCheck(
                     keyring: keyring, ttlSeconds: tokenTTL, appIDs: policy.appIDs,
                     environment: $0.configuration.environment)
-            }
+            },
+            androidPackages: policy.android?.apps.map(\.packageName) ?? []
         )
         self.tokenEndpoint = TokenEndpoint(
             path: policy.endpoints.token, tokens: tokens, appIDs: policy.appIDs, environment: policy.environment,

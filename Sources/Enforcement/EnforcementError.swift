@@ -185,6 +185,30 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
             }
         }
 
+        /// 403: an Android key on a route whose `platforms` leaves `android` out.
+        package static let platformAndroidRefused = Code("platform_android_refused", 403, .appIDMismatch)
+        /// 403: an App Attest key on a route whose `platforms` leaves `ios` out.
+        package static let platformIOSRefused = Code("platform_ios_refused", 403, .appIDMismatch)
+
+        /// An Android enrollment or signed request that failed a check of the Android verifier
+        /// (`AndroidAttestationError`): its own stable code, 403 when the key is genuine but
+        /// not accepted here (app, signer, device state), 401 otherwise; 500 for our crypto faults.
+        package static func android(_ code: AndroidAttestationError.Code) -> Code {
+            switch code {
+            case .internalCryptoError, .trustAnchorInvalid, .revocationListMalformed: return .internalError
+            case .packageMismatch, .signingDigestMismatch: return Code(code.rawValue, 403, .appIDMismatch)
+            case .securityLevelSoftware, .securityLevelTooLow, .bootloaderUnlocked, .verifiedBootRefused,
+                .patchLevelTooOld, .keyPropertiesRefused, .keyOriginRefused:
+                return Code(code.rawValue, 403, .environmentMismatch)
+            case .requestSignatureInvalid: return Code(code.rawValue, 401, .invalidSignature)
+            case .chainInvalid, .certificateMalformed, .keyDescriptionMissing, .keyDescriptionMalformed,
+                .keyDescriptionMisplaced, .requestSignatureMalformed, .requestCounterOutOfRange:
+                return Code(code.rawValue, 401, .malformed)
+            case .challengeMismatch: return Code(code.rawValue, 401, .challengeInvalid)
+            default: return Code(code.rawValue, 401, .invalidSignature)
+            }
+        }
+
         /// An assertion that failed a check of `AssertionVerifier`, on a protected route.
         package static func assertion(_ code: VerificationError.Code) -> Code {
             switch code {

@@ -32,6 +32,9 @@ package protocol GateMetrics: Sendable {
     func fleetAttestations(appID: String, perMinute: Int, alerting: Bool)
     /// One failure an app reported about itself: `ios`/`android` and an allowlisted code or `other`.
     func clientReportedFailure(platform: String, code: String)
+    /// One verified enrollment (`enrollment`) or protected request (`request`) of a key of
+    /// `platform` (`ios`, `android`).
+    func platformVerified(platform: String, kind: String)
     /// One cryptographically valid assertion's launch validation (before policy): category
     /// value and bundle version, nil when the device wrote none.
     func launchValidation(category: UInt32?, bundleVersion: String?)
@@ -62,6 +65,7 @@ extension GateMetrics {
     package func keyLimitRefused(route: String, limit: KeyLimitKind) {}
     package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {}
     package func clientReportedFailure(platform: String, code: String) {}
+    package func platformVerified(platform: String, kind: String) {}
 }
 
 extension GateMetrics {

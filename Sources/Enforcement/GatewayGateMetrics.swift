@@ -44,6 +44,8 @@ package final class GatewayGateMetrics: GateMetrics {
     private let fleetAttestationAlert: GaugeFamily
     /// "platform|code" → counter, for every allowlisted pair (resolved once: bounded).
     private let clientReports: [String: Counter]
+    /// "platform|kind" → counter, for the four allowed pairs.
+    private let platformVerifications: [String: Counter]
     /// route name → one counter per `AttestVerdict.gateVerdicts` index.
     private let routeHandles: [String: [Counter]]
     /// The same counters by the policy's route index (`routeNames`' order).
@@ -127,6 +129,18 @@ package final class GatewayGateMetrics: GateMetrics {
             }
         }
         self.clientReports = reportHandles
+        let platforms = registry.counter(
+            "attest_gateway_platform_verified_total",
+            help: "Verified enrollments and protected requests, by the key's platform (ios, android).",
+            labelNames: ["platform", "kind"]
+        )
+        var platformHandles: [String: Counter] = [:]
+        for platform in ["ios", "android"] {
+            for kind in ["enrollment", "request"] {
+                platformHandles["\(platform)|\(kind)"] = platforms.labels(platform, kind)
+            }
+        }
+        self.platformVerifications = platformHandles
         let categories = registry.counter(
             "attest_gateway_launch_validation_total",
             help: "Valid assertions by launch validation category (none: iOS 26 or earlier).",
@@ -236,6 +250,10 @@ package final class GatewayGateMetrics: GateMetrics {
     package func clientReportedFailure(platform: String, code: String) {
         // Only allowlisted pairs have a series: anything else cannot add one.
         self.clientReports["\(platform)|\(code)"]?.increment()
+    }
+
+    package func platformVerified(platform: String, kind: String) {
+        self.platformVerifications["\(platform)|\(kind)"]?.increment()
     }
 
     package func fleetAttestations(appID: String, perMinute: Int, alerting: Bool) {

@@ -45,6 +45,7 @@ package enum GatewayHeaderNamespace {
         Entry(name: IdentityHeaders.riskMetricAge, role: .identity),
         Entry(name: IdentityHeaders.riskExceeded, role: .identity),
         Entry(name: IdentityHeaders.debugTokenName, role: .identity),
+        Entry(name: IdentityHeaders.platform, role: .identity),
         Entry(name: IdentitySigner.headerName, role: .identity),
         Entry(name: AuthzAnswer.errorHeader, role: .answer),
     ]

@@ -36,11 +36,9 @@ enum ProtectedRequestOutcome: Sendable {
         let arm = judgement.arm
         switch self {
         case .verified(let identity):
-            return .forward(
-                IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm),
-                GateLogInfo(
-                    verdict: self.verdict, keyID: identity.keyID, arm: arm)
-            )
+            var info = GateLogInfo(verdict: self.verdict, keyID: identity.keyID, arm: arm)
+            info.platform = identity.platform
+            return .forward(IdentityHeaders.forwarded(head, status: .verified, identity: identity, arm: arm), info)
         case .debug(let name):
             var forwarded = IdentityHeaders.forwarded(head, status: .debug, arm: arm)
             forwarded.headers.add(name: IdentityHeaders.debugTokenName, value: name)

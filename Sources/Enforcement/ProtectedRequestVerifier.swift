@@ -37,6 +37,8 @@ final class ProtectedRequestVerifier: Sendable {
         var bundleVersion: String?
         /// The key access-control extension's verdict (macOS 27+), nil when none.
         var keyAccessPolicy: String?
+        /// App Attest, or an Android Keystore key (`AndroidRequestCheck`).
+        var platform: AttestPlatform = .ios
     }
 
     /// Everything `verify` derived from the request, carried across store hops.
@@ -71,6 +73,7 @@ final class ProtectedRequestVerifier: Sendable {
     private let environment: EnvironmentPolicy
     private let acceptedAppIDs: Set<String>
     private let assertionVerifier = AssertionVerifier()
+    private let androidRequests: AndroidRequestCheck
     private let keys: KeyCache<CachedKey>
     private let challenges: IssuedChallenges
     private let store: any AttestStore
@@ -97,8 +100,10 @@ final class ProtectedRequestVerifier: Sendable {
         storeFailures: StoreFailureReporter,
         verificationQueue: DispatchQueue,
         now: @escaping @Sendable () -> Date,
-        deviceCheckTokens: DeviceCheckTokenCheck? = nil
+        deviceCheckTokens: DeviceCheckTokenCheck? = nil,
+        androidPackages: [String] = []
     ) {
+        self.androidRequests = AndroidRequestCheck(packages: Set(androidPackages))
         self.deviceCheckTokens = deviceCheckTokens
         self.environment = environment
         self.acceptedAppIDs = Set(appIDs)
@@ -304,7 +309,8 @@ final class ProtectedRequestVerifier: Sendable {
                             counter: record.counter,
                             validationCategory: record.validationCategory,
                             bundleVersion: record.bundleVersion,
-                            keyAccessPolicy: record.keyAccessPolicy
+                            keyAccessPolicy: record.keyAccessPolicy,
+                            platform: record.platform == KeyRecord.androidPlatform ? .android : .ios
                         )
                     } catch {
                         Log.error(
@@ -336,6 +342,22 @@ final class ProtectedRequestVerifier: Sendable {
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) -> IdentityHeaders.Identity? {
         let loggedKeyID = request.keyID
+        if let refusal = AndroidRequestCheck.platformRefusal(key.platform, route: request.route) {
+            conclude(.failed(refusal, keyID: loggedKeyID))
+            return nil
+        }
+        if key.platform == .android {
+            let checked = self.androidRequests.identity(
+                keyID: request.keyID, package: key.appID.value, environment: key.environment,
+                assertion: request.assertion, clientDataHash: request.clientDataHash, publicKey: key.publicKey,
+                lowestRefused: CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow))
+            switch checked {
+            case .success(let identity): return identity
+            case .failure(let error):
+                conclude(.failed(error, keyID: loggedKeyID))
+                return nil
+            }
+        }
         if let mismatch = self.environmentMismatch(key.environment) {
             conclude(.failed(EnforcementError(.environmentMismatch, mismatch), keyID: loggedKeyID))
             return nil
@@ -502,6 +524,9 @@ final class ProtectedRequestVerifier: Sendable {
         let decision = outcome.decision(for: head, route: route, judgement: judgement)
         let verdict = outcome.verdict
         self.metrics.requestDecided(route: route.name, verdict: verdict)
+        if case .verified(let identity) = outcome {
+            self.metrics.platformVerified(platform: identity.platform ?? AttestPlatform.ios.rawValue, kind: "request")
+        }
         if let arm = judgement.arm {
             self.metrics.rolloutDecided(route: route.name, arm: arm, verdict: verdict)
         }

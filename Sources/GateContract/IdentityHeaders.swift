@@ -43,6 +43,9 @@ package enum IdentityHeaders {
     package static let riskExceeded = "X-App-Attest-Risk-Exceeded"
     /// The debug token's name, with status `debug`.
     package static let debugTokenName = "X-App-Attest-Debug-Token-Name"
+    /// `android` on a request signed by an Android Keystore key; absent for App Attest keys
+    /// (whose forwarded heads predate Android support and keep their exact shape).
+    package static let platform = "X-App-Attest-Platform"
 
     private static let reservedPrefix = "x-app-attest-"
 
@@ -126,6 +129,8 @@ package enum IdentityHeaders {
         package var riskMetric: Int?
         package var riskMetricAge: Int?
         package var riskExceeded: Int?
+        /// `android` for an Android Keystore key; nil for App Attest.
+        package var platform: String?
 
         package init(
             keyID: String, appID: String, environment: String, counter: UInt32,
@@ -174,6 +179,7 @@ package enum IdentityHeaders {
             add(Self.appID, identity.appID)
             add(Self.environment, identity.environment)
             add(Self.counter, String(identity.counter))
+            if let platform = identity.platform { add(Self.platform, platform) }
             if let category = identity.validationCategory { add(Self.validationCategory, category) }
             if let version = identity.bundleVersion { add(Self.bundleVersion, version) }
             if let policy = identity.keyAccessPolicy { add(Self.keyAccessPolicy, policy) }

@@ -129,6 +129,9 @@ package struct GateLogInfo: Sendable {
     package var keyID: String?
     /// The rollout arm on routes with `enforce_percent` < 100.
     package var arm: RolloutArm?
+    /// `android` when the key is an Android Keystore key (the access log's `platform`); nil
+    /// for App Attest keys and requests without a verified key.
+    package var platform: String? = nil
 
     package init(verdict: AttestVerdict, keyID: String? = nil, arm: RolloutArm? = nil) {
         self.verdict = verdict

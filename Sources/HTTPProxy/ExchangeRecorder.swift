@@ -67,6 +67,7 @@ struct ExchangeRecorder {
                 userAgent: exchange.correlation?.userAgent, bytesIn: exchange.bodyBytesIn, bytesOut: bytesOut,
                 upstreamAddress: upstreamTime == nil ? nil : exchange.target?.addressText, tlsVersion: tlsVersion)
         entry.httpProtocol = httpProtocol
+        entry.platform = exchange.logInfo?.platform
         self.loopContext.logBuffer.append(entry)
     }
 

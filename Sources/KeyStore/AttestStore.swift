@@ -133,6 +133,12 @@ package struct KeyRecord: Sendable, Hashable {
     /// The key access-control extension's verdict at attestation (macOS 27+:
     /// `macos_full_security` or `other`), nil when the certificate had none.
     package var keyAccessPolicy: String?
+    /// The platform whose key this is: nil for App Attest (every record written before
+    /// Android keys existed), `android` for an Android Keystore key (`KeyRecord.androidPlatform`).
+    package var platform: String? = nil
+
+    /// `platform` of an Android Keystore key.
+    package static let androidPlatform = "android"
 
     package init(
         keyID: String, publicKey: [UInt8], counter: UInt32, appID: String, environment: String,

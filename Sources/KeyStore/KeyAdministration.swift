@@ -102,6 +102,10 @@ package enum KeyAdministration {
         if let policy = record.keyAccessPolicy {
             fields.append(("key_access_policy", JSONText.quote(policy)))
         }
+        // Android keys only: App Attest records keep their shape.
+        if let platform = record.platform {
+            fields.append(("platform", JSONText.quote(platform)))
+        }
         return fields
     }
 

@@ -174,8 +174,8 @@ package final class RedisStore: AttestStore {
 
     /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
     /// validation_category, bundle_version (these two empty when absent: the field is not set),
-    /// idle TTL in ms (`0`: none, the record never expires), key_access_policy (empty when absent).
-    /// Returns 1 when created, 0 when the record existed.
+    /// idle TTL in ms (`0`: none, the record never expires), key_access_policy (empty when absent),
+    /// platform (empty for App Attest: the field is not set). Returns 1 when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -184,6 +184,7 @@ package final class RedisStore: AttestStore {
         if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'validation_category', ARGV[8]) end
         if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'bundle_version', ARGV[9]) end
         if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'key_access_policy', ARGV[11]) end
+        if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'platform', ARGV[12]) end
         local ttl = tonumber(ARGV[10])
         if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return 1
@@ -285,6 +286,7 @@ package final class RedisStore: AttestStore {
             Self.bytes(record.bundleVersion ?? ""),
             self.idleTTLArgument,
             Self.bytes(record.keyAccessPolicy ?? ""),
+            Self.bytes(record.platform ?? ""),
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -400,7 +402,7 @@ package final class RedisStore: AttestStore {
                 "key record \(keyID.prefix(8))… has unknown status \(statusText.prefix(20))"
             )
         }
-        return KeyRecord(
+        var record = KeyRecord(
             keyID: keyID,
             publicKey: try field("public_key"),
             counter: counter,
@@ -419,5 +421,7 @@ package final class RedisStore: AttestStore {
             bundleVersion: fields["bundle_version"].map { String(decoding: $0, as: UTF8.self) },
             keyAccessPolicy: fields["key_access_policy"].map { String(decoding: $0, as: UTF8.self) }
         )
+        record.platform = fields["platform"].map { String(decoding: $0, as: UTF8.self) }
+        return record
     }
 }

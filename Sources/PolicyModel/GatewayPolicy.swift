@@ -57,6 +57,8 @@ public struct GatewayPolicy: Sendable {
     /// of headers other proxies set to name the client (`ClientTrustHeaders`); client copies of
     /// every one are removed before a request goes upstream.
     public var stripClientHeaders: [String] = []
+    /// `android:`: the Android apps whose Keystore keys may enroll; nil = iOS only.
+    public var android: AndroidPolicy? = nil
 
     public init(
         listen: [ListenAddress],
@@ -251,6 +253,8 @@ public struct RoutePolicy: Sendable, Hashable {
     }
     /// `max_risk_metric` and `action`; nil = no fraud-risk rule.
     public var riskMetric: RiskMetricRule?
+    /// `platforms:`: whose keys the route accepts (default: every platform the policy configures).
+    public var platforms: [AttestPlatform] = AttestPlatform.allCases
 
     /// Largest `counter_window` (the seen-map is one byte per position, rewritten by the
     /// store's script on every request).

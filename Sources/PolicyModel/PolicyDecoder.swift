@@ -58,6 +58,8 @@ import GatewayIO
 /// | `attestation_rate_alert` | integer 1-1000000000: attestations per App ID per minute, fleet-wide, that raise the alert | none |
 /// | `tracing.*` | see `PolicyDecoder+Tracing` and docs/operations.md "Traces" | off (no endpoint) |
 /// | `apple.*` | see `PolicyDecoder+Apple` and docs/operations.md "`apple`" | none (no calls to Apple) |
+/// | `android.*` | `{apps: [{package, signing_digests, security_level, require_locked_bootloader, require_verified_boot, min_patch_level}], trust_anchors}`: see `AndroidPolicyDecoder` | none (iOS keys only) |
+/// | `routes[i].platforms` | list of `ios` \| `android` | every platform configured (`app_ids`: ios, `android`: android) |
 ///
 /// Durations: `500ms`, `10s`, `2m`, `1h` or whole seconds. Sizes: bytes, or `64KiB`/`1MiB`/`1GiB`.
 struct PolicyDecoder {
@@ -67,7 +69,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window", "attestation_rate_alert",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers", "tunnels", "tokens", "tracing",
+        "strip_client_headers", "tunnels", "tokens", "tracing", "android",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -85,7 +87,7 @@ struct PolicyDecoder {
         "on_store_error", "case_sensitive", "allow_encoded_slashes", "key_limits",
         "app_validation", "counter_window", "enforce_percent", "allow_debug_tokens",
         "fallback", "allow_method_overrides", "accept_token",
-        "max_risk_metric", "action", "websocket",
+        "max_risk_metric", "action", "websocket", "platforms",
     ]
     static let matchKeys = ["path_prefix", "path", "methods"]
 
@@ -160,10 +162,14 @@ struct PolicyDecoder {
         let upstreams = try self.decodeUpstreams(top, limits: limits)
         let endpoints = try self.decodeEndpoints(top)
         let attestation = AttestationKeysDecoder(reader: self.reader)
+        let android = try AndroidPolicyDecoder(
+            reader: self.reader, files: PolicyFilePath(reader: self.reader, baseDirectory: self.baseDirectory)
+        ).decode(top)
         let routeDecoder = RouteDecoder(
             reader: self.reader,
             upstreams: upstreams,
             appIDs: appIDs,
+            androidPackages: android?.apps.map(\.packageName) ?? [],
             attestation: attestation,
             defaults: try attestation.decodeDefaults(top)
         )
@@ -200,6 +206,7 @@ struct PolicyDecoder {
             redisOptions: redisOptions
         )
         policy.apple = apple
+        policy.android = android
         policy.identitySignature = identitySignature
         policy.tokens = try self.decodeTokens(top, routes: routes, sources: routeSources)
         policy.readiness = try self.decodeReadiness(top)

@@ -6,6 +6,8 @@ struct RouteDecoder {
     let reader: PolicyScalarReader
     let upstreams: [String: UpstreamConfiguration]
     let appIDs: [String]
+    /// `android.apps[].package`: empty when the policy has no `android:` block.
+    var androidPackages: [String] = []
     /// Reads each route's `app_validation`, `counter_window`, `enforce_percent`, `allow_debug_tokens`.
     let attestation: AttestationKeysDecoder
     /// The top-level `app_validation` / `counter_window`, for routes without their own.
@@ -106,7 +108,8 @@ struct RouteDecoder {
             route.acceptToken = try TokensDecoder.decodeAcceptance(n, reader: self.reader)
         }
 
-        if route.mode != .off && self.appIDs.isEmpty {
+        route.platforms = try self.decodePlatforms(fields)
+        if route.mode != .off && self.appIDs.isEmpty && self.androidPackages.isEmpty {
             let modeNode = fields["mode"]
             throw self.reader.error(
                 .appIDsRequired,

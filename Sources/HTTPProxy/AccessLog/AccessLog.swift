@@ -133,6 +133,8 @@ package struct AccessLogBuffer {
         package var tlsVersion: String?
         /// The client's protocol: "http/1.1" or "h2".
         package var httpProtocol: String = "http/1.1"
+        /// `android` for an Android Keystore key (`GateLogInfo.platform`); nil: the field is left out.
+        package var platform: String? = nil
 
         package init(
             method: String, path: Substring, route: String, status: Int, verdict: String, code: String? = nil,
@@ -166,6 +168,7 @@ package struct AccessLogBuffer {
             let text =
                 self.method.utf8.count + self.path.utf8.count + self.route.utf8.count + self.verdict.utf8.count
                 + (self.keyID?.utf8.count ?? 0) + (self.code?.utf8.count ?? 0) + (self.arm?.utf8.count ?? 0)
+                + (self.platform.map { $0.utf8.count + 12 } ?? 0)
                 + self.client.utf8.count
                 + min(self.userAgent?.utf8.count ?? 0, AccessLogBuffer.maxUserAgentBytes)
                 + (self.requestID?.utf8Count ?? 0) + (self.upstreamAddress?.utf8.count ?? 0)
@@ -229,6 +232,10 @@ package struct AccessLogBuffer {
         if let arm = entry.arm {
             out.write(#","arm":"#)
             writeQuoted(arm, into: &out)
+        }
+        if let platform = entry.platform {
+            out.write(#","platform":"#)
+            writeQuoted(platform, into: &out)
         }
         out.write(#","upstream_ms":"#)
         if let upstream = entry.upstreamNanoseconds {

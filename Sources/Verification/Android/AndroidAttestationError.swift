@@ -45,12 +45,45 @@ package struct AndroidAttestationError: Error, Hashable, CustomStringConvertible
         /// OpenSSL failed on our side (allocation, internal error): not the input's fault.
         package static let internalCryptoError = Code("android_internal_crypto_error")
 
+        // MARK: Enrollment requirements (`AndroidKeyRequirements`: the policy's apps)
+
+        /// attestationChallenge is not the exact bytes of the challenge the gateway issued.
+        package static let challengeMismatch = Code("android_challenge_mismatch")
+        /// attestationApplicationId is absent, or names no package the policy lists.
+        package static let packageMismatch = Code("android_package_mismatch")
+        /// The package is listed, but no signing-certificate digest matches the configured ones.
+        package static let signingDigestMismatch = Code("android_signing_digest_mismatch")
+        /// The key's security level is below the app's `security_level` (TEE where StrongBox is required).
+        package static let securityLevelTooLow = Code("android_security_level_too_low")
+        /// RootOfTrust says the bootloader is unlocked (deviceLocked false).
+        package static let bootloaderUnlocked = Code("android_bootloader_unlocked")
+        /// RootOfTrust verifiedBootState is not Verified (SelfSigned, Unverified or Failed).
+        package static let verifiedBootRefused = Code("android_verified_boot_refused")
+        /// osPatchLevel is absent or older than the app's `min_patch_level`.
+        package static let patchLevelTooOld = Code("android_patch_level_too_old")
+        /// The key is not an EC P-256 signing key (purpose SIGN, algorithm EC, curve P-256).
+        package static let keyPropertiesRefused = Code("android_key_properties_refused")
+        /// The key was not generated inside KeyMint (origin is not GENERATED: imported, derived).
+        package static let keyOriginRefused = Code("android_key_origin_refused")
+
+        // MARK: Signed requests (`AndroidRequestSignature`)
+
+        /// `X-App-Assertion` of an Android key is not 8 counter bytes and a DER signature.
+        package static let requestSignatureMalformed = Code("android_request_signature_malformed")
+        /// The counter is 0 or above 4294967295.
+        package static let requestCounterOutOfRange = Code("android_request_counter_out_of_range")
+        /// The ECDSA signature does not verify under the enrolled key for this request.
+        package static let requestSignatureInvalid = Code("android_request_signature_invalid")
+
         /// Every code, for documentation and tests.
         package static let all: [Code] = [
             .chainInvalid, .certificateMalformed, .rootUntrusted, .certificateExpired, .certificateNotYetValid,
             .certificateRevoked, .keyDescriptionMissing, .keyDescriptionMalformed, .keyDescriptionMisplaced,
             .attestKeyForged, .securityLevelSoftware, .securityLevelMismatch, .rootOfTrustMissing,
-            .revocationListMalformed, .trustAnchorInvalid, .internalCryptoError,
+            .revocationListMalformed, .trustAnchorInvalid, .internalCryptoError, .challengeMismatch,
+            .packageMismatch, .signingDigestMismatch, .securityLevelTooLow, .bootloaderUnlocked,
+            .verifiedBootRefused, .patchLevelTooOld, .keyPropertiesRefused, .keyOriginRefused,
+            .requestSignatureMalformed, .requestCounterOutOfRange, .requestSignatureInvalid,
         ]
     }
 

@@ -1,0 +1,134 @@
+import Dispatch
+import Foundation
+import GateContract
+import GatewayIO
+import KeyStore
+import PolicyModel
+import Verification
+
+/// The checks of an Android enrollment (`AndroidEnrollment` runs the flow): the body, the
+/// chain (`AndroidAttestationChainVerifier`) and the policy's apps (`AndroidKeyRequirements`),
+/// giving the key record to store. Immutable, Sendable; built once per policy.
+///
+/// Key ID: standard base64 of SHA-256 of the leaf certificate's DER SubjectPublicKeyInfo
+/// (32 bytes, the shape of an App Attest key ID; the app can compute it from
+/// `certificate.publicKey.encoded`). The key record holds the 65-byte X9.62 point, the
+/// package as its app ID and `platform: android`.
+final class AndroidEnrollmentVerifier: Sendable {
+    /// The parsed body.
+    struct Request: Sendable {
+        var challenge: String
+        /// DER certificates, leaf first.
+        var chain: [[UInt8]]
+    }
+
+    private let chainVerifier: AndroidAttestationChainVerifier
+    private let requirements: AndroidKeyRequirements
+
+    /// - Parameter policy: the `android:` block (apps and extra anchors).
+    init(policy: AndroidPolicy) throws(AndroidAttestationError) {
+        let apps = policy.apps.map(Self.requirement)
+        self.requirements = AndroidKeyRequirements(apps: apps)
+        self.chainVerifier = try AndroidAttestationChainVerifier(
+            additionalTrustAnchorsPEM: policy.trustAnchorsPEM,
+            allowsSoftwareAttestation: self.requirements.anyAllowsSoftware)
+    }
+
+    static func requirement(_ app: AndroidAppPolicy) -> AndroidAppRequirement {
+        let level: AndroidSecurityLevel =
+            switch app.securityLevel {
+            case .software: .software
+            case .trustedEnvironment: .trustedEnvironment
+            case .strongbox: .strongBox
+            }
+        return AndroidAppRequirement(
+            packageName: app.packageName, signingDigests: app.signingDigests, minimumSecurityLevel: level,
+            requiresLockedBootloader: app.requireLockedBootloader, requiresVerifiedBoot: app.requireVerifiedBoot,
+            minimumPatchLevel: app.minimumPatchLevel)
+    }
+
+    /// True when the attest body names `"platform": "android"` (a cheap byte scan first: App
+    /// Attest bodies pay no second JSON parse).
+    static func isAndroidRequest(_ body: [UInt8]) -> Bool {
+        guard body.count <= EndpointRequests.maxEndpointBodyBytes,
+            Self.contains(body, Array("\"platform\"".utf8)),
+            let object = try? EndpointRequests.jsonObject(body, maxBytes: EndpointRequests.maxEndpointBodyBytes)
+        else { return false }
+        return (object["platform"] as? String) == AttestPlatform.android.rawValue
+    }
+
+    /// Longest chain and certificate the body may carry (the verifier bounds them again).
+    static let maximumChainLength = AndroidAttestationChainVerifier.maximumChainLength
+
+    /// `{"platform": "android", "challenge": "…", "certificate_chain": ["<base64 DER>", …]}`.
+    static func parse(_ body: [UInt8]) throws(EnforcementError) -> Request {
+        let object = try EndpointRequests.jsonObject(body, maxBytes: EndpointRequests.maxEndpointBodyBytes)
+        guard let challenge = object["challenge"] as? String, !challenge.isEmpty else {
+            throw EnforcementError(.malformedRequest, "challenge must be a non-empty string")
+        }
+        guard let items = object["certificate_chain"] as? [Any], !items.isEmpty,
+            items.count <= Self.maximumChainLength
+        else {
+            throw EnforcementError(
+                .malformedRequest,
+                "certificate_chain must be a list of 1 to \(Self.maximumChainLength) base64 DER certificates, leaf first"
+            )
+        }
+        var chain: [[UInt8]] = []
+        for (index, item) in items.enumerated() {
+            guard let text = item as? String, let der = EndpointRequests.decodeBase64(text), !der.isEmpty else {
+                throw EnforcementError(
+                    .malformedRequest, "certificate_chain[\(index)] is not the standard base64 of a DER certificate")
+            }
+            chain.append(der)
+        }
+        return Request(challenge: challenge, chain: chain)
+    }
+
+    /// The verified key record, or the refusal. Pure apart from `now`; runs on the
+    /// verification queue (the chain check is ~1 ms).
+    func verify(_ request: Request, at time: Date) -> Result<KeyRecord, EnforcementError> {
+        let result: AndroidAttestationResult
+        let app: AndroidAppRequirement
+        do throws(AndroidAttestationError) {
+            result = try self.chainVerifier.verify(chain: request.chain, at: time, revocationList: .empty)
+            app = try self.requirements.check(result, challenge: Array(request.challenge.utf8))
+        } catch {
+            let code = EnforcementError.Code.android(error.code)
+            if code == .internalError {
+                Log.error("android_attestation_internal_error", [("reason", error.reason)])
+            }
+            return .failure(EnforcementError(code, error.reason))
+        }
+        guard let point = result.leafPublicKey.p256Point else {
+            return .failure(
+                EnforcementError(.android(.keyPropertiesRefused), "the leaf certificate's key is not EC P-256"))
+        }
+        var record = KeyRecord(
+            keyID: Self.keyID(subjectPublicKeyInfo: result.leafPublicKey.subjectPublicKeyInfo),
+            publicKey: point,
+            counter: 0,
+            appID: app.packageName,
+            // What vouches for the key: Google's roots, or an extra anchor (test roots).
+            environment: result.isGoogleRoot ? "google" : "extra_anchor",
+            receipt: [],
+            attestedAt: time)
+        record.platform = KeyRecord.androidPlatform
+        return .success(record)
+    }
+
+    /// Standard base64 of SHA-256 of the DER SubjectPublicKeyInfo.
+    static func keyID(subjectPublicKeyInfo: [UInt8]) -> String {
+        EndpointRequests.encodeBase64(SHA256.hash(subjectPublicKeyInfo))
+    }
+
+    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        return haystack.withUnsafeBufferPointer { hay in
+            for start in 0...(hay.count - needle.count) where hay[start] == needle[0] {
+                if needle.indices.allSatisfy({ hay[start + $0] == needle[$0] }) { return true }
+            }
+            return false
+        }
+    }
+}

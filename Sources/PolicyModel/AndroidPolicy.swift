@@ -1,0 +1,54 @@
+/// A platform whose devices prove themselves to the gateway: App Attest keys (`ios`, which
+/// covers every Apple platform App Attest runs on) or Android Keystore keys (`android`).
+public enum AttestPlatform: String, Sendable, Hashable, CaseIterable {
+    case ios, android
+}
+
+/// The `android:` block: the Android apps whose Keystore keys may enroll, and extra trust
+/// anchors besides Google's pinned hardware attestation roots.
+public struct AndroidPolicy: Sendable, Hashable {
+    /// `android.apps`, in policy order; at least one.
+    public var apps: [AndroidAppPolicy]
+    /// `android.trust_anchors`: resolved PEM file paths (test roots, a root Google adds before
+    /// a release pins it).
+    public var trustAnchorFiles: [String]
+    /// The PEM text of each trust anchor file, read when the policy was loaded.
+    public var trustAnchorsPEM: [String]
+
+    public init(apps: [AndroidAppPolicy], trustAnchorFiles: [String] = [], trustAnchorsPEM: [String] = []) {
+        self.apps = apps
+        self.trustAnchorFiles = trustAnchorFiles
+        self.trustAnchorsPEM = trustAnchorsPEM
+    }
+}
+
+/// One `android.apps[i]`.
+public struct AndroidAppPolicy: Sendable, Hashable {
+    /// The lowest Keystore security level an app accepts.
+    public enum SecurityLevel: String, Sendable, Hashable, CaseIterable {
+        /// StrongBox only (a separate secure chip).
+        case strongbox
+        /// The TEE or StrongBox (the default).
+        case trustedEnvironment = "trusted_environment"
+        /// Any, Software included: emulators in development only (the software attestation key
+        /// is public, so such a key proves nothing).
+        case software
+    }
+
+    /// `package`: the application ID, e.g. `com.example.app`.
+    public var packageName: String
+    /// `signing_digests`: SHA-256 of each signing certificate (32 bytes each), at least one.
+    public var signingDigests: [[UInt8]]
+    public var securityLevel: SecurityLevel = .trustedEnvironment
+    /// `require_locked_bootloader` (default true).
+    public var requireLockedBootloader = true
+    /// `require_verified_boot` (default true): verifiedBootState must be Verified.
+    public var requireVerifiedBoot = true
+    /// `min_patch_level` (YYYYMM); nil = none.
+    public var minimumPatchLevel: Int? = nil
+
+    public init(packageName: String, signingDigests: [[UInt8]]) {
+        self.packageName = packageName
+        self.signingDigests = signingDigests
+    }
+}

@@ -1,0 +1,38 @@
+/// The lint of `android:`: settings that admit keys proving less than a locked, verified
+/// device's hardware key, and extra trust anchors (development roots).
+extension PolicyLint {
+    func androidWarnings(_ policy: GatewayPolicy, top: Fields) -> [PolicyWarning] {
+        guard let android = policy.android, let node = top["android"], case .mapping = node.content,
+            let fields = try? PolicyScalarReader(file: self.file).mapping(node, keys: AndroidPolicyDecoder.keys),
+            let appsNode = fields["apps"], case .sequence(let items) = appsNode.content
+        else { return [] }
+        var warnings: [PolicyWarning] = []
+        func warn(_ code: String, _ node: YAMLNode, _ message: String) {
+            warnings.append(
+                PolicyWarning(
+                    code: code, file: self.file, line: node.mark.line, column: node.mark.column, field: node.path,
+                    message: message))
+        }
+        for (app, item) in zip(android.apps, items) {
+            if app.securityLevel == .software {
+                warn(
+                    "android_software_keys", item,
+                    "\(app.packageName) accepts Software Keystore keys, whose attestation key is public: any client can forge one; development only"
+                )
+            }
+            if !app.requireLockedBootloader || !app.requireVerifiedBoot {
+                warn(
+                    "android_boot_state_not_required", item,
+                    "\(app.packageName) accepts devices whose bootloader is unlocked or whose OS is not verified: such a device can run an OS that lies to the app"
+                )
+            }
+        }
+        if !android.trustAnchorFiles.isEmpty, let anchors = fields["trust_anchors"] {
+            warn(
+                "android_extra_trust_anchors", anchors,
+                "\(android.trustAnchorFiles.count) extra Android trust anchor(s) besides Google's roots: a test root is for development only"
+            )
+        }
+        return warnings
+    }
+}
