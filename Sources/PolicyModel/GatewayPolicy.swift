@@ -150,8 +150,20 @@ public struct EndpointPaths: Sendable, Hashable {
     }
 }
 
+/// How the gateway speaks to an upstream (`upstreams.NAME.protocol`).
+public enum UpstreamProtocol: String, Sendable, Hashable, CaseIterable {
+    /// HTTP/1.1 on pooled keep-alive connections (the default).
+    case http1
+    /// HTTP/2 over TLS, agreed with ALPN `h2` (`https://` only).
+    case h2
+    /// HTTP/2 with prior knowledge over plain TCP (`http://` only).
+    case h2c
+}
+
 public struct UpstreamConfiguration: Sendable, Hashable {
     public var name: String
+    /// `protocol:`; `.http1` unless the entry says otherwise.
+    public var wireProtocol: UpstreamProtocol = .http1
     /// From `url:`; also the default TLS server name.
     public var host: String
     public var port: UInt16

@@ -108,6 +108,18 @@ extension HTTP2ServerConnection {
                 break
             }
             stream.exchange.target = target
+            if target.http2Pools.isEmpty && stream.mapped?.isGRPC == true {
+                let error = HTTP2RequestError(
+                    .grpcUpstreamNotHTTP2,
+                    "gRPC needs an upstream with protocol: h2 or h2c; upstream \(name) speaks HTTP/1.1")
+                self.respondLocally(
+                    stream, .jsonError(status: error.status, code: error.code.rawValue, message: error.message))
+                break
+            }
+            if !target.http2Pools.isEmpty {
+                self.forwardToHTTP2Upstream(stream, head, target: target)
+                break
+            }
             self.writeUpstreamHead(stream, head, target: target)
             if let body = stream.exchange.bufferedBody {
                 stream.requestBytes.append(contentsOf: body)

@@ -16,6 +16,7 @@ extension HTTP2ServerConnection {
             stream.upstream = nil
             upstream.pool.release(upstream, reusable: false)
         }
+        self.releaseHTTP2Upstream(stream)
         self.answerLocally(
             stream, .jsonError(status: error.status, code: error.code.rawValue, message: error.message),
             verdict: .malformed)
@@ -38,6 +39,7 @@ extension HTTP2ServerConnection {
             pool.cancelWait(stream)
             stream.waitingPool = nil
         }
+        self.releaseHTTP2Upstream(stream)
         stream.promise = nil
         stream.phase = .responded
         stream.upstreamDeadline = 0

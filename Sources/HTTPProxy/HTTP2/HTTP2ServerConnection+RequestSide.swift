@@ -92,6 +92,8 @@ extension HTTP2ServerConnection {
             }
             stream.exchange.bufferedBody?.append(contentsOf: bytes)
             self.session.consume(streamID, bytes.count)
+        case .connecting where stream.http2Request != nil, .exchanging where stream.http2Request != nil:
+            self.forwardBodyToHTTP2Upstream(stream, bytes)
         case .deciding, .connecting:
             stream.heldBody.append(contentsOf: bytes)
         case .exchanging:
@@ -111,6 +113,8 @@ extension HTTP2ServerConnection {
         switch stream.phase {
         case .bufferingBody:
             self.callDecide(stream, body: stream.exchange.bufferedBody ?? [])
+        case .connecting where stream.http2Request != nil, .exchanging where stream.http2Request != nil:
+            self.http2UpstreamRequestEnded(stream)
         case .exchanging:
             if stream.exchange.requestEncoding == .chunked, let upstream = stream.upstream {
                 var framing: [UInt8] = []
@@ -134,6 +138,7 @@ extension HTTP2ServerConnection {
             pool.cancelWait(stream)
             stream.waitingPool = nil
         }
+        self.releaseHTTP2Upstream(stream)
         self.record(stream)
         self.repump = true
     }

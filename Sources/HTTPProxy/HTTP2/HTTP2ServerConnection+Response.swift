@@ -20,6 +20,8 @@ extension HTTP2ServerConnection {
             }
             stream.responseOffset += count
             stream.bytesOut &+= UInt64(count)
+            // An HTTP/2 upstream's stream may send as much again.
+            if let upstream = stream.http2Upstream { upstream.consume(stream.http2UpstreamStreamID, count) }
             if stream.responseOffset == stream.responseBody.count {
                 stream.responseBody.removeAll(keepingCapacity: stream.responseBody.capacity <= 64 * 1024)
                 stream.responseOffset = 0

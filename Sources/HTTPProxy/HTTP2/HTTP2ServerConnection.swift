@@ -46,6 +46,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     var recorder: ExchangeRecorder
     private var output: [UInt8] = []
     private var pumping = false
+    /// A pass is queued on the loop (`schedulePump`).
+    private var pumpScheduled = false
     var repump = false
     private(set) var isClosed = false
     /// Closing after a GOAWAY: input is read and dropped (`closeAfterGoAway`).
@@ -132,6 +134,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             pool.cancelWait(stream)
             stream.waitingPool = nil
         }
+        self.releaseHTTP2Upstream(stream)
         self.countUpstreamError(.timeout, stream)
         if stream.phase == .responded {
             self.session.reset(stream.id, .internalError)
@@ -161,6 +164,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             ? stream.exchange.target?.connectTimeoutNanoseconds ?? timeouts.upstreamConnect
             : stream.exchange.target?.responseTimeoutNanoseconds ?? timeouts.upstreamResponse
         stream.upstreamDeadline = max(self.loop.now &+ after, 1)
+        if stream.grpcDeadline != 0 { stream.upstreamDeadline = min(stream.upstreamDeadline, stream.grpcDeadline) }
     }
 
     func beginDrain() {
@@ -207,6 +211,20 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         }
         if progressed { self.idleDeadline = self.loop.now &+ self.idleTimeout }
         self.updateDeadline()
+    }
+
+    /// A pass on the loop's next turn (from an HTTP/2 upstream's callbacks, never nested in them).
+    func schedulePump() {
+        if self.pumping {
+            self.repump = true
+            return
+        }
+        guard !self.pumpScheduled else { return }
+        self.pumpScheduled = true
+        self.loop.execute { [self] in
+            self.pumpScheduled = false
+            self.pump()
+        }
     }
 
     /// Reads and feeds the session while the socket has bytes and the client's output is not
@@ -376,6 +394,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 pool.cancelWait(stream)
                 stream.waitingPool = nil
             }
+            self.releaseHTTP2Upstream(stream)
             self.record(stream)
         }
         self.streams.removeAll()
