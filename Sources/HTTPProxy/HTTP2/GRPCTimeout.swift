@@ -2,9 +2,9 @@
 /// a unit, `H` hours, `M` minutes, `S` seconds, `m` milliseconds, `u` microseconds, `n`
 /// nanoseconds. The gateway forwards the header unchanged and makes the call's upstream deadline
 /// no later than it. Pure and bounded (at most 9 bytes are read); anything else is no timeout.
-enum GRPCTimeout {
+package enum GRPCTimeout {
     /// The timeout in nanoseconds (saturating), nil when `value` is not a valid `grpc-timeout`.
-    static func nanoseconds(_ value: String) -> UInt64? {
+    package static func nanoseconds(_ value: String) -> UInt64? {
         let bytes = value.utf8
         guard bytes.count >= 2, bytes.count <= 9, let unit = bytes.last else { return nil }
         var amount: UInt64 = 0

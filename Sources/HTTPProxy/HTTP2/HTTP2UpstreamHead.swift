@@ -1,4 +1,4 @@
-import HTTP1
+package import HTTP1
 
 /// The header block of a request to an `h2`/`h2c` upstream, made from the HTTP/1.1 head
 /// `UpstreamRequestPlan.writeHead` wrote for it: the identity headers, the forwarding fields and
@@ -13,15 +13,15 @@ import HTTP1
 ///   `te` as hop-by-hop, which it is over HTTP/1.1).
 ///
 /// Pure; tested without sockets.
-enum HTTP2UpstreamHead {
+package enum HTTP2UpstreamHead {
     /// Names never sent on an HTTP/2 request (lower-case).
-    static let droppedNames: Set<String> = [
+    package static let droppedNames: Set<String> = [
         "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te",
     ]
 
     /// The fields for `written` (a complete HTTP/1.1 request head), or nil when it does not parse
     /// (it always does: the plan writes sanitized fields).
-    static func fields(
+    package static func fields(
         fromHTTP1Head written: UnsafeRawBufferPointer, scheme: String, keepsTETrailers: Bool
     ) -> [(String, String)]? {
         var limits = HTTPParserLimits()
@@ -34,7 +34,7 @@ enum HTTP2UpstreamHead {
         return self.fields(head, scheme: scheme, keepsTETrailers: keepsTETrailers)
     }
 
-    static func fields(_ head: HTTPRequestHead, scheme: String, keepsTETrailers: Bool) -> [(String, String)] {
+    package static func fields(_ head: HTTPRequestHead, scheme: String, keepsTETrailers: Bool) -> [(String, String)] {
         var authority = ""
         var fields: [(String, String)] = []
         fields.reserveCapacity(head.headers.count + 5)
