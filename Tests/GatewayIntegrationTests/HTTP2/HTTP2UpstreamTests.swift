@@ -150,6 +150,22 @@ final class GRPCUpstreamProcess: @unchecked Sendable {
         #expect(refused["details"] as? String == "upstream_tls_hostname_mismatch", "\(refused)")
     }
 
+    /// One client connection, one upstream connection: a stream whose client never opens its
+    /// window holds its own upstream stream (64 KiB), not the connection's other streams.
+    @Test func aStalledClientStreamDoesNotHoldTheOtherStreamsOnItsUpstreamConnection() throws {
+        let upstream = try GRPCUpstreamProcess()
+        defer { upstream.stop() }
+        let gateway = try TestGateway(
+            upstreams: ["grpc": upstream.configuration(maxConnections: 1)], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let script = Repository.root.appendingPathComponent("scripts/h2/slow_reader.py").path
+        let (status, output) = try TLSTestPKI.run("/usr/bin/python3", [script, "127.0.0.1", String(gateway.port)])
+        #expect(status == 0, "\(output)")
+        let result = try #require(try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any])
+        #expect(result["unary_status"] as? String == "0", "\(result)")
+        #expect(result["stalled_bytes"] as? Int == 0 && result["stalled_ended"] as? Bool == false, "\(result)")
+    }
+
     @Test func grpcTimeoutIsForwardedAndTheCallEndsAtIt() throws {
         let upstream = try GRPCUpstreamProcess()
         defer { upstream.stop() }
