@@ -195,7 +195,10 @@ public struct UpstreamConfiguration: Sendable, Hashable {
 public struct RoutePolicy: Sendable, Hashable {
     public enum Mode: String, Sendable, Hashable, CaseIterable { case enforce, monitor, off }
     public enum Challenge: String, Sendable, Hashable, CaseIterable { case required, none }
-    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body }
+    /// What a route's assertion signs: `request` (method, target, body digest, challenge),
+    /// `body` (the body itself), `head` (method, target and challenge, not the body: weaker,
+    /// for streamed bodies such as gRPC streaming calls; docs/protocol.md "binding: head").
+    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body, head }
     public enum StoreErrorAction: String, Sendable, Hashable, CaseIterable { case deny, allow }
 
     public struct Match: Sendable, Hashable {

@@ -41,7 +41,7 @@ import GatewayIO
 /// | `routes[i].upstream` | name under `upstreams` | required |
 /// | `routes[i].mode` | `enforce` \| `monitor` \| `off` | `enforce` (fail closed) |
 /// | `routes[i].challenge` | `required` \| `none` | `none` |
-/// | `routes[i].binding` | `request` \| `body` | `request` |
+/// | `routes[i].binding` | `request` \| `body` \| `head` (no body digest; the body streams) | `request` |
 /// | `routes[i].challenge_field` | string | `challenge` |
 /// | `routes[i].max_body_bytes` | size 0-1GiB | `1MiB` |
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |

@@ -5,6 +5,7 @@ import Simulator
 import Testing
 import Verification
 
+@testable import Enforcement
 @testable import GatewayIO
 @testable import GatewayServe
 @testable import HTTP1
@@ -15,6 +16,10 @@ import Verification
 /// gRPC client (grpcio): verified unary and server-streaming calls pass with the identity headers,
 /// a replayed or missing assertion is 16, and a store outage is 14.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct HTTP2UpstreamEnforcementTests {
+    /// The server-streaming method: `binding: head` (its body is not hashed).
+    static let streamRoute = RoutePolicy(
+        name: "stream", match: .init(path: "/test.Echo/Stream", methods: ["POST"]), upstream: "api",
+        mode: .enforce, challenge: .required, binding: .head)
     static let grpcRoute = RoutePolicy(
         name: "grpc", match: .init(pathPrefix: "/test.Echo/", methods: ["POST"]), upstream: "api", mode: .enforce,
         challenge: .required, binding: .request)
@@ -70,7 +75,7 @@ import Verification
         var policy = GatewayPolicy(
             listen: [ListenAddress(host: "127.0.0.1", port: 0)], store: store, appIDs: [EnforcementHarness.appID],
             environment: .production, trustRoots: [rootPath], upstreams: ["api": upstream],
-            routes: [Self.grpcRoute] + EnforcementHarness.routes)
+            routes: [Self.streamRoute, Self.grpcRoute] + EnforcementHarness.routes)
         policy.listeners[0].h2c = true
         let served = policy
         let registry = MetricsRegistry()
@@ -119,14 +124,36 @@ import Verification
         #expect(missing["code"] as? String == "UNAUTHENTICATED", "\(missing)")
         #expect(missing["details"] as? String == "assertion_missing", "\(missing)")
 
-        // Server streaming, verified: every message and the OK status arrive.
-        let streamSigned = try EnforcementHarness.signed(
-            device, counter: 2, method: "POST", target: "/test.Echo/Stream", body: Self.frame("4"),
-            challenge: try served.challenge())
+        // Server streaming on the binding: head route: the assertion signs method, target and
+        // challenge (docs/protocol.md "binding: head"); every message and the OK status arrive.
+        let headChallenge = try served.challenge()
+        let headSigned = try EnforcementHarness.signed(
+            device, counter: 2,
+            clientData: ClientData.canonicalHead(method: "POST", target: "/test.Echo/Stream", challenge: headChallenge),
+            method: "POST", target: "/test.Echo/Stream", challengeHeader: headChallenge)
         let streamed = try HTTP2UpstreamTests.call(
-            served.port, "/test.Echo/Stream", "stream", body: "4", metadata: try Self.metadata(streamSigned))
+            served.port, "/test.Echo/Stream", "stream", body: "4", metadata: try Self.metadata(headSigned))
         #expect(streamed["code"] as? String == "OK", "\(streamed)")
         #expect(streamed["response"] as? [String] == ["0", "1", "2", "3"], "\(streamed)")
+
+        // A binding: request assertion on the head route, and a head assertion on the request
+        // route: both refused (16), neither binding's assertion passes on the other.
+        let requestStyle = try EnforcementHarness.signed(
+            device, counter: 3, method: "POST", target: "/test.Echo/Stream", body: Self.frame("4"),
+            challenge: try served.challenge())
+        let crossed = try HTTP2UpstreamTests.call(
+            served.port, "/test.Echo/Stream", "stream", body: "4", metadata: try Self.metadata(requestStyle))
+        #expect(crossed["code"] as? String == "UNAUTHENTICATED", "\(crossed)")
+        #expect(crossed["details"] as? String == "invalid_signature", "\(crossed)")
+        let unaryChallenge = try served.challenge()
+        let headStyle = try EnforcementHarness.signed(
+            device, counter: 4,
+            clientData: ClientData.canonicalHead(method: "POST", target: "/test.Echo/Unary", challenge: unaryChallenge),
+            method: "POST", target: "/test.Echo/Unary", challengeHeader: unaryChallenge)
+        let crossedBack = try HTTP2UpstreamTests.call(
+            served.port, "/test.Echo/Unary", "unary", body: "hello", metadata: try Self.metadata(headStyle))
+        #expect(crossedBack["code"] as? String == "UNAUTHENTICATED", "\(crossedBack)")
+        #expect(crossedBack["details"] as? String == "invalid_signature", "\(crossedBack)")
     }
 
     @Test func aStoreOutageIsUnavailable() throws {
