@@ -153,3 +153,4 @@ cleanup; trap - EXIT
 [ "${SKIP_WEBSOCKET:-0}" = 1 ] || BIN="$BIN" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-websocket.sh"
 # HTTP/2 rows (issue 31): h2load over TLS beside nginx http2, idle HTTP/2 connections' RSS.
 [ "${SKIP_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-h2.sh"
+[ "${SKIP_GRPC:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-grpc.sh"  # gRPC unary to an h2c upstream vs nginx grpc_pass

@@ -19,6 +19,10 @@ import HTTPProxy
 //     connection-specific, `te` is only `trailers`, no value holds CR, LF or NUL, and the
 //     block had exactly one of `:method`, `:scheme`, `:path`, no other pseudo-header, and
 //     pseudo-headers only before the fields.
+//  4. The header block an `h2`/`h2c` upstream gets (`HTTP2UpstreamHead`) from the head's
+//     HTTP/1.1 form starts with the four pseudo-headers, then lower-case names only, none
+//     connection-specific, `te` only as the last `trailers`.
+//  5. Every value read as `grpc-timeout` (`GRPCTimeout`) is nil or came from 1-8 digits and a unit.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -31,6 +35,7 @@ public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -
         let value = colon == bytes.endIndex ? [] : Array(bytes[(colon + 1)...])
         fields.append(HTTP2HeaderField(name: Array(bytes[..<colon]), value: value))
     }
+    for field in fields { checkGRPCTimeout(field.value) }
     let first = HTTP2RequestMapping.map(fields)
     let second = HTTP2RequestMapping.map(fields)
     switch (first, second) {
@@ -44,6 +49,7 @@ public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -
             "mapping is not deterministic")
         checkRules(a, fields)
         checkRoundTrip(a.head)
+        checkUpstreamBlock(a.head)
     default:
         check(false, "mapping succeeded once and failed once")
     }
@@ -95,6 +101,33 @@ private func checkRoundTrip(_ head: HTTPRequestHead) {
     check(
         parsed.headers.fields.map { [$0.name, $0.value] } == head.headers.fields.map { [$0.name, $0.value] },
         "fields changed on the wire: \(parsed.headers.fields) vs \(head.headers.fields)")
+}
+
+/// The HTTP/2 upstream's header block for the head, made as the proxy makes it (from the HTTP/1.1 bytes).
+private func checkUpstreamBlock(_ head: HTTPRequestHead) {
+    var bytes: [UInt8] = []
+    HTTPSerializer.writeRequestHead(head, into: &bytes)
+    guard
+        let block = bytes.withUnsafeBytes({
+            HTTP2UpstreamHead.fields(fromHTTP1Head: $0, scheme: "http", keepsTETrailers: true)
+        })
+    else { return }
+    check(block.count >= 5, "block too short")
+    check(
+        block[0].0 == ":method" && block[1].0 == ":scheme" && block[2].0 == ":authority" && block[3].0 == ":path",
+        "pseudo-headers")
+    check(block.last.map { $0 == ("te", "trailers") } == true, "te trailers last")
+    for (name, _) in block.dropFirst(4).dropLast() {
+        check(!name.hasPrefix(":") && name == name.lowercased(), "name \(name)")
+        check(!HTTP2UpstreamHead.droppedNames.contains(name), "dropped name \(name) sent")
+    }
+}
+
+private func checkGRPCTimeout(_ value: [UInt8]) {
+    guard GRPCTimeout.nanoseconds(String(decoding: value, as: UTF8.self)) != nil else { return }
+    check(value.count >= 2 && value.count <= 9, "grpc-timeout length")
+    check(value.dropLast().allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }, "grpc-timeout digits")
+    check(value.last.map { "HMSmun".utf8.contains($0) } == true, "grpc-timeout unit")
 }
 
 private func isTokenByte(_ byte: UInt8) -> Bool {

@@ -355,9 +355,11 @@ package final class AttestGate: RequestGate {
         case .success(let decoded):
             credentials = decoded
         }
-        // Both bindings need the whole body: its digest (request) or the body itself.
+        // `request` and `body` need the whole body: its digest or the body itself; `head` signs
+        // no body, which then streams to the upstream as on an `off` route.
         return GateClassification(
-            routeName: route.name, upstream: route.upstream, bufferBodyUpTo: route.maxBodyBytes, routeIndex: index,
+            routeName: route.name, upstream: route.upstream,
+            bufferBodyUpTo: route.binding == .head ? nil : route.maxBodyBytes, routeIndex: index,
             client: client, judgement: Self.judge(route, attribute: credentials.keyID), credentials: credentials)
     }
 

@@ -72,6 +72,7 @@ package final class AuthzGate: RequestGate {
             return
                 "Envoy sent part of the body (x-envoy-auth-partial-body: true); the assertion covers all of it: raise with_request_body.max_request_bytes to the route's max_body_bytes and turn allow_partial_message off"
         case .forwardAuth:
+            if binding == .head { return nil }
             if binding == .body {
                 return "binding: body signs the body, which a forward-auth check does not carry"
             }

@@ -15,6 +15,11 @@ package enum ClientData {
     /// Version tag and first line of every canonical clientData.
     package static let versionTag = "appattest-v1"
 
+    /// The body digest field under `binding: head` (the assertion does not cover the body).
+    /// Never a hex SHA-256 (64 hex digits), so an assertion made for `binding: head` never
+    /// matches the clientData of a `binding: request` route, nor the other way round.
+    package static let headMarker = "head"
+
     /// hex(SHA256("")): most protected requests (GET, DELETE) have no body.
     package static let emptyBodyDigest = SHA256.hash([]).hexString
 
@@ -22,6 +27,16 @@ package enum ClientData {
     /// exactly as received (path and query, no normalisation); `method` as received.
     package static func canonical(method: String, target: String, body: [UInt8], challenge: String) -> [UInt8] {
         let digest = body.isEmpty ? Self.emptyBodyDigest : SHA256.hash(body).hexString
+        return Self.canonical(method: method, target: target, digest: digest, challenge: challenge)
+    }
+
+    /// `binding: head`: as `canonical(method:target:body:challenge:)` with `headMarker` in the
+    /// body digest's place: `"appattest-v1\n" + METHOD + "\n" + request-target + "\nhead\n" + challenge`.
+    package static func canonicalHead(method: String, target: String, challenge: String) -> [UInt8] {
+        Self.canonical(method: method, target: target, digest: Self.headMarker, challenge: challenge)
+    }
+
+    private static func canonical(method: String, target: String, digest: String, challenge: String) -> [UInt8] {
         var out = [UInt8]()
         out.reserveCapacity(
             Self.versionTag.utf8.count + method.utf8.count + target.utf8.count + digest.utf8.count

@@ -30,7 +30,7 @@ import Verification
 ///    {"match": {"path": null, "path_prefix": "/v1/premium", "methods": ["GET", "HEAD", "POST"]},
 ///     "mode": "enforce",                    // enforce | monitor | off
 ///     "challenge": "required",              // required | none
-///     "binding": "request",                 // request | body
+///     "binding": "request",                 // request | body | head
 ///     "challenge_field": "challenge",       // the JSON field (binding body + challenge required)
 ///     "max_body_bytes": 1048576,
 ///     "counter_window": 0,                  // 0 = strictly increasing counters

@@ -175,14 +175,14 @@ final class ProtectedRequestVerifier: Sendable {
         var challenge: String? = nil
         if route.challenge == .required {
             switch route.binding {
-            case .request:
+            case .request, .head:
                 challenge = head.headers[IdentityHeaders.challenge]
             case .body:
                 challenge = EndpointRequests.challengeField(route.challengeField, in: body)
             }
             guard let value = challenge, !value.isEmpty else {
                 let place =
-                    route.binding == .request
+                    route.binding != .body
                     ? "header \(IdentityHeaders.challenge)"
                     : "JSON string field \"\(route.challengeField)\" of the body"
                 let error = EnforcementError(
@@ -223,6 +223,9 @@ final class ProtectedRequestVerifier: Sendable {
             )
         case .body:
             clientData = body
+        case .head:
+            clientData = ClientData.canonicalHead(
+                method: head.method, target: head.target, challenge: challenge ?? "")
         }
         let request = Request(
             head: head,

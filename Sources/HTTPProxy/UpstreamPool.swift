@@ -22,6 +22,9 @@ package final class UpstreamTarget: @unchecked Sendable {
     /// `address` as `ip:port` (`[ip]:port` for IPv6), computed once: the access log's `upstream_addr`.
     package let addressText: String
     let pools: [UpstreamPool]
+    /// `protocol: h2`/`h2c` upstreams: one HTTP/2 pool per loop (HTTP/2 clients' streams go
+    /// there); empty for `http1`.
+    let http2Pools: [HTTP2UpstreamPool]
     /// The configuration's timeouts in nanoseconds (read per request).
     let connectTimeoutNanoseconds: UInt64
     let responseTimeoutNanoseconds: UInt64
@@ -50,13 +53,27 @@ package final class UpstreamTarget: @unchecked Sendable {
             UpstreamPool(
                 name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
                 maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
-                metrics: metrics, bufferSweep: bufferSweeps?[index], transportFactory: transportFactory)
+                metrics: metrics, bufferSweep: bufferSweeps?[index], transportFactory: transportFactory,
+                servesHTTP1: configuration.wireProtocol == .http1 || transportFactory != nil)
+        }
+        if configuration.wireProtocol == .http1 || transportFactory != nil {
+            self.http2Pools = []
+        } else {
+            self.http2Pools = loops.indices.map { index in
+                HTTP2UpstreamPool(
+                    name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
+                    maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
+                    metrics: metrics)
+            }
         }
     }
 
     /// Closes every idle connection and refuses new leases (after a reload removed or changed it).
     package func retire() {
         for pool in self.pools {
+            pool.loop.execute { pool.retire() }
+        }
+        for pool in self.http2Pools {
             pool.loop.execute { pool.retire() }
         }
     }
@@ -92,8 +109,10 @@ package final class UpstreamTable: Sendable {
         var contexts: [String: TLSClientContext] = [:]
         for (name, configuration) in upstreams.sorted(by: { $0.key < $1.key }) {
             guard let tls = configuration.tls else { continue }
+            var settings = TLSClientSettings(upstream: tls)
+            settings.offersHTTP2 = configuration.wireProtocol == .h2
             let context = try TLSClientContext(
-                settings: TLSClientSettings(upstream: tls), releasesBuffersAfterEachRecord: bufferSweeps == nil)
+                settings: settings, releasesBuffersAfterEachRecord: bufferSweeps == nil)
             for warning in context.warnings {
                 Log.warning("tls_certificate_warning", [("upstream", name), ("warning", String(describing: warning))])
             }
@@ -158,6 +177,9 @@ final class UpstreamPool: @unchecked Sendable {
     let bufferSweep: TLSIdleBufferSweep?
     /// Tests: where new connections' transports come from instead of sockets.
     let transportFactory: UpstreamTransportFactory?
+    /// False for `protocol: h2`/`h2c` upstreams: HTTP/1.1 clients' requests are not sent to
+    /// them (502 `upstream_unavailable`; HTTP/2 clients' streams use `HTTP2UpstreamPool`).
+    let servesHTTP1: Bool
     private let handshakeCounters: (full: Counter, resumed: Counter)?
     private let metrics: ProxyMetrics?
     /// One `upstream_tls_failed` line per second per pool: a broken certificate fails every
@@ -173,8 +195,10 @@ final class UpstreamPool: @unchecked Sendable {
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
         connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil,
-        bufferSweep: TLSIdleBufferSweep? = nil, transportFactory: UpstreamTransportFactory? = nil
+        bufferSweep: TLSIdleBufferSweep? = nil, transportFactory: UpstreamTransportFactory? = nil,
+        servesHTTP1: Bool = true
     ) {
+        self.servesHTTP1 = servesHTTP1
         self.bufferSweep = bufferSweep
         self.transportFactory = transportFactory
         self.name = name
@@ -240,6 +264,7 @@ final class UpstreamPool: @unchecked Sendable {
     }
 
     private func open(for lessee: any UpstreamLessee) -> AcquireResult {
+        guard self.servesHTTP1 else { return .failed(IOError("connect", errno: EPROTONOSUPPORT)) }
         do {
             let connection = try UpstreamConnection.connect(to: self.address, pool: self, lessee: lessee)
             self.openCount += 1

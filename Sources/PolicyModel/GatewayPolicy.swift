@@ -154,8 +154,20 @@ public struct EndpointPaths: Sendable, Hashable {
     }
 }
 
+/// How the gateway speaks to an upstream (`upstreams.NAME.protocol`).
+public enum UpstreamProtocol: String, Sendable, Hashable, CaseIterable {
+    /// HTTP/1.1 on pooled keep-alive connections (the default).
+    case http1
+    /// HTTP/2 over TLS, agreed with ALPN `h2` (`https://` only).
+    case h2
+    /// HTTP/2 with prior knowledge over plain TCP (`http://` only).
+    case h2c
+}
+
 public struct UpstreamConfiguration: Sendable, Hashable {
     public var name: String
+    /// `protocol:`; `.http1` unless the entry says otherwise.
+    public var wireProtocol: UpstreamProtocol = .http1
     /// From `url:`; also the default TLS server name.
     public var host: String
     public var port: UInt16
@@ -187,7 +199,10 @@ public struct UpstreamConfiguration: Sendable, Hashable {
 public struct RoutePolicy: Sendable, Hashable {
     public enum Mode: String, Sendable, Hashable, CaseIterable { case enforce, monitor, off }
     public enum Challenge: String, Sendable, Hashable, CaseIterable { case required, none }
-    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body }
+    /// What a route's assertion signs: `request` (method, target, body digest, challenge),
+    /// `body` (the body itself), `head` (method, target and challenge, not the body: weaker,
+    /// for streamed bodies such as gRPC streaming calls; docs/protocol.md "binding: head").
+    public enum Binding: String, Sendable, Hashable, CaseIterable { case request, body, head }
     public enum StoreErrorAction: String, Sendable, Hashable, CaseIterable { case deny, allow }
 
     public struct Match: Sendable, Hashable {

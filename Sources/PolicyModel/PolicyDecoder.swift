@@ -30,6 +30,7 @@ import GatewayIO
 /// | `limits.*` | see `limitKeys` | `GatewayLimits()` |
 /// | `upstreams.NAME.url` | `http://host[:port]` or `https://host[:port]` (443) | required |
 /// | `upstreams.NAME.ca_file` / `.client_certificate` / `.client_private_key` / `.server_name` | https only: see `UpstreamTLSDecoder` | system trust store, no client certificate, the URL's host |
+/// | `upstreams.NAME.protocol` | `http1` \| `h2` (`https://` only, ALPN) \| `h2c` (`http://` only, prior knowledge) | `http1` |
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
@@ -40,7 +41,7 @@ import GatewayIO
 /// | `routes[i].upstream` | name under `upstreams` | required |
 /// | `routes[i].mode` | `enforce` \| `monitor` \| `off` | `enforce` (fail closed) |
 /// | `routes[i].challenge` | `required` \| `none` | `none` |
-/// | `routes[i].binding` | `request` \| `body` | `request` |
+/// | `routes[i].binding` | `request` \| `body` \| `head` (no body digest; the body streams) | `request` |
 /// | `routes[i].challenge_field` | string | `challenge` |
 /// | `routes[i].max_body_bytes` | size 0-1GiB | `1MiB` |
 /// | `routes[i].on_store_error` | `deny` \| `allow` | `deny` |
@@ -80,7 +81,7 @@ struct PolicyDecoder {
         "challenge_burst", "store_command_timeout",
     ]
     static let upstreamKeys =
-        ["url", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
+        ["url", "protocol", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
     static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token", "report"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
@@ -478,6 +479,19 @@ struct PolicyDecoder {
                 responseTimeout: limits.upstreamResponseTimeout
             )
             upstream.tls = try self.upstreamTLS.decode(fields, host: target.host, isTLS: target.isTLS, url: url)
+            if let n = fields["protocol"] {
+                upstream.wireProtocol = try self.reader.oneOf(n, as: UpstreamProtocol.self)
+                if upstream.wireProtocol == .h2 && !target.isTLS {
+                    throw self.reader.error(
+                        .conflictingKeys, n,
+                        "protocol: h2 needs an https:// url (HTTP/2 over TLS, ALPN h2); use h2c for http://")
+                }
+                if upstream.wireProtocol == .h2c && target.isTLS {
+                    throw self.reader.error(
+                        .conflictingKeys, n,
+                        "protocol: h2c needs an http:// url (HTTP/2 with prior knowledge); use h2 for https://")
+                }
+            }
             if let n = fields["max_connections"] {
                 upstream.maxConnections = try self.reader.integer(n, in: 1...10_000)
             }

@@ -158,6 +158,13 @@ struct PolicyLint {
                 "has no effect: enforce_percent applies to mode enforce only (this route is \(route.mode.rawValue))"
             )
         }
+        if route.websocket, let upstream = policy.upstreams[route.upstream], upstream.wireProtocol != .http1 {
+            warn(
+                "setting_without_effect",
+                "websocket",
+                "has no effect: upstream \(Self.quote(route.upstream)) speaks protocol: \(upstream.wireProtocol.rawValue), and WebSocket upgrades (HTTP/1.1) are not sent to HTTP/2 upstreams"
+            )
+        }
         if route.allowDebugTokens && policy.environment == .production && route.mode != .off {
             warn(
                 "debug_tokens_in_production",

@@ -120,6 +120,7 @@ public enum PolicySummary {
             let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
             lines.append(
                 "  \(name) \(upstream.tls == nil ? "http" : "https")://\(host):\(upstream.port)"
+                    + (upstream.wireProtocol == .http1 ? "" : " protocol=\(upstream.wireProtocol.rawValue)")
                     + " max_connections=\(upstream.maxConnections)"
                     + " connect_timeout=\(PolicyValues.format(upstream.connectTimeout))"
                     + " response_timeout=\(PolicyValues.format(upstream.responseTimeout))"

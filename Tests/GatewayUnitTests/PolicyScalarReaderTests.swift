@@ -99,7 +99,7 @@ import Testing
     @Test(arguments: [
         ("mode", "enforce, monitor, off"),
         ("challenge", "required, none"),
-        ("binding", "request, body"),
+        ("binding", "request, body, head"),
         ("on_store_error", "deny, allow"),
     ])
     func routeKeysListTheirEnumCases(key: String, allowed: String) throws {

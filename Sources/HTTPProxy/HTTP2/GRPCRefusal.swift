@@ -39,6 +39,8 @@ package struct GRPCRefusal: Sendable, Hashable {
             return .unavailable
         case "body_budget_exhausted", "upstream_busy", "rate_limited", "body_too_large":
             return .resourceExhausted
+        case "grpc_upstream_not_http2":
+            return .unimplemented
         default:
             break
         }

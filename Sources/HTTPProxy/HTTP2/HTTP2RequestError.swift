@@ -37,11 +37,15 @@ package struct HTTP2RequestError: Error, Sendable, Hashable, CustomStringConvert
         /// The DATA received does not add up to the request's `content-length` (the h2 → h1
         /// downgrade smuggling).
         case contentLengthMismatch = "h2_content_length_mismatch"
+        /// A gRPC request (`content-type: application/grpc*`) on a route whose upstream speaks
+        /// HTTP/1.1: gRPC needs HTTP/2 end to end (trailers), so it is not sent (gRPC status 12).
+        case grpcUpstreamNotHTTP2 = "grpc_upstream_not_http2"
 
         package var status: Int {
             switch self {
             case .headersTooLarge, .tooManyHeaders: 431
             case .connectNotSupported: 405
+            case .grpcUpstreamNotHTTP2: 502
             case .invalidMethod, .invalidRequestTarget, .invalidHeaderName, .invalidHeaderValue, .missingHost,
                 .invalidContentLength, .duplicateContentLength, .pseudoHeaderMissing, .pseudoHeaderDuplicate,
                 .pseudoHeaderUnknown, .pseudoHeaderAfterField, .uppercaseFieldName, .connectionSpecificField,

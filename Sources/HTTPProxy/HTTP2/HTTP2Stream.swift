@@ -68,6 +68,25 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     var responseTrailers: [(String, String)] = []
     var upstreamKeepAlive = false
     var headRequest = false
+    /// `protocol: h2`/`h2c` upstreams: the header block for the upstream stream, and whether a
+    /// body follows (nil: the stream goes to an HTTP/1.1 upstream, or not upstream at all).
+    var http2Request: (fields: [(String, String)], hasBody: Bool)?
+    /// The upstream stream, once open, and its ID there.
+    var http2Upstream: HTTP2UpstreamConnection?
+    var http2UpstreamStreamID: Int32 = 0
+    /// Waiting for a place on an HTTP/2 upstream connection.
+    var http2WaitingPool: HTTP2UpstreamPool?
+    /// Request body bytes for the HTTP/2 upstream, not yet taken by its session; the first
+    /// `upstreamBodyAcknowledged` of them were acknowledged to the client already (a body
+    /// buffered for the gate); the rest are acknowledged as the upstream session takes them.
+    var upstreamBody: [UInt8] = []
+    var upstreamBodyOffset = 0
+    var upstreamBodyAcknowledged = 0
+    /// A gRPC request's `grpc-timeout` as a deadline (monotonic ns on the loop's clock; 0: none):
+    /// the upstream deadline is never later.
+    var grpcDeadline: UInt64 = 0
+    /// A request body byte went to the HTTP/2 upstream (the request can no longer be replayed).
+    var upstreamBodySent = false
     /// Counted and logged once.
     var recorded = false
     var bytesOut: UInt64 = 0
@@ -119,5 +138,38 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
 
     func upstreamBroke(_ connection: UpstreamConnection) {
         self.connection.upstreamBroke(connection, invalid: false, for: self)
+    }
+}
+
+// MARK: - HTTP2UpstreamStreamOwner (`protocol: h2`/`h2c` upstreams)
+
+extension HTTP2Stream: HTTP2UpstreamStreamOwner {
+    func upstreamStreamOpened(_ upstream: HTTP2UpstreamConnection, streamID: Int32) {
+        self.connection.http2UpstreamOpened(upstream, streamID: streamID, for: self)
+    }
+
+    func upstreamStreamFailed(_ failure: ProxyConnectionStateMachine.UpstreamFailure) {
+        self.http2WaitingPool = nil
+        self.connection.upstreamFailed(failure, for: self)
+    }
+
+    func upstreamResponseHead(status: Int, fields: [(String, String)], endStream: Bool) {
+        self.connection.http2UpstreamHead(status: status, fields: fields, endStream: endStream, for: self)
+    }
+
+    func upstreamResponseData(_ bytes: UnsafeRawBufferPointer) {
+        self.connection.http2UpstreamData(bytes, for: self)
+    }
+
+    func upstreamResponseEnded(trailers: [(String, String)]) {
+        self.connection.http2UpstreamEnded(trailers: trailers, for: self)
+    }
+
+    func upstreamStreamBroke(unprocessed: Bool) {
+        self.connection.http2UpstreamBroke(unprocessed: unprocessed, for: self)
+    }
+
+    func upstreamRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, last: Bool)? {
+        self.connection.http2UpstreamRequestBody(into: buffer, for: self)
     }
 }

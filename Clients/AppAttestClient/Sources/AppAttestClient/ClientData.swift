@@ -10,6 +10,12 @@ public enum ClientData {
         return Data("appattest-v1\n\(method)\n\(target)\n\(digest)\n\(challenge ?? "")".utf8)
     }
 
+    /// `binding: head` (weaker: the body is not covered): the UTF-8 text
+    /// `"appattest-v1\n" + METHOD + "\n" + request-target + "\nhead\n" + challenge`.
+    public static func head(method: String, target: String, challenge: String?) -> Data {
+        Data("appattest-v1\n\(method)\n\(target)\nhead\n\(challenge ?? "")".utf8)
+    }
+
     /// `binding: body`: the body itself.
     public static func body(_ body: Data) -> Data { body }
 

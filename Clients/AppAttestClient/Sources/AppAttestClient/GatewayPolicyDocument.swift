@@ -60,7 +60,8 @@ public struct GatewayPolicyDocument: Decodable, Sendable, Hashable {
             case required, none
         }
         public enum Binding: String, Decodable, Sendable, Hashable {
-            case request, body
+            /// `head`: method, target and challenge, not the body (weaker; streamed bodies).
+            case request, body, head
         }
 
         public var match: Match

@@ -32,6 +32,9 @@ struct RequestSigner: Sendable {
                 request.httpBody = body
             }
             return (request, ClientData.body(body))
+        case .head:
+            if let challenge { request.setValue(challenge, forHTTPHeaderField: AttestedClient.Header.challenge) }
+            return (request, ClientData.head(method: method, target: target, challenge: challenge))
         }
     }
 

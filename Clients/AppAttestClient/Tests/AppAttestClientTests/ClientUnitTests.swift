@@ -54,6 +54,21 @@ import Testing
         #expect(ClientData.hash(data).base64EncodedString() == "wNjYVlwi96ltvpRM7r/vyNMo42i2K1hBIz9dXVjMuQk=")
     }
 
+    /// docs/protocol.md "binding: head": method, target and challenge, `head` for the digest.
+    @Test func headBindingSignsMethodTargetAndChallengeButNotTheBody() throws {
+        let data = ClientData.head(method: "POST", target: "/pkg.Chat/Stream", challenge: "c1")
+        #expect(String(decoding: data, as: UTF8.self) == "appattest-v1\nPOST\n/pkg.Chat/Stream\nhead\nc1")
+        let route = GatewayPolicyDocument.Route(challenge: .required, binding: .head)
+        var original = URLRequest(url: try #require(URL(string: "https://h.example/pkg.Chat/Stream")))
+        original.httpMethod = "POST"
+        original.httpBody = Data("any body".utf8)
+        let prepared = try RequestSigner.prepare(
+            original, method: "POST", target: "/pkg.Chat/Stream", route: route, challenge: "c1")
+        #expect(prepared.clientData == data)
+        #expect(prepared.request.value(forHTTPHeaderField: "X-App-Attest-Challenge") == "c1")
+        #expect(prepared.request.httpBody == Data("any body".utf8))
+    }
+
     @Test func requestTargetKeepsPercentEncodingAndDefaultsToSlash() throws {
         let encoded = try #require(URL(string: "https://h.example/a%2Fb/c%20d?q=%41&x"))
         #expect(ClientData.requestTarget(of: encoded) == "/a%2Fb/c%20d?q=%41&x")

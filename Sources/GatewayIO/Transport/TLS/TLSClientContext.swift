@@ -44,10 +44,8 @@ package final class TLSClientContext: @unchecked Sendable {
                 try TLSCertificateLoader.install(files, on: context, warnings: &warnings)
             }
             // SSL_CTX_set_alpn_protos returns 0 on success (unlike the rest of the API).
-            guard
-                SSL_CTX_set_alpn_protos(context, TLSCipherPolicy.alpnHTTP11, UInt32(TLSCipherPolicy.alpnHTTP11.count))
-                    == 0
-            else {
+            let alpn = settings.offersHTTP2 ? TLSCipherPolicy.alpnHTTP2 : TLSCipherPolicy.alpnHTTP11
+            guard SSL_CTX_set_alpn_protos(context, alpn, UInt32(alpn.count)) == 0 else {
                 throw TLSErrorQueue.configurationError(.openSSL, path: "", "SSL_CTX_set_alpn_protos")
             }
             // Sessions are handed to `sessionCache` by the new-session callback (TLS 1.3

@@ -8,6 +8,8 @@ package struct TLSClientSettings: Hashable, Sendable {
     package var clientCertificate: TLSCertificateFiles?
     /// Hosts whose last session is kept for resumption. Default 256.
     package var sessionCacheCapacity: Int
+    /// ALPN offers `h2` alone instead of `http/1.1` (an upstream with `protocol: h2`). Default false.
+    package var offersHTTP2 = false
 
     package init(
         caFilePath: String? = nil, clientCertificate: TLSCertificateFiles? = nil, sessionCacheCapacity: Int = 256
