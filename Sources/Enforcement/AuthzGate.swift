@@ -50,6 +50,9 @@ package final class AuthzGate: RequestGate {
             return classification
         }
         let route = self.inner.route(at: index)
+        if let error = Self.upgradeViolation(request, websocket: route.websocket, route: route.name) {
+            return self.refuse(error, dialect: request.dialect, route: route.name, routeIndex: index)
+        }
         if classification.judgement?.mode != .passthrough, request.head.headers[IdentityHeaders.debugToken] == nil,
             let why = Self.unverifiableBody(request, binding: route.binding)
         {
@@ -62,6 +65,45 @@ package final class AuthzGate: RequestGate {
             classification.bufferBodyUpTo = nil
         }
         return classification
+    }
+
+    /// Why a check of a WebSocket upgrade is refused, or nil (also nil for a request that is
+    /// no upgrade). Traefik's `forwardAuth` and nginx's `auth_request` drop the hop-by-hop
+    /// `Upgrade` and `Connection` from the check while Traefik forwards the upgrade itself when
+    /// the check allows: any mark that survives (`Sec-WebSocket-Key`, or `Upgrade: websocket` as
+    /// Caddy passes it) makes the check an upgrade attempt. On a route without
+    /// `websocket: true` it is refused (inline would remove `Upgrade`; a check cannot remove it
+    /// from what its front forwards); on a `websocket: true` route the RFC 6455 rules inline
+    /// applies (`WebSocketOpening`), with inline's codes. The client's HTTP version is unknown
+    /// to a check (its own is the front's) and is not judged.
+    static func upgradeViolation(_ request: AuthzRequest, websocket: Bool, route: String) -> EnforcementError? {
+        let opening = WebSocketOpening(request.head.headers)
+        guard opening.hasUpgradeMark else { return nil }
+        guard websocket else {
+            return EnforcementError(
+                .websocketNotAllowed,
+                "route \(route) has no websocket: true and this check is of a WebSocket upgrade (Sec-WebSocket-Key or Upgrade: websocket), which the front would forward as one"
+            )
+        }
+        switch opening.verdict(method: request.head.method, versionMinor: nil, hasBody: Self.hasBody(request.head)) {
+        case .valid:
+            return nil
+        case .refused(.invalid(let message)):
+            return EnforcementError(.websocketUpgradeInvalid, message)
+        case .refused(.versionUnsupported(let message)):
+            return EnforcementError(.websocketVersionUnsupported, message)
+        }
+    }
+
+    /// The rebuilt request declares a body: a `Transfer-Encoding`, or a `Content-Length` other
+    /// than 0 (Envoy's check of a bodiless request says `content-length: 0`). A forward-auth
+    /// request never does (`AuthzRequest` drops both: the check carries no body).
+    static func hasBody(_ head: HTTPRequestHead) -> Bool {
+        for field in head.headers {
+            if field.name.equalsLowercaseASCII("transfer-encoding") { return true }
+            if field.name.equalsLowercaseASCII("content-length"), field.value != "0" { return true }
+        }
+        return false
     }
 
     /// Why the assertion of `request` cannot be checked from what the proxy sent, or nil.

@@ -166,6 +166,16 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let authzBodyRequired = Code("authz_body_required", 403, .missing)
         /// 404: a check of the gateway's own endpoints, which are served on `listen`, not checked.
         package static let authzEndpoint = Code("authz_endpoint", 404, .skipped)
+        /// 403: a check of a WebSocket upgrade (a `Sec-WebSocket-Key` or `Upgrade: websocket`)
+        /// on a route without `websocket: true`. Inline serves such a request as plain HTTP with
+        /// `Upgrade` removed; a check cannot remove it from what its front forwards, so it refuses.
+        package static let websocketNotAllowed = Code("websocket_not_allowed", 403, .malformed)
+        /// 400: a check of a WebSocket upgrade on a `websocket: true` route that breaks RFC 6455
+        /// §4.1 (`WebSocketOpening`): the code inline answers (`ProxyError`) for the same request.
+        package static let websocketUpgradeInvalid = Code("websocket_upgrade_invalid", 400, .malformed)
+        /// 426: as `websocketUpgradeInvalid`, for a `Sec-WebSocket-Version` other than 13 given
+        /// once (answered with `Sec-WebSocket-Version: 13`, as inline).
+        package static let websocketVersionUnsupported = Code("websocket_version_unsupported", 426, .malformed)
         /// 500: a fault on the gateway's side; details only in the log.
         package static let internalError = Code("internal_error", 500, .internalError)
 
@@ -245,6 +255,9 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         var response = LocalResponse.jsonError(status: self.status, code: self.code.rawValue, message: self.reason)
         if self.code == .methodNotAllowed {
             response.headers.add(name: "Allow", value: "POST")
+        }
+        if self.code == .websocketVersionUnsupported {
+            response.headers.add(name: "Sec-WebSocket-Version", value: WebSocketOpening.version)
         }
         if let seconds = self.retryAfterSeconds {
             response.headers.add(name: "Retry-After", value: String(seconds))

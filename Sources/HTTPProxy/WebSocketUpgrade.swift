@@ -1,3 +1,4 @@
+import GateContract
 import GatewayIO
 package import HTTP1
 import Verification
@@ -13,7 +14,7 @@ package enum WebSocketUpgrade {
     /// RFC 6455 §1.3: appended to the key before hashing.
     static let acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
     /// The only version RFC 6455 defines.
-    static let version = "13"
+    static let version = WebSocketOpening.version
 
     /// What a request head asks for.
     package enum Request: Sendable, Hashable {
@@ -25,56 +26,19 @@ package enum WebSocketUpgrade {
         case invalid(ProxyError)
     }
 
-    /// Reads the head of a request whose body framing is `framing`.
+    /// Reads the head of a request whose body framing is `framing`: the rules are
+    /// `WebSocketOpening`'s (GateContract), which the check-only doors apply too.
     package static func request(_ head: HTTPRequestHead, framing: RequestBodyFraming) -> Request {
-        var connectionNamesUpgrade = false
-        var upgradeNamesWebSocket = false
-        var keys: [String] = []
-        var versions: [String] = []
-        for field in head.headers {
-            if field.name.equalsLowercaseASCII("connection") {
-                if Self.listContains(field.value, "upgrade") { connectionNamesUpgrade = true }
-            } else if field.name.equalsLowercaseASCII("upgrade") {
-                if Self.listContains(field.value, "websocket") { upgradeNamesWebSocket = true }
-            } else if field.name.equalsLowercaseASCII("sec-websocket-key") {
-                keys.append(field.value)
-            } else if field.name.equalsLowercaseASCII("sec-websocket-version") {
-                versions.append(field.value)
-            }
+        let opening = WebSocketOpening(head.headers)
+        guard opening.asksUpgrade else { return .none }
+        switch opening.verdict(method: head.method, versionMinor: head.versionMinor, hasBody: framing != .none) {
+        case .valid(let key):
+            return .websocket(key: key)
+        case .refused(.invalid(let message)):
+            return .invalid(ProxyError(.websocketUpgradeInvalid, message))
+        case .refused(.versionUnsupported(let message)):
+            return .invalid(ProxyError(.websocketVersionUnsupported, message))
         }
-        guard connectionNamesUpgrade && upgradeNamesWebSocket else { return .none }
-        guard head.method == "GET" else {
-            return .invalid(ProxyError(.websocketUpgradeInvalid, "a WebSocket upgrade must be a GET"))
-        }
-        guard head.versionMinor >= 1 else {
-            return .invalid(ProxyError(.websocketUpgradeInvalid, "a WebSocket upgrade needs HTTP/1.1"))
-        }
-        // A body would sit between the handshake and the first frame: neither protocol's.
-        guard framing == .none else {
-            return .invalid(
-                ProxyError(
-                    .websocketUpgradeInvalid,
-                    "a WebSocket upgrade carries no body (no Content-Length, no Transfer-Encoding)"))
-        }
-        guard versions == [Self.version] else {
-            return .invalid(
-                ProxyError(.websocketVersionUnsupported, "Sec-WebSocket-Version must be 13, given once"))
-        }
-        guard keys.count == 1, let key = keys.first, Self.isValidKey(key) else {
-            return .invalid(
-                ProxyError(
-                    .websocketUpgradeInvalid, "Sec-WebSocket-Key must be given once, the base64 of 16 bytes"))
-        }
-        return .websocket(key: key)
-    }
-
-    /// RFC 6455 §4.1: the base64 (canonical, padded) of 16 bytes.
-    static func isValidKey(_ key: String) -> Bool {
-        guard key.utf8.count == 24 else { return false }
-        var key = key
-        let decoded = key.withUTF8 { Base64Text.decode($0) }
-        guard case .bytes(let bytes) = decoded, bytes.count == 16 else { return false }
-        return Base64Text.encode(bytes) == key
     }
 
     /// `Sec-WebSocket-Accept` for `key`: base64(SHA-1(key + GUID)) (RFC 6455 §4.2.2).
@@ -92,9 +56,9 @@ package enum WebSocketUpgrade {
         for field in head.fields {
             let value = String(decoding: UnsafeRawBufferPointer(rebasing: buffer[field.value]), as: UTF8.self)
             if buffer.equalsLowercaseToken(field.name, "upgrade") {
-                if Self.listContains(value, "websocket") { upgrade = true }
+                if WebSocketOpening.listContains(value, "websocket") { upgrade = true }
             } else if buffer.equalsLowercaseToken(field.name, "connection") {
-                if Self.listContains(value, "upgrade") { connection = true }
+                if WebSocketOpening.listContains(value, "upgrade") { connection = true }
             } else if buffer.equalsLowercaseToken(field.name, "sec-websocket-accept") {
                 accepts.append(value)
             }
@@ -131,21 +95,5 @@ package enum WebSocketUpgrade {
         requestID.write(into: &writer)
         writer.write("\r\n\r\n")
         output.didWrite(writer.count)
-    }
-
-    /// A comma-separated list (RFC 9110 §5.6.1) has `token`, ASCII case-insensitively; a
-    /// protocol's `/version` (`websocket/13`) does not count as `websocket`.
-    static func listContains(_ value: String, _ token: StaticString) -> Bool {
-        for element in value.utf8.split(separator: HTTPByte.comma) {
-            var lower = element.startIndex
-            var upper = element.endIndex
-            while lower < upper, HTTPByte.isWhitespace(element[lower]) { lower = element.index(after: lower) }
-            while upper > lower, HTTPByte.isWhitespace(element[element.index(before: upper)]) {
-                upper = element.index(before: upper)
-            }
-            guard let text = String(element[lower..<upper]) else { continue }
-            if text.utf8.count == token.utf8CodeUnitCount && text.equalsLowercaseASCII(token) { return true }
-        }
-        return false
     }
 }
