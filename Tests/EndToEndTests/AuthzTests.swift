@@ -294,6 +294,45 @@ extension EndToEnd {
             #expect(!echo.headers.contains { $0.0.contains("_") }, "\(echo.headers)")
         }
 
+        /// Traefik's forwardAuth drops the hop-by-hop `Upgrade` and `Connection` from the check
+        /// but forwards the upgrade itself when the check allows: the check judges a
+        /// `Sec-WebSocket-Key` as an upgrade. Refused on a route without `websocket: true`; on a
+        /// `websocket: true` route inline's RFC 6455 rules and codes apply. Envoy's check likewise.
+        @Test(.timeLimit(.minutes(1)))
+        func webSocketUpgradesAreJudgedByTheCheckWithoutUpgrade() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let authzPort = try freeServerPort()
+            _ = try world.startGateway(
+                "authz-websocket", extra: "authz_listen: 127.0.0.1:\(authzPort)\ntrusted_proxies: [127.0.0.1]\n",
+                routes: """
+                      - { name: sockets, match: { path_prefix: /sockets/ }, upstream: api, mode: "off", websocket: true }
+                    """ + "\n" + TestRoutes.standard)
+            let key = ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+            let version = ("Sec-WebSocket-Version", "13")
+            func traefik(_ target: String, _ fields: [(String, String)]) throws -> HTTPResponse {
+                try Self.send(
+                    port: authzPort, "GET", "/forward-auth",
+                    headers: [("X-Forwarded-Method", "GET"), ("X-Forwarded-Uri", target)] + fields)
+            }
+            expectDenied(try traefik("/public/x", [key, version]), 403, "websocket_not_allowed")
+            expectDenied(
+                try Self.send(port: authzPort, "GET", "/ext_authz/public/x", headers: [key, version]), 403,
+                "websocket_not_allowed")
+            let valid = try traefik("/sockets/chat", [key, version])
+            #expect(valid.status == 200, "\(valid)")
+            expectDenied(
+                try traefik("/sockets/chat", [key, ("Sec-WebSocket-Key", "c2Vjb25kIGtleSBoZXJlIQ=="), version]), 400,
+                "websocket_upgrade_invalid")
+            expectDenied(try traefik("/sockets/chat", [("Sec-WebSocket-Key", "short"), version]), 400, "websocket_upgrade_invalid")
+            let old = try traefik("/sockets/chat", [key, ("Sec-WebSocket-Version", "8")])
+            expectDenied(old, 426, "websocket_version_unsupported")
+            #expect(old.header("Sec-WebSocket-Version") == "13", "\(old)")
+            // Without a mark of an upgrade, the same check is a plain GET.
+            let plain = try traefik("/public/x", [version])
+            #expect(plain.status == 200, "\(plain)")
+        }
+
         @Test(.timeLimit(.minutes(1)))
         func envoyExtAuthzTranscripts() throws {
             let world = try E2EWorld()

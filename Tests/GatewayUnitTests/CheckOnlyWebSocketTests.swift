@@ -1,4 +1,5 @@
 import GatewayTesting
+import Simulator
 import Testing
 
 @testable import Enforcement
@@ -122,18 +123,38 @@ import Testing
         #expect(answer.headers["X-App-Attest-Error"] == "websocket_version_unsupported")
     }
 
-    @Test(arguments: ["/v1/x", "/public/x"])
-    func anUpgradeOnARouteWithoutWebSocketsIsRefusedByEveryCheck(target: String) async throws {
+    @Test func anUpgradeOnARouteWithoutWebSocketsIsRefusedByEveryCheck() async throws {
         // Inline serves it as plain HTTP with Upgrade removed; a check cannot remove the upgrade
-        // from what its front forwards, so it refuses, before any credential is looked at.
-        let head = request("GET", target, headers: Self.handshake)
+        // from what its front forwards, so it refuses.
+        let head = request("GET", "/public/x", headers: Self.handshake)
         #expect(
             try await Self.checks(head) == [
                 "traefik": "websocket_not_allowed", "caddy": "websocket_not_allowed", "envoy": "websocket_not_allowed",
             ])
         // `Upgrade: websocket` alone (a front that passes it but no key) is a mark too.
-        let upgradeOnly = request("GET", target, headers: [("Upgrade", "websocket")])
+        let upgradeOnly = request("GET", "/public/x", headers: [("Upgrade", "websocket")])
         #expect(try await Self.checks(upgradeOnly)["caddy"] == "websocket_not_allowed")
+        // The inline gate's own refusals at classification (credentials absent) come first, as inline.
+        #expect(
+            try await Self.checks(request("GET", "/v1/x", headers: Self.handshake)) == [
+                "traefik": "assertion_missing", "caddy": "assertion_missing", "envoy": "assertion_missing",
+            ])
+    }
+
+    @Test func anUpgradeWithAValidAssertionOnARouteWithoutWebSocketsIsRefused() async throws {
+        let h = try EnforcementHarness()
+        let device = try SimulatedDevice.generate()
+        #expect(try await h.attest(device).status == 201)
+        let gate = AuthzGate(inner: h.gate, pathPrefix: "/ext_authz")
+        let head = try EnforcementHarness.signed(
+            device, counter: 1, method: "GET", target: "/v1/items", extraHeaders: Self.handshake)
+        let answer = try #require(await runGate(gate, Self.traefik(head)).1.localResponse)
+        #expect(answer.status == 403)
+        #expect(answer.headers["X-App-Attest-Error"] == "websocket_not_allowed")
+        // The same signed request without the upgrade's marks is verified (a fresh counter).
+        let plain = try EnforcementHarness.signed(device, counter: 2, method: "GET", target: "/v1/items")
+        let allowed = try #require(await runGate(gate, Self.traefik(plain)).1.localResponse)
+        #expect(allowed.status == 200)
     }
 
     @Test func aRequestWithoutAnUpgradeMarkIsJudgedAsBefore() async throws {

@@ -102,7 +102,11 @@ What fails a (request, door) pair:
      docs/integrations.md "Header names with `_`"); a check door may refuse a request for one of
      the gateway's endpoints (`/app-attest/...`, `/.well-known/...`) with `authz_endpoint`
      (nginx: without a code) whatever inline answered, since the endpoints are served on
-     `listen` and never checked. A door that the line marks
+     `listen` and never checked; a check door may refuse with `websocket_not_allowed` where
+     inline allowed, or refused with another code, a line that sends `Sec-WebSocket-Key` or
+     `Upgrade: websocket` (inline serves an upgrade on a route without `websocket: true` as plain
+     HTTP with `Upgrade` removed; a check cannot remove the upgrade from what its front forwards,
+     and Traefik forwards it: docs/integrations.md "WebSocket upgrades"). A door that the line marks
      `@front-rewrites DOOR REASON` (that proxy replaces what the line tests before the gateway or the upstream sees it) is not
      compared, and `@expect` does not apply to it;
      The h2 doors are compared with the same upstream's inline door by their own rule: allowed
@@ -112,7 +116,8 @@ What fails a (request, door) pair:
      `:authority`, `host` not `:authority`, content-length not the DATA length), printed as
      "stricter" with that reason; both refused with two gateway codes fails unless one of those
      reasons explains the h2 code;
-  4. the line's `@expect` is not met (h2 doors: unless not applicable).
+  4. the line's `@expect` is not met (h2 doors: unless not applicable; a check door's
+     `websocket_not_allowed` meets `@expect allow` where rule 3 accepts it, for the same reason).
 
 Output: one line per (request, door), a summary of the failing lines, and `N passed, M failed`
 counting (request, door) pairs; exit status 1 on any failure or when the harness cannot start.
@@ -177,6 +182,17 @@ CHECK_DOORS = {"nginx", "caddy", "envoy", "traefik"}
 # (404 authz_endpoint: they are served on `listen` only), which nginx's block turns into its 500
 # page without the code (rule 3's third equivalence).
 ENDPOINT_PREFIXES = (b"/app-attest/", b"/.well-known/")
+
+
+def websocket_not_allowed(outcome, kind):
+    """A check door refused a line that marks a WebSocket upgrade (Sec-WebSocket-Key or
+    Upgrade: websocket) with websocket_not_allowed: inline serves such a request as plain HTTP on a
+    route without websocket: true, but a check cannot remove the upgrade from what its front
+    forwards (Traefik forwards it), so it refuses (rules 3 and 4)."""
+    if outcome.verdict != "refused" or kind not in CHECK_DOORS or outcome.code != "websocket_not_allowed":
+        return False
+    return any(n.lower() == b"sec-websocket-key" or (n.lower() == b"upgrade" and b"websocket" in v.lower())
+               for n, v in outcome.sent)
 TRUST_HEADERS = {"x-real-ip", "x-forwarded-client-cert", "x-client-cert", "client-cert", "client-cert-chain"}
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
               "trailers", "transfer-encoding", "upgrade"}
@@ -1379,6 +1395,10 @@ def compare(line, outcome, kind, reference):
         outcome.notes.append("underscore_gateway_header where %s %s: inline drops the field, a check cannot "
                              "drop it from what its front forwards" % (reference.door, describe(reference)))
         return
+    if websocket_not_allowed(outcome, kind):
+        outcome.notes.append("websocket_not_allowed where %s %s: inline removes Upgrade, a check cannot "
+                             "remove it from what its front forwards" % (reference.door, describe(reference)))
+        return
     if outcome.verdict == "refused" and kind in CHECK_DOORS and (
             outcome.code == "authz_endpoint"
             or (kind == "nginx" and outcome.code is None and line.target.startswith(ENDPOINT_PREFIXES))):
@@ -1400,7 +1420,7 @@ def compare(line, outcome, kind, reference):
 def check_expect(line, outcome, kind):
     if not line.expect or kind in line.front_rewrites or outcome.verdict == "not-applicable":
         return
-    if line.expect == "allow" and outcome.verdict != "allowed":
+    if line.expect == "allow" and outcome.verdict != "allowed" and not websocket_not_allowed(outcome, kind):
         outcome.problems.append("expected allowed, got %s" % describe(outcome))
     if line.expect == "refuse" and outcome.verdict not in ("refused", "refused-by-front"):
         outcome.problems.append("expected refused, got %s" % describe(outcome))
