@@ -324,7 +324,9 @@ extension EndToEnd {
             expectDenied(
                 try traefik("/sockets/chat", [key, ("Sec-WebSocket-Key", "c2Vjb25kIGtleSBoZXJlIQ=="), version]), 400,
                 "websocket_upgrade_invalid")
-            expectDenied(try traefik("/sockets/chat", [("Sec-WebSocket-Key", "short"), version]), 400, "websocket_upgrade_invalid")
+            expectDenied(
+                try traefik("/sockets/chat", [("Sec-WebSocket-Key", "short"), version]), 400,
+                "websocket_upgrade_invalid")
             let old = try traefik("/sockets/chat", [key, ("Sec-WebSocket-Version", "8")])
             expectDenied(old, 426, "websocket_version_unsupported")
             #expect(old.header("Sec-WebSocket-Version") == "13", "\(old)")
