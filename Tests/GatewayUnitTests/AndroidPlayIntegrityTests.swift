@@ -91,11 +91,15 @@ import Verification
             (keys.block("device_recognition: meets_everything"), .invalidValue, "device_recognition"),
             (keys.block("reverify_after: 10s"), .outOfRange, "reverify_after"),
             (keys.block("colour: blue"), .unknownKey, "colour"),
-            ("{verification_keys: [{name: v1, key_file: \"\(keys.verificationFile)\"}]}", .missingKey,
-             "decryption_keys"),
+            (
+                "{verification_keys: [{name: v1, key_file: \"\(keys.verificationFile)\"}]}", .missingKey,
+                "decryption_keys"
+            ),
             // The verification key file given as the decryption key: not 32 bytes of AES key.
-            ("{decryption_keys: [{name: k1, key_file: \"\(keys.verificationFile)\"}], verification_keys: [{name: v1, key_file: \"\(keys.verificationFile)\"}]}",
-             .invalidValue, "decryption_keys[0].key_file"),
+            (
+                "{decryption_keys: [{name: k1, key_file: \"\(keys.verificationFile)\"}], verification_keys: [{name: v1, key_file: \"\(keys.verificationFile)\"}]}",
+                .invalidValue, "decryption_keys[0].key_file"
+            ),
             ("yes", .wrongType, ""),
         ]
         for (block, code, field) in cases {
@@ -197,7 +201,8 @@ import Verification
         let fixture = try Fixture()
         #expect(
             AndroidReferenceClient.playIntegrityNonce(challenge: Self.challenge, attestedKeySPKI: fixture.spki)
-                == PlayIntegrityBinding.classicNonce(challenge: Array(Self.challenge.utf8), attestedKeySPKI: fixture.spki))
+                == PlayIntegrityBinding.classicNonce(
+                    challenge: Array(Self.challenge.utf8), attestedKeySPKI: fixture.spki))
         #expect(
             AndroidEnrollmentVerifier.keyID(subjectPublicKeyInfo: fixture.spki) == fixture.key.keyID)
     }
@@ -220,20 +225,24 @@ import Verification
         var basic = fixture.payload()
         basic.deviceIntegrity.deviceRecognitionVerdict = [.meetsBasicIntegrity]
         #expect(
-            Self.refusal(try fixture.enroll(token: try minter.mint(basic))) == "play_integrity_device_integrity_insufficient 403")
+            Self.refusal(try fixture.enroll(token: try minter.mint(basic)))
+                == "play_integrity_device_integrity_insufficient 403")
         var unrecognized = fixture.payload()
         unrecognized.appIntegrity.appRecognitionVerdict = .unrecognizedVersion
         #expect(
-            Self.refusal(try fixture.enroll(token: try minter.mint(unrecognized))) == "play_integrity_app_not_recognized 403")
+            Self.refusal(try fixture.enroll(token: try minter.mint(unrecognized)))
+                == "play_integrity_app_not_recognized 403")
         // The gateway's clock: ten minutes later the verdict is stale.
         let token = try minter.mint(fixture.payload())
         #expect(
-            Self.refusal(try fixture.enroll(token: token, at: Date().addingTimeInterval(600))) == "play_integrity_stale 401")
+            Self.refusal(try fixture.enroll(token: token, at: Date().addingTimeInterval(600)))
+                == "play_integrity_stale 401")
         // Not a token, and a token under keys the app does not have.
         #expect(Self.refusal(try fixture.enroll(token: "not.a.token")) == "play_integrity_bad_format 400")
         let stranger = try PlayIntegrityMinter(keys: try PlayIntegrityTestKeys.generate())
         #expect(
-            Self.refusal(try fixture.enroll(token: try stranger.mint(fixture.payload()))) == "play_integrity_decryption_failed 401")
+            Self.refusal(try fixture.enroll(token: try stranger.mint(fixture.payload())))
+                == "play_integrity_decryption_failed 401")
     }
 
     @Test func aVerdictIsCheckedOnlyAfterTheChain() throws {
