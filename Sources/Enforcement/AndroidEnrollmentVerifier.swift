@@ -14,21 +14,34 @@ import Verification
 /// (32 bytes, the shape of an App Attest key ID; the app can compute it from
 /// `certificate.publicKey.encoded`). The key record holds the 65-byte X9.62 point, the
 /// package as its app ID and `platform: android`.
+///
+/// An app with `play_integrity:` also needs a classic Play Integrity token whose nonce is
+/// `PlayIntegrityBinding.classicNonce(challenge, SPKI of the attested leaf key)`, checked after
+/// the chain (so the app and the key are known) with the caller's clock.
 final class AndroidEnrollmentVerifier: Sendable {
     /// The parsed body.
     struct Request: Sendable {
         var challenge: String
         /// DER certificates, leaf first.
         var chain: [[UInt8]]
+        /// `play_integrity_token`: a classic Play Integrity token (compact JWE), when sent.
+        var playIntegrityToken: String? = nil
     }
 
     private let chainVerifier: AndroidAttestationChainVerifier
     private let requirements: AndroidKeyRequirements
+    /// By package: the apps whose `play_integrity:` asks for a verdict at enrollment.
+    private let playIntegrity: [String: PlayIntegrityVerifier]
 
     /// - Parameter policy: the `android:` block (apps and extra anchors).
     init(policy: AndroidPolicy) throws(AndroidAttestationError) {
         let apps = policy.apps.map(Self.requirement)
         self.requirements = AndroidKeyRequirements(apps: apps)
+        var playIntegrity: [String: PlayIntegrityVerifier] = [:]
+        for app in policy.apps {
+            if let configuration = app.playIntegrity { playIntegrity[app.packageName] = configuration.verifier }
+        }
+        self.playIntegrity = playIntegrity
         self.chainVerifier = try AndroidAttestationChainVerifier(
             additionalTrustAnchorsPEM: policy.trustAnchorsPEM,
             allowsSoftwareAttestation: self.requirements.anyAllowsSoftware)
@@ -60,7 +73,12 @@ final class AndroidEnrollmentVerifier: Sendable {
     /// Longest chain and certificate the body may carry (the verifier bounds them again).
     static let maximumChainLength = AndroidAttestationChainVerifier.maximumChainLength
 
-    /// `{"platform": "android", "challenge": "…", "certificate_chain": ["<base64 DER>", …]}`.
+    /// A Play Integrity token is a compact JWE of at most 16 KiB (`PlayIntegrityJWE`); a longer
+    /// field is refused here, before any work.
+    static let maximumPlayIntegrityTokenBytes = 16 * 1024
+
+    /// `{"platform": "android", "challenge": "…", "certificate_chain": ["<base64 DER>", …]}`,
+    /// with `"play_integrity_token": "<compact JWE>"` for apps with `play_integrity:`.
     static func parse(_ body: [UInt8]) throws(EnforcementError) -> Request {
         let object = try EndpointRequests.jsonObject(body, maxBytes: EndpointRequests.maxEndpointBodyBytes)
         guard let challenge = object["challenge"] as? String, !challenge.isEmpty else {
@@ -82,7 +100,19 @@ final class AndroidEnrollmentVerifier: Sendable {
             }
             chain.append(der)
         }
-        return Request(challenge: challenge, chain: chain)
+        var token: String?
+        if let value = object["play_integrity_token"], !(value is NSNull) {
+            guard let text = value as? String, !text.isEmpty,
+                text.utf8.count <= Self.maximumPlayIntegrityTokenBytes
+            else {
+                throw EnforcementError(
+                    .malformedRequest,
+                    "play_integrity_token must be a non-empty string of at most \(Self.maximumPlayIntegrityTokenBytes) bytes (a compact JWE)"
+                )
+            }
+            token = text
+        }
+        return Request(challenge: challenge, chain: chain, playIntegrityToken: token)
     }
 
     /// The verified key record, or the refusal. Pure apart from `now`; runs on the
@@ -104,6 +134,13 @@ final class AndroidEnrollmentVerifier: Sendable {
             return .failure(
                 EnforcementError(.android(.keyPropertiesRefused), "the leaf certificate's key is not EC P-256"))
         }
+        if let verifier = self.playIntegrity[app.packageName] {
+            if case .failure(let error) = Self.checkPlayIntegrity(
+                request, verifier: verifier, attestedKeySPKI: result.leafPublicKey.subjectPublicKeyInfo, at: time)
+            {
+                return .failure(error)
+            }
+        }
         var record = KeyRecord(
             keyID: Self.keyID(subjectPublicKeyInfo: result.leafPublicKey.subjectPublicKeyInfo),
             publicKey: point,
@@ -115,6 +152,32 @@ final class AndroidEnrollmentVerifier: Sendable {
             attestedAt: time)
         record.platform = KeyRecord.androidPlatform
         return .success(record)
+    }
+
+    /// The app's Play Integrity verdict: present, bound to this challenge and key
+    /// (`classicNonce`), fresh by `time`, and accepted by the app's policy. The token is never
+    /// echoed: refusals carry the verifier's reason (short printable excerpts of verdict fields).
+    static func checkPlayIntegrity(
+        _ request: Request, verifier: PlayIntegrityVerifier, attestedKeySPKI spki: [UInt8], at time: Date
+    ) -> Result<PlayIntegrityVerdict, EnforcementError> {
+        guard let token = request.playIntegrityToken else {
+            return .failure(
+                EnforcementError(
+                    .playIntegrityTokenMissing,
+                    "this app requires a Play Integrity verdict at enrollment: send play_integrity_token (docs/protocol.md section 8)"
+                ))
+        }
+        let nonce = PlayIntegrityBinding.classicNonce(challenge: Array(request.challenge.utf8), attestedKeySPKI: spki)
+        let nowMillis = Int64((time.timeIntervalSince1970 * 1000).rounded(.down))
+        do throws(PlayIntegrityError) {
+            return .success(try verifier.verify(token: token, expectedNonce: nonce, nowMillis: nowMillis))
+        } catch {
+            let code = EnforcementError.Code.playIntegrity(error.code)
+            if code == .internalError {
+                Log.error("play_integrity_internal_error", [("reason", error.reason)])
+            }
+            return .failure(EnforcementError(code, error.reason))
+        }
     }
 
     /// Standard base64 of SHA-256 of the DER SubjectPublicKeyInfo.

@@ -219,6 +219,30 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
             }
         }
 
+        /// 400: an Android enrollment for an app with `play_integrity:` carries no
+        /// `play_integrity_token`.
+        package static let playIntegrityTokenMissing = Code("play_integrity_token_missing", 400, .missing)
+
+        /// A Play Integrity token at Android enrollment that failed a check of
+        /// `PlayIntegrityVerifier`: its own stable code; 400 when the token is not a token
+        /// (format, algorithm, payload), 401 when it is not authentic or not bound to this
+        /// challenge and key now (keys, signature, nonce, freshness), 403 when the verdict is
+        /// authentic but not accepted (app, signer, device, licence, activity); 500 for a
+        /// configured key the gateway cannot use.
+        package static func playIntegrity(_ code: PlayIntegrityError.Code) -> Code {
+            switch code {
+            case .badFormat, .unsupportedAlgorithm, .payloadMalformed: return Code(code.rawValue, 400, .malformed)
+            case .decryptionFailed, .signatureInvalid: return Code(code.rawValue, 401, .invalidSignature)
+            case .nonceMismatch, .requestHashMismatch, .stale: return Code(code.rawValue, 401, .challengeInvalid)
+            case .packageMismatch, .certificateMismatch, .appNotRecognized:
+                return Code(code.rawValue, 403, .appIDMismatch)
+            case .deviceIntegrityInsufficient, .notLicensed, .deviceActivityExceeded:
+                return Code(code.rawValue, 403, .environmentMismatch)
+            case .invalidKey: return .internalError
+            default: return Code(code.rawValue, 401, .invalidSignature)
+            }
+        }
+
         /// An assertion that failed a check of `AssertionVerifier`, on a protected route.
         package static func assertion(_ code: VerificationError.Code) -> Code {
             switch code {

@@ -46,6 +46,9 @@ public struct AndroidAppPolicy: Sendable, Hashable {
     public var requireVerifiedBoot = true
     /// `min_patch_level` (YYYYMM); nil = none.
     public var minimumPatchLevel: Int? = nil
+    /// `play_integrity:`: a classic Play Integrity verdict required at enrollment; nil = not
+    /// required.
+    public var playIntegrity: PlayIntegrityConfiguration? = nil
 
     public init(packageName: String, signingDigests: [[UInt8]]) {
         self.packageName = packageName

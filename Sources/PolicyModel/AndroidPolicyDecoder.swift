@@ -1,4 +1,5 @@
 import Foundation
+import Verification
 
 /// Decodes the `android:` block:
 ///
@@ -11,6 +12,7 @@ import Foundation
 ///       require_locked_bootloader: true
 ///       require_verified_boot: true
 ///       min_patch_level: 202601               # YYYYMM, optional
+///       play_integrity: {decryption_keys: [...], verification_keys: [...]}  # optional
 ///   trust_anchors: [extra-root.pem]           # optional, relative to the policy file
 /// ```
 ///
@@ -19,7 +21,7 @@ struct AndroidPolicyDecoder {
     static let keys = ["apps", "trust_anchors"]
     static let appKeys = [
         "package", "signing_digests", "security_level", "require_locked_bootloader", "require_verified_boot",
-        "min_patch_level",
+        "min_patch_level", "play_integrity",
     ]
     /// Bounds: a policy lists a handful of apps and signers.
     static let maximumApps = 100
@@ -116,7 +118,27 @@ struct AndroidPolicyDecoder {
             }
             app.minimumPatchLevel = value
         }
+        if let n = fields["play_integrity"] {
+            app.playIntegrity = try self.decodePlayIntegrity(n, packageName: name, signingDigests: digests)
+        }
         return app
+    }
+
+    /// `apps[i].play_integrity`: the app's package and signing digests are the defaults; a
+    /// `package_name` of its own must be the app's (Play signs verdicts for that package).
+    private func decodePlayIntegrity(_ node: YAMLNode, packageName: String, signingDigests: [[UInt8]])
+        throws(PolicyError) -> PlayIntegrityConfiguration
+    {
+        let configuration = try PlayIntegrityDecoder(reader: self.reader, files: self.files).decode(
+            node, packageName: packageName, certificateDigests: Set(signingDigests))
+        if configuration.policy.packageName != packageName {
+            let fields = try self.reader.mapping(node, keys: PlayIntegrityDecoder.keys)
+            throw self.reader.error(
+                .invalidValue, fields["package_name"] ?? node,
+                "play_integrity.package_name \(PolicyScalarReader.quote(configuration.policy.packageName)) is not the app's package \(PolicyScalarReader.quote(packageName)); leave it out to use the app's"
+            )
+        }
+        return configuration
     }
 
     /// `com.example.app`: Android's application ID rule, at most 255 bytes.

@@ -4,13 +4,29 @@ public import Verification
 /// An Android app's `play_integrity:` block, decoded: the keys from Play Console (read and
 /// checked at load, so a bad file fails the load with its field), the verdict policy, and how
 /// often an enrolled key is asked for a new verdict.
-public struct PlayIntegrityConfiguration: Sendable {
+///
+/// Equal when the keys' names and material, the policy and `reverifyAfter` are equal (a policy
+/// reload compares apps: a rotated key file is a change).
+public struct PlayIntegrityConfiguration: Sendable, Hashable {
     /// Tried in order: list the newest key first during a rotation.
     public let decryptionKeys: [PlayIntegrityDecryptionKey]
     public let verificationKeys: [PlayIntegrityVerificationKey]
     public let policy: PlayIntegrityPolicy
     /// Ask for a new verdict once this long has passed since the last (nil: at enrollment only).
     public let reverifyAfter: Duration?
+    /// SHA-256 over every key's name and file text, in order: what equality compares of the
+    /// keys (the keys themselves hold no comparable material).
+    let keyFingerprint: [UInt8]
+
+    public static func == (lhs: PlayIntegrityConfiguration, rhs: PlayIntegrityConfiguration) -> Bool {
+        lhs.keyFingerprint == rhs.keyFingerprint && lhs.policy == rhs.policy && lhs.reverifyAfter == rhs.reverifyAfter
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.keyFingerprint)
+        hasher.combine(self.policy)
+        hasher.combine(self.reverifyAfter)
+    }
 
     /// The verifier these settings describe.
     public var verifier: PlayIntegrityVerifier {
@@ -82,10 +98,12 @@ struct PlayIntegrityDecoder {
         let fields = try self.reader.mapping(node, keys: Self.keys)
         let packageName = try self.decodePackageName(fields, default: defaultPackage)
         let digests = try self.decodeDigests(fields, default: defaultDigests)
-        let decryptionKeys = try self.decodeKeys(fields, "decryption_keys") { name, text throws(PlayIntegrityError) in
+        var material: [UInt8] = []
+        let decryptionKeys = try self.decodeKeys(fields, "decryption_keys", material: &material) {
+            name, text throws(PlayIntegrityError) in
             try PlayIntegrityDecryptionKey(name: name, base64: text)
         }
-        let verificationKeys = try self.decodeKeys(fields, "verification_keys") {
+        let verificationKeys = try self.decodeKeys(fields, "verification_keys", material: &material) {
             name, text throws(PlayIntegrityError) in
             try PlayIntegrityVerificationKey(name: name, base64SPKI: text)
         }
@@ -117,7 +135,7 @@ struct PlayIntegrityDecoder {
             maximumAgeSeconds: maximumAge.components.seconds, clockSkewSeconds: clockSkew.components.seconds)
         return PlayIntegrityConfiguration(
             decryptionKeys: decryptionKeys, verificationKeys: verificationKeys, policy: policy,
-            reverifyAfter: reverifyAfter)
+            reverifyAfter: reverifyAfter, keyFingerprint: SHA256.hash(material))
     }
 
     private func decodePackageName(_ fields: Fields, default defaultPackage: String?) throws(PolicyError) -> String {
@@ -171,7 +189,8 @@ struct PlayIntegrityDecoder {
     }
 
     private func decodeKeys<Key>(
-        _ fields: Fields, _ field: String, _ make: (String, String) throws(PlayIntegrityError) -> Key
+        _ fields: Fields, _ field: String, material: inout [UInt8],
+        _ make: (String, String) throws(PlayIntegrityError) -> Key
     ) throws(PolicyError) -> [Key] {
         guard let node = fields[field] else {
             throw self.reader.error(
@@ -219,6 +238,9 @@ struct PlayIntegrityDecoder {
                 throw self.reader.error(.invalidValue, fileNode, "\(field) key file \(path): \(error.reason)")
             }
             names.append(name)
+            for part in [field, name, text] {
+                material += SHA256.hash(Array(part.utf8))
+            }
         }
         return keys
     }

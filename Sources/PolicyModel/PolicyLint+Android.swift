@@ -20,6 +20,12 @@ extension PolicyLint {
                     "\(app.packageName) accepts Software Keystore keys, whose attestation key is public: any client can forge one; development only"
                 )
             }
+            if app.playIntegrity?.reverifyAfter != nil {
+                warn(
+                    "android_play_integrity_reverify_not_enforced", item,
+                    "\(app.packageName) sets play_integrity.reverify_after, which is decoded but not enforced yet: a verdict is asked at enrollment only"
+                )
+            }
             if !app.requireLockedBootloader || !app.requireVerifiedBoot {
                 warn(
                     "android_boot_state_not_required", item,

@@ -30,7 +30,8 @@ extension EndToEnd {
             let authority: SimulatedAndroidAuthority
             let gateway: GatewayInstance
 
-            init(extraLimits: String = "") throws {
+            /// - Parameter appSettings: more keys of the app entry, one line (e.g. `play_integrity: {…}`).
+            init(extraLimits: String = "", appSettings: String = "") throws {
                 let world = try E2EWorld()
                 let authority = try SimulatedAndroidAuthority.generate()
                 let directory = world.directory.file("android")
@@ -45,6 +46,7 @@ extension EndToEnd {
                       apps:
                         - package: \(Android.package)
                           signing_digests: ["\(digest)"]
+                          \(appSettings)
                       trust_anchors: ["\(root)"]
                     """
                 self.world = world
