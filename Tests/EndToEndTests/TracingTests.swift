@@ -1,6 +1,6 @@
 import Foundation
-import Glibc
 import GatewayTesting
+import Glibc
 import Testing
 
 /// `scripts/otlp-receiver.py` as a child process: an OTLP/HTTP collector that decodes with the

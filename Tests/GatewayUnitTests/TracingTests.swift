@@ -424,7 +424,8 @@ import Testing
     }
 
     @Test func theStoreCallIsAClientSpanUnderTheGateSpan() {
-        let call = StoreCallSpan(system: .redis, operation: .advanceCounter, outcome: .advanced, start: 1_000, end: 4_000)
+        let call = StoreCallSpan(
+            system: .redis, operation: .advanceCounter, outcome: .advanced, start: 1_000, end: 4_000)
         let span = call.finished(traceHigh: 5, traceLow: 6, gateSpanID: 0x77) { 10_000 + $0 }
         #expect(span.traceHigh == 5 && span.traceLow == 6)
         #expect(span.parentSpanID == 0x77)
