@@ -55,12 +55,15 @@ final class ProtectedRequestVerifier: Sendable {
         let challenge: ChallengeTokens.Checked?
         /// The connection's loop: the store is called from it.
         let loop: EventLoop
+        /// Where the counter call's timing goes, when tracing is on.
+        let storeCall: StoreCallRecorder?
 
         init(
             head: HTTPRequestHead, route: RoutePolicy, keyID: String, assertion: [UInt8], clientDataHash: [UInt8],
-            challenge: ChallengeTokens.Checked?, loop: EventLoop
+            challenge: ChallengeTokens.Checked?, loop: EventLoop, storeCall: StoreCallRecorder?
         ) {
             self.loop = loop
+            self.storeCall = storeCall
             self.head = head
             self.route = route
             self.keyID = keyID
@@ -80,6 +83,8 @@ final class ProtectedRequestVerifier: Sendable {
     private let fraudRisk: FraudRiskGateHooks
     let metrics: any GateMetrics
     private let storeFailures: StoreFailureReporter
+    /// The store's kind, for the store call's span.
+    private let storeSystem: StoreCallSpan.System
     private let verificationQueue: DispatchQueue
     let now: @Sendable () -> Date
     /// Gateway DeviceCheck tokens on `fallback: devicecheck` routes; nil without `apple:`.
@@ -113,6 +118,7 @@ final class ProtectedRequestVerifier: Sendable {
         self.fraudRisk = fraudRisk
         self.metrics = metrics
         self.storeFailures = storeFailures
+        self.storeSystem = store is MemoryStore ? .memory : .redis
         self.verificationQueue = verificationQueue
         self.now = now
     }
@@ -130,11 +136,15 @@ final class ProtectedRequestVerifier: Sendable {
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = SystemCalls.monotonicNanoseconds()
+        // Tracing on: the counter call's timing is noted for the trace (one branch when off).
+        let storeCall = Tracer.process.isEnabled ? StoreCallRecorder() : nil
         let conclude: @Sendable (ProtectedRequestOutcome) -> Void = { [self, route] outcome in
             self.conclude(
-                outcome, head: head, route: route, judgement: judgement, started: started, completion: completion)
+                outcome, head: head, route: route, judgement: judgement, started: started,
+                storeCall: storeCall?.recorded, completion: completion)
         }
-        self.verifyOutcome(head, body: body, route: route, credentials: decoded, loop: loop, conclude: conclude)
+        self.verifyOutcome(
+            head, body: body, route: route, credentials: decoded, loop: loop, storeCall: storeCall, conclude: conclude)
     }
 
     /// The checks of `verify` without the route's mode applied: `conclude` gets the outcome
@@ -145,6 +155,7 @@ final class ProtectedRequestVerifier: Sendable {
         route: RoutePolicy,
         credentials decoded: AssertionCredentials? = nil,
         loop: EventLoop,
+        storeCall: StoreCallRecorder? = nil,
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) {
         guard body.count <= route.maxBodyBytes else {
@@ -234,7 +245,8 @@ final class ProtectedRequestVerifier: Sendable {
             assertion: credentials.assertion,
             clientDataHash: SHA256.hash(clientData),
             challenge: checkedChallenge,
-            loop: loop
+            loop: loop,
+            storeCall: storeCall
         )
 
         if let cached = self.keys.value(for: keyID) {
@@ -461,11 +473,19 @@ final class ProtectedRequestVerifier: Sendable {
         let now = self.now()
         // The key's fraud-risk fields come back with the counter: no round trip of their own.
         let route = request.route
+        let callStart = request.storeCall == nil ? 0 : SystemCalls.monotonicNanoseconds()
         // The route's per-key limits are charged in the counter's own script: still one round trip.
         self.store.advanceCounterReadingRisk(
             keyID: keyID, to: counter, window: window, lazyRefreshAt: self.fraudRisk.lazyRefreshTime(now),
             limits: route.keyLimits.map { KeyLimitCharge(route: route.name, limits: $0) }
         ) { [self] readingResult in
+            if let recorder = request.storeCall {
+                recorder.record(
+                    StoreCallSpan(
+                        system: self.storeSystem, operation: .advanceCounter,
+                        outcome: Self.storeOutcome(readingResult), start: callStart,
+                        end: SystemCalls.monotonicNanoseconds()))
+            }
             let reading: CounterAdvanceReading
             switch readingResult {
             case .failure(let error):
@@ -500,6 +520,19 @@ final class ProtectedRequestVerifier: Sendable {
         }
     }
 
+    /// The store call's outcome as the trace names it.
+    private static func storeOutcome(_ result: Result<CounterAdvanceReading, StoreError>) -> StoreCallSpan.Outcome {
+        guard case .success(let reading) = result else { return .error }
+        switch reading.advance {
+        case .advanced: return .advanced
+        case .acceptedOutOfOrder: return .acceptedOutOfOrder
+        case .notIncreasing: return .notIncreasing
+        case .limited: return .limited
+        case .unknownKey: return .unknownKey
+        case .revoked: return .revoked
+        }
+    }
+
     /// nil when a key of `environment` is accepted by the policy, else the reason.
     private func environmentMismatch(_ environment: String) -> String? {
         switch self.environment {
@@ -517,6 +550,7 @@ final class ProtectedRequestVerifier: Sendable {
         route: RoutePolicy,
         judgement: RouteJudgement,
         started: UInt64,
+        storeCall: StoreCallSpan? = nil,
         completion: @Sendable (GateDecision) -> Void
     ) {
         // Monotonic nanoseconds: a `Duration` costs 128-bit arithmetic to convert.
@@ -524,7 +558,17 @@ final class ProtectedRequestVerifier: Sendable {
         if case .storeFailed(let error, let operation, _) = outcome {
             self.storeFailures.report(error, operation: operation, route: route.name)
         }
-        let decision = outcome.decision(for: head, route: route, judgement: judgement)
+        var decision = outcome.decision(for: head, route: route, judgement: judgement)
+        if let storeCall {
+            switch decision {
+            case .forward(let head, var info):
+                info.storeCall = storeCall
+                decision = .forward(head, info)
+            case .respond(let response, var info):
+                info.storeCall = storeCall
+                decision = .respond(response, info)
+            }
+        }
         let verdict = outcome.verdict
         self.metrics.requestDecided(route: route.name, verdict: verdict)
         if case .verified(let identity) = outcome {

@@ -1,4 +1,4 @@
-import GatewayIO
+package import GatewayIO
 package import HTTP1
 
 /// The one point where enforcement plugs into the proxy.
@@ -132,6 +132,9 @@ package struct GateLogInfo: Sendable {
     /// `android` when the key is an Android Keystore key (the access log's `platform`); nil
     /// for App Attest keys and requests without a verified key.
     package var platform: String? = nil
+    /// The store call's timing and outcome, noted only while tracing is on
+    /// (`StoreCallSpan`): the proxy makes it a span of a sampled request.
+    package var storeCall: StoreCallSpan? = nil
 
     package init(verdict: AttestVerdict, keyID: String? = nil, arm: RolloutArm? = nil) {
         self.verdict = verdict

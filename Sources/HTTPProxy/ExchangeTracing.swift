@@ -9,8 +9,10 @@ import HTTP1
 /// Spans of one request (docs/operations.md "Traces"): the server span
 /// (`{method} {route}`, kind SERVER, the incoming `traceparent`'s span as parent), a `gate`
 /// span (INTERNAL, the gate's decision: from the call to `decide`, or the head when the proxy
-/// did not note the call, to the decision) and, when the request went upstream, an
-/// `upstream` span (CLIENT) whose span-id the upstream sees in its `traceparent`.
+/// did not note the call, to the decision) with, when the gate called the store for the key's
+/// counter, a `store counter` span (CLIENT, `StoreCallSpan`) under it, and, when the request
+/// went upstream, an `upstream` span (CLIENT) whose span-id the upstream sees in its
+/// `traceparent`.
 enum ExchangeTracing {
     /// The head and correlation the upstream request is written from. With a trace, the
     /// `traceparent` names the gateway's upstream span (any the client sent is replaced; its
@@ -93,11 +95,17 @@ enum ExchangeTracing {
             if exchange.upstreamStart == 0, let code = exchange.refusalCode {
                 attributes.append(.string("attest_gateway.refusal_code", code))
             }
+            let gateSpanID = TraceIDSource.mix(trace.upstreamSpanID)
             spans.append(
                 FinishedSpan(
-                    traceHigh: span.traceHigh, traceLow: span.traceLow, spanID: TraceIDSource.mix(trace.upstreamSpanID),
+                    traceHigh: span.traceHigh, traceLow: span.traceLow, spanID: gateSpanID,
                     parentSpanID: span.spanID, name: "gate", kind: .internal, startUnixNano: wall(gateStart),
                     endUnixNano: wall(max(gateEnd, gateStart)), attributes: attributes))
+            if let storeCall = exchange.logInfo?.storeCall {
+                spans.append(
+                    storeCall.finished(
+                        traceHigh: span.traceHigh, traceLow: span.traceLow, gateSpanID: gateSpanID, wall: wall))
+            }
         }
         if exchange.upstreamStart != 0 {
             var attributes: [SpanAttribute] = [

@@ -1,5 +1,6 @@
 import Foundation
 import GatewayTesting
+import Glibc
 import Testing
 
 /// `scripts/otlp-receiver.py` as a child process: an OTLP/HTTP collector that decodes with the
@@ -102,7 +103,7 @@ extension EndToEnd {
             #expect(forwarded.status == 200, "\(forwarded)")
 
             let arrived = eventually(timeout: .seconds(20)) {
-                receiver.spans(trace: verifiedTrace).count >= 3 && receiver.spans(trace: refusedTrace).count >= 2
+                receiver.spans(trace: verifiedTrace).count >= 4 && receiver.spans(trace: refusedTrace).count >= 2
                     && receiver.spans(trace: forwardedTrace).count >= 3
             }
             #expect(arrived, "spans received: \(receiver.spans)")
@@ -133,6 +134,24 @@ extension EndToEnd {
                 let gate = try #require(spans.first { $0["name"] as? String == "gate" }, "\(spans)")
                 #expect(gate["parent_span_id"] as? String == serverID)
                 #expect(Self.attributes(gate)["attest_gateway.verdict"] as? String == verdict)
+                let store = spans.first { $0["name"] as? String == "store counter" }
+                if verdict == "verified" {
+                    // The counter's round trip to Redis: a CLIENT span under the gate span.
+                    let store = try #require(store, "\(spans)")
+                    let gateID = try #require(gate["span_id"] as? String)
+                    #expect(store["parent_span_id"] as? String == gateID)
+                    #expect(store["kind"] as? Int == 3)
+                    #expect(store["status_code"] as? Int == 0)
+                    let storeAttributes = Self.attributes(store)
+                    #expect(storeAttributes["db.system.name"] as? String == "redis")
+                    #expect(storeAttributes["db.operation.name"] as? String == "EVALSHA")
+                    #expect(storeAttributes["attest_gateway.store.outcome"] as? String == "advanced")
+                    let (start, end) = (store["start"] as? Int ?? 0, store["end"] as? Int ?? 0)
+                    #expect(start > 0 && end >= start, "\(store)")
+                    #expect(Set(spans.compactMap { $0["span_id"] as? String }).count == spans.count, "distinct IDs")
+                } else {
+                    #expect(store == nil, "no store call for a request without a key: \(spans)")
+                }
                 let upstream = spans.first { $0["name"] as? String == "upstream" }
                 if status == 200 {
                     let upstream = try #require(upstream, "\(spans)")
@@ -150,7 +169,7 @@ extension EndToEnd {
             let forwardedEcho = try UpstreamEcho(forwarded)
             #expect(forwardedEcho.values("tracestate") == ["vendor=1"])
             let metrics = try gateway.metrics()
-            #expect((metrics["attest_gateway_trace_spans_exported_total"] ?? 0) >= 8)
+            #expect((metrics["attest_gateway_trace_spans_exported_total"] ?? 0) >= 9)
         }
 
         @Test(.timeLimit(.minutes(2)))
@@ -181,6 +200,71 @@ extension EndToEnd {
             let last = "9bf92f3577b34da6a3ce929d0e0e4736"
             let again = try gateway.request("GET", "/public/c", headers: [Self.traceparent(last, parent)])
             #expect(try UpstreamEcho(again).values("traceparent") == ["00-\(last)-\(parent)-01"])
+        }
+
+        /// Sends SIGTERM and waits for the exit: its status and the seconds it took.
+        static func terminate(_ gateway: GatewayInstance) -> (status: Int32?, seconds: Double) {
+            let start = ContinuousClock.now
+            gateway.child.signal(SIGTERM)
+            let status = gateway.child.waitForExit(timeout: .seconds(30))
+            let elapsed = ContinuousClock.now - start
+            return (status, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func spansQueuedAtSigtermReachTheCollectorBeforeTheExit() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let receiver = try OTLPReceiver(in: world.directory)
+            defer { receiver.child.kill() }
+            // A minute between exports: only the flush at shutdown can send these spans.
+            let gateway = try world.startGateway(
+                "gw", extra: Self.tracing(port: receiver.port).replacingOccurrences(of: "200ms", with: "60s"),
+                routes: TestRoutes.standard)
+            let app = try world.app()
+            #expect(try app.attest(with: gateway).status == 201)
+            let trace = "abf92f3577b34da6a3ce929d0e0e4736"
+            let verified = try app.send(
+                "GET", "/v1/orders", extraHeaders: [Self.traceparent(trace, "00f067aa0ba902b7")], to: gateway)
+            #expect(verified.status == 200, "\(verified)")
+            usleep(300_000)
+            #expect(receiver.spans(trace: trace).isEmpty, "not exported before the shutdown")
+            let (status, seconds) = Self.terminate(gateway)
+            #expect(status == 0, "\(gateway.child.stderr.suffix(2000))")
+            print("exit after SIGTERM with a live collector: \(seconds) s")
+            let names = Set(receiver.spans(trace: trace).compactMap { $0["name"] as? String })
+            #expect(names == ["GET api", "gate", "store counter", "upstream"], "\(receiver.spans)")
+            #expect(gateway.child.stderr.contains("shutdown_complete"))
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func theFlushAtShutdownWaitsNoLongerThanTheExportTimeout() throws {
+            let world = try E2EWorld()
+            defer { world.shutDown() }
+            let stalled = try OTLPReceiver(in: world.directory, mode: "stall", label: "stalled")
+            defer { stalled.child.kill() }
+            let closedPort = try freeServerPort()
+            var report: [String] = []
+            for (name, port) in [("stopped", closedPort), ("stalled", stalled.port)] {
+                let gateway = try world.startGateway(
+                    name,
+                    extra: Self.tracing(port: port, extra: "  timeout: 2s").replacingOccurrences(
+                        of: "200ms", with: "60s"),
+                    routes: TestRoutes.standard)
+                for index in 0..<5 {
+                    #expect(try gateway.request("GET", "/public/\(index)").status == 200)
+                }
+                let (status, seconds) = Self.terminate(gateway)
+                report.append("\(name): exit \(seconds) s after SIGTERM")
+                #expect(status == 0, "\(name): \(gateway.child.stderr.suffix(2000))")
+                // The export timeout (2 s) bounds the flush; the rest is the drain and the exit.
+                #expect(seconds < 3.5, "\(name): \(report)")
+                if name == "stopped" {
+                    // A refused connection ends the flush at once: no wait for the timeout.
+                    #expect(seconds < 1.5, "\(name): \(report)")
+                }
+            }
+            print("tracing flush at shutdown: " + report.joined(separator: "; "))
         }
 
         /// Sends `count` forwarded requests and returns their latencies in ms (all must be 200).

@@ -1,3 +1,4 @@
+import GateContract
 import GatewayTesting
 import HTTP1
 import Testing
@@ -420,6 +421,62 @@ import Testing
             HTTPRequestHead(method: "GET", target: "/", headers: invalid), started)
         #expect(fresh.headers.values(for: "traceparent").count == 1)
         #expect(fresh.headers.values(for: "tracestate").isEmpty)
+    }
+
+    @Test func theStoreCallIsAClientSpanUnderTheGateSpan() {
+        let call = StoreCallSpan(
+            system: .redis, operation: .advanceCounter, outcome: .advanced, start: 1_000, end: 4_000)
+        let span = call.finished(traceHigh: 5, traceLow: 6, gateSpanID: 0x77) { 10_000 + $0 }
+        #expect(span.traceHigh == 5 && span.traceLow == 6)
+        #expect(span.parentSpanID == 0x77)
+        #expect(span.spanID == StoreCallSpan.spanID(underGate: 0x77))
+        #expect(span.spanID != 0 && span.spanID != 0x77)
+        #expect(span.name == "store counter")
+        #expect(span.kind == .client)
+        #expect(span.startUnixNano == 11_000 && span.endUnixNano == 14_000)
+        #expect(!span.isError)
+        #expect(
+            span.attributes == [
+                .string("db.system.name", "redis"), .string("db.system", "redis"),
+                .string("db.operation.name", "EVALSHA"), .string("attest_gateway.store.outcome", "advanced"),
+            ])
+        let failed = StoreCallSpan(system: .memory, operation: .advanceCounter, outcome: .error, start: 9, end: 5)
+            .finished(traceHigh: 5, traceLow: 6, gateSpanID: 0x77) { $0 }
+        #expect(failed.isError && failed.statusMessage == "store_error")
+        #expect(failed.endUnixNano == failed.startUnixNano, "never ends before it starts")
+        #expect(failed.attributes.contains(.string("db.system.name", "memory")))
+        let recorder = StoreCallRecorder()
+        #expect(recorder.recorded == nil)
+        recorder.record(call)
+        #expect(recorder.recorded == call)
+    }
+
+    @Test func aSampledExchangeWithAStoreCallHasItsSpanUnderTheGate() throws {
+        var exchange = RequestExchange(clientLimitKey: "k", clientAddress: "127.0.0.1")
+        var correlation = RequestCorrelation.scan(HTTPHeaders(), peerIsTrusted: false) { RequestID(high: 1, low: 2) }
+        let trace = RequestTrace(
+            span: SpanContext(traceHigh: 1, traceLow: 2, spanID: 3, sampled: true), parentSpanID: 0,
+            upstreamSpanID: 0x99)
+        correlation.trace = trace
+        exchange.correlation = correlation
+        exchange.requestStart = 100
+        exchange.gateAsked = true
+        var info = GateLogInfo(verdict: .verified, keyID: "secret-key-id")
+        info.storeCall = StoreCallSpan(
+            system: .redis, operation: .advanceCounter, outcome: .notIncreasing, start: 200, end: 300)
+        exchange.logInfo = info
+        let spans = ExchangeTracing.spans(of: exchange, now: 1_000, wallNow: 50_000, httpProtocol: "http/1.1")
+        let gate = try #require(spans.first { $0.name == "gate" })
+        let store = try #require(spans.first { $0.name == "store counter" })
+        #expect(store.parentSpanID == gate.spanID)
+        #expect(store.startUnixNano == 49_200 && store.endUnixNano == 49_300)
+        #expect(store.attributes.contains(.string("attest_gateway.store.outcome", "not_increasing")))
+        #expect(!"\(spans)".contains("secret-key-id"))
+        // Without a store call (a refusal before it): no store span.
+        exchange.logInfo = GateLogInfo(verdict: .missing)
+        #expect(
+            !ExchangeTracing.spans(of: exchange, now: 1_000, wallNow: 50_000, httpProtocol: "http/1.1")
+                .contains { $0.name == "store counter" })
     }
 
     @Test func everyTracingKeyIsDocumented() throws {

@@ -209,6 +209,15 @@ package final class GatewayService: Sendable {
         try controller.apply(tracing)
     }
 
+    /// Sends the queued spans and stops the exporter, then runs `then` on the signal queue.
+    private func flushTraces(then: @escaping @Sendable () -> Void) {
+        guard let controller = self.tracing.withLock({ $0 }) else {
+            then()
+            return
+        }
+        controller.stop { self.signalQueue.async(execute: then) }
+    }
+
     /// Binds `authz_listen` (plain, or TLS from its `tls:` block; its certificates are read at
     /// start only: a renewal needs a restart, unlike `listen`'s).
     private func listenCheckOnly(_ listener: ListenerConfiguration, gate: any RequestGate) throws -> SocketAddress {
@@ -313,8 +322,12 @@ package final class GatewayService: Sendable {
                     ])
                 self.server.shutdown(drainTimeout: drain) { drained in
                     self.onShutdown()
-                    Log.info("shutdown_complete", [("drained", drained ? "true" : "false")])
-                    exit(0)
+                    // The spans of the last requests go out before the exit (at most the
+                    // export timeout; at once when tracing never ran).
+                    self.flushTraces {
+                        Log.info("shutdown_complete", [("drained", drained ? "true" : "false")])
+                        exit(0)
+                    }
                 }
             }
             source.activate()

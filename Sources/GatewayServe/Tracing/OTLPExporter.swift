@@ -48,6 +48,8 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
     private var busy = false
     private var lastExport: UInt64 = SystemCalls.monotonicNanoseconds()
     private var stopped = false
+    /// A flush at shutdown is under way (`flush`): called once it is over.
+    private var flushed: (@Sendable () -> Void)?
     private var address: (host: String, port: UInt16, address: SocketAddress)?
 
     init(loop: EventLoop, queue: SpanQueue, metrics: TracingMetrics, settings: Settings) {
@@ -80,6 +82,44 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    /// Sends what is queued, then stops (the process is exiting; the tracer no longer adds
+    /// spans). Bounded by one export `timeout` in all: whatever is not sent by then, and a batch
+    /// whose attempt fails (no retry now), is dropped (`export_failed`). `completion` runs once,
+    /// on the exporter's loop.
+    func flush(completion: @escaping @Sendable () -> Void) {
+        self.loop.execute {
+            guard !self.stopped, self.flushed == nil else {
+                completion()
+                return
+            }
+            self.flushed = completion
+            self.loop.schedule(after: self.settings.timeoutNanoseconds) { self.finishFlush() }
+            self.flushStep()
+        }
+    }
+
+    /// During a flush: the next batch once the export under way is over, or the end.
+    private func flushStep() {
+        guard self.flushed != nil, !self.busy else { return }
+        guard self.queue.count > 0 else {
+            self.finishFlush()
+            return
+        }
+        self.export()
+    }
+
+    private func finishFlush() {
+        guard let completion = self.flushed else { return }
+        self.flushed = nil
+        self.stopped = true
+        self.sequence &+= 1
+        self.closeConnection()
+        self.dropBatch(self.metrics.droppedExportFailed)
+        let left = self.queue.take(self.queue.count)
+        if !left.isEmpty { self.metrics.droppedExportFailed.increment(by: UInt64(left.count)) }
+        completion()
+    }
+
     // MARK: - Batches
 
     private func poll() {
@@ -96,8 +136,16 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
             return
         }
         self.lastExport = now
+        self.export()
+    }
+
+    /// Takes a batch from the queue and sends it.
+    private func export() {
         self.batch = self.queue.take(self.settings.batchSize)
-        guard !self.batch.isEmpty else { return }
+        guard !self.batch.isEmpty else {
+            self.flushStep()
+            return
+        }
         self.request = OTLPHTTPRequest.bytes(
             endpoint: self.settings.endpoint, headers: self.settings.headers,
             body: self.settings.encoder.encode(self.batch))
@@ -222,12 +270,14 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
             self.metrics.exported.increment(by: UInt64(self.batch.count))
             self.batch = []
             self.busy = false
+            self.flushStep()
         case .retry(let seconds):
             self.metrics.errorRetryableStatus.increment()
             self.retryOrDrop(afterSeconds: seconds)
         case .rejected:
             self.metrics.errorStatus.increment()
             self.dropBatch(self.metrics.droppedRejected)
+            self.flushStep()
         }
     }
 
@@ -240,6 +290,11 @@ final class OTLPExporter: OutboundConnectionDelegate, @unchecked Sendable {
     }
 
     private func retryOrDrop(afterSeconds: Int?) {
+        if self.flushed != nil {
+            // Exiting: the collector failed once, so what is left is dropped at once.
+            self.finishFlush()
+            return
+        }
         guard !self.stopped, self.attempt < Self.maximumAttempts else {
             self.dropBatch(self.metrics.droppedExportFailed)
             return

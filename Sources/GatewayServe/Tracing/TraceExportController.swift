@@ -77,6 +77,18 @@ package final class TraceExportController: Sendable {
         self.running.withLock { $0?.exporter.stop() }
     }
 
+    /// Stops making spans, sends those still queued, then stops the exporter: at shutdown,
+    /// after the drain. Bounded by the export `timeout` (`OTLPExporter.flush`); `completion`
+    /// runs once, at once when tracing never ran, else on the exporter's loop.
+    package func stop(flushing completion: @escaping @Sendable () -> Void) {
+        self.tracer.configure(sampler: nil, queue: nil)
+        guard let exporter = self.running.withLock({ $0?.exporter }) else {
+            completion()
+            return
+        }
+        exporter.flush(completion: completion)
+    }
+
     /// The exporter loop's index (its thread's label; no request ever runs on it).
     static let loopIndex = 999
 
