@@ -506,7 +506,7 @@ package final class AttestGate: RequestGate {
         }
         self.protectedRequests.verify(
             head, body: body ?? [], route: self.routes.routes[index], judgement: judgement,
-            credentials: classification.credentials, loop: loop, completion: completion)
+            credentials: classification.credentials, traced: classification.traced, loop: loop, completion: completion)
     }
 
     /// A request on no route: an endpoint (the one `classify` found), or 404.

@@ -132,12 +132,13 @@ final class ProtectedRequestVerifier: Sendable {
         route: RoutePolicy,
         judgement: RouteJudgement,
         credentials decoded: AssertionCredentials? = nil,
+        traced: Bool = false,
         loop: EventLoop,
         completion: @escaping @Sendable (GateDecision) -> Void
     ) {
         let started = SystemCalls.monotonicNanoseconds()
-        // Tracing on: the counter call's timing is noted for the trace (one branch when off).
-        let storeCall = Tracer.process.isEnabled ? StoreCallRecorder() : nil
+        // A sampled request: the counter call's timing is noted for its trace (one branch when not).
+        let storeCall = traced ? StoreCallRecorder() : nil
         let conclude: @Sendable (ProtectedRequestOutcome) -> Void = { [self, route] outcome in
             self.conclude(
                 outcome, head: head, route: route, judgement: judgement, started: started,

@@ -33,6 +33,9 @@ package struct GateClassification: Sendable {
     /// Buffer the whole body, at most this many bytes (413 beyond), before `decide`.
     /// nil = stream the body; `decide` is called with the head only.
     package var bufferBodyUpTo: Int?
+    /// The request's trace is sampled: the gate notes the timings its spans need (the store
+    /// call's); an unsampled request pays nothing for them. Set by the connection before `decide`.
+    package var traced = false
     /// The matched route's index in the gate's route table (matched once, in `classify`).
     package var routeIndex: Int?
     /// Set when the gate already knows the answer from the head alone (an ambiguous target,

@@ -399,7 +399,7 @@ extension ProxyConnection {
     // MARK: - The gate
 
     private func callDecide(body: [UInt8]?) {
-        guard let head = self.exchange.head, let classification = self.exchange.classification else {
+        guard let head = self.exchange.head, var classification = self.exchange.classification else {
             preconditionFailure("decide without a request head")
         }
         // The gate gets the only reference to the fields (it adds its own to the head it
@@ -408,6 +408,7 @@ extension ProxyConnection {
         self.exchange.gateAsked = true
         if self.exchange.correlation?.trace?.span.sampled == true {
             self.exchange.correlation?.trace?.gateStart = SystemCalls.monotonicNanoseconds()
+            classification.traced = true
         }
         let promise = GateDecisionPromise(loop: self.loop, receiver: self)
         self.pendingDecision = promise

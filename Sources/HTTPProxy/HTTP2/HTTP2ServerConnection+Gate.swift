@@ -87,7 +87,8 @@ extension HTTP2ServerConnection {
     }
 
     func callDecide(_ stream: HTTP2Stream, body: [UInt8]?) {
-        guard let head = stream.exchange.head, let classification = stream.exchange.classification else { return }
+        guard let head = stream.exchange.head, var classification = stream.exchange.classification else { return }
+        classification.traced = stream.exchange.correlation?.trace?.span.sampled == true
         stream.phase = .deciding
         stream.bodyDeadline = 0
         stream.exchange.head?.headers = HTTPHeaders()
