@@ -65,7 +65,13 @@ import Testing
                     ])
             }
             usleep(60_000)
-            for node in cluster.primaries {
+            // The order CLUSTER SETSLOT's documentation gives (and redis-cli --cluster reshard
+            // uses): the target first, then the source, then the others. With the source first,
+            // the source answers MOVED to the target while the target, still importing, answers
+            // MOVED back: a client's every attempt in that window bounces (seen under load,
+            // redis_too_many_redirects after 5 attempts).
+            let others = cluster.primaries.filter { $0 !== source && $0 !== target }
+            for node in [target, source] + others {
                 _ = try? node.command("CLUSTER", "SETSLOT", String(slot), "NODE", targetID)
             }
         }
