@@ -11,13 +11,15 @@
 # beside nginx: 64-tunnel echo messages/s and CPU per message, bulk MB/s, RSS with 10,000 idle
 # tunnels or as many as `ulimit -n` allows), then scripts/bench-h2.sh (HTTP/2 over TLS beside
 # nginx `listen ssl http2`: h2load -c32 -m10 req/s and CPU per request, RSS with 10,000 idle
-# HTTP/2 connections).
+# HTTP/2 connections), then scripts/bench-grpc.sh (gRPC unary to an h2c upstream beside nginx
+# grpc_pass), then scripts/bench-tracing.sh (tracing at a 1 % ratio: its share of the
+# passthrough and enforced requests, in callgrind instructions).
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
 #      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 /
-#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 leave a part out (SKIP_IDLE also skips
+#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 / SKIP_GRPC=1 / SKIP_TRACING=1 leave a part out (SKIP_IDLE also skips
 #      the TLS and HTTP/2 idle-connections and idle-tunnels rows).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
@@ -154,3 +156,4 @@ cleanup; trap - EXIT
 # HTTP/2 rows (issue 31): h2load over TLS beside nginx http2, idle HTTP/2 connections' RSS.
 [ "${SKIP_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-h2.sh"
 [ "${SKIP_GRPC:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-grpc.sh"  # gRPC unary to an h2c upstream vs nginx grpc_pass
+[ "${SKIP_TRACING:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-tracing.sh"  # tracing at 1 %: its share of a request (callgrind)

@@ -4,9 +4,10 @@
 callgrind_annotate 3.19 attributes everything to `clone` in a dump taken after
 `callgrind_control -z`, so this reads the file itself: a cost line belongs to the current `fn=`
 unless it follows a `calls=` line (then it is the call's inclusive cost).
-Usage: callgrind-top.py FILE REQUESTS [TOP [REGEX [--totals]]]  (Swift names demangled with
-`swift demangle` when found). With REGEX: inclusive costs of the functions it matches. With
---totals: one line, "<all instructions> <inclusive instructions of the matches, summed>"."""
+Usage: callgrind-top.py FILE REQUESTS [TOP [REGEX [--totals | --totals-demangled]]]  (Swift names
+demangled with `swift demangle` when found). With REGEX: inclusive costs of the functions it
+matches. With --totals: one line, "<all instructions> <inclusive instructions of the matches,
+summed>"; --totals-demangled matches REGEX against the demangled names instead."""
 import re
 import shutil
 import subprocess
@@ -52,6 +53,13 @@ def main() -> None:
                 if line.startswith("cfn="):
                     resolve(line[4:].strip())
     total = sum(self_cost.values())
+    if len(sys.argv) > 5 and sys.argv[5] == "--totals-demangled":
+        # As --totals, but REGEX is matched against the demangled (simplified) Swift names.
+        keys = [k for k, v in inclusive.items() if v > 0]
+        demangled = demangle(keys)
+        pattern = re.compile(sys.argv[4])
+        print(total, sum(inclusive[k] for k, d in zip(keys, demangled) if pattern.search(d)))
+        return
     if len(sys.argv) > 5 and sys.argv[5] == "--totals":
         pattern = re.compile(sys.argv[4])
         print(total, sum(v for k, v in inclusive.items() if pattern.search(k)))
@@ -61,21 +69,26 @@ def main() -> None:
         rows = sorted(((k, v) for k, v in inclusive.items() if pattern.search(k)), key=lambda kv: -kv[1])[:top]
     else:
         rows = sorted(self_cost.items(), key=lambda kv: -kv[1])[:top]
-    labels = [name for name, _ in rows]
+    labels = demangle([name for name, _ in rows])
+    print(f"  {total / requests:10.0f} instructions per request in all ({total} over {requests} requests)")
+    for (_, cost), label in zip(rows, labels):
+        print(f"  {cost / requests:10.1f} {100 * cost / total:5.1f}%  {label[:150]}")
+
+
+def demangle(names: list) -> list:
+    """The simplified Swift names of `names` (the names themselves without `swift demangle`)."""
     swift = shutil.which("swift")
     if swift:
         try:
             out = subprocess.run(
                 [swift, "demangle", "--simplified", "--compact"],
-                input="\n".join(labels), capture_output=True, text=True, timeout=60,
+                input="\n".join(names), capture_output=True, text=True, timeout=120,
             ).stdout.splitlines()
-            if len(out) == len(labels):
-                labels = out
+            if len(out) == len(names):
+                return out
         except (OSError, subprocess.SubprocessError):
             pass
-    print(f"  {total / requests:10.0f} instructions per request in all ({total} over {requests} requests)")
-    for (_, cost), label in zip(rows, labels):
-        print(f"  {cost / requests:10.1f} {100 * cost / total:5.1f}%  {label[:150]}")
+    return list(names)
 
 
 if __name__ == "__main__":
