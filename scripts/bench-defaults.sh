@@ -60,16 +60,6 @@ for url in http://127.0.0.1:18090/ http://127.0.0.1:18091/ http://127.0.0.1:1809
 done
 echo "# defaults: gateway loops=$(nproc) (default), access log to a file; nginx worker_processes auto, access_log combined to a file; wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
 
-CLK_TCK="$(getconf CLK_TCK)"
-tree_ticks() { # utime+stime of a pid and its children
-    local total=0 p f
-    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
-        [ -r "/proc/$p/stat" ] || continue
-        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
-        total=$(( total + ${12} + ${13} ))
-    done
-    echo "$total"
-}
 size_of() { stat -c %s "$1" 2>/dev/null || echo 0; }
 
 printf 'round\ttarget\trps\trequests\tcpu_ticks\tlog_bytes\n' > "$WORK/rounds.tsv"
@@ -89,15 +79,8 @@ measure() { # round label url pid logfile
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$rps" "$reqs" $((t1 - t0)) $((b1 - b0)) >> "$WORK/rounds.tsv"
     echo "# round $1 $2: $rps req/s" >&2
 }
-for r in $(seq "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then
-        measure "$r" nginx http://127.0.0.1:18091/ "$NGX_PID" "$WORK/nginx-access.log"
-        measure "$r" gateway http://127.0.0.1:18092/ "$GW_PID" "$WORK/gateway-access.log"
-    else
-        measure "$r" gateway http://127.0.0.1:18092/ "$GW_PID" "$WORK/gateway-access.log"
-        measure "$r" nginx http://127.0.0.1:18091/ "$NGX_PID" "$WORK/nginx-access.log"
-    fi
-done
+bench_rounds measure nginx http://127.0.0.1:18091/ "$NGX_PID" "$WORK/nginx-access.log" \
+    -- gateway http://127.0.0.1:18092/ "$GW_PID" "$WORK/gateway-access.log"
 
 python3 - "$WORK/rounds.tsv" "$CLK_TCK" <<'PY'
 import statistics as st, sys

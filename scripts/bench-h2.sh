@@ -105,10 +105,9 @@ $(nginx_temp_paths h2)
     }
 }
 EOF
-nginx -p "$WORK" -e "$WORK/run/upstream.startup.log" -c "$WORK/upstream.conf" -g 'daemon off;' &
-PIDS+=($!)
-nginx -p "$WORK" -e "$WORK/run/nginx-h2.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' &
-NGX_PID=$!; PIDS+=("$NGX_PID")
+nginx_start upstream "$WORK/upstream.conf"
+nginx_start nginx-h2 "$WORK/nginx.conf"
+NGX_PID="$NGINX_PID"
 
 # The gateway: TLS listener (ALPN h2 is on by default: tls.http2), passthrough route, one loop.
 cat > "$WORK/policy.yaml" <<EOF
@@ -128,10 +127,7 @@ routes:
     upstream: bench
     mode: off
 EOF
-ACCESS_FLAG=""
-[ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
-"$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
-GW_PID=$!; PIDS+=("$GW_PID")
+gateway_start "$WORK/policy.yaml" "$WORK/gateway.log"
 
 for url in http://127.0.0.1:18390/ https://localhost:18391/ https://localhost:18392/; do
     for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 --cacert "$WORK/ca.pem" "$url" && break; sleep 0.1; done
@@ -144,24 +140,13 @@ for port in 18391 18392; do
 done
 NGX_WORKER="$(pgrep -P "$NGX_PID" | head -n1)"
 
-CLK_TCK="$(getconf CLK_TCK)"
-tree_ticks() { # utime+stime of a pid and its children
-    local total=0 p f
-    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
-        [ -r "/proc/$p/stat" ] || continue
-        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
-        total=$(( total + ${12} + ${13} ))
-    done
-    echo "$total"
-}
-
 # --- req/s and CPU per request: h2load -c CONNS -m STREAMS -------------------------------------
 if [ "${SKIP_H2_LOAD:-0}" != 1 ]; then
     echo "# HTTP/2 rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') (listen ssl http2) worker_processes 1 vs gateway --loops 1 (tls.http2 default), access logs: $( [ "${ACCESS_LOG:-1}" = 0 ] && echo "off on both" || echo "on on both (to /dev/null)"); ECDSA P-256; HTTP/1.1 upstream, keep-alive pool 64 on both"
     echo "# $(h2load --version | head -n1) -t1 -c$CONNS -m$STREAMS -D$DURATION (after -D$WARMUP warm-up), $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
     printf 'round\ttarget\trps\trequests\terrors\tcpu_ticks\n' > "$WORK/rounds.tsv"
     measure() { # round label port pid
-        local round="$1" label="$2" port="$3" pid="$4" t0 t1 out rps reqs errs proto
+        local round="$1" label="$2" port="$3" pid="$4" t0 t1 out proto
         h2load -t1 -c"$CONNS" -m"$STREAMS" -D"$WARMUP" "https://localhost:$port/" > /dev/null 2>&1 || true
         local perf_pid="" pids
         if [ "${SYSCALLS:-0}" = 1 ]; then  # syscalls and context switches of the server's processes
@@ -184,43 +169,11 @@ if [ "${SKIP_H2_LOAD:-0}" != 1 ]; then
         echo "$out" > "$WORK/h2load.$label.$round"
         proto=$(awk '/^Application protocol:/{print $3}' <<< "$out")
         [ "$proto" = h2 ] || { echo "bench-h2: $label round $round: application protocol '${proto:-none}', not h2" >&2; exit 1; }
-        rps=$(awk '/^finished in/{gsub(",", "", $4); print $4}' <<< "$out")
-        reqs=$(awk '/^requests:/{print $8}' <<< "$out")  # succeeded
-        # failed + errored + timeout, and responses that are not 2xx
-        errs=$(awk '/^requests:/{e += $10 + $12 + $14} /^status codes:/{e += $5 + $7 + $9} END{print e + 0}' <<< "$out")
-        [ "$errs" = 0 ] || echo "# warning: round $round $label: $errs failed/errored/timed-out or non-2xx requests" >&2
-        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$rps" "$reqs" "$errs" $((t1 - t0)) >> "$WORK/rounds.tsv"
-        echo "# round $round $label: $rps req/s ($reqs succeeded)" >&2
+        h2load_record "$round" "$label" "$out" $((t1 - t0))
     }
-    for r in $(seq "$ROUNDS"); do
-        if [ $((r % 2)) = 1 ]; then
-            measure "$r" nginx 18391 "$NGX_PID"
-            measure "$r" gateway 18392 "$GW_PID"
-        else
-            measure "$r" gateway 18392 "$GW_PID"
-            measure "$r" nginx 18391 "$NGX_PID"
-        fi
-    done
-    python3 - "$WORK/rounds.tsv" "$CLK_TCK" <<'PY'
-import statistics as st, sys
-rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
-hz = float(sys.argv[2])
-by = {}
-for rnd, target, rps, reqs, errs, ticks in rows:
-    by.setdefault(target, {})[rnd] = dict(rps=float(rps), cpu=int(ticks) / hz * 1e6 / max(int(reqs), 1), errs=int(errs))
-ngx = by["nginx"]
-print("%-9s %-8s %10s %9s %10s %9s %6s  %s" % ("h2 row", "target", "req/s", "rps/ngx", "cpu_us/r", "cpu/ngx", "errs", "per round rps/ngx"))
-for target in ("nginx", "gateway"):
-    rounds = by[target]
-    keys = sorted(rounds, key=int)
-    ratios = [rounds[k]["rps"] / ngx[k]["rps"] for k in keys]
-    cpu = st.median(v["cpu"] for v in rounds.values())
-    print("%-9s %-8s %10.0f %9.2f %10.1f %9.2f %6d  %s" % (
-        "h2 -m10", target, st.median(v["rps"] for v in rounds.values()), st.median(ratios), cpu,
-        cpu / st.median(v["cpu"] for v in ngx.values()), sum(v["errs"] for v in rounds.values()),
-        " ".join("%.2f" % x for x in ratios)))
-print("(goals: req/s >= 1.0x nginx, cpu_us/r <= nginx's; cpu_us/r: CPU of the server's processes per request)")
-PY
+    bench_rounds measure nginx 18391 "$NGX_PID" -- gateway 18392 "$GW_PID"
+    h2load_summary "h2 row" "h2 -m10" \
+        "(goals: req/s >= 1.0x nginx, cpu_us/r <= nginx's; cpu_us/r: CPU of the server's processes per request)"
     echo "# load at the end of the h2load rounds: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 

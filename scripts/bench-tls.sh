@@ -116,10 +116,9 @@ $(nginx_temp_paths tls)
     }
 }
 EOF
-nginx -p "$WORK" -e "$WORK/run/upstream.startup.log" -c "$WORK/upstream.conf" -g 'daemon off;' &
-PIDS+=($!)
-nginx -p "$WORK" -e "$WORK/run/nginx-tls.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' &
-NGX_PID=$!; PIDS+=("$NGX_PID")
+nginx_start upstream "$WORK/upstream.conf"
+nginx_start nginx-tls "$WORK/nginx.conf"
+NGX_PID="$NGINX_PID"
 
 cat > "$WORK/policy.yaml" <<EOF
 listen:
@@ -138,10 +137,7 @@ routes:
     upstream: bench
     mode: off
 EOF
-ACCESS_FLAG=""
-[ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
-"$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
-GW_PID=$!; PIDS+=("$GW_PID")
+gateway_start "$WORK/policy.yaml" "$WORK/gateway.log"
 # COMPARE_ENV: a second gateway (gateway-b, port 18195) with extra environment, in every row.
 URLS="http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/"
 if [ -n "${COMPARE_ENV:-}" ]; then
@@ -185,17 +181,6 @@ negotiated() { # port
 }
 echo "# TLS rows: nginx $(nginx -v 2>&1 | sed 's|.*/||') worker_processes 1 vs gateway --loops 1, access logs: $( [ "${ACCESS_LOG:-1}" = 0 ] && echo "off on both" || echo "on on both (to /dev/null)"); ECDSA P-256; negotiated: nginx [$(negotiated 18191)], gateway [$(negotiated 18192)]"
 echo "# wrk -t1 -c$CONNS (keep-alive), -c$HS_CONNS with Connection: close (full handshakes: sessions dropped; resumed: each ticket once); -d${DURATION}s, $ROUNDS interleaved rounds, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
-
-CLK_TCK="$(getconf CLK_TCK)"
-tree_ticks() { # utime+stime of a pid and its children
-    local total=0 p f
-    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
-        [ -r "/proc/$p/stat" ] || continue
-        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
-        total=$(( total + ${12} + ${13} ))
-    done
-    echo "$total"
-}
 
 # One measurement: prints "requests errors" for the row; CPU ticks around it go to rounds.tsv.
 run_load() { # row port -> "requests errors"

@@ -113,14 +113,10 @@ routes:
     mode: off
 EOF
 
-nginx -p "$WORK" -e "$WORK/run/upstream.startup.log" -c "$WORK/upstream.conf" -g 'daemon off;' &
-PIDS+=($!)
-nginx -p "$WORK" -e "$WORK/run/nginx.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' &
-NGX_PID=$!; PIDS+=("$NGX_PID")
-ACCESS_FLAG=""
-[ "${ACCESS_LOG:-1}" = 0 ] && ACCESS_FLAG="--no-access-log"
-"$BIN" serve --config "$WORK/policy.yaml" --loops 1 $ACCESS_FLAG > /dev/null 2> "$WORK/gateway.log" &
-GW_PID=$!; PIDS+=("$GW_PID")
+nginx_start upstream "$WORK/upstream.conf"
+nginx_start nginx "$WORK/nginx.conf"
+NGX_PID="$NGINX_PID"
+gateway_start "$WORK/policy.yaml" "$WORK/gateway.log"
 
 for url in https://localhost:18190/ http://127.0.0.1:18191/ http://127.0.0.1:18192/; do
     for _ in $(seq 100); do
@@ -131,17 +127,6 @@ for url in https://localhost:18190/ http://127.0.0.1:18191/ http://127.0.0.1:181
     [ "$code" = 200 ] || { cat "$WORK/gateway.log" "$WORK"/run/*.log >&2; echo "bench-upstream-tls: $url answered $code" >&2; exit 1; }
 done
 echo "# upstream TLS: gateway --loops 1 vs nginx 1 worker proxy_ssl (access logs: $( [ "${ACCESS_LOG:-1}" = 0 ] && echo "off on both" || echo "on on both, to /dev/null")), both -> HTTPS nginx (1 worker, ECDSA P-256); wrk -t$THREADS -c$CONNS -d${DURATION}s, $ROUNDS rounds, $(nproc) cpus"
-
-CLK_TCK="$(getconf CLK_TCK)"
-tree_ticks() { # utime+stime of a pid and its children
-    local total=0 p f
-    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
-        [ -r "/proc/$p/stat" ] || continue
-        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
-        total=$(( total + ${12} + ${13} ))
-    done
-    echo "$total"
-}
 
 printf 'round\ttarget\trps\trequests\tcpu_ticks\n' > "$WORK/rounds.tsv"
 measure() { # round label url pid
@@ -158,15 +143,7 @@ measure() { # round label url pid
     printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$rps" "$reqs" $((t1 - t0)) >> "$WORK/rounds.tsv"
     echo "# round $1 $2: $rps req/s" >&2
 }
-for r in $(seq "$ROUNDS"); do
-    if [ $((r % 2)) = 1 ]; then
-        measure "$r" nginx http://127.0.0.1:18191/ "$NGX_PID"
-        measure "$r" gateway http://127.0.0.1:18192/ "$GW_PID"
-    else
-        measure "$r" gateway http://127.0.0.1:18192/ "$GW_PID"
-        measure "$r" nginx http://127.0.0.1:18191/ "$NGX_PID"
-    fi
-done
+bench_rounds measure nginx http://127.0.0.1:18191/ "$NGX_PID" -- gateway http://127.0.0.1:18192/ "$GW_PID"
 
 python3 - "$WORK/rounds.tsv" "$CLK_TCK" <<'PY'
 import statistics as st, sys

@@ -55,10 +55,8 @@ upstreams:
 routes:
   - { name: all, match: { path_prefix: / }, upstream: up, mode: off }
 EOF
-nginx -p "$WORK" -e "$WORK/run/upstream.startup.log" -c "$WORK/upstream.conf" -g 'daemon off;' &
-PIDS+=($!)
-nginx -p "$WORK" -e "$WORK/run/nginx.startup.log" -c "$WORK/nginx.conf" -g 'daemon off;' &
-PIDS+=($!)
+nginx_start upstream "$WORK/upstream.conf"
+nginx_start nginx "$WORK/nginx.conf"
 "$BIN" serve --config "$WORK/policy.yaml" --loops 1 > /dev/null 2> "$WORK/gateway.log" &
 PIDS+=($!)
 for port in 18291 18292; do

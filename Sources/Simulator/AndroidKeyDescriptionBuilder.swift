@@ -11,7 +11,10 @@ public enum AndroidKeyDescriptionBuilder {
     static func sequence(_ items: [[UInt8]]) -> [UInt8] { Self.tlv([0x30], items.flatMap { $0 }) }
     static func set(_ items: [[UInt8]]) -> [UInt8] { Self.tlv([0x31], items.flatMap { $0 }) }
     static func octets(_ bytes: [UInt8]) -> [UInt8] { Self.tlv([0x04], bytes) }
-    static func boolean(_ value: Bool) -> [UInt8] { [0x01, 0x01, value ? 0xff : 0x00] }
+    static func boolean(_ value: Bool) -> [UInt8] { Self.boolean(octet: value ? 0xff : 0x00) }
+    /// A BOOLEAN with any content octet (DER allows only 0x00 and 0xff).
+    static func boolean(octet: UInt8) -> [UInt8] { [0x01, 0x01, octet] }
+    static let null: [UInt8] = [0x05, 0x00]
 
     static func integer(_ value: Int, identifier: UInt8 = 0x02) -> [UInt8] {
         var bytes = withUnsafeBytes(of: Int64(value).bigEndian, Array.init)
@@ -37,31 +40,44 @@ public enum AndroidKeyDescriptionBuilder {
         return Self.tlv([0xbf] + digits, inner)
     }
 
+    /// RootOfTrust: a verifiedBootKey, `deviceLocked` as the BOOLEAN octet `locked`,
+    /// verifiedBootState `state`, and (attestation version 3 on) a verifiedBootHash.
+    static func rootOfTrust(locked: UInt8 = 0xff, state: Int = 0, withHash: Bool = true) -> [UInt8] {
+        var fields = [
+            Self.octets([UInt8](repeating: 0xab, count: 32)), Self.boolean(octet: locked), Self.enumerated(state),
+        ]
+        if withHash { fields.append(Self.octets([UInt8](repeating: 0xcd, count: 32))) }
+        return Self.sequence(fields)
+    }
+
+    /// AttestationApplicationId as an OCTET STRING: the (name, version) packages and the
+    /// signing certificates' digests.
+    static func applicationID(packages: [(String, Int)], digests: [[UInt8]]) -> [UInt8] {
+        Self.octets(
+            Self.sequence([
+                Self.set(packages.map { Self.sequence([Self.octets(Array($0.0.utf8)), Self.integer($0.1)]) }),
+                Self.set(digests.map { Self.octets($0) }),
+            ]))
+    }
+
     /// The KeyDescription's DER for `options` and `challenge`.
     public static func keyDescription(_ options: AndroidAttestationOptions, challenge: [UInt8]) -> [UInt8] {
-        let rootOfTrust = Self.sequence([
-            Self.octets([UInt8](repeating: 0xab, count: 32)), Self.boolean(options.deviceLocked),
-            Self.enumerated(options.verifiedBootState), Self.octets([UInt8](repeating: 0xcd, count: 32)),
-        ])
+        let rootOfTrust = Self.rootOfTrust(
+            locked: options.deviceLocked ? 0xff : 0x00, state: options.verifiedBootState)
         var enforced: [[UInt8]] = [
             Self.explicit(1, Self.set(options.purposes.sorted().map { Self.integer($0) })),
             Self.explicit(2, Self.integer(options.algorithm)),
             Self.explicit(3, Self.integer(256)),
             Self.explicit(5, Self.set([Self.integer(4)])),
             Self.explicit(10, Self.integer(options.ecCurve)),
-            Self.explicit(503, [0x05, 0x00]),
+            Self.explicit(503, Self.null),
             Self.explicit(702, Self.integer(options.origin)),
             Self.explicit(704, rootOfTrust),
             Self.explicit(705, Self.integer(options.osVersion)),
         ]
         if let patch = options.osPatchLevel { enforced.append(Self.explicit(706, Self.integer(patch))) }
-        let applicationID = Self.octets(
-            Self.sequence([
-                Self.set([
-                    Self.sequence([Self.octets(Array(options.packageName.utf8)), Self.integer(options.packageVersion)])
-                ]),
-                Self.set(options.signingDigests.map { Self.octets($0) }),
-            ]))
+        let applicationID = Self.applicationID(
+            packages: [(options.packageName, options.packageVersion)], digests: options.signingDigests)
         var software: [[UInt8]] = [
             Self.explicit(701, Self.integer(1_764_000_000_000)),
             Self.explicit(709, applicationID),

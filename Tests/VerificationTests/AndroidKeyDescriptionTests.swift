@@ -1,11 +1,12 @@
 import Testing
 
+@testable import Simulator
 @testable import Verification
 
 /// The KeyDescription parser on hand-made and damaged input: every refusal is a typed
 /// `android_key_description_malformed`, never a trap.
 @Suite struct AndroidKeyDescriptionTests {
-    typealias DER = AndroidDERBuilder
+    typealias DER = AndroidKeyDescriptionBuilder
 
     static func refusal(_ bytes: [UInt8]) -> AndroidAttestationError? {
         do {
@@ -142,7 +143,7 @@ import Testing
         #expect(!root.deviceLockedIsDER)
         // Five RootOfTrust fields, and an unknown boot state, are refused.
         let five = DER.sequence([
-            DER.octets([]), DER.boolean(0), DER.enumerated(0), DER.octets([]), DER.octets([]),
+            DER.octets([]), DER.boolean(octet: 0), DER.enumerated(0), DER.octets([]), DER.octets([]),
         ])
         hardware[5] = DER.explicit(704, five)
         #expect(Self.refusal(DER.keyDescription(hardware: hardware))?.code == .keyDescriptionMalformed)

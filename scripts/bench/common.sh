@@ -58,3 +58,95 @@ callgrind_gateway_prefix() {
     CALLGRIND_GATEWAY=(env LD_PRELOAD="$WORK/sigsuspend.so" valgrind --tool=callgrind --compress-strings=no
         --callgrind-out-file="$WORK/callgrind.out.%p" ${CALLGRIND_ARGS:-})
 }
+
+# nginx_start NAME CONF: nginx in the foreground (daemon off) with prefix $WORK and config CONF,
+# its startup errors in $WORK/run/NAME.startup.log; its PID appended to PIDS and left in NGINX_PID.
+nginx_start() {
+    nginx -p "$WORK" -e "$WORK/run/$1.startup.log" -c "$2" -g 'daemon off;' &
+    NGINX_PID=$!
+    PIDS+=("$NGINX_PID")
+}
+
+# gateway_start CONFIG LOG: `$BIN serve --config CONFIG --loops 1`, stdout to /dev/null, stderr to
+# LOG, with ACCESS_FLAG (also left set for the script): --no-access-log when ACCESS_LOG=0, as
+# nginx_access_log turns nginx's off. Its PID appended to PIDS and left in GW_PID.
+gateway_start() {
+    ACCESS_FLAG=""
+    if [ "${ACCESS_LOG:-1}" = 0 ]; then ACCESS_FLAG="--no-access-log"; fi
+    "$BIN" serve --config "$1" --loops 1 $ACCESS_FLAG > /dev/null 2> "$2" &
+    GW_PID=$!
+    PIDS+=("$GW_PID")
+}
+
+# CPU per request: CLK_TCK, and tree_ticks PID, the utime+stime (clock ticks) of PID and its
+# children from /proc.
+CLK_TCK="$(getconf CLK_TCK)"
+tree_ticks() {
+    local total=0 p f
+    for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+        [ -r "/proc/$p/stat" ] || continue
+        f=$(sed 's/^.*) //' "/proc/$p/stat"); set -- $f
+        total=$(( total + ${12} + ${13} ))
+    done
+    echo "$total"
+}
+
+# bench_rounds MEASURE A... -- B...: ROUNDS interleaved rounds of `MEASURE ROUND A...` and
+# `MEASURE ROUND B...`, A first in odd rounds and B first in even ones (A is nginx, B the gateway).
+bench_rounds() {
+    local measure="$1" first=() second=() r
+    shift
+    while [ "$1" != -- ]; do first+=("$1"); shift; done
+    shift
+    second=("$@")
+    for r in $(seq "$ROUNDS"); do
+        if [ $((r % 2)) = 1 ]; then
+            "$measure" "$r" "${first[@]}"
+            "$measure" "$r" "${second[@]}"
+        else
+            "$measure" "$r" "${second[@]}"
+            "$measure" "$r" "${first[@]}"
+        fi
+    done
+}
+
+# h2load_record ROUND LABEL OUT TICKS: from h2load's output OUT, the line `round target rps
+# requests errors cpu_ticks` of $WORK/rounds.tsv (requests: succeeded; errors: failed + errored +
+# timed out, and responses that are not 2xx), a warning when there are errors, a progress line.
+h2load_record() {
+    local round="$1" label="$2" out="$3" ticks="$4" rps reqs errs
+    rps=$(awk '/^finished in/{gsub(",", "", $4); print $4}' <<< "$out")
+    reqs=$(awk '/^requests:/{print $8}' <<< "$out")
+    errs=$(awk '/^requests:/{e += $10 + $12 + $14} /^status codes:/{e += $5 + $7 + $9} END{print e + 0}' <<< "$out")
+    [ "$errs" = 0 ] || echo "# warning: round $round $label: $errs failed/errored/timed-out or non-2xx requests" >&2
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$label" "$rps" "$reqs" "$errs" "$ticks" >> "$WORK/rounds.tsv"
+    echo "# round $round $label: $rps req/s ($reqs succeeded)" >&2
+}
+
+# h2load_summary TITLE ROW GOAL: the table of $WORK/rounds.tsv (h2load_record's lines, header
+# first): per target the median req/s, its ratio paired per round with nginx, the median CPU
+# microseconds per request and its ratio to nginx's, the errors, the per-round ratios; GOAL last.
+h2load_summary() {
+    python3 - "$WORK/rounds.tsv" "$CLK_TCK" "$1" "$2" "$3" <<'PY'
+import statistics as st, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+hz = float(sys.argv[2])
+title, row, goal = sys.argv[3:6]
+width = len(row) + 1
+by = {}
+for rnd, target, rps, reqs, errs, ticks in rows:
+    by.setdefault(target, {})[rnd] = dict(rps=float(rps), cpu=int(ticks) / hz * 1e6 / max(int(reqs), 1), errs=int(errs))
+ngx = by["nginx"]
+print("%-*s %-8s %10s %9s %10s %9s %6s  %s" % (width, title, "target", "req/s", "rps/ngx", "cpu_us/r", "cpu/ngx", "errs", "per round rps/ngx"))
+for target in ("nginx", "gateway"):
+    rounds = by[target]
+    keys = sorted(rounds, key=int)
+    ratios = [rounds[k]["rps"] / ngx[k]["rps"] for k in keys]
+    cpu = st.median(v["cpu"] for v in rounds.values())
+    print("%-*s %-8s %10.0f %9.2f %10.1f %9.2f %6d  %s" % (
+        width, row, target, st.median(v["rps"] for v in rounds.values()), st.median(ratios), cpu,
+        cpu / st.median(v["cpu"] for v in ngx.values()), sum(v["errs"] for v in rounds.values()),
+        " ".join("%.2f" % x for x in ratios)))
+print(goal)
+PY
+}

@@ -31,8 +31,8 @@ protocol HTTP2ClientSessionDelegate: AnyObject {
 /// own window bounds what it holds, so a stream whose client reads slowly never blocks the
 /// others); a stream's window only when its owner `consume`s what its client took.
 ///
-/// A sibling of `HTTP2Session` (the server side): the only other file that touches
-/// libnghttp2. Confined to its owner's loop.
+/// A sibling of `HTTP2Session` (the server side); what both do the same way with libnghttp2 is
+/// `HTTP2Library`'s. Confined to its owner's loop.
 final class HTTP2ClientSession {
     /// What the session asks of the upstream.
     struct Settings: Sendable, Hashable {
@@ -57,38 +57,27 @@ final class HTTP2ClientSession {
     init(delegate: any HTTP2ClientSessionDelegate, settings: Settings = Settings()) {
         self.delegate = delegate
         self.settings = settings
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
-            preconditionFailure("nghttp2_session_callbacks_new: out of memory")
-        }
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onClientHeader)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onClientFrameReceived)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onClientDataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onClientStreamClose)
-
-        var option: OpaquePointer?
-        guard nghttp2_option_new(&option) == 0, let option else {
-            preconditionFailure("nghttp2_option_new: out of memory")
-        }
-        defer { nghttp2_option_del(option) }
-        nghttp2_option_set_no_auto_window_update(option, 1)
-        nghttp2_option_set_peer_max_concurrent_streams(option, settings.maxConcurrentStreams)
-
-        var session: OpaquePointer?
-        let userData = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_client_new2(&session, callbacks, userData, option) == 0, let session else {
-            preconditionFailure("nghttp2_session_client_new2: out of memory")
-        }
+        let session = HTTP2Library.newSession(
+            owner: self,
+            callbacks: { callbacks in
+                nghttp2_session_callbacks_set_on_header_callback(callbacks, onClientHeader)
+                nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onClientFrameReceived)
+                nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onClientDataChunk)
+                nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onClientStreamClose)
+            },
+            options: { option in
+                nghttp2_option_set_no_auto_window_update(option, 1)
+                nghttp2_option_set_peer_max_concurrent_streams(option, settings.maxConcurrentStreams)
+            },
+            create: { nghttp2_session_client_new2($0, $1, $2, $3) }, createName: "nghttp2_session_client_new2")
         self.session = session
-        var entries = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
-        ]
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        HTTP2Library.submitSettings(
+            session,
+            [
+                (Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), 0),
+                (Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), settings.initialWindowSize),
+                (Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), settings.maxHeaderListSize),
+            ])
     }
 
     deinit {
@@ -97,33 +86,20 @@ final class HTTP2ClientSession {
 
     /// Feeds bytes read from the upstream.
     func receive(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
-        guard let session, let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        let result = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if result < 0 {
-            throw .sessionEnded(reason: String(cString: nghttp2_strerror(Int32(result))))
-        }
+        guard let session, let code = HTTP2Library.receive(session, bytes) else { return }
+        throw .sessionEnded(reason: HTTP2Library.reason(code))
     }
 
     /// Appends what the session has to send (the preface, frames, request bodies the delegate
     /// supplies) to `output`, at most `limit` bytes more than it held.
     func send(into output: inout [UInt8], limit: Int) throws(Failure) {
         guard let session else { return }
-        let start = output.count
-        while output.count - start < limit {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            if count < 0 {
-                throw .sessionEnded(reason: String(cString: nghttp2_strerror(Int32(count))))
-            }
-            guard count > 0, let data else { return }
-            output.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
-        }
+        if let reason = HTTP2Library.send(session, into: &output, limit: limit) { throw .sessionEnded(reason: reason) }
     }
 
     /// Neither side has anything more to say.
     var isFinished: Bool {
-        guard let session else { return true }
-        return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
+        HTTP2Library.isFinished(self.session)
     }
 
     /// Streams this session may have open at once: the upstream's
@@ -145,7 +121,7 @@ final class HTTP2ClientSession {
     func request(_ fields: [(String, String)], hasBody: Bool) -> Int32? {
         guard let session else { return nil }
         var streamID: Int32 = -1
-        Self.withNameValues(fields) { nva in
+        HTTP2Library.withNameValues(fields) { nva in
             if hasBody {
                 var provider = nghttp2_data_provider(
                     source: nghttp2_data_source(ptr: nil), read_callback: readRequestBody)
@@ -160,7 +136,7 @@ final class HTTP2ClientSession {
     /// The request body of `streamID` has bytes again (it was deferred).
     func resume(_ streamID: Int32) {
         guard let session else { return }
-        _ = nghttp2_session_resume_data(session, streamID)
+        HTTP2Library.resume(session, streamID)
     }
 
     /// `count` response bytes of `streamID` went to its client: the upstream may send more.
@@ -171,7 +147,7 @@ final class HTTP2ClientSession {
 
     func reset(_ streamID: Int32, _ code: HTTP2ErrorCode) {
         guard let session else { return }
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, code.rawValue)
+        HTTP2Library.reset(session, streamID, code)
     }
 
     /// GOAWAY: no new streams; those open may finish.
@@ -185,31 +161,8 @@ final class HTTP2ClientSession {
         _ = nghttp2_session_consume_connection(session, count)
     }
 
-    private static func withNameValues(
-        _ fields: [(String, String)], _ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void
-    ) {
-        var bytes: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in fields {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-        }
-        bytes.withUnsafeMutableBufferPointer { storage in
-            guard let base = storage.baseAddress else { return }
-            var nva = spans.map { span in
-                nghttp2_nv(
-                    name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            nva.withUnsafeMutableBufferPointer { body($0) }
-        }
-    }
-
     fileprivate static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2ClientSession {
-        Unmanaged<HTTP2ClientSession>.fromOpaque(userData!).takeUnretainedValue()
+        HTTP2Library.owner(userData, as: HTTP2ClientSession.self)
     }
 }
 

@@ -64,8 +64,8 @@ enum HTTP2ErrorCode: UInt32 {
 /// message rules are the library's; the bytes are the owner's (`receive` what the socket
 /// gave, `send` what to write), so the I/O stays non-blocking on the owner's loop.
 ///
-/// The only file that touches libnghttp2: C stays here (`private import`). Confined to its
-/// owner's loop.
+/// C stays here, in `HTTP2ClientSession` and in the plumbing they share (`HTTP2Library`), all
+/// `private`/`internal`. Confined to its owner's loop.
 final class HTTP2Session {
     /// What the session asks of the peer and tolerates from it.
     struct Settings: Sendable, Hashable {
@@ -99,48 +99,36 @@ final class HTTP2Session {
 
     init(delegate: any HTTP2SessionDelegate, settings: Settings) {
         self.delegate = delegate
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else {
-            preconditionFailure("nghttp2_session_callbacks_new: out of memory")
-        }
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSent)
-
-        var option: OpaquePointer?
-        guard nghttp2_option_new(&option) == 0, let option else {
-            preconditionFailure("nghttp2_option_new: out of memory")
-        }
-        defer { nghttp2_option_del(option) }
-        // Window updates follow what the gateway forwarded or buffered (`consume`): a client
-        // cannot send faster than its upstream reads.
-        nghttp2_option_set_no_auto_window_update(option, 1)
-        nghttp2_option_set_max_deflate_dynamic_table_size(option, settings.maxDeflateDynamicTableSize)
-        nghttp2_option_set_max_settings(option, settings.maxSettingsEntries)
-        nghttp2_option_set_max_continuations(option, settings.maxContinuations)
-        nghttp2_option_set_max_outbound_ack(option, settings.maxOutboundAcks)
-        nghttp2_option_set_stream_reset_rate_limit(option, settings.streamResetBurst, settings.streamResetRate)
-
-        var session: OpaquePointer?
-        let userData = Unmanaged.passUnretained(self).toOpaque()
-        guard nghttp2_session_server_new2(&session, callbacks, userData, option) == 0, let session else {
-            preconditionFailure("nghttp2_session_server_new2: out of memory")
-        }
+        let session = HTTP2Library.newSession(
+            owner: self,
+            callbacks: { callbacks in
+                nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
+                nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
+                nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
+                nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
+                nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
+                nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSent)
+            },
+            options: { option in
+                // Window updates follow what the gateway forwarded or buffered (`consume`): a client
+                // cannot send faster than its upstream reads.
+                nghttp2_option_set_no_auto_window_update(option, 1)
+                nghttp2_option_set_max_deflate_dynamic_table_size(option, settings.maxDeflateDynamicTableSize)
+                nghttp2_option_set_max_settings(option, settings.maxSettingsEntries)
+                nghttp2_option_set_max_continuations(option, settings.maxContinuations)
+                nghttp2_option_set_max_outbound_ack(option, settings.maxOutboundAcks)
+                nghttp2_option_set_stream_reset_rate_limit(
+                    option, settings.streamResetBurst, settings.streamResetRate)
+            },
+            create: { nghttp2_session_server_new2($0, $1, $2, $3) }, createName: "nghttp2_session_server_new2")
         self.session = session
-        var entries = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: settings.maxConcurrentStreams),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
-        ]
-        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        HTTP2Library.submitSettings(
+            session,
+            [
+                (Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), settings.maxConcurrentStreams),
+                (Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), settings.initialWindowSize),
+                (Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), settings.maxHeaderListSize),
+            ])
     }
 
     deinit {
@@ -150,16 +138,12 @@ final class HTTP2Session {
     /// Feeds bytes read from the client. Throws when the session cannot go on (a GOAWAY may
     /// be queued: `send` it, then close).
     func receive(_ bytes: UnsafeRawBufferPointer) throws(Failure) {
-        guard let session, let base = bytes.baseAddress, !bytes.isEmpty else { return }
-        let result = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
-        if result < 0 {
-            let reason = String(cString: nghttp2_strerror(Int32(result)))
-            switch Int32(result) {
-            case NGHTTP2_ERR_FLOODED.rawValue: throw .sessionEnded(reason: "flooded")
-            case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue: throw .sessionEnded(reason: "continuation_flood")
-            case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: throw .sessionEnded(reason: "stopped")
-            default: throw .sessionEnded(reason: reason)
-            }
+        guard let session, let code = HTTP2Library.receive(session, bytes) else { return }
+        switch code {
+        case NGHTTP2_ERR_FLOODED.rawValue: throw .sessionEnded(reason: "flooded")
+        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue: throw .sessionEnded(reason: "continuation_flood")
+        case NGHTTP2_ERR_CALLBACK_FAILURE.rawValue: throw .sessionEnded(reason: "stopped")
+        default: throw .sessionEnded(reason: HTTP2Library.reason(code))
         }
     }
 
@@ -167,27 +151,17 @@ final class HTTP2Session {
     /// to `output`, at most `limit` bytes more than it held (a backed-up client stops here).
     func send(into output: inout [UInt8], limit: Int) throws(Failure) {
         guard let session else { return }
-        let start = output.count
-        while output.count - start < limit {
-            var data: UnsafePointer<UInt8>?
-            let count = nghttp2_session_mem_send(session, &data)
-            if count < 0 {
-                throw .sessionEnded(reason: String(cString: nghttp2_strerror(Int32(count))))
-            }
-            guard count > 0, let data else { return }
-            output.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
-        }
+        if let reason = HTTP2Library.send(session, into: &output, limit: limit) { throw .sessionEnded(reason: reason) }
     }
 
     /// Neither side has anything more to say (after a GOAWAY both ways, or a fatal error).
     var isFinished: Bool {
-        guard let session else { return true }
-        return nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0
+        HTTP2Library.isFinished(self.session)
     }
 
     var wantsWrite: Bool {
         guard let session else { return false }
-        return nghttp2_session_want_write(session) != 0
+        return HTTP2Library.wantsWrite(session)
     }
 
     /// The response head; the body comes from `delegate.http2ResponseBody` unless `hasBody` is false.
@@ -195,7 +169,7 @@ final class HTTP2Session {
         guard let session else { return }
         var fields = [(":status", String(status))]
         fields.append(contentsOf: headers)
-        Self.withNameValues(fields) { nva in
+        HTTP2Library.withNameValues(fields) { nva in
             if hasBody {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBody)
                 _ = nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, &provider)
@@ -208,7 +182,7 @@ final class HTTP2Session {
     /// The response body of `streamID` has bytes again (it was deferred).
     func resume(_ streamID: Int32) {
         guard let session else { return }
-        _ = nghttp2_session_resume_data(session, streamID)
+        HTTP2Library.resume(session, streamID)
     }
 
     /// `count` request body bytes of `streamID` were forwarded or buffered: the client may send more.
@@ -219,7 +193,7 @@ final class HTTP2Session {
 
     func reset(_ streamID: Int32, _ code: HTTP2ErrorCode) {
         guard let session else { return }
-        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, code.rawValue)
+        HTTP2Library.reset(session, streamID, code)
     }
 
     /// GOAWAY with `code`: no new streams; streams already open finish (`noError`) or not.
@@ -235,37 +209,13 @@ final class HTTP2Session {
         }
     }
 
-    /// Calls `body` with the fields as nghttp2 name/value pairs (copied by nghttp2 on submit).
-    private static func withNameValues(
-        _ fields: [(String, String)], _ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void
-    ) {
-        var bytes: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in fields {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-        }
-        bytes.withUnsafeMutableBufferPointer { storage in
-            guard let base = storage.baseAddress else { return }
-            var nva = spans.map { span in
-                nghttp2_nv(
-                    name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            nva.withUnsafeMutableBufferPointer { body($0) }
-        }
-    }
-
     fileprivate static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
-        Unmanaged<HTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+        HTTP2Library.owner(userData, as: HTTP2Session.self)
     }
 
     fileprivate func submitTrailers(_ streamID: Int32, _ trailers: [(String, String)]) {
         guard let session else { return }
-        Self.withNameValues(trailers) { nva in
+        HTTP2Library.withNameValues(trailers) { nva in
             _ = nghttp2_submit_trailer(session, streamID, nva.baseAddress, nva.count)
         }
     }

@@ -24,12 +24,16 @@ public struct CompactJWS: Sendable, Hashable {
     }
 
     public init(utf8 bytes: [UInt8]) throws(TokenError) {
-        guard bytes.count <= Self.maximumBytes else {
-            throw TokenError(.malformed, "token of \(bytes.count) bytes exceeds \(Self.maximumBytes)")
-        }
-        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw TokenError(.malformed, "a token has three parts separated by '.', found \(parts.count)")
+        let parts: [ArraySlice<UInt8>]
+        do throws(JOSECompact.SplitFailure) {
+            parts = try JOSECompact.split(bytes, count: 3, maximumBytes: Self.maximumBytes)
+        } catch {
+            switch error {
+            case .tooLong:
+                throw TokenError(.malformed, "token of \(bytes.count) bytes exceeds \(Self.maximumBytes)")
+            case .partCount(let found):
+                throw TokenError(.malformed, "a token has three parts separated by '.', found \(found)")
+            }
         }
         guard !parts[0].isEmpty, !parts[1].isEmpty else {
             throw TokenError(.malformed, "the token's header or payload part is empty")
@@ -58,18 +62,17 @@ public struct CompactJWS: Sendable, Hashable {
     /// Duplicate member names resolve to the last (RFC 7515 §5.2 allows it); the signature
     /// covers the bytes, so only the gateway's own signer could have written them.
     static func decodeJSON<T: Decodable>(_ type: T.Type, from bytes: [UInt8], part: String) throws(TokenError) -> T {
-        guard bytes.first == UInt8(ascii: "{") else {
-            throw TokenError(.malformed, "the token's \(part) is not a JSON object")
-        }
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "crit" {
-                throw TokenError(.algorithmRefused, "the token's header lists critical extensions (crit)")
-            }
-            throw TokenError(.malformed, "the token's \(part) is not the expected JSON object")
+        do throws(JOSECompact.ObjectFailure) {
+            return try JOSECompact.object(T.self, from: bytes)
         } catch {
-            throw TokenError(.malformed, "the token's \(part) is not the expected JSON object")
+            switch error {
+            case .notAnObject:
+                throw TokenError(.malformed, "the token's \(part) is not a JSON object")
+            case .criticalExtensions:
+                throw TokenError(.algorithmRefused, "the token's header lists critical extensions (crit)")
+            case .notTheExpectedObject:
+                throw TokenError(.malformed, "the token's \(part) is not the expected JSON object")
+            }
         }
     }
 }

@@ -27,19 +27,22 @@ public struct PlayIntegrityJWE: Sendable, Hashable {
     }
 
     public init(utf8 bytes: [UInt8]) throws(PlayIntegrityError) {
-        guard bytes.count <= Self.maximumBytes else {
-            throw PlayIntegrityError(.badFormat, "token of \(bytes.count) bytes exceeds \(Self.maximumBytes)")
-        }
-        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 5 else {
-            throw PlayIntegrityError(
-                .badFormat, "a compact JWE has five parts separated by '.', found \(parts.count)")
+        let parts: [ArraySlice<UInt8>]
+        do throws(JOSECompact.SplitFailure) {
+            parts = try JOSECompact.split(bytes, count: 5, maximumBytes: Self.maximumBytes)
+        } catch {
+            switch error {
+            case .tooLong:
+                throw PlayIntegrityError(.badFormat, "token of \(bytes.count) bytes exceeds \(Self.maximumBytes)")
+            case .partCount(let found):
+                throw PlayIntegrityError(.badFormat, "a compact JWE has five parts separated by '.', found \(found)")
+            }
         }
         let names = ["protected header", "encrypted key", "initialization vector", "ciphertext", "authentication tag"]
         var decoded: [[UInt8]] = []
         decoded.reserveCapacity(5)
         for (index, part) in parts.enumerated() {
-            guard !part.isEmpty, let value = Base64URL.decode(part) else {
+            guard let value = JOSECompact.nonEmptyPart(part) else {
                 throw PlayIntegrityError(.badFormat, "the JWE's \(names[index]) is empty or not unpadded base64url")
             }
             decoded.append(value)
@@ -72,15 +75,17 @@ public struct PlayIntegrityJWE: Sendable, Hashable {
     }
 
     private static func checkHeader(_ bytes: [UInt8]) throws(PlayIntegrityError) {
-        guard bytes.first == UInt8(ascii: "{") else {
-            throw PlayIntegrityError(.badFormat, "the JWE's protected header is not a JSON object")
-        }
         let header: Header
-        do {
-            header = try JSONDecoder().decode(Header.self, from: Data(bytes))
+        do throws(JOSECompact.ObjectFailure) {
+            header = try JOSECompact.object(Header.self, from: bytes)
         } catch {
-            throw PlayIntegrityError(
-                .badFormat, "the JWE's protected header is not a JSON object with string alg and enc")
+            switch error {
+            case .notAnObject:
+                throw PlayIntegrityError(.badFormat, "the JWE's protected header is not a JSON object")
+            case .criticalExtensions, .notTheExpectedObject:
+                throw PlayIntegrityError(
+                    .badFormat, "the JWE's protected header is not a JSON object with string alg and enc")
+            }
         }
         guard header.alg == Self.keyWrapAlgorithm else {
             throw PlayIntegrityError(

@@ -14,37 +14,40 @@ public struct PlayIntegrityJWS: Sendable, Hashable {
 
     /// `bytes` is the JWE's plaintext, itself bounded by `PlayIntegrityJWE.maximumBytes`.
     public init(utf8 bytes: [UInt8]) throws(PlayIntegrityError) {
-        guard bytes.count <= PlayIntegrityJWE.maximumBytes else {
-            throw PlayIntegrityError(
-                .badFormat, "inner JWS of \(bytes.count) bytes exceeds \(PlayIntegrityJWE.maximumBytes)")
+        let parts: [ArraySlice<UInt8>]
+        do throws(JOSECompact.SplitFailure) {
+            parts = try JOSECompact.split(bytes, count: 3, maximumBytes: PlayIntegrityJWE.maximumBytes)
+        } catch {
+            switch error {
+            case .tooLong:
+                throw PlayIntegrityError(
+                    .badFormat, "inner JWS of \(bytes.count) bytes exceeds \(PlayIntegrityJWE.maximumBytes)")
+            case .partCount(let found):
+                throw PlayIntegrityError(.badFormat, "the inner JWS has three parts separated by '.', found \(found)")
+            }
         }
-        let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw PlayIntegrityError(.badFormat, "the inner JWS has three parts separated by '.', found \(parts.count)")
-        }
-        guard !parts[0].isEmpty, let headerBytes = Base64URL.decode(parts[0]) else {
+        guard let headerBytes = JOSECompact.nonEmptyPart(parts[0]) else {
             throw PlayIntegrityError(.badFormat, "the inner JWS's header is empty or not unpadded base64url")
         }
-        guard !parts[1].isEmpty, let payload = Base64URL.decode(parts[1]) else {
+        guard let payload = JOSECompact.nonEmptyPart(parts[1]) else {
             throw PlayIntegrityError(.badFormat, "the inner JWS's payload is empty or not unpadded base64url")
         }
         guard let signature = Base64URL.decode(parts[2]) else {
             throw PlayIntegrityError(.badFormat, "the inner JWS's signature is not unpadded base64url")
         }
-        guard headerBytes.first == UInt8(ascii: "{") else {
-            throw PlayIntegrityError(.badFormat, "the inner JWS's header is not a JSON object")
-        }
         let header: JOSEHeader
-        do {
-            header = try JSONDecoder().decode(JOSEHeader.self, from: Data(headerBytes))
-        } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, context.codingPath.last?.stringValue == "crit" {
+        do throws(JOSECompact.ObjectFailure) {
+            header = try JOSECompact.object(JOSEHeader.self, from: headerBytes)
+        } catch {
+            switch error {
+            case .notAnObject:
+                throw PlayIntegrityError(.badFormat, "the inner JWS's header is not a JSON object")
+            case .criticalExtensions:
                 throw PlayIntegrityError(
                     .unsupportedAlgorithm, "the inner JWS's header lists critical extensions (crit)")
+            case .notTheExpectedObject:
+                throw PlayIntegrityError(.badFormat, "the inner JWS's header is not a JSON object with a string alg")
             }
-            throw PlayIntegrityError(.badFormat, "the inner JWS's header is not a JSON object with a string alg")
-        } catch {
-            throw PlayIntegrityError(.badFormat, "the inner JWS's header is not a JSON object with a string alg")
         }
         guard header.alg == JOSEHeader.es256 else {
             throw PlayIntegrityError(
