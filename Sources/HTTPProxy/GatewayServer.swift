@@ -101,6 +101,7 @@ package final class GatewayServer: Sendable {
             snapshot.accessLogKeyID = configuration.accessLogKeyID
             snapshot.websocketRoutes = configuration.websocketRoutes
             snapshot.tunnels = configuration.tunnels
+            snapshot.http2 = configuration.http2
         }
         self.bodyBudget.setLimit(configuration.limits.maxBufferedBodyBytes)
         for target in retired { target.retire() }

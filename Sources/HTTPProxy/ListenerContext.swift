@@ -45,6 +45,7 @@ final class ListenerContext: Sendable {
         var accessLogKeyID: AccessLogKeyIDFormat
         var websocketRoutes: Set<String> = []
         var tunnels = TunnelPolicy()
+        var http2 = HTTP2Policy()
     }
 
     let name: String
@@ -70,7 +71,7 @@ final class ListenerContext: Sendable {
             gate: serving.gates[self.name] ?? self.initialGate, upstreams: serving.upstreams, limits: serving.limits,
             trustedProxies: serving.trustedProxies, clientSubjectHeaders: serving.clientSubjectHeaders,
             clientTrustHeaders: serving.clientTrustHeaders, accessLogKeyID: serving.accessLogKeyID,
-            websocketRoutes: serving.websocketRoutes, tunnels: serving.tunnels)
+            websocketRoutes: serving.websocketRoutes, tunnels: serving.tunnels, http2: serving.http2)
     }
 
     var limitsSnapshot: GatewayLimits { self.cell.current.limits }

@@ -24,6 +24,9 @@ package struct ServingSnapshot: Sendable {
     package var websocketRoutes: Set<String> = []
     /// `tunnels:`: how long a tunnel may be silent, and live.
     package var tunnels = TunnelPolicy()
+    /// `http2:`: the settings and flood thresholds of client connections that speak HTTP/2
+    /// (taken when a connection starts speaking it).
+    package var http2 = HTTP2Policy()
 
     package init(
         gates: [String: any RequestGate] = [:], upstreams: UpstreamTable = UpstreamTable(targets: [:]),
@@ -56,6 +59,7 @@ package struct ServingConfiguration: Sendable {
     package var accessLogKeyID: AccessLogKeyIDFormat
     package var websocketRoutes: Set<String> = []
     package var tunnels = TunnelPolicy()
+    package var http2 = HTTP2Policy()
 
     /// The policy's part, with the gates built for it and the access log's key-ID format
     /// (which reads a key file, so the caller loads it and reports its failure).
@@ -69,6 +73,7 @@ package struct ServingConfiguration: Sendable {
         self.accessLogKeyID = accessLogKeyID
         self.websocketRoutes = Set(policy.routes.filter(\.websocket).map(\.name))
         self.tunnels = policy.tunnels
+        self.http2 = policy.http2
     }
 }
 
@@ -84,5 +89,6 @@ extension ServingConfiguration {
         self.accessLogKeyID = snapshot.accessLogKeyID
         self.websocketRoutes = snapshot.websocketRoutes
         self.tunnels = snapshot.tunnels
+        self.http2 = snapshot.http2
     }
 }

@@ -53,6 +53,8 @@ public struct GatewayPolicy: Sendable {
     public var tracing = TracingPolicy()
     /// `tunnels:`: idle timeout and lifetime of WebSocket tunnels.
     public var tunnels = TunnelPolicy()
+    /// `http2:`: the settings and flood thresholds of HTTP/2 client connections.
+    public var http2 = HTTP2Policy()
     /// `strip_client_headers:`: header names and `Prefix-*` patterns added to the built-in list
     /// of headers other proxies set to name the client (`ClientTrustHeaders`); client copies of
     /// every one are removed before a request goes upstream.
@@ -178,6 +180,11 @@ public struct UpstreamConfiguration: Sendable, Hashable {
     public var connectTimeout: Duration
     /// Time allowed for the upstream to send its response head.
     public var responseTimeout: Duration
+    /// `h2`/`h2c` upstreams: a connection without streams for this long closes (GOAWAY first).
+    public var idleTimeout: Duration = .seconds(60)
+    /// Bounds of `idle_timeout`: below a second connections churn between bursts; beyond an
+    /// hour a NAT or the upstream's own idle timer has usually dropped the connection already.
+    public static let idleTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
 
     public init(
         name: String,

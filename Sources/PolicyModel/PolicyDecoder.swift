@@ -34,6 +34,8 @@ import GatewayIO
 /// | `upstreams.NAME.max_connections` | integer 1-10000 | `64` |
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
+/// | `upstreams.NAME.idle_timeout` | duration 1s-1h: an `h2`/`h2c` connection without streams closes after it | `60s` |
+/// | `http2.*` | `{max_concurrent_streams, initial_window_size, hpack_table_size, max_continuations, max_per_second}`: see `HTTP2Policy` | `HTTP2Policy()` |
 /// | `endpoints.challenge` / `.attest` / `.policy` / `.report` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy`, `/app-attest/report` |
 /// | `routes[i].name` | name | `route<i>` |
 /// | `routes[i].match.path_prefix` / `.path` | path (at most one; neither = every path) | - |
@@ -70,7 +72,7 @@ struct PolicyDecoder {
         "app_validation", "counter_window", "attestation_rate_alert",
         "redis_password_file", "redis_password_env", "redis_tls", "key_idle_ttl", "counter_durability", "apple",
         "identity_signature", "authz_listen", "authz_path_prefix", "readiness", "access_log",
-        "strip_client_headers", "tunnels", "tokens", "tracing", "android",
+        "strip_client_headers", "tunnels", "tokens", "tracing", "android", "http2",
     ]
     /// `limits:` keys, one per `GatewayLimits` field.
     static let limitKeys = [
@@ -81,7 +83,8 @@ struct PolicyDecoder {
         "challenge_burst", "store_command_timeout",
     ]
     static let upstreamKeys =
-        ["url", "protocol", "max_connections", "connect_timeout", "response_timeout"] + UpstreamTLSDecoder.keys
+        ["url", "protocol", "max_connections", "connect_timeout", "response_timeout", "idle_timeout"]
+        + UpstreamTLSDecoder.keys
     static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token", "report"]
     static let routeKeys = [
         "name", "match", "upstream", "mode", "challenge", "binding", "challenge_field", "max_body_bytes",
@@ -213,6 +216,7 @@ struct PolicyDecoder {
         policy.readiness = try self.decodeReadiness(top)
         policy.accessLog = try self.decodeAccessLog(top)
         policy.tunnels = try self.decodeTunnels(top)
+        policy.http2 = try self.decodeHTTP2(top)
         policy.tracing = try self.decodeTracing(top)
         policy.stripClientHeaders = stripClientHeaders
         if let node = top["attestation_rate_alert"] {
@@ -497,6 +501,9 @@ struct PolicyDecoder {
             }
             if let n = fields["connect_timeout"] { upstream.connectTimeout = try self.reader.duration(n) }
             if let n = fields["response_timeout"] { upstream.responseTimeout = try self.reader.duration(n) }
+            if let n = fields["idle_timeout"] {
+                upstream.idleTimeout = try self.reader.duration(n, in: UpstreamConfiguration.idleTimeoutRange)
+            }
             upstreams[entry.key] = upstream
         }
         return upstreams

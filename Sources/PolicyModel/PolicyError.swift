@@ -168,7 +168,7 @@ public struct PolicyWarning: Hashable, Sendable, CustomStringConvertible {
     /// `store_error_allows`, `setting_without_effect`, `no_routes`, `body_exceeds_budget`,
     /// `body_deadline_tight`, `proxy_protocol_without_trusted_proxies`,
     /// `case_sensitive_route_shadowed`, `websocket_challenge_in_body`, `debug_tokens_in_production`,
-    /// `token_issuer_not_https`, `token_skips_route_checks`.
+    /// `token_issuer_not_https`, `token_skips_route_checks`, `http2_small_window`.
     public var code: String
     public var file: String
     public var line: Int

@@ -104,6 +104,7 @@ struct PolicyLint {
         warnings += self.authzWarnings(policy, top: top)
         warnings += self.tokenWarnings(policy, source: source)
         warnings += self.tracingWarnings(policy, top: top)
+        warnings += self.http2Warnings(policy, top: top)
         warnings += self.androidWarnings(policy, top: top)
         if policy.routes.isEmpty {
             let message = "no routes: every request except the endpoints gets 404"

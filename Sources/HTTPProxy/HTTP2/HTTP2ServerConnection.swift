@@ -72,9 +72,9 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         let limits = owner.snapshot.limits
         self.mappingLimits = HTTP2RequestMapping.Limits(
             maxFieldCount: limits.maxHeaderCount, maxHeaderListBytes: limits.maxHeaderBytes)
-        var settings = HTTP2Session.Settings()
-        settings.maxHeaderListSize = UInt32(limits.maxHeaderBytes + 32 * limits.maxHeaderCount)
-        self.session = HTTP2Session(delegate: self, settings: settings)
+        let http2 = owner.snapshot.http2
+        self.floodGuard = HTTP2FloodGuard(limits: HTTP2FloodGuard.Limits(policy: http2))
+        self.session = HTTP2Session(delegate: self, settings: HTTP2Session.Settings(policy: http2, limits: limits))
         self.idleDeadline = owner.loop.now &+ owner.timeouts.keepAliveIdle
         (cleartext ? self.metrics.cleartextConnections : self.metrics.tlsConnections).increment()
     }
