@@ -62,8 +62,8 @@ package final class UpstreamTarget: @unchecked Sendable {
             self.http2Pools = loops.indices.map { index in
                 HTTP2UpstreamPool(
                     name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
-                    maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
-                    metrics: metrics)
+                    maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds,
+                    idleTimeout: configuration.idleTimeout.nanoseconds, tls: tls, metrics: metrics)
             }
         }
     }

@@ -166,6 +166,7 @@ extension HTTP2ServerConnection {
             !target.http2Pools.isEmpty
         {
             stream.retried = true
+            target.http2Pools[self.loop.index].countRetry()
             stream.upstreamBodyOffset = 0
             stream.phase = .connecting
             self.armUpstreamDeadline(stream, connecting: true)

@@ -64,6 +64,11 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     /// The upstream sent GOAWAY: no new streams here; those above `goAwayLastStreamID` were not processed.
     private(set) var goingAway = false
     private var goAwayLastStreamID: Int32 = .max
+    /// Closes the connection once it carried no stream for the pool's `idleTimeout`.
+    private var idleTimer: LoopTimer?
+    /// Why the connection goes, for `attest_gateway_http2_upstream_connections_closed_total`
+    /// (the first reason wins; nil when it closes: `error`).
+    private var closeReason: HTTP2UpstreamMetrics.CloseReason?
 
     private init(pool: HTTP2UpstreamPool, outbound: OutboundConnection) {
         self.pool = pool
@@ -96,6 +101,9 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     /// Opens a stream for `owner`; false when the session refused it (the caller tries elsewhere).
     func start(_ fields: [(String, String)], hasBody: Bool, owner: any HTTP2UpstreamStreamOwner) -> Bool {
         guard let streamID = self.session.request(fields, hasBody: hasBody) else { return false }
+        self.idleTimer?.cancel()
+        self.idleTimer = nil
+        self.pool.counters?.streams.increment()
         self.exchanges[streamID] = Exchange(owner: owner)
         owner.upstreamStreamOpened(self, streamID: streamID)
         self.schedulePass()
@@ -128,11 +136,38 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     func drain() {
         guard !self.isClosed else { return }
         self.goingAway = true
+        if self.closeReason == nil { self.closeReason = .drained }
         if self.exchanges.isEmpty {
             self.close()
         } else {
             self.session.goAway()
             self.schedulePass()
+        }
+    }
+
+    /// No stream is open: the connection closes after the pool's `idleTimeout` unless one starts.
+    private func armIdleTimer() {
+        self.idleTimer?.cancel()
+        guard !self.isClosed, !self.goingAway, self.exchanges.isEmpty else {
+            self.idleTimer = nil
+            return
+        }
+        self.idleTimer = self.pool.loop.schedule(after: self.pool.idleTimeout) { [weak self] in
+            self?.idleTimedOut()
+        }
+    }
+
+    /// GOAWAY NO_ERROR, then the connection closes once the frame is written (`pump`).
+    private func idleTimedOut() {
+        self.idleTimer = nil
+        guard !self.isClosed, !self.goingAway, self.exchanges.isEmpty else { return }
+        self.goingAway = true
+        self.closeReason = .idleTimeout
+        if self.isOpen {
+            self.session.goAway()
+            self.pump()
+        } else {
+            self.close()
         }
     }
 
@@ -240,7 +275,9 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
         self.exchanges.removeAll()
         self.close()
         for (streamID, exchange) in exchanges.sorted(by: { $0.key < $1.key }) where !exchange.ended {
-            exchange.owner?.upstreamStreamBroke(unprocessed: streamID > self.goAwayLastStreamID)
+            let unprocessed = streamID > self.goAwayLastStreamID
+            if unprocessed { self.pool.counters?.unprocessed[.goaway]?.increment() }
+            exchange.owner?.upstreamStreamBroke(unprocessed: unprocessed)
         }
     }
 
@@ -248,6 +285,9 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
         guard !self.isClosed else { return }
         self.isClosed = true
         self.isOpen = false
+        self.idleTimer?.cancel()
+        self.idleTimer = nil
+        self.pool.counters?.closes[self.closeReason ?? .error]?.increment()
         self.outbound.close()
         self.pool.connectionClosed(self)
     }
@@ -262,6 +302,7 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
             return
         }
         self.isOpen = true
+        self.armIdleTimer()
         self.pump()
     }
 
@@ -355,13 +396,18 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     func http2UpstreamStreamClosed(_ streamID: Int32, errorCode: UInt32) {
         guard let exchange = self.exchanges.removeValue(forKey: streamID) else { return }
         if !exchange.ended {
-            let unprocessed = errorCode == HTTP2ErrorCode.refusedStream.rawValue || streamID > self.goAwayLastStreamID
+            let refused = errorCode == HTTP2ErrorCode.refusedStream.rawValue
+            let unprocessed = refused || streamID > self.goAwayLastStreamID
+            if unprocessed { self.pool.counters?.unprocessed[refused ? .refusedStream : .goaway]?.increment() }
             exchange.owner?.upstreamStreamBroke(unprocessed: unprocessed)
         }
+        if self.exchanges.isEmpty { self.armIdleTimer() }
         self.pool.roomFreed()
     }
 
     func http2GoAwayReceived(lastStreamID: Int32, errorCode: UInt32) {
+        self.pool.counters?.goaways[HTTP2UpstreamMetrics.GoAwayCode(errorCode)]?.increment()
+        if self.closeReason == nil { self.closeReason = .goaway }
         self.goingAway = true
         self.goAwayLastStreamID = lastStreamID
         self.pool.roomFreed()

@@ -31,11 +31,15 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
     let maxConnections: Int
     let maxWaiters: Int
     let connectTimeout: UInt64
+    /// A connection without streams for this long closes (`upstreams.NAME.idle_timeout`).
+    let idleTimeout: UInt64
     /// `h2` upstreams: TLS with ALPN `h2`; nil for `h2c`.
     let tls: UpstreamTLS?
     /// `:scheme` of the requests: `https` for `h2`, `http` for `h2c`.
     let scheme: String
     private let metrics: ProxyMetrics?
+    /// This upstream's `HTTP2UpstreamMetrics` children (nil without metrics: tests).
+    let counters: HTTP2UpstreamMetrics.Handles?
     private let failureLog = LogThrottle()
     private var connections: [HTTP2UpstreamConnection] = []
     private var waiters: [Waiter] = []
@@ -44,7 +48,7 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
-        connectTimeout: UInt64, tls: UpstreamTLS?, metrics: ProxyMetrics?
+        connectTimeout: UInt64, idleTimeout: UInt64 = 60_000_000_000, tls: UpstreamTLS?, metrics: ProxyMetrics?
     ) {
         self.name = name
         self.address = address
@@ -52,9 +56,11 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
         self.maxConnections = maxConnections
         self.maxWaiters = maxWaiters
         self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
         self.tls = tls
         self.scheme = tls == nil ? "http" : "https"
         self.metrics = metrics
+        self.counters = metrics?.http2Upstreams.handles(upstream: name)
     }
 
     var connectionCount: Int { self.connections.count }
@@ -75,7 +81,7 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
         self.waiters.append(Waiter(owner: owner, fields: fields, hasBody: hasBody))
         if self.needsAnotherConnection {
             do {
-                self.connections.append(try HTTP2UpstreamConnection.connect(pool: self))
+                self.opened(try HTTP2UpstreamConnection.connect(pool: self))
             } catch {
                 self.waiters.removeLast()
                 return .failed
@@ -113,7 +119,7 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
             guard let connection = self.connections.first(where: \.hasRoom) else {
                 if self.needsAnotherConnection {
                     do {
-                        self.connections.append(try HTTP2UpstreamConnection.connect(pool: self))
+                        self.opened(try HTTP2UpstreamConnection.connect(pool: self))
                     } catch {
                         self.failWaiters(.unavailable)
                     }
@@ -133,15 +139,33 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
         for waiter in waiters { waiter.owner.upstreamStreamFailed(failure) }
     }
 
-    func connectionClosed(_ connection: HTTP2UpstreamConnection) {
+    private func opened(_ connection: HTTP2UpstreamConnection) {
+        self.connections.append(connection)
+        self.counters?.connections.add(1)
+    }
+
+    /// Takes `connection` out of the pool (once: it is counted out of the open gauge then).
+    private func remove(_ connection: HTTP2UpstreamConnection) {
+        let count = self.connections.count
         self.connections.removeAll { $0 === connection }
+        if self.connections.count < count { self.counters?.connections.add(-1) }
+    }
+
+    func connectionClosed(_ connection: HTTP2UpstreamConnection) {
+        self.remove(connection)
         self.roomFreed()
+    }
+
+    /// A stream the upstream did not process is sent again (`upstreamStreamBroke(unprocessed:)`).
+    func countRetry() {
+        self.counters?.retries.increment()
     }
 
     /// A connection could not be opened: the waiters it was opened for fail with its reason,
     /// unless another connection can still take them.
     func connectFailed(_ connection: HTTP2UpstreamConnection, _ failure: ProxyConnectionStateMachine.UpstreamFailure) {
-        self.connections.removeAll { $0 === connection }
+        self.remove(connection)
+        self.counters?.closes[.error]?.increment()
         if self.connections.contains(where: { !$0.isClosed && !$0.goingAway }) {
             self.roomFreed()
         } else {

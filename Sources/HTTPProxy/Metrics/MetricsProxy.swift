@@ -55,6 +55,8 @@ package final class ProxyMetrics: Sendable {
     package let tunnels: TunnelMetrics
     /// HTTP/2 connections, streams, resets, GOAWAYs and requests by protocol (`HTTP2Metrics`).
     package let http2: HTTP2Metrics
+    /// Connections and streams to h2/h2c upstreams (`HTTP2UpstreamMetrics`).
+    package let http2Upstreams: HTTP2UpstreamMetrics
 
     /// The gate's help text and labels (`GatewayGateMetrics`): whichever registers first names the family.
     package static let verdictsHelp = "Requests decided by the App Attest gate, by route and verdict."
@@ -123,6 +125,7 @@ package final class ProxyMetrics: Sendable {
             labelNames: ["upstream", "reason"])
         self.tunnels = TunnelMetrics(registry: registry)
         self.http2 = HTTP2Metrics(registry: registry)
+        self.http2Upstreams = HTTP2UpstreamMetrics(registry: registry)
     }
 
     static func statusClass(_ status: Int) -> Int {
