@@ -368,18 +368,28 @@ else
   failure "public route: status $status, X-App-Attest-Status '$(header_from_echo X-App-Attest-Status)'"
 fi
 
-step "HTTPS: curl --cacert $run_dir/tls/ca.pem $https_proxy_url/public/hello (TLS ends at the gateway)"
-tls_info=$(curl -sS --http1.1 --cacert "$tls_dir/ca.pem" --max-time 15 -o "$run_dir/response.body" \
-  -w '%{http_code} %{ssl_verify_result}' "$https_proxy_url/public/hello" 2>&1) || tls_info="000 curl failed: $tls_info"
+step "HTTPS over HTTP/2: curl --http2 --cacert $run_dir/tls/ca.pem $https_proxy_url/public/hello (TLS ends at the gateway)"
+tls_info=$(curl -sS --http2 --cacert "$tls_dir/ca.pem" --max-time 15 -o "$run_dir/response.body" \
+  -w '%{http_code} %{ssl_verify_result} HTTP/%{http_version}' "$https_proxy_url/public/hello" 2>&1) ||
+  tls_info="000 curl failed: $tls_info"
 body=$(cat "$run_dir/response.body" 2>/dev/null || true)
 tls_session=$(openssl s_client -connect "127.0.0.1:$tls_port" -servername localhost -CAfile "$tls_dir/ca.pem" -brief \
   < /dev/null 2>&1 | grep -E '^(Protocol version|Ciphersuite|Peer certificate|Verification):' | paste -sd ';' - || true)
-note "curl: status and certificate verification result (0 = verified): $tls_info"
+note "curl: status, certificate verification result (0 = verified) and protocol: $tls_info"
 note "openssl s_client: ${tls_session:-no handshake}"
-if [ "$tls_info" = "200 0" ] && [ "$(header_from_echo X-Forwarded-Proto)" = https ]; then
-  pass "served over HTTPS with the development certificate; the upstream heard X-Forwarded-Proto: https"
+# The access log's line for that request (the last /public/hello one) names the client protocol.
+tls_log_protocol=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  tls_log_protocol=$(grep '"/public/hello"' "$run_abs/access.log" | tail -n 1 | json protocol 2>/dev/null || true)
+  [ "$tls_log_protocol" = h2 ] && break
+  sleep 0.2
+done
+note "access log: protocol $tls_log_protocol"
+if [ "$tls_info" = "200 0 HTTP/2" ] && [ "$tls_log_protocol" = h2 ] \
+  && [ "$(header_from_echo X-Forwarded-Proto)" = https ]; then
+  pass "served over HTTPS and HTTP/2 (ALPN h2, access log protocol h2) with the development certificate; the upstream heard X-Forwarded-Proto: https"
 else
-  failure "HTTPS request: '$tls_info', X-Forwarded-Proto '$(header_from_echo X-Forwarded-Proto)'"
+  failure "HTTPS request: '$tls_info', access log protocol '$tls_log_protocol', X-Forwarded-Proto '$(header_from_echo X-Forwarded-Proto)'"
 fi
 
 redis_url=redis://$host:$redis_port/0
