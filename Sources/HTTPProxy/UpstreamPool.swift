@@ -49,22 +49,33 @@ package final class UpstreamTarget: @unchecked Sendable {
         self.responseTimeoutNanoseconds = configuration.responseTimeout.nanoseconds
         let perLoop = max(1, (configuration.maxConnections + loops.count - 1) / max(loops.count, 1))
         precondition(bufferSweeps == nil || bufferSweeps?.count == loops.count, "one buffer sweep per loop")
-        self.pools = loops.indices.map { index in
-            UpstreamPool(
-                name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
-                maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds, tls: tls,
-                metrics: metrics, bufferSweep: bufferSweeps?[index], transportFactory: transportFactory,
-                servesHTTP1: configuration.wireProtocol == .http1 || transportFactory != nil)
-        }
+        let http2Pools: [HTTP2UpstreamPool]
         if configuration.wireProtocol == .http1 || transportFactory != nil {
-            self.http2Pools = []
+            http2Pools = []
         } else {
-            self.http2Pools = loops.indices.map { index in
+            http2Pools = loops.indices.map { index in
                 HTTP2UpstreamPool(
                     name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
                     maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds,
                     idleTimeout: configuration.idleTimeout.nanoseconds, tls: tls, metrics: metrics)
             }
+        }
+        self.http2Pools = http2Pools
+        self.pools = loops.indices.map { index in
+            // An HTTP/2 upstream's HTTP/1.1 pool (HTTP/1.1 clients): each connection is a local
+            // socket pair to an `HTTP1ToHTTP2UpstreamExchange`, whose streams go to the loop's
+            // HTTP/2 pool. The lease per request and the HTTP/1.1 framing stay the proxy's.
+            var factory = transportFactory
+            if !http2Pools.isEmpty {
+                let http2Pool = http2Pools[index]
+                factory = { _ throws(IOError) in try HTTP1ToHTTP2UpstreamExchange.open(pool: http2Pool) }
+            }
+            return UpstreamPool(
+                name: configuration.name, address: address, loop: loops[index],
+                maxConnections: http2Pools.isEmpty ? perLoop : min(perLoop * 100, 4096),
+                maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds,
+                tls: http2Pools.isEmpty ? tls : nil, metrics: metrics, bufferSweep: bufferSweeps?[index],
+                transportFactory: factory)
         }
     }
 
@@ -175,11 +186,9 @@ final class UpstreamPool: @unchecked Sendable {
     let tls: UpstreamTLS?
     /// This loop's sweep of idle TLS record buffers, when the context keeps them (`UpstreamTable.make`).
     let bufferSweep: TLSIdleBufferSweep?
-    /// Tests: where new connections' transports come from instead of sockets.
+    /// Where new connections' transports come from instead of sockets: tests, and the socket
+    /// pairs to `HTTP1ToHTTP2UpstreamExchange` of a `protocol: h2`/`h2c` upstream.
     let transportFactory: UpstreamTransportFactory?
-    /// False for `protocol: h2`/`h2c` upstreams: HTTP/1.1 clients' requests are not sent to
-    /// them (502 `upstream_unavailable`; HTTP/2 clients' streams use `HTTP2UpstreamPool`).
-    let servesHTTP1: Bool
     private let handshakeCounters: (full: Counter, resumed: Counter)?
     private let metrics: ProxyMetrics?
     /// One `upstream_tls_failed` line per second per pool: a broken certificate fails every
@@ -195,10 +204,8 @@ final class UpstreamPool: @unchecked Sendable {
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
         connectTimeout: UInt64, tls: UpstreamTLS? = nil, metrics: ProxyMetrics? = nil,
-        bufferSweep: TLSIdleBufferSweep? = nil, transportFactory: UpstreamTransportFactory? = nil,
-        servesHTTP1: Bool = true
+        bufferSweep: TLSIdleBufferSweep? = nil, transportFactory: UpstreamTransportFactory? = nil
     ) {
-        self.servesHTTP1 = servesHTTP1
         self.bufferSweep = bufferSweep
         self.transportFactory = transportFactory
         self.name = name
@@ -264,7 +271,6 @@ final class UpstreamPool: @unchecked Sendable {
     }
 
     private func open(for lessee: any UpstreamLessee) -> AcquireResult {
-        guard self.servesHTTP1 else { return .failed(IOError("connect", errno: EPROTONOSUPPORT)) }
         do {
             let connection = try UpstreamConnection.connect(to: self.address, pool: self, lessee: lessee)
             self.openCount += 1

@@ -5,7 +5,8 @@ python3-h2; run with /usr/bin/python3).
 Usage: goaway_upstream.py MODE
 Listens on a free loopback port, prints "PORT N", serves until stdin closes. Every answered
 request gets 200 with the body "conn=C stream=S method=M body=B" (C counts connections from 1,
-B the request body's length). MODE:
+B the request body's length), except a request for /echo: its body is sent back (no
+content-length, within the flow-control windows) followed by the trailer x-body-bytes: B. MODE:
     plain          answer everything.
     goaway_first   the first connection answers nothing: on its first request HEADERS it sends
                    GOAWAY (last stream ID 0, NO_ERROR) and closes; later connections answer.
@@ -42,6 +43,9 @@ def serve(sock, number):
     sock.sendall(conn.data_to_send())
     bodies = {}
     methods = {}
+    paths = {}
+    echoes = {}
+    pending = {}
     log("open %d" % number)
     try:
         while True:
@@ -66,19 +70,26 @@ def serve(sock, number):
                         conn.reset_stream(sid, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
                         log("refused %d %d" % (number, sid))
                         continue
-                    methods[sid] = dict(event.headers).get(":method", "?")
+                    headers = dict(event.headers)
+                    methods[sid] = headers.get(":method", "?")
+                    paths[sid] = headers.get(":path", "/")
                     bodies[sid] = 0
+                    echoes[sid] = bytearray()
                     if event.stream_ended is not None:
-                        answer(conn, number, sid, methods, bodies)
+                        answer(conn, number, sid, methods, bodies, paths, echoes, pending)
                 elif isinstance(event, h2.events.DataReceived):
                     conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     if event.stream_id in bodies:
                         bodies[event.stream_id] += len(event.data)
+                        echoes[event.stream_id] += event.data
                 elif isinstance(event, h2.events.StreamEnded):
                     if event.stream_id in bodies:
-                        answer(conn, number, event.stream_id, methods, bodies)
+                        answer(conn, number, event.stream_id, methods, bodies, paths, echoes, pending)
                 elif isinstance(event, h2.events.ConnectionTerminated):
                     log("peer_goaway %d %d" % (number, event.error_code))
+                elif isinstance(event, h2.events.StreamReset):
+                    pending.pop(event.stream_id, None)
+            send_pending(conn, number, pending)
             out = conn.data_to_send()
             if out:
                 sock.sendall(out)
@@ -89,11 +100,35 @@ def serve(sock, number):
         log("closed %d" % number)
 
 
-def answer(conn, number, sid, methods, bodies):
+def answer(conn, number, sid, methods, bodies, paths, echoes, pending):
+    echo = echoes.pop(sid)
+    if paths.pop(sid) == "/echo":
+        methods.pop(sid)
+        conn.send_headers(sid, [(":status", "200"), ("content-type", "application/octet-stream")])
+        pending[sid] = [bytes(echo), 0, bodies.pop(sid)]
+        send_pending(conn, number, pending)
+        return
     body = ("conn=%d stream=%d method=%s body=%d" % (number, sid, methods.pop(sid), bodies.pop(sid))).encode()
     conn.send_headers(sid, [(":status", "200"), ("content-length", str(len(body))), ("content-type", "text/plain")])
     conn.send_data(sid, body, end_stream=True)
     log("answered %d %d" % (number, sid))
+
+
+def send_pending(conn, number, pending):
+    """Echo bodies, as far as the flow-control windows allow; then the trailer."""
+    for sid in list(pending):
+        data, offset, count = pending[sid]
+        while offset < len(data):
+            room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size, len(data) - offset)
+            if room <= 0:
+                break
+            conn.send_data(sid, data[offset:offset + room])
+            offset += room
+        pending[sid][1] = offset
+        if offset == len(data):
+            conn.send_headers(sid, [("x-body-bytes", str(count))], end_stream=True)
+            del pending[sid]
+            log("answered %d %d" % (number, sid))
 
 
 def main():

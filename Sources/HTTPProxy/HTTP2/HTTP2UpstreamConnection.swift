@@ -396,9 +396,10 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     func http2UpstreamStreamClosed(_ streamID: Int32, errorCode: UInt32) {
         guard let exchange = self.exchanges.removeValue(forKey: streamID) else { return }
         if !exchange.ended {
-            let refused = errorCode == HTTP2ErrorCode.refusedStream.rawValue
-            let unprocessed = refused || streamID > self.goAwayLastStreamID
-            if unprocessed { self.pool.counters?.unprocessed[refused ? .refusedStream : .goaway]?.increment() }
+            // libnghttp2 closes the streams above a GOAWAY's last ID with REFUSED_STREAM too.
+            let aboveGoAway = streamID > self.goAwayLastStreamID
+            let unprocessed = aboveGoAway || errorCode == HTTP2ErrorCode.refusedStream.rawValue
+            if unprocessed { self.pool.counters?.unprocessed[aboveGoAway ? .goaway : .refusedStream]?.increment() }
             exchange.owner?.upstreamStreamBroke(unprocessed: unprocessed)
         }
         if self.exchanges.isEmpty { self.armIdleTimer() }

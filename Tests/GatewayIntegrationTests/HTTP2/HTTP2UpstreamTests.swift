@@ -207,17 +207,24 @@ final class GRPCUpstreamProcess: @unchecked Sendable {
         #expect(refused["details"] as? String == "grpc_upstream_not_http2", "\(refused)")
     }
 
-    @Test func anHTTP11ClientToAnH2cUpstreamGets502() throws {
+    /// HTTP/1.1 clients reach an h2c upstream (`HTTP1ToHTTP2UpstreamExchange`), but a gRPC
+    /// request over HTTP/1.1 is not sent: 502, as before HTTP/1.1 clients were bridged.
+    @Test func anHTTP11ClientReachesAnH2cUpstreamButNotWithGRPC() throws {
         let upstream = try GRPCUpstreamProcess()
         defer { upstream.stop() }
         let gateway = try TestGateway(upstreams: ["grpc": upstream.configuration()], loops: 1, h2c: true)
         defer { gateway.stop() }
-        let (_, output) = try TLSTestPKI.run(
-            "/usr/bin/curl",
-            [
-                "--silent", "--max-time", "10", "--http1.1", "--write-out", "\\n%{http_code}",
-                "http://127.0.0.1:\(gateway.port)/test.Echo/Unary",
-            ])
-        #expect(output.hasSuffix("\n502"), "\(output)")
+        func curl(_ extra: [String]) throws -> String {
+            try TLSTestPKI.run(
+                "/usr/bin/curl",
+                ["--silent", "--max-time", "10", "--http1.1", "--write-out", "\\n%{http_code}"] + extra
+                    + ["http://127.0.0.1:\(gateway.port)/test.Echo/Unary"]
+            ).1
+        }
+        let plain = try curl([])
+        print("h1 to grpc upstream: \(plain.debugDescription)")
+        #expect(!plain.hasSuffix("\n502"), "\(plain)")
+        let grpc = try curl(["-H", "Content-Type: application/grpc", "--data-binary", "x"])
+        #expect(grpc.hasSuffix("\n502"), "\(grpc)")
     }
 }
