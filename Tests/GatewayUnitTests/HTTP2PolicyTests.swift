@@ -1,3 +1,4 @@
+import Foundation
 import GatewayTesting
 import Testing
 
@@ -29,9 +30,10 @@ import Testing
         #expect(policy.http2.hpackTableSize == 4096)
         #expect(policy.http2.maxContinuations == 8)
         let rates = policy.http2.maxPerSecond
-        #expect([rates.ping, rates.settings, rates.priority, rates.rstStream, rates.emptyData, rates.windowUpdate] == [
-            50, 50, 500, 100, 200, 10_000,
-        ])
+        let defaults: [Int] = [
+            rates.ping, rates.settings, rates.priority, rates.rstStream, rates.emptyData, rates.windowUpdate,
+        ]
+        #expect(defaults == [50, 50, 500, 100, 200, 10_000])
         #expect(policy.upstreams["api"]?.idleTimeout == .seconds(60))
         // The defaults are what the session used before the block existed.
         let settings = HTTP2Session.Settings(policy: policy.http2, limits: policy.limits)
@@ -65,11 +67,11 @@ import Testing
         #expect(settings.maxContinuations == 3)
         #expect(settings.maxHeaderListSize == UInt32(8192 + 32 * 50))
         let limits = HTTP2FloodGuard.Limits(policy: http2)
-        #expect(
-            [
-                limits.pingsPerSecond, limits.settingsPerSecond, limits.prioritiesPerSecond, limits.resetsPerSecond,
-                limits.emptyDataPerSecond, limits.windowUpdatesPerSecond,
-            ] == [5, 6, 7, 8, 9, 10])
+        let configured: [Int] = [
+            limits.pingsPerSecond, limits.settingsPerSecond, limits.prioritiesPerSecond, limits.resetsPerSecond,
+            limits.emptyDataPerSecond, limits.windowUpdatesPerSecond,
+        ]
+        #expect(configured == [5, 6, 7, 8, 9, 10])
     }
 
     @Test func aConfiguredFloodLimitIsTheOneTheGuardEnforces() throws {
@@ -110,7 +112,9 @@ import Testing
 
     @Test func upstreamIdleTimeoutIsBoundedAndReadForHTTP2Upstreams() throws {
         let upstream = "upstreams:\n  api: { url: \"http://127.0.0.1:9000\", protocol: h2c, idle_timeout: 5s }\n"
-        let text = Self.h2cListener + "store: memory\n" + upstream + "routes:\n  - { match: { path_prefix: / }, upstream: api }\n"
+        let text =
+            Self.h2cListener + "store: memory\n" + upstream
+            + "routes:\n  - { match: { path_prefix: / }, upstream: api, mode: off }\n"
         let policy = try PolicyLoader.parse(text, sourcePath: "policies.yaml")
         #expect(policy.upstreams["api"]?.idleTimeout == .seconds(5))
         #expect(try self.warnings(text).filter { $0.code == "setting_without_effect" } == [])
@@ -119,14 +123,14 @@ import Testing
         let error = try #require(policyError(tooLong))
         #expect(error.code == .outOfRange, "\(error)")
         #expect(error.field == "upstreams.api.idle_timeout", "\(error)")
-        #expect(error.line == 3, "\(error)")
+        #expect(error.line == 4, "\(error)")
     }
 
     @Test func lintWarnsOnASmallWindow() throws {
         let found = try self.warnings(minimalPolicy(Self.h2cListener + "http2:\n  initial_window_size: 16KiB\n"))
         let warning = try #require(found.first { $0.code == "http2_small_window" })
         #expect(warning.field == "http2.initial_window_size")
-        #expect(warning.line == 9)
+        #expect(warning.line == 10)
         #expect(warning.message.contains("16384"))
         // HTTP/2's own default is not small.
         let fine = try self.warnings(minimalPolicy(Self.h2cListener + "http2:\n  initial_window_size: 65535\n"))
@@ -144,7 +148,7 @@ import Testing
     @Test func lintWarnsOnAnIdleTimeoutForAnHTTP1Upstream() throws {
         let text =
             "store: memory\nupstreams:\n  api: { url: \"http://127.0.0.1:9000\", idle_timeout: 30s }\n"
-            + "routes:\n  - { match: { path_prefix: / }, upstream: api }\n"
+            + "routes:\n  - { match: { path_prefix: / }, upstream: api, mode: off }\n"
         let found = try self.warnings(text)
         let warning = try #require(found.first { $0.code == "setting_without_effect" })
         #expect(warning.field == "upstreams.api.idle_timeout")
