@@ -321,6 +321,7 @@ struct ClientDataExample: Equatable {
             ("`listen[i]`", ListenerDecoder.serverNameKeys, "tls.sni[i]."),
             ("`listen[i]`", ListenerDecoder.clientCertificateKeys, "tls.client_certificates."),
             ("`listen[i]`", ListenerDecoder.sessionTicketKeys, "tls.session_tickets."),
+            ("`listen[i]`", PolicyDecoder.http2Keys, "http2."),
         ]
         for (section, accepted, prefix) in sections {
             let documented = Self.tableKeys(doc, section: section)

@@ -80,7 +80,8 @@ package final class HTTP2UpstreamMetrics: Sendable {
             labelNames: ["upstream", "code"])
         self.unprocessed = registry.counter(
             "attest_gateway_http2_upstream_unprocessed_streams_total",
-            help: "Streams an h2/h2c upstream did not process (REFUSED_STREAM, above a GOAWAY), by upstream and reason.",
+            help:
+                "Streams an h2/h2c upstream did not process (REFUSED_STREAM, above a GOAWAY), by upstream and reason.",
             labelNames: ["upstream", "reason"])
         self.retries = registry.counter(
             "attest_gateway_http2_upstream_retries_total",
