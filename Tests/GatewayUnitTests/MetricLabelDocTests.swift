@@ -47,6 +47,15 @@ import Testing
             ),
             ("attest_gateway_devicecheck_total", [DeviceCheckStage.exchange, .token].map(\.rawValue)),
             (
+                "attest_gateway_http2_upstream_connections_closed_total",
+                HTTP2UpstreamMetrics.CloseReason.allCases.map(\.rawValue)
+            ),
+            ("attest_gateway_http2_upstream_goaways_total", HTTP2UpstreamMetrics.GoAwayCode.allCases.map(\.rawValue)),
+            (
+                "attest_gateway_http2_upstream_unprocessed_streams_total",
+                HTTP2UpstreamMetrics.UnprocessedReason.allCases.map(\.rawValue)
+            ),
+            (
                 "attest_gateway_verdicts_total",
                 [
                     AttestGate.RouteLabel.challenge, AttestGate.RouteLabel.attest, AttestGate.RouteLabel.deviceCheck,
