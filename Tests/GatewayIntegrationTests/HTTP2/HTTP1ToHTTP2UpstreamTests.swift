@@ -85,6 +85,30 @@ import Testing
         _ = upstream.stop()
     }
 
+    /// A client that sends and reads slowly (curl `--limit-rate`, both ways): the bytes wait in
+    /// the windows and socket buffers, none is lost or reordered, and a HEAD on the same
+    /// connection afterwards has its head only.
+    @Test func aSlowClientGetsEveryByteAndTheConnectionServesOn() throws {
+        let upstream = try SheddingUpstreamProcess(mode: "plain")
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration()], loops: 1)
+        defer { gateway.stop() }
+        let directory = try TemporaryDirectory()
+        var random = SystemRandomNumberGenerator()
+        let body = Data((0..<600_000).map { _ in UInt8.random(in: 0...255, using: &random) })
+        let bodyPath = directory.path + "/body.bin"
+        let outPath = directory.path + "/out.bin"
+        try body.write(to: URL(fileURLWithPath: bodyPath))
+        let output = try Self.curl([
+            "--limit-rate", "1M", "--data-binary", "@\(bodyPath)", "-o", outPath, "-w", "%{http_code}\n",
+            "http://127.0.0.1:\(gateway.port)/echo", "--next", "-I", "-w", "%{http_code} %{num_connects}",
+            "http://127.0.0.1:\(gateway.port)/head",
+        ])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outPath)) == body)
+        #expect(output.hasPrefix("200\n"), "\(output)")
+        #expect(output.hasSuffix("200 0"), "\(output)")
+        _ = upstream.stop()
+    }
+
     /// The upstream's GOAWAY on its first connection: the HTTP/1.1 request is sent again on a
     /// new connection once, and answered.
     @Test func anUnprocessedStreamIsRetriedForAnHTTP1Client() throws {
