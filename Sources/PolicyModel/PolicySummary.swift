@@ -78,6 +78,17 @@ public enum PolicySummary {
                 "idle_timeout=\(PolicyValues.format(policy.tunnels.idleTimeout)) "
                     + "max_lifetime=\(PolicyValues.format(policy.tunnels.maxLifetime))")
         }
+        // Only when set: other policies' summaries stay as they were.
+        if policy.http2 != HTTP2Policy() {
+            let http2 = policy.http2
+            let rates = http2.maxPerSecond
+            add(
+                "http2",
+                "max_concurrent_streams=\(http2.maxConcurrentStreams) initial_window_size=\(http2.initialWindowSize) "
+                    + "hpack_table_size=\(http2.hpackTableSize) max_continuations=\(http2.maxContinuations) "
+                    + "max_per_second=ping:\(rates.ping),settings:\(rates.settings),priority:\(rates.priority),"
+                    + "rst_stream:\(rates.rstStream),empty_data:\(rates.emptyData),window_update:\(rates.windowUpdate)")
+        }
         add(
             "endpoints",
             "challenge=\(policy.endpoints.challenge) attest=\(policy.endpoints.attest) policy=\(policy.endpoints.policy)"

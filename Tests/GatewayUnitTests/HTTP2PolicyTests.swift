@@ -74,6 +74,12 @@ import Testing
         #expect(configured == [5, 6, 7, 8, 9, 10])
     }
 
+    @Test func checkConfigSummaryShowsTheBlockOnlyWhenSet() throws {
+        #expect(!PolicySummary.render(try self.load("")).contains("http2"))
+        let summary = PolicySummary.render(try self.load("http2: { max_concurrent_streams: 7 }"))
+        #expect(summary.contains("max_concurrent_streams=7 initial_window_size=65535"), "\(summary)")
+    }
+
     @Test func aConfiguredFloodLimitIsTheOneTheGuardEnforces() throws {
         var http2 = HTTP2Policy()
         http2.maxPerSecond.ping = 3
