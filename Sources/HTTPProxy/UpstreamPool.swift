@@ -57,7 +57,8 @@ package final class UpstreamTarget: @unchecked Sendable {
                 HTTP2UpstreamPool(
                     name: configuration.name, address: address, loop: loops[index], maxConnections: perLoop,
                     maxWaiters: maxWaitersPerLoop, connectTimeout: configuration.connectTimeout.nanoseconds,
-                    idleTimeout: configuration.idleTimeout.nanoseconds, tls: tls, metrics: metrics)
+                    idleTimeout: configuration.idleTimeout.nanoseconds,
+                    pingInterval: configuration.pingInterval?.nanoseconds ?? 0, tls: tls, metrics: metrics)
             }
         }
         self.http2Pools = http2Pools

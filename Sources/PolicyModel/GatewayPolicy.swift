@@ -185,6 +185,9 @@ public struct UpstreamConfiguration: Sendable, Hashable {
     /// Bounds of `idle_timeout`: below a second connections churn between bursts; beyond an
     /// hour a NAT or the upstream's own idle timer has usually dropped the connection already.
     public static let idleTimeoutRange = Duration.seconds(1)...Duration.seconds(3600)
+    /// `h2`/`h2c` upstreams: with streams open and nothing heard for this long, a PING is sent;
+    /// nothing heard for as long again and the connection is given up. nil: no PING (default).
+    public var pingInterval: Duration?
 
     public init(
         name: String,

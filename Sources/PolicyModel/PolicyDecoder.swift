@@ -35,6 +35,7 @@ import GatewayIO
 /// | `upstreams.NAME.connect_timeout` | duration | `limits.upstream_connect_timeout` (5s) |
 /// | `upstreams.NAME.response_timeout` | duration | `limits.upstream_response_timeout` (60s) |
 /// | `upstreams.NAME.idle_timeout` | duration 1s-1h: an `h2`/`h2c` connection without streams closes after it | `60s` |
+/// | `upstreams.NAME.ping_interval` | duration 1s-1h: an `h2`/`h2c` connection with streams and silent this long gets a PING; as long again and it is given up | none (no PING) |
 /// | `http2.*` | `{max_concurrent_streams, initial_window_size, hpack_table_size, max_continuations, max_per_second}`: see `HTTP2Policy` | `HTTP2Policy()` |
 /// | `endpoints.challenge` / `.attest` / `.policy` / `.report` | path | `/app-attest/challenge`, `/app-attest/attest`, `/app-attest/policy`, `/app-attest/report` |
 /// | `routes[i].name` | name | `route<i>` |
@@ -83,7 +84,7 @@ struct PolicyDecoder {
         "challenge_burst", "store_command_timeout",
     ]
     static let upstreamKeys =
-        ["url", "protocol", "max_connections", "connect_timeout", "response_timeout", "idle_timeout"]
+        ["url", "protocol", "max_connections", "connect_timeout", "response_timeout", "idle_timeout", "ping_interval"]
         + UpstreamTLSDecoder.keys
     static let endpointKeys = ["challenge", "attest", "policy", "devicecheck", "token", "report"]
     static let routeKeys = [
@@ -503,6 +504,9 @@ struct PolicyDecoder {
             if let n = fields["response_timeout"] { upstream.responseTimeout = try self.reader.duration(n) }
             if let n = fields["idle_timeout"] {
                 upstream.idleTimeout = try self.reader.duration(n, in: UpstreamConfiguration.idleTimeoutRange)
+            }
+            if let n = fields["ping_interval"] {
+                upstream.pingInterval = try self.reader.duration(n, in: UpstreamConfiguration.idleTimeoutRange)
             }
             upstreams[entry.key] = upstream
         }

@@ -4,7 +4,7 @@ extension PolicyLint {
     ///   a client uploads at most one window per round trip, so a 100 ms mobile link with a
     ///   16 KiB window moves 160 KiB/s per stream whatever its bandwidth.
     /// - `setting_without_effect`: an `http2:` block where no listener speaks HTTP/2 (no `tls`
-    ///   listener with `http2` on, no `h2c: true` listener); `upstreams.NAME.idle_timeout` on an
+    ///   listener with `http2` on, no `h2c: true` listener); `upstreams.NAME.idle_timeout` or `.ping_interval` on an
     ///   `http1` upstream (its pooled connections follow the HTTP/1.1 keep-alive rules).
     func http2Warnings(_ policy: GatewayPolicy, top: Fields) -> [PolicyWarning] {
         var warnings: [PolicyWarning] = []
@@ -36,16 +36,17 @@ extension PolicyLint {
         }
         if let upstreams = top["upstreams"], case .mapping(let entries) = upstreams.content {
             for upstream in entries {
-                guard policy.upstreams[upstream.key]?.wireProtocol == .http1,
-                    let entry = Self.entry(upstream.value, "idle_timeout")
-                else { continue }
-                warnings.append(
-                    PolicyWarning(
-                        code: "setting_without_effect", file: self.file, line: entry.keyMark.line,
-                        column: entry.keyMark.column, field: entry.value.path,
-                        message:
-                            "has no effect: idle_timeout applies to protocol h2 and h2c upstreams; upstream \(PolicyScalarReader.quote(upstream.key)) speaks http1"
-                    ))
+                guard policy.upstreams[upstream.key]?.wireProtocol == .http1 else { continue }
+                for key in ["idle_timeout", "ping_interval"] {
+                    guard let entry = Self.entry(upstream.value, key) else { continue }
+                    warnings.append(
+                        PolicyWarning(
+                            code: "setting_without_effect", file: self.file, line: entry.keyMark.line,
+                            column: entry.keyMark.column, field: entry.value.path,
+                            message:
+                                "has no effect: \(key) applies to protocol h2 and h2c upstreams; upstream \(PolicyScalarReader.quote(upstream.key)) speaks http1"
+                        ))
+                }
             }
         }
         return warnings

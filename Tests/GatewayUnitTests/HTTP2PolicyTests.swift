@@ -35,6 +35,7 @@ import Testing
         ]
         #expect(defaults == [50, 50, 500, 100, 200, 10_000])
         #expect(policy.upstreams["api"]?.idleTimeout == .seconds(60))
+        #expect(policy.upstreams["api"]?.pingInterval == nil)
         // The defaults are what the session used before the block existed.
         let settings = HTTP2Session.Settings(policy: policy.http2, limits: policy.limits)
         #expect(settings.maxConcurrentStreams == HTTP2Session.Settings().maxConcurrentStreams)
@@ -117,12 +118,14 @@ import Testing
     }
 
     @Test func upstreamIdleTimeoutIsBoundedAndReadForHTTP2Upstreams() throws {
-        let upstream = "upstreams:\n  api: { url: \"http://127.0.0.1:9000\", protocol: h2c, idle_timeout: 5s }\n"
+        let upstream =
+            "upstreams:\n  api: { url: \"http://127.0.0.1:9000\", protocol: h2c, idle_timeout: 5s, ping_interval: 2s }\n"
         let text =
             Self.h2cListener + "store: memory\n" + upstream
             + "routes:\n  - { match: { path_prefix: / }, upstream: api, mode: off }\n"
         let policy = try PolicyLoader.parse(text, sourcePath: "policies.yaml")
         #expect(policy.upstreams["api"]?.idleTimeout == .seconds(5))
+        #expect(policy.upstreams["api"]?.pingInterval == .seconds(2))
         #expect(try self.warnings(text).filter { $0.code == "setting_without_effect" } == [])
 
         let tooLong = text.replacingOccurrences(of: "idle_timeout: 5s", with: "idle_timeout: 2h")

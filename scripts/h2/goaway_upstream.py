@@ -12,8 +12,10 @@ content-length, within the flow-control windows) followed by the trailer x-body-
                    GOAWAY (last stream ID 0, NO_ERROR) and closes; later connections answer.
     refuse_first   the first request stream ever seen gets RST_STREAM REFUSED_STREAM; the rest
                    are answered.
+    stall          on its first request the connection stops reading and writing (a hung
+                   upstream: PINGs are not answered either).
 Each line on stderr is an event: "open C", "goaway C", "refused C S", "answered C S",
-"peer_goaway C CODE", "closed C".
+"peer_goaway C CODE", "closed C", "stalled C".
 """
 
 import socket
@@ -55,6 +57,9 @@ def serve(sock, number):
             for event in conn.receive_data(data):
                 if isinstance(event, h2.events.RequestReceived):
                     sid = event.stream_id
+                    if MODE == "stall":
+                        log("stalled %d" % number)
+                        threading.Event().wait()
                     if MODE == "goaway_first" and number == 1:
                         conn.close_connection(error_code=h2.errors.ErrorCodes.NO_ERROR, last_stream_id=0)
                         sock.sendall(conn.data_to_send())

@@ -110,6 +110,12 @@ final class HTTP2ClientSession {
         return Int(min(remote, self.settings.maxConcurrentStreams))
     }
 
+    /// Queues a PING (liveness: any frame the upstream sends after it shows it is there).
+    func ping() {
+        guard let session else { return }
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
     /// Whether a new stream may still be opened (no GOAWAY either way, stream IDs left).
     var acceptsStreams: Bool {
         guard let session else { return false }

@@ -66,6 +66,11 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     private var goAwayLastStreamID: Int32 = .max
     /// Closes the connection once it carried no stream for the pool's `idleTimeout`.
     private var idleTimer: LoopTimer?
+    /// Liveness (`pingInterval` > 0, while streams are open): when the upstream last sent a
+    /// byte, and when our unanswered PING went out (0: none).
+    private var lastHeard: UInt64 = 0
+    private var pingSent: UInt64 = 0
+    private var livenessTimer: LoopTimer?
     /// Why the connection goes, for `attest_gateway_http2_upstream_connections_closed_total`
     /// (the first reason wins; nil when it closes: `error`).
     private var closeReason: HTTP2UpstreamMetrics.CloseReason?
@@ -103,6 +108,7 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
         guard let streamID = self.session.request(fields, hasBody: hasBody) else { return false }
         self.idleTimer?.cancel()
         self.idleTimer = nil
+        if self.exchanges.isEmpty { self.armLiveness() }
         self.pool.counters?.streams.increment()
         self.exchanges[streamID] = Exchange(owner: owner)
         owner.upstreamStreamOpened(self, streamID: streamID)
@@ -171,6 +177,34 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
         }
     }
 
+    /// Checks every `pingInterval` while streams are open: silent that long, a PING; silent as
+    /// long again after it, the connection is given up (its streams break as on a reset).
+    private func armLiveness() {
+        guard self.pool.pingInterval > 0, self.livenessTimer == nil, !self.isClosed else { return }
+        self.lastHeard = max(self.lastHeard, SystemCalls.monotonicNanoseconds())
+        self.livenessTimer = self.pool.loop.schedule(after: self.pool.pingInterval) { [weak self] in
+            self?.checkLiveness()
+        }
+    }
+
+    private func checkLiveness() {
+        self.livenessTimer = nil
+        guard !self.isClosed, !self.exchanges.isEmpty else { return }
+        let now = SystemCalls.monotonicNanoseconds()
+        let interval = self.pool.pingInterval
+        if self.pingSent != 0 && now &- self.pingSent >= interval {
+            if self.closeReason == nil { self.closeReason = .pingTimeout }
+            self.broke()
+            return
+        }
+        if self.pingSent == 0 && now &- self.lastHeard >= interval {
+            self.pingSent = now
+            self.session.ping()
+            self.schedulePass()
+        }
+        self.armLiveness()
+    }
+
     // MARK: - The pass
 
     private func schedulePass() {
@@ -237,6 +271,10 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
     }
 
     private func receive(_ bytes: UnsafeRawBufferPointer) {
+        if self.pool.pingInterval > 0 {
+            self.lastHeard = SystemCalls.monotonicNanoseconds()
+            self.pingSent = 0
+        }
         do {
             try self.session.receive(bytes)
         } catch {
@@ -287,6 +325,8 @@ final class HTTP2UpstreamConnection: OutboundConnectionDelegate, HTTP2ClientSess
         self.isOpen = false
         self.idleTimer?.cancel()
         self.idleTimer = nil
+        self.livenessTimer?.cancel()
+        self.livenessTimer = nil
         self.pool.counters?.closes[self.closeReason ?? .error]?.increment()
         self.outbound.close()
         self.pool.connectionClosed(self)

@@ -33,6 +33,8 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
     let connectTimeout: UInt64
     /// A connection without streams for this long closes (`upstreams.NAME.idle_timeout`).
     let idleTimeout: UInt64
+    /// `upstreams.NAME.ping_interval` in nanoseconds; 0: no PING.
+    let pingInterval: UInt64
     /// `h2` upstreams: TLS with ALPN `h2`; nil for `h2c`.
     let tls: UpstreamTLS?
     /// `:scheme` of the requests: `https` for `h2`, `http` for `h2c`.
@@ -48,7 +50,8 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
 
     init(
         name: String, address: SocketAddress, loop: EventLoop, maxConnections: Int, maxWaiters: Int,
-        connectTimeout: UInt64, idleTimeout: UInt64 = 60_000_000_000, tls: UpstreamTLS?, metrics: ProxyMetrics?
+        connectTimeout: UInt64, idleTimeout: UInt64 = 60_000_000_000, pingInterval: UInt64 = 0, tls: UpstreamTLS?,
+        metrics: ProxyMetrics?
     ) {
         self.name = name
         self.address = address
@@ -57,6 +60,7 @@ final class HTTP2UpstreamPool: @unchecked Sendable {
         self.maxWaiters = maxWaiters
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
+        self.pingInterval = pingInterval
         self.tls = tls
         self.scheme = tls == nil ? "http" : "https"
         self.metrics = metrics

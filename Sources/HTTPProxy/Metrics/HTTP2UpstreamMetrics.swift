@@ -7,7 +7,8 @@ package import GatewayIO
 ///   included).
 /// - `attest_gateway_http2_upstream_connections_closed_total{upstream, reason}`: `idle_timeout`
 ///   (no stream for `upstreams.NAME.idle_timeout`), `goaway` (the upstream's GOAWAY, its streams
-///   done), `drained` (reload or shutdown), `error` (reset, protocol error, end of file).
+///   done), `drained` (reload or shutdown), `ping_timeout` (silent after a PING,
+///   `upstreams.NAME.ping_interval`), `error` (reset, protocol error, end of file).
 /// - `attest_gateway_http2_upstream_streams_total{upstream}`: streams opened.
 /// - `attest_gateway_http2_upstream_goaways_total{upstream, code}`: GOAWAYs received, by error
 ///   code: `no_error`, `protocol_error`, `internal_error`, `enhance_your_calm`, `other`.
@@ -21,6 +22,7 @@ package final class HTTP2UpstreamMetrics: Sendable {
         case idleTimeout = "idle_timeout"
         case goaway
         case drained
+        case pingTimeout = "ping_timeout"
         case error
     }
 

@@ -43,10 +43,11 @@ final class SheddingUpstreamProcess: @unchecked Sendable {
         self.port = port
     }
 
-    func configuration(idleTimeout: Duration = .seconds(60)) -> UpstreamConfiguration {
+    func configuration(idleTimeout: Duration = .seconds(60), pingInterval: Duration? = nil) -> UpstreamConfiguration {
         var configuration = UpstreamConfiguration(name: "api", host: "127.0.0.1", port: self.port, maxConnections: 4)
         configuration.wireProtocol = .h2c
         configuration.idleTimeout = idleTimeout
+        configuration.pingInterval = pingInterval
         return configuration
     }
 
@@ -191,6 +192,27 @@ final class SheddingUpstreamProcess: @unchecked Sendable {
         #expect(Self.metric(gateway, #"attest_gateway_http2_upstream_retries_total{upstream="api"}"#) == 1)
         let events = upstream.stop()
         #expect(events.contains("refused 1 1"), "\(events)")
+    }
+
+    /// `ping_interval`: an upstream that stops answering (PINGs too) with a stream open is given
+    /// up after two intervals, long before the 60 s response timeout: 502 to the client.
+    @Test func aHungUpstreamIsFoundByItsUnansweredPing() throws {
+        let upstream = try SheddingUpstreamProcess(mode: "stall")
+        let gateway = try TestGateway(
+            upstreams: ["api": upstream.configuration(pingInterval: .seconds(1))], loops: 1, h2c: true)
+        defer { gateway.stop() }
+        let started = ContinuousClock.now
+        let answer = try Self.curl(gateway.port)
+        #expect(answer.hasSuffix(" 502"), "\(answer)")
+        #expect(answer.contains("upstream_unavailable"), "\(answer)")
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(
+            Self.metric(
+                gateway,
+                #"attest_gateway_http2_upstream_connections_closed_total{upstream="api",reason="ping_timeout"}"#)
+                == 1)
+        // Not `stop()`: the stalled thread never ends.
+        upstream.process.terminate()
     }
 
     /// `idle_timeout`: a connection without streams sends GOAWAY NO_ERROR and closes; the next
