@@ -72,7 +72,9 @@ enum ExchangeTracing {
             serverAttributes.append(.int("http.response.status_code", status))
         } else {
             // No response began (OpenTelemetry: no status code then; `error.type` says why).
-            let why = exchange.unansweredStatus == RequestExchange.clientClosedStatus ? "client_closed" : "closed_without_response"
+            let why =
+                exchange.unansweredStatus == RequestExchange.clientClosedStatus
+                ? "client_closed" : "closed_without_response"
             serverAttributes.append(.string("error.type", why))
         }
         if let code = exchange.refusalCode { serverAttributes.append(.string("attest_gateway.refusal_code", code)) }

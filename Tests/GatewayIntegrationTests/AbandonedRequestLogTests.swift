@@ -48,7 +48,10 @@ import Testing
         #expect(logged.count == 1)
         #expect(logged.first?["status"] as? Int == RequestExchange.clientClosedStatus)
         #expect(logged.first?["route"] as? String == "all")
-        #expect(eventually { gateway.metrics.render().contains(#"attest_gateway_requests_total{route="all",status="4xx"} 1"#) })
+        #expect(
+            eventually {
+                gateway.metrics.render().contains(#"attest_gateway_requests_total{route="all",status="4xx"} 1"#)
+            })
         // The connection is gone, and no second line follows when the upstream answers.
         #expect(eventually { gateway.server.openConnections == 0 })
         Thread.sleep(forTimeInterval: 1.8)
