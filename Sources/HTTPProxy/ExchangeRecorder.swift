@@ -37,7 +37,7 @@ struct ExchangeRecorder {
         let upstreamTime: UInt64? = exchange.upstreamStart == 0 ? nil : now &- exchange.upstreamStart
         let route = exchange.classification?.routeName ?? "-"
         let handles = self.routeHandles(route)
-        handles.byStatusClass[ProxyMetrics.statusClass(exchange.responseStatus)].increment()
+        handles.byStatusClass[ProxyMetrics.statusClass(exchange.loggedStatus)].increment()
         handles.duration.observe(nanoseconds: total)
         if !exchange.verdictCounted {
             // No gate was asked (the head did not parse, the proxy refused first): counted here,
@@ -59,7 +59,7 @@ struct ExchangeRecorder {
             AccessLogBuffer.Entry(
                 method: exchange.head?.method ?? exchange.refusedRequestLine?.method ?? "-",
                 path: exchange.head?.path ?? exchange.refusedRequestLine?.path[...] ?? "-", route: route,
-                status: exchange.responseStatus, verdict: exchange.logInfo?.verdict.rawValue ?? "-",
+                status: exchange.loggedStatus, verdict: exchange.logInfo?.verdict.rawValue ?? "-",
                 code: exchange.refusalCode,
                 keyID: keyIDFormat.render(exchange.logInfo?.keyID), upstreamNanoseconds: upstreamTime,
                 totalNanoseconds: total, arm: exchange.logInfo?.arm?.rawValue, client: exchange.clientAddress,

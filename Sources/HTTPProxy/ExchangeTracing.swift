@@ -61,7 +61,6 @@ enum ExchangeTracing {
         let verdict = exchange.logInfo?.verdict.rawValue ?? "-"
         var serverAttributes: [SpanAttribute] = [
             .string("http.request.method", method),
-            .int("http.response.status_code", status),
             .string("http.route", route),
             .string("network.protocol.name", "http"),
             .string("network.protocol.version", httpProtocol == "h2" ? "2" : "1.1"),
@@ -69,6 +68,15 @@ enum ExchangeTracing {
             .string("attest_gateway.route", route),
             .string("attest_gateway.verdict", verdict),
         ]
+        if status != 0 {
+            serverAttributes.append(.int("http.response.status_code", status))
+        } else {
+            // No response began (OpenTelemetry: no status code then; `error.type` says why).
+            let why =
+                exchange.unansweredStatus == RequestExchange.clientClosedStatus
+                ? "client_closed" : "closed_without_response"
+            serverAttributes.append(.string("error.type", why))
+        }
         if let code = exchange.refusalCode { serverAttributes.append(.string("attest_gateway.refusal_code", code)) }
         if let arm = exchange.logInfo?.arm {
             serverAttributes.append(.string("attest_gateway.rollout_arm", arm.rawValue))

@@ -125,7 +125,7 @@ extension ProxyConnection {
         case .bufferingBody, .deciding, .connecting, .exchanging:
             if !self.machine.requestComplete {
                 // Gone mid-body: the upstream connection is in an unknown state.
-                self.abort("client closed mid-body")
+                self.clientGone("client closed mid-body")
             }
         // Otherwise a half-close after a complete request: the response is still delivered.
         case .respondingLocally, .closing:

@@ -90,6 +90,8 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
     @exclusivity(unchecked) var tunnel: TunnelRelay?
     @exclusivity(unchecked) private var pumping = false
     @exclusivity(unchecked) var repump = false
+    /// The client closed, reset or stopped reading: a request cut short is its doing (499).
+    @exclusivity(unchecked) private var clientWentAway = false
     @exclusivity(unchecked) private var timerKind: ProxyConnectionStateMachine.Timer?
 
     // Configuration snapshot (re-read when the listener's generation changes).
@@ -402,7 +404,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
                 if unsent <= Self.highWaterMark && self.upstream?.channel.mayRead == true { self.repump = true }
             }
         } catch {
-            self.abort("client write error")
+            self.clientGone("client write error")
         }
     }
 
@@ -426,6 +428,24 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
         self.machine.exchangeFinished(keepAlive: keepAlive)
         self.timerKind = nil
         if keepAlive { self.repump = true }
+    }
+
+    /// A request still in flight when the connection closes is logged and counted once, as
+    /// nginx does and as an abandoned HTTP/2 stream is: 499 when the client went away first,
+    /// 444 when the gateway closed (a shutdown that could not wait); the status already sent
+    /// if the response had begun. Without this a cancelled request left no trace at all.
+    private func recordUnfinishedExchange() {
+        guard self.exchange.head != nil, self.machine.phase != .lingering else { return }
+        if !self.clientWentAway { self.exchange.unansweredStatus = RequestExchange.closedWithoutResponseStatus }
+        self.exchange.proxyAnswered()
+        self.server.metrics.http2.http1Requests.increment()
+        self.releaseBodyReservation()
+        let queuedBytes = self.client.queuedBytes
+        self.recorder.exchangeFinished(
+            self.exchange, at: SystemCalls.monotonicNanoseconds(),
+            bytesOut: queuedBytes &- self.exchange.queuedBytesAtStart, tlsVersion: self.tlsVersion,
+            keyIDFormat: self.snapshot.accessLogKeyID)
+        self.exchange.head = nil
     }
 
     /// Shutdown began: idle connections close now, busy ones after their response.
@@ -483,6 +503,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
 
     func clientGone(_ why: String) {
         self.client.readClosed = true
+        self.clientWentAway = true
         self.abort(why)
     }
 
@@ -521,6 +542,7 @@ final class ProxyConnection: EventHandler, UpstreamLessee, GateDecisionReceiver,
                     ("request_complete", "\(self.machine.requestComplete)"),
                 ])
         }
+        self.recordUnfinishedExchange()
         if let upstream = self.upstream {
             self.upstream = nil
             upstream.pool.release(upstream, reusable: false)

@@ -45,6 +45,9 @@ struct RequestExchange {
     var responseCloseAfter = false
     var upstreamKeepAlive = false
     var responseStatus = 0
+    /// The status logged and counted if the exchange ends before any response began:
+    /// `clientClosedStatus` unless the gateway closed the connection itself.
+    var unansweredStatus = RequestExchange.clientClosedStatus
     /// The request ID, trace context and user agent (set with the head; a response without a
     /// parsed head gets a generated ID, `ProxyConnection.correlation`).
     var correlation: RequestCorrelation?
@@ -58,6 +61,16 @@ struct RequestExchange {
     /// The `Sec-WebSocket-Key` of a valid WebSocket upgrade on a `websocket: true` route: the
     /// upgrade goes upstream, and only a 101 that answers this key starts a tunnel.
     var websocketKey: String?
+
+    /// nginx's status for a request whose client went away before any response began (HTTP/1.1
+    /// close or reset, an HTTP/2 RST_STREAM or a closed connection): log readers know it.
+    static let clientClosedStatus = 499
+    /// nginx's status for a request the server dropped without an answer (here: a shutdown
+    /// that could not wait for it, a failure that closed the connection before a response).
+    static let closedWithoutResponseStatus = 444
+
+    /// The status this exchange is logged and counted with.
+    var loggedStatus: Int { self.responseStatus != 0 ? self.responseStatus : self.unansweredStatus }
 
     /// The proxy answers this request itself (a head it cannot parse, a body it refuses, a
     /// timeout): counted by no gate unless one was asked, or refused it in `classify`.

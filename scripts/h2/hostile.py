@@ -25,12 +25,15 @@ same ID (no stream ID is left to the client, RFC 9113 5.1.1). `outcome` is
 "last:OUTCOME;then:OUTCOME" (the second, for a clean end, a GOAWAY).
 stream_id_lower: as stream_id_exhaustion, the second HEADERS on stream 5 (lower than the last: a
 stream implicitly closed, RFC 9113 5.1.1), read for 3 s.
+cancel_slow: a GET to `/cancelled?delay=1500` reset (CANCEL) after 0.3 s, then a GET on the same
+connection (outcome "cancelled, then status:200").
 """
 
 import json
 import socket
 import struct
 import sys
+import time
 
 import h2.config
 import h2.connection
@@ -299,6 +302,24 @@ def stream_id_exhaustion(host, port, second):
     return f"last:{first};then:{then}"
 
 
+def cancel_slow(host, port):
+    """A GET the upstream answers late, cancelled (RST_STREAM CANCEL) while it waits: the
+    gateway logs it once as 499 and the connection keeps serving."""
+    sock, conn = connect(host, port)
+    try:
+        stream_id = conn.get_next_available_stream_id()
+        conn.send_headers(stream_id, base_headers(path=b"/cancelled?delay=1500"), end_stream=True)
+        sock.sendall(conn.data_to_send())
+        time.sleep(0.3)
+        conn.reset_stream(stream_id, error_code=8)
+        follow = conn.get_next_available_stream_id()
+        conn.send_headers(follow, base_headers(), end_stream=True)
+        sock.sendall(conn.data_to_send())
+        return "cancelled, then " + wait_outcome(sock, conn, follow)
+    finally:
+        sock.close()
+
+
 def play(host, port, case):
     h = base_headers()
     if case == "valid_get":
@@ -335,6 +356,8 @@ def play(host, port, case):
         return hpack_bomb(host, port)
     if case == "stream_id_exhaustion":
         return stream_id_exhaustion(host, port, 2**31 - 1)
+    if case == "cancel_slow":
+        return cancel_slow(host, port)
     if case == "stream_id_lower":
         return stream_id_exhaustion(host, port, 5)
     raise SystemExit(f"unknown case {case}")

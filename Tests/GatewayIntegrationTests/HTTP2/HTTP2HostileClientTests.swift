@@ -53,6 +53,26 @@ import Testing
         #expect(try upstream.stats().requests == 1)
     }
 
+    /// A stream the client cancels while the upstream thinks is logged once, as 499 (it was
+    /// logged with status 0), and the connection serves the next stream.
+    @Test func aCancelledStreamIsLoggedOnceAs499() throws {
+        let upstream = try UpstreamProcess()
+        let gateway = try TestGateway(upstreams: ["api": upstream.configuration], loops: 1, accessLog: true, h2c: true)
+        defer { gateway.stop() }
+        let outcome = try Self.play("cancel_slow", port: gateway.port)
+        #expect(outcome.outcome == "cancelled, then status:200", "\(outcome)")
+        func cancelled() -> [[String: Any]] {
+            gateway.accessLogLines().compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.filter { $0["path"] as? String == "/cancelled" }
+        }
+        #expect(eventually { !cancelled().isEmpty })
+        let lines = cancelled()
+        #expect(lines.count == 1)
+        #expect(lines.first?["status"] as? Int == RequestExchange.clientClosedStatus)
+        #expect(lines.first?["protocol"] as? String == "h2")
+    }
+
     /// A stream whose client reads nothing holds only its own window: another stream on the same
     /// connection is answered, and the slow one received no more than its 64 KiB window.
     @Test func aStalledStreamDoesNotHoldTheOthers() throws {

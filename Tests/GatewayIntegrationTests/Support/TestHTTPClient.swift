@@ -87,6 +87,12 @@ final class TestHTTPClient {
         }
     }
 
+    /// Makes the close (at deinit) a reset (SO_LINGER 0): a client that goes away abruptly.
+    func resetOnClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(self.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
+
     /// Half-closes the sending side.
     func shutdownWrite() {
         shutdown(self.fd, Int32(SHUT_WR))
