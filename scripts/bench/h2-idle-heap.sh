@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What an idle HTTP/2 connection holds in the gateway's heap, by block size (BENCHMARKS.md
-# "HTTP/2"): the gateway (BIN, one loop, a TLS listener with ALPN h2, no upstream needed) runs
+# "HTTP/2"): the gateway (BIN, one loop, a TLS listener with ALPN h2, the shared nginx upstream) runs
 # with scripts/bench/malloc-sizes.c preloaded (live malloc blocks counted by usable size, dumped
 # on SIGUSR2); a dump, then scripts/h2-idle-clients.py opens COUNT connections (TLS, ALPN h2,
 # preface and SETTINGS both ways; IDLE_REQUEST=1: one GET each first, answered by the shared
