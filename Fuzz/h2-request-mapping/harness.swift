@@ -23,6 +23,9 @@ import HTTPProxy
 //     HTTP/1.1 form starts with the four pseudo-headers, then lower-case names only, none
 //     connection-specific, `te` only as the last `trailers`.
 //  5. Every value read as `grpc-timeout` (`GRPCTimeout`) is nil or came from 1-8 digits and a unit.
+//  6. The block as the connection collects it (`HTTP2HeaderBlock`, one reused for every input:
+//     reset, then each field appended) maps to the same head or the same code as the fields,
+//     and its gRPC guess is the first-sight content-type test on the raw fields.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -38,6 +41,7 @@ public func fuzzHTTP2RequestMapping(_ data: UnsafePointer<UInt8>, _ size: Int) -
     for field in fields { checkGRPCTimeout(field.value) }
     let first = HTTP2RequestMapping.map(fields)
     let second = HTTP2RequestMapping.map(fields)
+    checkCollectedBlock(fields, first)
     switch (first, second) {
     case (.failure(let a), .failure(let b)):
         check(a.code == b.code, "mapping is not deterministic: \(a) / \(b)")
@@ -82,6 +86,35 @@ private func checkRules(_ mapped: HTTP2MappedRequest, _ fields: [HTTP2HeaderFiel
     }
     for name in [":method", ":scheme", ":path"] { check(counts[name] == 1, "\(name) count") }
     check((counts[":authority"] ?? 0) <= 1, ":authority count")
+}
+
+/// The connection's block, reused across inputs as across a connection's streams.
+nonisolated(unsafe) private var collected = HTTP2HeaderBlock()
+
+private func checkCollectedBlock(
+    _ fields: [HTTP2HeaderField], _ expected: Result<HTTP2MappedRequest, HTTP2RequestError>
+) {
+    collected.reset(streamID: 1)
+    for field in fields {
+        field.name.withUnsafeBytes { name in field.value.withUnsafeBytes { collected.append(name: name, value: $0) } }
+    }
+    check(collected.count == fields.count, "the block lost a field")
+    switch (HTTP2RequestMapping.map(collected), expected) {
+    case (.failure(let a), .failure(let b)):
+        check(a.code == b.code, "the collected block maps to another code: \(a) / \(b)")
+    case (.success(let a), .success(let b)):
+        check(
+            a.head.method == b.head.method && a.head.target == b.head.target
+                && a.head.headers.fields == b.head.headers.fields && a.contentLength == b.contentLength
+                && a.isGRPC == b.isGRPC,
+            "the collected block maps to another head")
+    default:
+        check(false, "the collected block and the fields disagree")
+    }
+    let guess = fields.contains {
+        $0.name == Array("content-type".utf8) && $0.value.starts(with: Array("application/grpc".utf8))
+    }
+    check(collected.looksLikeGRPC == guess, "the gRPC guess differs")
 }
 
 /// The head as the upstream would receive it (request line and fields), parsed back.

@@ -208,6 +208,56 @@ import Testing
         #expect(HTTP2RequestError.Code.headersTooLarge.status == 431)
     }
 
+    /// The connection collects a block into one reused `HTTP2HeaderBlock`: it maps as the same
+    /// fields do, and a reset leaves nothing of the last stream's block behind.
+    @Test func aCollectedBlockMapsAsItsFieldsAndResetsClean() throws {
+        let fields =
+            Self.base + [
+                HTTP2HeaderField("cookie", "a=1"), HTTP2HeaderField("x-v", "1"), HTTP2HeaderField("cookie", "b=2"),
+                HTTP2HeaderField("content-type", "application/grpc"), HTTP2HeaderField("content-type", "text/plain"),
+            ]
+        var block = HTTP2HeaderBlock()
+        block.reset(streamID: 1)
+        for field in fields {
+            field.name.withUnsafeBytes { name in field.value.withUnsafeBytes { block.append(name: name, value: $0) } }
+        }
+        #expect(block.count == fields.count && block.streamID == 1)
+        let collected = try HTTP2RequestMapping.map(block).get()
+        let direct = try Self.map(fields).get()
+        #expect(collected.head.headers.fields == direct.head.headers.fields)
+        #expect(collected.head.method == "POST" && collected.head.target == "/v1/buy?x=1")
+        #expect(
+            collected.head.headers.fields.map(\.name) == ["Host", "x-v", "content-type", "content-type", "cookie"])
+        // The first content-type decides, as the head's lookup reads it.
+        #expect(collected.isGRPC && direct.isGRPC)
+        #expect(block.looksLikeGRPC)
+
+        block.receivedBytes = 99
+        block.overflowed = true
+        block.reset(streamID: 3)
+        #expect(block.count == 0 && block.streamID == 3 && block.receivedBytes == 0 && !block.overflowed)
+        #expect(!block.looksLikeGRPC)
+        #expect(Self.code([]) == HTTP2RequestMapping.map(block).failureCode)
+    }
+
+    @Test func theFirstContentTypeDecidesGRPC() throws {
+        let json = [
+            HTTP2HeaderField("content-type", "application/json"), HTTP2HeaderField("content-type", "application/grpc"),
+        ]
+        #expect(try !Self.map(Self.base + json).get().isGRPC)
+        #expect(try Self.map(Self.base + json.reversed()).get().isGRPC)
+    }
+
+    @Test func connectionSpecificNamesAreKnownAsBytesAndStrings() {
+        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+            #expect(HTTP2RequestMapping.isConnectionSpecific(name))
+            #expect(HTTP2RequestMapping.connectionSpecificNames.contains(Array(name.utf8)))
+        }
+        for name in ["te", "connectio", "keep-alive2", "host", "x-upgrade", "", "upgradE"] {
+            #expect(!HTTP2RequestMapping.isConnectionSpecific(name))
+        }
+    }
+
     @Test func everyCodeIsStableAndHasAStatus() {
         for code in HTTP2RequestError.Code.allCases {
             #expect(
@@ -238,5 +288,12 @@ import Testing
         for status in GRPCRefusal.Status.allCases {
             #expect(doc.contains("| \(status.rawValue) `"), "docs/protocol.md's gRPC table lacks \(status.rawValue)")
         }
+    }
+}
+
+extension Result where Failure == HTTP2RequestError {
+    fileprivate var failureCode: HTTP2RequestError.Code? {
+        if case .failure(let error) = self { return error.code }
+        return nil
     }
 }

@@ -27,9 +27,42 @@ struct HTTP2FloodGuard: Sendable {
         case windowUpdate = "window_update_flood"
     }
 
+    /// This window's count of each kind, inline (no table to allocate or hash per frame).
+    private struct Counts: Sendable {
+        var ping = 0
+        var settings = 0
+        var priority = 0
+        var reset = 0
+        var emptyData = 0
+        var windowUpdate = 0
+
+        subscript(_ flood: Flood) -> Int {
+            get {
+                switch flood {
+                case .ping: self.ping
+                case .settings: self.settings
+                case .priority: self.priority
+                case .reset: self.reset
+                case .emptyData: self.emptyData
+                case .windowUpdate: self.windowUpdate
+                }
+            }
+            set {
+                switch flood {
+                case .ping: self.ping = newValue
+                case .settings: self.settings = newValue
+                case .priority: self.priority = newValue
+                case .reset: self.reset = newValue
+                case .emptyData: self.emptyData = newValue
+                case .windowUpdate: self.windowUpdate = newValue
+                }
+            }
+        }
+    }
+
     let limits: Limits
     private var windowStart: UInt64 = 0
-    private var counts: [Flood: Int] = [:]
+    private var counts = Counts()
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -51,9 +84,9 @@ struct HTTP2FloodGuard: Sendable {
         }
         if now &- self.windowStart >= 1_000_000_000 {
             self.windowStart = now
-            self.counts.removeAll(keepingCapacity: true)
+            self.counts = Counts()
         }
-        let count = self.counts[flood, default: 0] + 1
+        let count = self.counts[flood] + 1
         self.counts[flood] = count
         return count > limit ? flood : nil
     }

@@ -74,6 +74,28 @@ enum HTTP2Library {
         return nil
     }
 
+    /// Hands what the session has to send to `sink`, chunk by chunk (each valid only during the
+    /// call), at most `limit` bytes and then the chunk that crosses it: how many bytes went, or
+    /// the reason the session cannot go on.
+    static func send(
+        _ session: OpaquePointer, limit: Int, to sink: (UnsafeRawBufferPointer) -> Void
+    ) -> Result<Int, SendFailure> {
+        var sent = 0
+        while sent < limit {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 { return .failure(SendFailure(reason: Self.reason(Int32(count)))) }
+            guard count > 0, let data else { break }
+            sink(UnsafeRawBufferPointer(start: data, count: count))
+            sent += count
+        }
+        return .success(sent)
+    }
+
+    struct SendFailure: Error {
+        var reason: String
+    }
+
     /// Neither side has anything more to say (true without a session).
     static func isFinished(_ session: OpaquePointer?) -> Bool {
         guard let session else { return true }
@@ -97,23 +119,97 @@ enum HTTP2Library {
     static func withNameValues(
         _ fields: [(String, String)], _ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void
     ) {
-        var bytes: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in fields {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart, valueStart - nameStart, valueStart, bytes.count - valueStart))
-        }
-        bytes.withUnsafeMutableBufferPointer { storage in
-            guard let base = storage.baseAddress else { return }
-            var nva = spans.map { span in
-                nghttp2_nv(
-                    name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3,
-                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        self.withNameValues(status: nil, fields, body)
+    }
+
+    /// As `withNameValues(_:_:)`, with `:status` first when `status` is set.
+    static func withNameValues(
+        status: Int?, _ fields: [(String, String)], _ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void
+    ) {
+        var byteCount = status == nil ? 0 : NameValueBuilder.statusBytes
+        for (name, value) in fields { byteCount += name.utf8.count + value.utf8.count }
+        self.withNameValues(
+            pairs: fields.count + 1, bytes: byteCount,
+            { builder in
+                if let status { builder.addStatus(status) }
+                for (name, value) in fields { builder.add(name, value) }
+            }, body)
+    }
+
+    /// Calls `fill` to add at most `pairs` fields of `bytes` bytes in all, then `body` with them
+    /// as nghttp2 name/value pairs. Bytes and pairs live in temporary (stack) storage: no
+    /// allocation per header block.
+    static func withNameValues(
+        pairs: Int, bytes: Int, _ fill: (inout NameValueBuilder) -> Void,
+        _ body: (UnsafeMutableBufferPointer<nghttp2_nv>) -> Void
+    ) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(bytes, 1)) { storage in
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(pairs, 1)) { nva in
+                var builder = NameValueBuilder(storage: storage, pairs: nva)
+                fill(&builder)
+                body(UnsafeMutableBufferPointer(rebasing: nva[0..<builder.count]))
             }
-            nva.withUnsafeMutableBufferPointer { body($0) }
+        }
+    }
+}
+
+/// Fields copied one after the other into storage `HTTP2Library.withNameValues` provides, each
+/// an nghttp2 name/value pair pointing at its copy.
+struct NameValueBuilder {
+    /// `:status` and its digits at most.
+    static let statusBytes = 7 + 20
+
+    private let storage: UnsafeMutableBufferPointer<UInt8>
+    private let pairs: UnsafeMutableBufferPointer<nghttp2_nv>
+    private var used = 0
+    private(set) var count = 0
+
+    fileprivate init(storage: UnsafeMutableBufferPointer<UInt8>, pairs: UnsafeMutableBufferPointer<nghttp2_nv>) {
+        self.storage = storage
+        self.pairs = pairs
+    }
+
+    /// Adds a field; with `lowercasingName`, the name's ASCII upper-case letters are copied in
+    /// lower case (HTTP/2 names are lower case).
+    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, lowercasingName: Bool = false) {
+        precondition(
+            self.count < self.pairs.count && self.used + name.count + value.count <= self.storage.count,
+            "NameValueBuilder: more than its storage")
+        guard let base = self.storage.baseAddress else { return }
+        let nameStart = base + self.used
+        for (index, byte) in name.enumerated() {
+            nameStart[index] = lowercasingName && byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+        }
+        self.used += name.count
+        let valueStart = base + self.used
+        if let source = value.baseAddress, !value.isEmpty {
+            UnsafeMutableRawPointer(valueStart).copyMemory(from: source, byteCount: value.count)
+        }
+        self.used += value.count
+        self.pairs.initializeElement(
+            at: self.count,
+            to: nghttp2_nv(
+                name: nameStart, value: valueStart, namelen: name.count, valuelen: value.count,
+                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+        self.count += 1
+    }
+
+    mutating func add(_ name: String, _ value: String) {
+        var name = name
+        var value = value
+        name.withUTF8 { name in
+            value.withUTF8 { value in self.add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
+            }
+        }
+    }
+
+    mutating func addStatus(_ status: Int) {
+        var digits = String(status)
+        let name: StaticString = ":status"
+        digits.withUTF8 { value in
+            self.add(
+                name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                value: UnsafeRawBufferPointer(value))
         }
     }
 }

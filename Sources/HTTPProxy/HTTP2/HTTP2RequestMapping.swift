@@ -61,21 +61,32 @@ package enum HTTP2RequestMapping {
     package static func map(
         _ fields: [HTTP2HeaderField], limits: Limits = Limits()
     ) -> Result<HTTP2MappedRequest, HTTP2RequestError> {
+        self.map(HTTP2HeaderBlock(fields), limits: limits)
+    }
+
+    /// The block as collected from nghttp2 (`HTTP2HeaderBlock`): the same rules, read from its
+    /// bytes; `String`s are made only for what the head keeps.
+    package static func map(
+        _ block: HTTP2HeaderBlock, limits: Limits = Limits()
+    ) -> Result<HTTP2MappedRequest, HTTP2RequestError> {
         do {
-            return .success(try self.mapThrowing(fields, limits: limits))
+            return .success(
+                try block.withBytes { bytes throws(HTTP2RequestError) in
+                    try self.mapThrowing(bytes, block.spans, limits: limits)
+                })
         } catch {
             return .failure(error)
         }
     }
 
     private static func mapThrowing(
-        _ fields: [HTTP2HeaderField], limits: Limits
+        _ bytes: UnsafeBufferPointer<UInt8>, _ spans: [HTTP2HeaderBlock.Span], limits: Limits
     ) throws(HTTP2RequestError) -> HTTP2MappedRequest {
-        guard fields.count <= limits.maxFieldCount else {
+        guard spans.count <= limits.maxFieldCount else {
             throw HTTP2RequestError(.tooManyHeaders, "more than \(limits.maxFieldCount) header fields")
         }
         var listBytes = 0
-        for field in fields { listBytes += field.name.count + field.value.count + 32 }
+        for span in spans { listBytes += span.nameCount + span.valueCount + 32 }
         guard listBytes <= limits.maxHeaderListBytes else {
             throw HTTP2RequestError(.headersTooLarge, "the header list exceeds \(limits.maxHeaderListBytes) bytes")
         }
@@ -84,73 +95,85 @@ package enum HTTP2RequestMapping {
         var scheme: String?
         var path: String?
         var authority: String?
+        // Host first (filled in below), then the fields in order: one array, sized once.
         var regular: [HTTPField] = []
+        regular.reserveCapacity(spans.count + 1)
+        regular.append(HTTPField(name: "Host", value: ""))
         var hosts: [String] = []
         var cookies: [String] = []
         var contentLength: UInt64?
         var sawRegular = false
+        var contentType: Bool?
 
-        for field in fields {
-            try Self.checkValue(field.value)
-            guard let value = String(validating: field.value, as: UTF8.self) else {
+        for span in spans {
+            let name = HTTP2HeaderBlock.slice(bytes, span.nameStart, span.nameCount)
+            let rawValue = HTTP2HeaderBlock.slice(bytes, span.valueStart, span.valueCount)
+            try Self.checkValue(rawValue)
+            guard let value = String(validating: rawValue, as: UTF8.self) else {
                 throw HTTP2RequestError(.invalidHeaderValue, "a field value is not valid UTF-8")
             }
-            if field.name.first == UInt8(ascii: ":") {
+            if name.first == UInt8(ascii: ":") {
                 guard !sawRegular else {
                     throw HTTP2RequestError(.pseudoHeaderAfterField, "a pseudo-header follows a regular field")
                 }
-                let name = String(decoding: field.name, as: UTF8.self)
                 func setOnce(_ slot: inout String?) throws(HTTP2RequestError) {
-                    guard slot == nil else { throw HTTP2RequestError(.pseudoHeaderDuplicate, "\(name) appears twice") }
+                    guard slot == nil else {
+                        throw HTTP2RequestError(
+                            .pseudoHeaderDuplicate, "\(String(decoding: name, as: UTF8.self)) appears twice")
+                    }
                     slot = value
                 }
-                switch name {
-                case ":method": try setOnce(&method)
-                case ":scheme": try setOnce(&scheme)
-                case ":path": try setOnce(&path)
-                case ":authority": try setOnce(&authority)
-                default:
+                if Self.equals(name, ":method") {
+                    try setOnce(&method)
+                } else if Self.equals(name, ":scheme") {
+                    try setOnce(&scheme)
+                } else if Self.equals(name, ":path") {
+                    try setOnce(&path)
+                } else if Self.equals(name, ":authority") {
+                    try setOnce(&authority)
+                } else {
                     throw HTTP2RequestError(
-                        .pseudoHeaderUnknown, "\(Self.printable(field.name)) is not a request pseudo-header")
+                        .pseudoHeaderUnknown, "\(Self.printable(name)) is not a request pseudo-header")
                 }
                 continue
             }
             sawRegular = true
-            try Self.checkName(field.name)
-            if Self.connectionSpecificNames.contains(field.name) {
+            try Self.checkName(name)
+            if Self.isConnectionSpecific(name) {
                 throw HTTP2RequestError(
                     .connectionSpecificField,
-                    "\(Self.printable(field.name)) is connection-specific and not allowed in HTTP/2")
+                    "\(Self.printable(name)) is connection-specific and not allowed in HTTP/2")
             }
-            let name = String(decoding: field.name, as: UTF8.self)
-            switch name {
-            case "te":
+            if Self.equals(name, "te") {
                 guard value == "trailers" else {
                     throw HTTP2RequestError(.invalidTE, "te may only be \"trailers\" in HTTP/2")
                 }
-            case "host":
+            } else if Self.equals(name, "host") {
                 hosts.append(value)
                 continue
-            case "cookie":
+            } else if Self.equals(name, "cookie") {
                 cookies.append(value)
                 continue
-            case "content-length":
+            } else if Self.equals(name, "content-length") {
                 guard contentLength == nil else {
                     throw HTTP2RequestError(.duplicateContentLength, "content-length appears twice")
                 }
-                guard let length = Self.contentLength(field.value) else {
+                guard let length = Self.contentLength(rawValue) else {
                     throw HTTP2RequestError(.invalidContentLength, "content-length is not a decimal length")
                 }
                 contentLength = length
-            default:
+            } else if name.contains(UInt8(ascii: "_")) {
                 // As the HTTP/1.1 parser: a name with `_` is not interpreted (CGI reads it as `-`).
-                if field.name.contains(UInt8(ascii: "_")) { continue }
+                continue
+            } else if contentType == nil && Self.equals(name, "content-type") {
+                // The first content-type decides (`headers["content-type"]`).
+                contentType = rawValue.starts(with: "application/grpc".utf8)
             }
-            regular.append(HTTPField(name: name, value: value))
+            regular.append(HTTPField(name: String(decoding: name, as: UTF8.self), value: value))
         }
 
         guard let method, !method.isEmpty else { throw HTTP2RequestError(.pseudoHeaderMissing, ":method is missing") }
-        guard method.utf8.allSatisfy(Self.isTokenByte) else {
+        guard method.utf8.allSatisfy(HTTPByte.isToken) else {
             throw HTTP2RequestError(.invalidMethod, ":method is not a token")
         }
         if method == "CONNECT" {
@@ -185,23 +208,22 @@ package enum HTTP2RequestMapping {
             throw HTTP2RequestError(.missingHost, "the authority is empty or holds userinfo")
         }
 
-        var headers = HTTPHeaders()
-        headers.add(name: "Host", value: host)
-        for extra in hosts { headers.add(name: "Host", value: extra) }
-        for field in regular { headers.add(name: field.name, value: field.value) }
+        regular[0].value = host
+        if !hosts.isEmpty { regular.insert(contentsOf: hosts.map { HTTPField(name: "Host", value: $0) }, at: 1) }
         // Empty crumbs are left out: joined, they would end the value in "; ", which HTTP/1.1
         // reads without its trailing space (one value, two meanings; found by the fuzzer).
         let crumbs = cookies.filter { !$0.isEmpty }
-        if !crumbs.isEmpty { headers.add(name: "cookie", value: crumbs.joined(separator: "; ")) }
+        if !crumbs.isEmpty { regular.append(HTTPField(name: "cookie", value: crumbs.joined(separator: "; "))) }
+        let headers = HTTPHeaders(regular)
 
-        let isGRPC = headers["content-type"].map { $0.utf8.starts(with: "application/grpc".utf8) } ?? false
+        let isGRPC = contentType ?? false
         return HTTP2MappedRequest(
             head: HTTPRequestHead(method: method, target: path, versionMinor: 1, headers: headers),
             contentLength: contentLength, isGRPC: isGRPC)
     }
 
     /// RFC 9113 §8.2.1: no NUL, CR or LF anywhere; no leading or trailing space or tab.
-    private static func checkValue(_ value: [UInt8]) throws(HTTP2RequestError) {
+    private static func checkValue(_ value: UnsafeBufferPointer<UInt8>) throws(HTTP2RequestError) {
         for byte in value
         where byte == 0 || byte == 0x0A || byte == 0x0D || byte == 0x7F || (byte < 0x20 && byte != 0x09) {
             throw HTTP2RequestError(.invalidHeaderValue, "a field value holds a control byte")
@@ -215,20 +237,20 @@ package enum HTTP2RequestMapping {
     }
 
     /// A regular field name: one or more lower-case token characters.
-    private static func checkName(_ name: [UInt8]) throws(HTTP2RequestError) {
+    private static func checkName(_ name: UnsafeBufferPointer<UInt8>) throws(HTTP2RequestError) {
         guard !name.isEmpty else { throw HTTP2RequestError(.invalidHeaderName, "an empty field name") }
         for byte in name {
             if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
                 throw HTTP2RequestError(.uppercaseFieldName, "field names must be lower case in HTTP/2")
             }
-            guard Self.isTokenByte(byte) else {
+            guard HTTPByte.isToken(byte) else {
                 throw HTTP2RequestError(.invalidHeaderName, "a field name holds a byte that is not a token character")
             }
         }
     }
 
     /// `1*DIGIT` below 2^62, as the HTTP/1.1 parser reads Content-Length.
-    private static func contentLength(_ value: [UInt8]) -> UInt64? {
+    private static func contentLength(_ value: UnsafeBufferPointer<UInt8>) -> UInt64? {
         guard !value.isEmpty, value.count <= 19 else { return nil }
         var length: UInt64 = 0
         for byte in value {
@@ -238,19 +260,32 @@ package enum HTTP2RequestMapping {
         return length < 1 << 62 ? length : nil
     }
 
-    /// RFC 9110 tchar.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        default:
-            Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+    /// The bytes are exactly `literal` (ASCII).
+    @inline(__always)
+    static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+        bytes.count == literal.utf8CodeUnitCount
+            && bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+
+    /// One of `connectionSpecificNames` (lower case, as HTTP/2 names are).
+    static func isConnectionSpecific(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch name.count {
+        case 7: Self.equals(name, "upgrade")
+        case 10: Self.equals(name, "connection") || Self.equals(name, "keep-alive")
+        case 16: Self.equals(name, "proxy-connection")
+        case 17: Self.equals(name, "transfer-encoding")
+        default: false
         }
     }
 
+    /// `isConnectionSpecific` for a lower-cased `String` name (the response side).
+    static func isConnectionSpecific(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { Self.isConnectionSpecific($0) }
+    }
+
     /// A name for a message: visible ASCII kept, at most 32 bytes, the rest as `?`.
-    private static func printable(_ bytes: [UInt8]) -> String {
+    private static func printable(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
         String(decoding: bytes.prefix(32).map { $0 >= 0x21 && $0 <= 0x7E ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 }

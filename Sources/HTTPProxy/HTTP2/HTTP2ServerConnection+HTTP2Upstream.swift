@@ -104,7 +104,7 @@ extension HTTP2ServerConnection {
         out.reserveCapacity(fields.count + 1)
         for field in head.headers {
             let name = field.name.lowercased()
-            if name == "x-request-id" || HTTP2RequestMapping.connectionSpecificNames.contains(Array(name.utf8)) {
+            if name == "x-request-id" || HTTP2RequestMapping.isConnectionSpecific(name) {
                 continue
             }
             out.append((name, field.value))

@@ -10,6 +10,7 @@ extension HTTP2ServerConnection {
     func http2StreamOpened(_ streamID: Int32) {
         guard !self.goingAway else {
             self.session.reset(streamID, .refusedStream)
+            self.headerBlock.reset(streamID: 0)
             return
         }
         self.metrics.streams.increment()
@@ -19,35 +20,39 @@ extension HTTP2ServerConnection {
             id: streamID, connection: self, exchange: exchange, client: self.owner.forwardedClient)
         stream.exchange.requestStart = SystemCalls.monotonicNanoseconds()
         self.streams[streamID] = stream
+        self.headerBlock.reset(streamID: streamID)
     }
 
     func http2Field(_ streamID: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
-        guard let stream = self.streams[streamID] else { return true }
-        guard stream.phase == .head else { return true }  // request trailers: not forwarded
-        stream.fieldBytes += name.count + value.count + 32
+        // Only a request head's block is collected (the one `http2StreamOpened` began); request
+        // trailers and the blocks of refused streams are not forwarded. No stream lookup per field.
+        guard self.headerBlock.streamID == streamID else { return true }
+        self.headerBlock.receivedBytes += name.count + value.count + 32
         // Kept up to one field past the mapping's limits, so that the mapping refuses the block
         // with its code; the rest is not held (an HPACK bomb decodes into nothing kept).
-        if stream.fieldsOverflowed { return true }
-        if stream.fields.count > self.mappingLimits.maxFieldCount
-            || stream.fieldBytes > self.mappingLimits.maxHeaderListBytes + name.count + value.count + 32
+        if self.headerBlock.overflowed { return true }
+        if self.headerBlock.count > self.mappingLimits.maxFieldCount
+            || self.headerBlock.receivedBytes > self.mappingLimits.maxHeaderListBytes + name.count + value.count + 32
         {
-            stream.fieldsOverflowed = true
+            self.headerBlock.overflowed = true
             return true
         }
-        stream.fields.append(HTTP2HeaderField(name: Array(name), value: Array(value)))
+        self.headerBlock.append(name: name, value: value)
         return true
     }
 
     func http2HeadersEnded(_ streamID: Int32, endStream: Bool) {
         guard let stream = self.streams[streamID], stream.phase == .head else { return }
         stream.requestEnded = endStream
-        let fields = stream.fields
-        stream.fields = []
-        switch HTTP2RequestMapping.map(fields, limits: self.mappingLimits) {
+        // A block that is not this stream's (never, as HTTP/2 does not interleave blocks) maps as empty.
+        if self.headerBlock.streamID != streamID { self.headerBlock.reset(streamID: streamID) }
+        let result = HTTP2RequestMapping.map(self.headerBlock, limits: self.mappingLimits)
+        var looksLikeGRPC = false
+        if case .failure = result { looksLikeGRPC = self.headerBlock.looksLikeGRPC }
+        self.headerBlock.reset(streamID: 0)
+        switch result {
         case .failure(let error):
-            stream.isGRPCGuess = fields.contains {
-                $0.name == Array("content-type".utf8) && $0.value.starts(with: Array("application/grpc".utf8))
-            }
+            stream.isGRPCGuess = looksLikeGRPC
             stream.phase = .responded
             self.answerLocally(
                 stream,
@@ -127,6 +132,7 @@ extension HTTP2ServerConnection {
     }
 
     func http2StreamClosed(_ streamID: Int32, errorCode: UInt32) {
+        if self.headerBlock.streamID == streamID { self.headerBlock.reset(streamID: 0) }
         guard let stream = self.streams.removeValue(forKey: streamID) else { return }
         stream.promise = nil
         if let upstream = stream.upstream {
@@ -140,6 +146,11 @@ extension HTTP2ServerConnection {
         }
         self.releaseHTTP2Upstream(stream)
         self.record(stream)
+        if self.streams.isEmpty {
+            // An idle connection holds no stream table or header block storage.
+            self.streams = [:]
+            if self.headerBlock.streamID == 0 { self.headerBlock.release() }
+        }
         self.repump = true
     }
 

@@ -123,24 +123,25 @@ extension HTTP2ServerConnection {
         case .head:
             preconditionFailure("the proxy's response parser delivers raw heads")
         case .rawHead(let raw, let info):
-            let head = HeaderRewriting.clientResponse(raw.head(in: slice))
-            stream.exchange.responseStatus = head.status
+            // The fields go from the upstream's bytes to nghttp2's pairs without `String`s: what
+            // `HeaderRewriting.clientResponse` drops (hop-by-hop fields, those Connection names)
+            // is dropped, and X-Request-ID is the gateway's.
+            stream.exchange.responseStatus = raw.status
             stream.upstreamKeepAlive = info.isKeepAlive
-            var fields: [(String, String)] = []
-            for field in head.headers {
-                let name = field.name.lowercased()
-                if name == "x-request-id" || HTTP2RequestMapping.connectionSpecificNames.contains(Array(name.utf8)) {
-                    continue
-                }
-                fields.append((name, field.value))
-            }
-            if let requestID = stream.exchange.correlation?.requestID {
-                fields.append(("x-request-id", requestID.text))
-            }
+            let options =
+                raw.connectionNamesFields
+                ? HeaderRewriting.ConnectionOptions(raw.fields, in: slice) : HeaderRewriting.ConnectionOptions()
             let hasBody = !stream.headRequest && info.framing != .none
             stream.phase = .responded
             stream.responseComplete = !hasBody
-            self.session.respond(stream.id, status: head.status, headers: fields, hasBody: hasBody)
+            self.session.respond(
+                stream.id, status: raw.status, fields: raw.fields, in: slice,
+                keep: { field in
+                    !HeaderRewriting.isHopByHop(slice, field.name) && !options.names(slice, field.name)
+                        && !slice.equalsLowercaseToken(field.name, "x-request-id")
+                },
+                extra: stream.exchange.correlation.map { (name: "x-request-id", value: $0.requestID.text) },
+                hasBody: hasBody)
         case .body(let range):
             stream.responseBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: slice[range]))
             self.session.resume(stream.id)

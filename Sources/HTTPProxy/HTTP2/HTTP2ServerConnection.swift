@@ -40,11 +40,16 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     static let floodLog = LogThrottle(interval: .seconds(1))
 
     unowned let owner: ProxyConnection
+    /// The owner's loop and socket (both `let` there), held here so that the pump and the
+    /// callbacks do not reach them through `owner` (an unowned reference checked per access).
+    let loop: EventLoop
+    let client: SocketChannel
     var session: HTTP2Session!
     var streams: [Int32: HTTP2Stream] = [:]
     var floodGuard = HTTP2FloodGuard()
+    /// The header block being received (one at a time per connection), its storage reused.
+    var headerBlock = HTTP2HeaderBlock()
     var recorder: ExchangeRecorder
-    private var output: [UInt8] = []
     private var pumping = false
     /// A pass is queued on the loop (`schedulePump`).
     private var pumpScheduled = false
@@ -66,6 +71,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
 
     init(owner: ProxyConnection, initialBytes: UnsafeRawBufferPointer, cleartext: Bool) {
         self.owner = owner
+        self.loop = owner.loop
+        self.client = owner.client
         self.recorder = ExchangeRecorder(loopContext: owner.loopContext)
         self.pendingInput = Array(initialBytes)
         self.metrics = owner.server.metrics.http2
@@ -79,8 +86,6 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         (cleartext ? self.metrics.cleartextConnections : self.metrics.tlsConnections).increment()
     }
 
-    var loop: EventLoop { self.owner.loop }
-    var client: SocketChannel { self.owner.client }
     var clientIsBackedUp: Bool { self.client.unsentCount > ProxyConnection.highWaterMark }
 
     // MARK: - Events from the owner
@@ -194,11 +199,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             if self.isClosed { break }
             progressed = self.readClient() || progressed
             if self.isClosed { break }
-            for stream in Array(self.streams.values) {
-                guard let upstream = stream.upstream else { continue }
-                upstream.relayResponse(to: stream)
-                self.flushUpstream(stream)
-            }
+            self.relayUpstreams()
             if self.isClosed { break }
             progressed = self.flushOutput() || progressed
         } while self.repump && !self.isClosed
@@ -211,6 +212,25 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         }
         if progressed { self.idleDeadline = self.loop.now &+ self.idleTimeout }
         self.updateDeadline()
+    }
+
+    /// Every stream with an HTTP/1.1 upstream reads its response and writes its request body.
+    /// The IDs are taken first (on the stack: no allocation per pass), as a relay may end streams.
+    private func relayUpstreams() {
+        let count = self.streams.count
+        guard count > 0 else { return }
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { ids in
+            var attached = 0
+            for (id, stream) in self.streams where stream.upstream != nil {
+                ids.initializeElement(at: attached, to: id)
+                attached += 1
+            }
+            for index in 0..<attached {
+                guard let stream = self.streams[ids[index]], let upstream = stream.upstream else { continue }
+                upstream.relayResponse(to: stream)
+                self.flushUpstream(stream)
+            }
+        }
     }
 
     /// A pass on the loop's next turn (from an HTTP/2 upstream's callbacks, never nested in them).
@@ -302,19 +322,18 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     func flushOutput() -> Bool {
         guard !self.isClosed else { return false }
         var moved = false
+        // nghttp2's frames go straight into the socket's output buffer (no copy of our own).
         while !self.clientIsBackedUp {
-            self.output.removeAll(keepingCapacity: true)
+            let sent: Int
             do {
-                try self.session.send(into: &self.output, limit: Self.sendChunk)
+                sent = try self.session.send(limit: Self.sendChunk) { self.client.queue($0) }
             } catch {
                 self.close("http2 send failed")
                 return moved
             }
-            if self.output.isEmpty { break }
+            if sent == 0 { break }
             moved = true
-            self.output.withUnsafeBytes { self.client.queue($0) }
         }
-        if self.output.capacity > 256 * 1024 { self.output = [] }
         guard self.client.hasUnsentOutput else { return moved }
         do {
             try self.client.flush { unsent in

@@ -1,4 +1,5 @@
 private import CNGHTTP2
+import HTTP1
 
 /// What an `HTTP2Session` reports while it reads frames. Called inside `receive` and `send`,
 /// on the owner's loop; nothing here may call back into the session's `receive`/`send`.
@@ -95,7 +96,9 @@ final class HTTP2Session {
     }
 
     private var session: OpaquePointer?
-    unowned let delegate: any HTTP2SessionDelegate
+    /// Unowned without a reference count: the delegate owns this session and every callback
+    /// runs inside one of its calls (`receive`, `send`), so it is alive whenever one is made.
+    unowned(unsafe) let delegate: any HTTP2SessionDelegate
 
     init(delegate: any HTTP2SessionDelegate, settings: Settings) {
         self.delegate = delegate
@@ -147,11 +150,15 @@ final class HTTP2Session {
         }
     }
 
-    /// Appends what the session has to send (frames, response bodies the delegate supplies)
-    /// to `output`, at most `limit` bytes more than it held (a backed-up client stops here).
-    func send(into output: inout [UInt8], limit: Int) throws(Failure) {
-        guard let session else { return }
-        if let reason = HTTP2Library.send(session, into: &output, limit: limit) { throw .sessionEnded(reason: reason) }
+    /// Hands what the session has to send (frames, response bodies the delegate supplies) to
+    /// `sink`, each chunk valid only during the call, up to about `limit` bytes (a backed-up
+    /// client stops here): how many went.
+    func send(limit: Int, to sink: (UnsafeRawBufferPointer) -> Void) throws(Failure) -> Int {
+        guard let session else { return 0 }
+        switch HTTP2Library.send(session, limit: limit, to: sink) {
+        case .success(let sent): return sent
+        case .failure(let failure): throw .sessionEnded(reason: failure.reason)
+        }
     }
 
     /// Neither side has anything more to say (after a GOAWAY both ways, or a fatal error).
@@ -167,16 +174,44 @@ final class HTTP2Session {
     /// The response head; the body comes from `delegate.http2ResponseBody` unless `hasBody` is false.
     func respond(_ streamID: Int32, status: Int, headers: [(String, String)], hasBody: Bool) {
         guard let session else { return }
-        var fields = [(":status", String(status))]
-        fields.append(contentsOf: headers)
-        HTTP2Library.withNameValues(fields) { nva in
-            if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBody)
-                _ = nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, &provider)
-            } else {
-                _ = nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, nil)
-            }
+        HTTP2Library.withNameValues(status: status, headers) { nva in
+            self.submitResponse(session, streamID, nva, hasBody: hasBody)
         }
+    }
+
+    private func submitResponse(
+        _ session: OpaquePointer, _ streamID: Int32, _ nva: UnsafeMutableBufferPointer<nghttp2_nv>, hasBody: Bool
+    ) {
+        if hasBody {
+            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readBody)
+            _ = nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, &provider)
+        } else {
+            _ = nghttp2_submit_response(session, streamID, nva.baseAddress, nva.count, nil)
+        }
+    }
+
+    /// The response head from an HTTP/1.1 upstream's head as parsed (`fields`: ranges of
+    /// `buffer`), without `String`s: the fields `keep` accepts (names lower-cased), then `extra`.
+    func respond(
+        _ streamID: Int32, status: Int, fields: [HTTPFieldRange], in buffer: UnsafeRawBufferPointer,
+        keep: (HTTPFieldRange) -> Bool, extra: (name: String, value: String)?, hasBody: Bool
+    ) {
+        guard let session else { return }
+        var byteCount = NameValueBuilder.statusBytes
+        for field in fields { byteCount += field.name.count + field.value.count }
+        if let extra { byteCount += extra.name.utf8.count + extra.value.utf8.count }
+        HTTP2Library.withNameValues(
+            pairs: fields.count + 2, bytes: byteCount,
+            { builder in
+                builder.addStatus(status)
+                for field in fields where keep(field) {
+                    builder.add(
+                        name: UnsafeRawBufferPointer(rebasing: buffer[field.name]),
+                        value: UnsafeRawBufferPointer(rebasing: buffer[field.value]), lowercasingName: true)
+                }
+                if let extra { builder.add(extra.name, extra.value) }
+            },
+            { nva in self.submitResponse(session, streamID, nva, hasBody: hasBody) })
     }
 
     /// The response body of `streamID` has bytes again (it was deferred).

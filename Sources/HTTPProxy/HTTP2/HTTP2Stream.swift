@@ -30,11 +30,6 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     /// `streams` ends when the stream leaves it.
     let connection: HTTP2ServerConnection
     var phase: Phase = .head
-    /// The header block as received, until it is mapped.
-    var fields: [HTTP2HeaderField] = []
-    var fieldBytes = 0
-    /// The block went past the mapping's limits: the rest was not kept (the mapping refuses it).
-    var fieldsOverflowed = false
     /// Read from the raw block when it could not be mapped: its refusal is a gRPC answer.
     var isGRPCGuess = false
     var exchange: RequestExchange
