@@ -20,6 +20,11 @@
 #      WS_INSTRUCTIONS=1: only the echo row, both proxies under callgrind: user-space instructions
 #      per message (load-independent; needs valgrind, `make instructions-deps`; CALLGRIND_KEEP=PATH),
 #      SYSCALLS=1 (perf stat: the proxy's syscalls and context switches per echo message),
+#      SYSCALL_TYPES=1: only the echo row, ROUNDS times per proxy, each window stopped and drained
+#      around `perf stat -e 'syscalls:sys_enter_*',context-switches,cpu-migrations,sched:sched_waking`
+#      (ws-load.py --perf): system calls per message BY TYPE, epoll waits and events per wait,
+#      context switches (and each thread's), wake-ups the proxy makes; exact message counts,
+#      so the per-message figures do not depend on where a window starts,
 #      SKIP_IDLE=1, ACCESS_LOG=0 (--no-access-log; default on to /dev/null, nginx buffered to
 #      /dev/null likewise), GATEWAY_LOOPS=1, BIN.
 # Ports: upstream 127.0.0.1:18480, nginx 18481, gateway 18485 (below the ephemeral range: a
@@ -136,6 +141,42 @@ if [ "${WS_INSTRUCTIONS:-0}" = 1 ]; then
         echo "$side $(field "$out" messages) $total" | awk '{
             printf "  %-8s %7d messages under callgrind: %8.0f instructions per message\n", $1, $2, $3 / $2 }'
         [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.ws-$side"
+    done
+    exit 0
+fi
+
+if [ "${SYSCALL_TYPES:-0}" = 1 ]; then
+    EVENTS="syscalls:sys_enter_*,context-switches,cpu-migrations,sched:sched_waking"
+    for round in $(seq "$ROUNDS"); do
+        for side in nginx gateway; do
+            if [ $side = nginx ]; then port=18481 pid=$NGINX_WORKER; else port=18485 pid=$GW_PID; fi
+            out="$("${LOAD[@]}" echo $port /echo --conns "$CONNS" --size "$SIZE" --window "${WS_WINDOW:-1}" \
+                --warmup 2 --duration "$DURATION" --pid "$pid" --perf "$WORK/$side.$round.perf" --perf-events "$EVENTS")"
+            /usr/bin/python3 - "$side" "$round" "$out" "$WORK/$side.$round.perf" <<'PY'
+import json, sys
+side, rnd, out, path = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+n = out["messages"]
+counts = {}
+for line in open(path):
+    f = line.strip().split(",")
+    if len(f) < 3 or not f[0].isdigit():
+        continue
+    counts[f[2].replace("syscalls:sys_enter_", "")] = int(f[0])
+calls = {k: v for k, v in counts.items() if k not in ("context-switches", "cpu-migrations", "sched:sched_waking") and v}
+total = sum(calls.values())
+waits = sum(v for k, v in calls.items() if k.startswith("epoll_wait") or k.startswith("epoll_pwait"))
+reads = sum(v for k, v in calls.items() if k in ("read", "recvfrom", "recvmsg", "readv"))
+print("  round %s %-8s %d messages (%.0f msg/s, %.2f us CPU/msg): %.3f syscalls/msg: %s" % (
+    rnd, side, n, out["messages_per_s"], out["cpu_us_per_message"], total / n,
+    ", ".join("%s %.3f" % (k, v / n) for k, v in sorted(calls.items(), key=lambda kv: -kv[1]))))
+busy = sorted(out["threads"].items(), key=lambda kv: -sum(kv[1]))[:3]
+print("           epoll waits/msg %.3f (%.1f reads per wait); context switches/msg %.3f, cpu migrations/msg %.4f,"
+      " wake-ups made/msg %.3f; busiest threads (voluntary/involuntary per msg): %s" % (
+    waits / n, reads / max(waits, 1), counts.get("context-switches", 0) / n, counts.get("cpu-migrations", 0) / n,
+    counts.get("sched:sched_waking", 0) / n,
+    ", ".join("%s %.3f/%.3f" % (name, v / n, i / n) for name, (v, i) in busy)))
+PY
+        done
     done
     exit 0
 fi

@@ -53,6 +53,26 @@ import Testing
         #expect(latencies.sorted()[5] < 1_000_000_000, "median wake-up \(latencies.sorted()[5]) ns")
     }
 
+    /// libdispatch gives a `.userInitiated` queue's thread a negative nice on Linux (when it
+    /// may); the loop's thread runs at the process's instead (`ThreadNice`).
+    @Test func aLoopsThreadRunsAtTheProcessNice() throws {
+        errno = 0
+        let processNice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+        try #require(errno == 0)
+        let loop = try EventLoop(index: 0, tickNanoseconds: Self.longTick)
+        defer { Self.closeAndWait(loop) }
+        let ran = DispatchSemaphore(value: 0)
+        let loopNice = Mutex<Int32?>(nil)
+        loop.execute {
+            errno = 0
+            let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            loopNice.withLock { $0 = errno == 0 ? nice : nil }
+            ran.signal()
+        }
+        #expect(Self.wait(ran, seconds: 5))
+        #expect(loopNice.withLock { $0 } == processNice)
+    }
+
     @Test func workRunsInSubmissionOrderAndNestedWorkRunsAfter() throws {
         let loop = try EventLoop(index: 0, tickNanoseconds: Self.longTick)
         defer { Self.closeAndWait(loop) }

@@ -16,6 +16,11 @@ prints one JSON object.
       /proc/PID/stat) PID spent over exactly that window. --callgrind: PID runs under callgrind;
       the tunnels are stopped and drained, its counters zeroed, then run, stopped, drained and
       dumped (`callgrind_control`), so the dump holds exactly the counted messages.
+      --perf FILE --perf-events LIST: the same stop-and-drain around the window, with
+      `perf stat -x, -e LIST -p PID -o FILE` attached while the tunnels are quiet and stopped
+      (SIGINT) once they are quiet again, so its counts are those of exactly the counted messages
+      (plus the proxy's idle timer wake-ups over the quiet ~1.5 s); the JSON then also has each of
+      PID's threads' voluntary/involuntary context switches over that span ("threads").
   bulk PORT PATH --duration S --pid PID [--chunk BYTES]
       One tunnel to a /sink path: one frame announcing 2^62 payload bytes, then CHUNK-byte
       writes as fast as the tunnel takes them (back-pressure: blocking send) for DURATION;
@@ -52,6 +57,28 @@ def rss_kb(pid):
             if line.startswith("VmRSS"):
                 return int(line.split()[1])
     return 0
+
+
+def thread_switches(pid):
+    """{"comm/tid nice N": [voluntary, involuntary]} for each thread of `pid` (/proc/PID/task/*/status)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                name = f.read().strip() + "/" + tid
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                name += " nice %s" % f.read().rsplit(")", 1)[1].split()[16]
+            counts = [0, 0]
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        counts[0] = int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        counts[1] = int(line.split()[1])
+            out[name] = counts
+        except OSError:
+            pass
+    return out
 
 
 def handshake_request(path):
@@ -239,22 +266,35 @@ async def echo(args):
     for tunnel in tunnels:
         tunnel.start(args.window)
     await asyncio.sleep(args.warmup)
-    if args.callgrind:
+    quiet = args.callgrind or args.perf
+    perf = None
+    if quiet:
         # Exact counts under callgrind: stop, let every echo in flight arrive, zero the counters,
         # run, stop and drain again, dump. The messages are exactly those of the window.
         for tunnel in tunnels:
             tunnel.running = False
         await asyncio.sleep(1.0)
-        subprocess.run(["callgrind_control", "-z", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if args.callgrind:
+            subprocess.run(["callgrind_control", "-z", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if args.perf:
+            perf = subprocess.Popen(["perf", "stat", "-x,", "-e", args.perf_events, "-p", str(args.pid), "-o", args.perf],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            await asyncio.sleep(0.5)  # attached before the first message
+            threads_before = thread_switches(args.pid)
         for tunnel in tunnels:
             tunnel.start(args.window)
     start_count, start_cpu, start = counter[0], cpu_seconds(args.pid), time.monotonic()
     await asyncio.sleep(args.duration)
-    if args.callgrind:
+    if quiet:
         for tunnel in tunnels:
             tunnel.running = False
-        await asyncio.sleep(2.0)
-        subprocess.run(["callgrind_control", "-d", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        await asyncio.sleep(2.0 if args.callgrind else 1.0)
+        if args.callgrind:
+            subprocess.run(["callgrind_control", "-d", str(args.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if perf:
+            threads_after = thread_switches(args.pid)
+            perf.send_signal(2)
+            perf.wait()
     end_count, end_cpu, end = counter[0], cpu_seconds(args.pid), time.monotonic()
     for tunnel in tunnels:
         tunnel.running = False
@@ -263,7 +303,12 @@ async def echo(args):
         tunnel.transport.close()
     messages = end_count - start_count
     elapsed = end - start
-    print(json.dumps({
+    extra = {}
+    if perf:
+        extra["threads"] = {
+            name: [after[0] - threads_before.get(name, [0, 0])[0], after[1] - threads_before.get(name, [0, 0])[1]]
+            for name, after in threads_after.items()}
+    print(json.dumps({**extra,
         "tunnels": args.conns, "size": args.size, "window": args.window, "seconds": round(elapsed, 3), "messages": messages,
         "messages_per_s": round(messages / elapsed), "cpu_s": round(end_cpu - start_cpu, 3),
         "cpu_us_per_message": round((end_cpu - start_cpu) * 1e6 / max(messages, 1), 3),
@@ -351,6 +396,8 @@ def main():
     command.add_argument("--warmup", type=float, default=1)
     command.add_argument("--window", type=int, default=1)
     command.add_argument("--callgrind", action="store_true")
+    command.add_argument("--perf", default="")
+    command.add_argument("--perf-events", default="raw_syscalls:sys_enter,context-switches")
     command.add_argument("--pid", type=int, required=True)
     command = commands.add_parser("bulk")
     command.add_argument("port", type=int)

@@ -291,6 +291,8 @@ package final class EventLoop: @unchecked Sendable {
         weak let weakLoop = loop
         if let loop { CGatewayShims_set_current_loop(Unmanaged.passUnretained(loop).toOpaque()) }
         defer { CGatewayShims_set_current_loop(nil) }
+        let dispatchNice = ThreadNice.adoptProcessNice()
+        defer { ThreadNice.restore(dispatchNice) }
         while let loop = weakLoop {
             if !loop.turn() { return }
         }

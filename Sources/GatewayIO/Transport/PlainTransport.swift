@@ -1,6 +1,6 @@
 private import Glibc
 
-/// Plain TCP: `read(2)` and `write(2)` on the socket.
+/// Plain TCP: `recv(2)` and `send(2)` on the socket.
 package final class PlainTransport: ByteTransport {
     package let fd: Int32
     private var isClosed = false
@@ -32,7 +32,7 @@ package final class PlainTransport: ByteTransport {
         -> IOResult
     {
         do {
-            return try SystemCalls.read(fd, into: pointer, count: count)
+            return try SystemCalls.receive(fd, into: pointer, count: count)
         } catch {
             throw .system(error)
         }
