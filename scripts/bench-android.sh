@@ -14,11 +14,12 @@
 #     android-enroll`: a simulator chain, leaf + batch + test root, all P-256), then sent by wrk
 #     through scripts/bench/enroll.lua (each body once; the run stops at the last answer).
 #     Enrollments per second and the gateway's CPU per enrollment.
-#  3. The pure verify cost, one core, per CPU second (verify-bench, as `make bench-verify`):
-#     an Android signed request beside an App Attest assertion and `openssl speed ecdsap256`;
-#     an Android enrollment's checks on the simulator chain and real device chains (a 2026
-#     P-384-root chain and an RSA-4096-root chain from ../shared/vectors/android) beside an App
-#     Attest attestation and `openssl speed ecdsap256 ecdsap384 rsa4096` verify/s.
+#  3. The yardstick: `openssl speed ecdsap256 ecdsap384 rsa4096` verify/s on one core in the same
+#     run; each row's CPU per request is also printed in openssl P-256 verifies (an App Attest
+#     or Android request verifies one P-256 signature; a simulator enrollment chain three).
+#     The pure verify code's own share comes from INSTRUCTIONS=1 (callgrind, inclusive counts of
+#     AssertionVerifier.verify / AndroidRequestCheck.identity and AttestationVerifier.verify /
+#     AndroidAttestationChainVerifier.verify + AndroidKeyRequirements.check, per request).
 #
 # Servers (loopback; the shared baseline's conf files, like bench-enforced.sh, whose ports it
 # waits for): nginx upstream 127.0.0.1:18080, redis-server 16379, the gateway (release build,
@@ -27,7 +28,7 @@
 # Env: SHARED_DIR (default <repo>/../shared) CONNS=32 DURATION=6 WARMUP=1 ROUNDS=3
 #      ENFORCED_KEYS=64*CONNS (as bench-enforced.sh) ENFORCED_MAX_RPS=12000 (signatures minted for
 #      that rate) ENROLL_KEYS=1500 ENROLL_CONNS=16 VERIFY_SECONDS=2 GATEWAY_LOOPS=1
-#      SKIP_ANDROID_ENROLL=1 / SKIP_ANDROID_VERIFY=1 leave rows 2 / 3 out.
+#      SKIP_ANDROID_ENROLL=1 leaves row 2 out.
 #      INSTRUCTIONS=1: instead of the timed rows, the load-independent count: the gateway under
 #        callgrind; for each of ios-enforced, android-enforced (and, unless SKIP_ANDROID_ENROLL=1,
 #        ios-enroll and android-enroll with ENROLL_KEYS=150): warm-up, counters zeroed, the load,
@@ -76,11 +77,8 @@ done
 cd "$ROOT"
 swift build -c release >&2 || die "release build failed"
 swift build -c release --package-path Benchmarks --product bench-mint >&2 || die "bench-mint build failed"
-[ "${SKIP_ANDROID_VERIFY:-0}" = 1 ] || [ "$INSTRUCTIONS" = 1 ] \
-    || swift build -c release --package-path Benchmarks --product verify-bench >&2 || die "verify-bench build failed"
 BIN="$ROOT/.build/release/attest-gateway"
 MINT="$ROOT/Benchmarks/.build/release/bench-mint"
-VERIFY="$ROOT/Benchmarks/.build/release/verify-bench"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-bench-android.XXXXXX")"
 mkdir -p "$WORK/run" "$OUT"
@@ -98,51 +96,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# --- 3. the pure verify cost (no servers: first, while nothing of ours runs)
+# --- one core's ECDSA / RSA verify rate, the yardstick of the rows below (as bench-enforced.sh's)
 PIN=()
 command -v taskset > /dev/null && PIN=(taskset -c "${BENCH_CPU:-0}")
-openssl_verify() { # algorithm (ecdsap256, ecdsap384, rsa4096) -> verify/s on one core
+openssl_verify() { # algorithm (ecdsap256, ecdsap384, rsa4096) -> verify/s on one core, per CPU second
     "${PIN[@]}" openssl speed -seconds "$VERIFY_SECONDS" "$1" 2> /dev/null | awk -v a="$1" '
         a ~ /^ecdsa/ && /ecdsa \(nist/ { v = $NF }
         a ~ /^rsa/ && /^rsa .*bits/ { v = $NF }
         END { print v }'
 }
-verify_rate() { # mode [args...] -> per CPU second
-    "${PIN[@]}" "$VERIFY" --seconds "$VERIFY_SECONDS" --only "$@" | awk '/_per_second / { print $2; exit }'
-}
-if [ "${SKIP_ANDROID_VERIFY:-0}" != 1 ] && [ "$INSTRUCTIONS" != 1 ]; then
-    VECTORS="$SHARED_DIR/vectors/android"
-    echo "# pure verify cost, one core (${PIN[*]:-not pinned}), per CPU second, ${VERIFY_SECONDS}s each; load $(cut -d' ' -f1-3 /proc/loadavg)"
-    p256=$(openssl_verify ecdsap256)
-    ios_assert=$(verify_rate assertions)
-    android_req=$(verify_rate android-requests)
-    p256b=$(openssl_verify ecdsap256)
-    ios_attest=$(verify_rate attestations)
-    android_sim=$(verify_rate android-sim-chain)
-    android_p384=$(verify_rate android-chain --android-vector ak-tegu-sdk36-tee-ec-2026-root --android-vectors "$VECTORS")
-    android_rsa=$(verify_rate android-chain --android-vector multipaz-pixel7a-tee-rkp-2025 --android-vectors "$VECTORS")
-    p384=$(openssl_verify ecdsap384)
-    rsa=$(openssl_verify rsa4096)
-    python3 - "$p256" "$p256b" "$ios_assert" "$android_req" "$ios_attest" "$android_sim" "$android_p384" "$android_rsa" "$p384" "$rsa" << 'PY' | tee "$OUT/verify.txt"
-import sys
-def num(x):
-    try: return float(x)
-    except ValueError: return 0.0
-p256a, p256b, ios_assert, android_req, ios_attest, android_sim, android_p384, android_rsa, p384, rsa = map(num, sys.argv[1:])
-p256 = (p256a + p256b) / 2
-def r(a, b): return "%.3f" % (a / b) if b else "-"
-print("%-58s %10s  %s" % ("verify, one core", "per CPU s", "ratios"))
-print("%-58s %10.0f" % ("openssl speed ecdsap256 verify (mean of before/after)", p256))
-print("%-58s %10.0f  / openssl p256 %s" % ("ios: App Attest assertion (AssertionVerifier)", ios_assert, r(ios_assert, p256)))
-print("%-58s %10.0f  / openssl p256 %s; / ios assertion %s (cost android/ios %s)" % (
-    "android: signed request (AndroidRequestSignature)", android_req, r(android_req, p256), r(android_req, ios_assert), r(ios_assert, android_req)))
-print("%-58s %10.0f" % ("ios: App Attest attestation (AttestationVerifier)", ios_attest))
-print("%-58s %10.0f  / ios attestation %s" % ("android: enrollment checks, simulator chain (3 x P-256)", android_sim, r(android_sim, ios_attest)))
-print("%-58s %10.0f  / ios attestation %s" % ("android: chain verify, real, 2026 P-384 root (5 certs)", android_p384, r(android_p384, ios_attest)))
-print("%-58s %10.0f  / ios attestation %s" % ("android: chain verify, real, RSA-4096 root (5 certs)", android_rsa, r(android_rsa, ios_attest)))
-print("%-58s %10.0f" % ("openssl speed ecdsap384 verify", p384))
-print("%-58s %10.0f" % ("openssl speed rsa4096 verify", rsa))
-PY
+if [ "$INSTRUCTIONS" != 1 ]; then
+    OPENSSL_P256=$(openssl_verify ecdsap256); OPENSSL_P384=$(openssl_verify ecdsap384); OPENSSL_RSA=$(openssl_verify rsa4096)
+    echo "# openssl speed (one core${PIN[*]:+, ${PIN[*]}}, ${VERIFY_SECONDS}s each): ecdsap256 $OPENSSL_P256, ecdsap384 $OPENSSL_P384, rsa4096 $OPENSSL_RSA verify/s"
 fi
 
 # --- servers
@@ -327,7 +292,18 @@ if [ "$INSTRUCTIONS" = 1 ]; then
         { echo "## $label: $requests requests under callgrind"; python3 "$ROOT/scripts/callgrind-top.py" "$dump" "$requests" "${TOP:-20}"; } \
             > "$OUT/$label.top.txt"
         cat "$OUT/$label.top.txt" >&2
-        echo "$label $requests $(python3 "$ROOT/scripts/callgrind-top.py" "$dump" 1 1 '^EVP_PKEY_verify$' --totals)" \
+        local verify_regex
+        case "$label" in
+        ios-enforced) verify_regex='^(specialized )?AssertionVerifier\.verify\(' ;;
+        android-enforced) verify_regex='^(specialized )?AndroidRequestCheck\.identity\(' ;;
+        ios-enroll) verify_regex='^(specialized )?AttestationVerifier\.verify\(' ;;
+        android-enroll) verify_regex='^(specialized )?(AndroidAttestationChainVerifier\.verify|AndroidKeyRequirements\.check)\(' ;;
+        esac
+        { echo "## $label: inclusive, per request: the verify code"
+          python3 "$ROOT/scripts/callgrind-top.py" "$dump" "$requests" 10 \
+            'EVP_PKEY_verify$|AssertionVerifier|AndroidRequest|AttestationVerifier|AndroidAttestationChainVerifier|AndroidKeyRequirements'; } \
+            >> "$OUT/$label.top.txt"
+        echo "$label $requests $(python3 "$ROOT/scripts/callgrind-top.py" "$dump" 1 1 '^EVP_PKEY_verify$' --totals) $(python3 "$ROOT/scripts/callgrind-top.py" "$dump" 1 1 "$verify_regex" --totals-demangled | awk '{print $2}')" \
             >> "$OUT/instructions.tsv"
     }
     rows=(ios-enforced android-enforced)
@@ -338,16 +314,21 @@ if [ "$INSTRUCTIONS" = 1 ]; then
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    label, requests, total, verify = line.split()
-    rows[label] = (int(requests), int(total) / int(requests), int(verify) / int(requests))
-print("user-space instructions per request (callgrind, the gateway only; `requests` counted by wrk):")
-print("%-18s %9s %14s %14s %14s" % ("row", "requests", "instructions", "EVP_PKEY_verify", "the rest"))
-for label, (n, total, verify) in rows.items():
-    print("%-18s %9d %14.0f %14.0f %14.0f" % (label, n, total, verify, total - verify))
+    label, requests, total, verify, code = line.split()
+    n = int(requests)
+    rows[label] = (n, int(total) / n, int(verify) / n, int(code) / n)
+print("user-space instructions per request (callgrind, the gateway only; requests counted by wrk / enroll.lua):")
+print("%-18s %9s %14s %16s %14s %20s" % ("row", "requests", "instructions", "EVP_PKEY_verify", "the rest", "verify code (incl.)"))
+for label, (n, total, verify, code) in rows.items():
+    print("%-18s %9d %14.0f %16.0f %14.0f %20.0f" % (label, n, total, verify, total - verify, code))
+print("verify code: AssertionVerifier.verify (ios-enforced), AndroidRequestCheck.identity (android-enforced),")
+print("  AttestationVerifier.verify (ios-enroll), AndroidAttestationChainVerifier.verify + AndroidKeyRequirements.check")
+print("  (android-enroll); 0 where the optimiser inlined the function into its caller")
 for kind, goal in (("enforced", 1.1), ("enroll", None)):
     a, i = rows.get("android-" + kind), rows.get("ios-" + kind)
     if a and i:
-        line = "android / ios, %s: %.3fx (the rest alone: %.3fx)" % (kind, a[1] / i[1], (a[1] - a[2]) / (i[1] - i[2]))
+        line = "android / ios, %s: %.3fx (outside EVP_PKEY_verify: %.3fx; verify code: %s)" % (
+            kind, a[1] / i[1], (a[1] - a[2]) / (i[1] - i[2]), "%.3fx" % (a[3] / i[3]) if a[3] and i[3] else "-")
         if goal:
             line += "  (goal <= %.1fx: %s)" % (goal, "met" if a[1] / i[1] <= goal else "NOT met")
         print(line)
@@ -408,9 +389,10 @@ if [ "${SKIP_ANDROID_ENROLL:-0}" != 1 ]; then
 fi
 curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^attest_gateway_verdicts_total' > "$OUT/verdicts.txt" || true
 
-python3 - "$OUT/rounds.tsv" << 'PY' | tee "$OUT/table.txt"
+python3 - "$OUT/rounds.tsv" "$OPENSSL_P256" "$OPENSSL_P384" "$OPENSSL_RSA" << 'PY' | tee "$OUT/table.txt"
 import statistics as st, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+p256, p384, rsa = (float(x or 0) for x in sys.argv[2:5])
 def num(x):
     try: return float(x)
     except ValueError: return None
@@ -429,8 +411,9 @@ for kind, unit, goal in (("enforced", "verified requests", 1.1), ("enroll", "enr
     if not ios or not android:
         continue
     for label, rs in (("ios-" + kind, ios), ("android-" + kind, android)):
-        print("%-18s %10.0f %s/s   gateway CPU %8.1f us per %s   redis %6.1f us" % (
-            label, st.median(num(r[2]) for r in rs), unit, st.median(num(r[5]) for r in rs), unit[:-1],
+        cpu_us = st.median(num(r[5]) for r in rs)
+        print("%-18s %10.0f %s/s   gateway CPU %8.1f us per %s (= %.1f openssl P-256 verifies)   redis %6.1f us" % (
+            label, st.median(num(r[2]) for r in rs), unit, cpu_us, unit[:-1], cpu_us * p256 / 1e6 if p256 else 0,
             st.median(num(r[6]) for r in rs)))
     ios_by = {r[0]: r for r in ios}
     cpu = [num(r[5]) / num(ios_by[r[0]][5]) for r in android if r[0] in ios_by and num(ios_by[r[0]][5])]
@@ -440,6 +423,9 @@ for kind, unit, goal in (("enforced", "verified requests", 1.1), ("enroll", "enr
     if goal:
         line += "  (goal CPU <= %.1fx: %s)" % (goal, "run INVALID" if errors else ("met" if st.median(cpu) <= goal else "NOT met"))
     print(line)
+if p256:
+    print("openssl speed, one core: ecdsap256 %.0f verify/s (%.1f us), ecdsap384 %.0f (%.1f us), rsa4096 %.0f (%.1f us)" % (
+        p256, 1e6 / p256, p384, 1e6 / p384 if p384 else 0, rsa, 1e6 / rsa if rsa else 0))
 if errors:
     print("NOT A VALID MEASUREMENT: %d requests or enrollments failed" % errors)
     sys.exit(1)

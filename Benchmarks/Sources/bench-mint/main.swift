@@ -199,8 +199,8 @@ func runAndroidAssert(_ options: Options) throws {
     let firstCounter = try options.positiveInt("first-counter", default: 1)
     guard firstCounter + rounds - 1 <= Int(UInt32.max) else { throw MintError("counters would exceed UInt32") }
     let keysText = try String(contentsOfFile: try options.required("keys"), encoding: .utf8)
-    var keyIDs: [String] = []
-    var keys: [SimulatedAndroidKey] = []
+    var parsedIDs: [String] = []
+    var parsedKeys: [SimulatedAndroidKey] = []
     for line in keysText.split(whereSeparator: \.isNewline) where !line.isEmpty {
         let fields = line.split(separator: " ")
         guard fields.count == 2, let pem = Data(base64Encoded: String(fields[1])) else {
@@ -208,9 +208,11 @@ func runAndroidAssert(_ options: Options) throws {
         }
         let key = try SimulatedAndroidKey(privateKeyPEM: String(decoding: pem, as: UTF8.self), chain: [])
         guard key.keyID == String(fields[0]) else { throw MintError("--keys: key \(fields[0]) does not match its PEM") }
-        keyIDs.append(key.keyID)
-        keys.append(key)
+        parsedIDs.append(key.keyID)
+        parsedKeys.append(key)
     }
+    let keyIDs = parsedIDs
+    let keys = parsedKeys
     guard !keys.isEmpty else { throw MintError("--keys file lists no keys") }
 
     let emptyBodyDigest = SHA256.hash([]).map { String(format: "%02x", $0) }.joined()

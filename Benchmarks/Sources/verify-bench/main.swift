@@ -1,5 +1,4 @@
 import Foundation
-import Simulator
 import Verification
 
 // Measures single-core verification throughput on the real vectors (used by
@@ -9,18 +8,6 @@ import Verification
 // prints `assertions_per_second N` and/or `attestations_per_second N` (per second of CPU
 // time, as `openssl speed` counts) plus the wall-clock rates. Each loop runs the whole
 // public verify call (decode, hashes, signature / chain checks) on one thread.
-//
-// Android (scripts/bench-android.sh; only with --only, the gateway's own verifiers):
-//   --only android-requests   an Android signed request (`AndroidRequestSignature`: parse the
-//                             8 counter bytes, rebuild the signed bytes, ECDSA P-256 verify), the
-//                             key parsed once as the gateway caches it: android_requests_per_second
-//   --only android-sim-chain  an enrollment's pure checks on a simulator chain (leaf, batch, test
-//                             root, all P-256; what the gateway row enrolls): chain verify plus
-//                             `AndroidKeyRequirements.check`: android_sim_chains_per_second
-//   --only android-chain --android-vector NAME [--android-vectors DIR]
-//                             a real device chain from ../shared/vectors/android/NAME, verified at
-//                             its `evaluated_at` (AndroidAttestationChainVerifier.verify, every
-//                             signature to Google's pinned root, no cache): android_chains_per_second
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -111,10 +98,6 @@ func runBench() throws {
         attestationObject: attestation, keyID: keyID, clientDataHash: attestationHash, at: time)
 
     let only = option("--only", in: arguments)
-    if let only, only.hasPrefix("android-") {
-        try runAndroidBench(only, seconds: seconds, arguments: arguments)
-        return
-    }
     if only == nil || only == "assertions" {
         let assertionsPerSecond = try measure(seconds: seconds) {
             _ = try assertionVerifier.verify(
@@ -142,85 +125,6 @@ func runBench() throws {
         }
         print("attestations_per_second \(Int(attestationsPerSecond.perCPUSecond))")
         print("attestations_per_wall_second \(Int(attestationsPerSecond.perWallSecond))")
-    }
-}
-
-func runAndroidBench(_ mode: String, seconds: Double, arguments: [String]) throws {
-    switch mode {
-    case "android-requests", "android-sim-chain":
-        // A simulator key enrolled as the gateway enrolls it (chain verified under the test
-        // root, requirements checked), then its public key parsed once, as the key cache holds it.
-        let authority = try SimulatedAndroidAuthority.generate()
-        let challenge = Array("verify-bench-android-challenge".utf8)
-        let key = try authority.generateKey(challenge: challenge)
-        let verifier = try AndroidAttestationChainVerifier(additionalTrustAnchorsPEM: [authority.rootCertificatePEM])
-        let requirements = AndroidKeyRequirements(apps: [
-            AndroidAppRequirement(
-                packageName: AndroidAttestationOptions().packageName,
-                signingDigests: [AndroidAttestationOptions.defaultSigningDigest], minimumSecurityLevel: .trustedEnvironment,
-                requiresLockedBootloader: true, requiresVerifiedBoot: true, minimumPatchLevel: nil)
-        ])
-        let now = Date()
-        let result = try verifier.verify(chain: key.chain, at: now, revocationList: .empty)
-        _ = try requirements.check(result, challenge: challenge)
-        if mode == "android-sim-chain" {
-            let rate = try measure(seconds: seconds) {
-                let checked = try verifier.verify(chain: key.chain, at: now, revocationList: .empty)
-                _ = try requirements.check(checked, challenge: challenge)
-            }
-            print("android_sim_chains_per_second \(Int(rate.perCPUSecond))")
-            print("android_sim_chains_per_wall_second \(Int(rate.perWallSecond))")
-            return
-        }
-        guard let point = result.leafPublicKey.p256Point else { throw BenchError(description: "leaf is not P-256") }
-        let publicKey = try ECPublicKey(x962: point)
-        let clientDataHash = SHA256.hash(Array("appattest-v1\nGET\n/v1/bench\n\(SHA256.hash([]).hexString)\n".utf8))
-        let assertion = try key.assertion(clientDataHash: clientDataHash, counter: 1)
-        let check = { () throws(AndroidAttestationError) in
-            let signed = try AndroidRequestSignature(assertion: assertion)
-            try signed.verify(clientDataHash: clientDataHash, publicKey: publicKey)
-        }
-        try check()
-        let rate = try measure(seconds: seconds) { try check() }
-        print("android_requests_per_second \(Int(rate.perCPUSecond))")
-        print("android_requests_per_wall_second \(Int(rate.perWallSecond))")
-    case "android-chain":
-        let directory = option("--android-vectors", in: arguments) ?? "../shared/vectors/android"
-        guard let name = option("--android-vector", in: arguments) else {
-            throw BenchError(description: "--only android-chain needs --android-vector NAME")
-        }
-        let folder = URL(fileURLWithPath: directory).appendingPathComponent(name)
-        let pem = try String(contentsOf: folder.appendingPathComponent("chain.pem"), encoding: .utf8)
-        var chain: [[UInt8]] = []
-        var body: String?
-        for line in pem.split(whereSeparator: \.isNewline) {
-            if line.hasPrefix("-----BEGIN") {
-                body = ""
-            } else if line.hasPrefix("-----END") {
-                if let text = body { chain.append(try bytes(text)) }
-                body = nil
-            } else if body != nil {
-                body! += line
-            }
-        }
-        let index = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent("index.json"))
-        guard let root = try JSONSerialization.jsonObject(with: index) as? [String: Any],
-            let vectors = root["vectors"] as? [[String: Any]],
-            let entry = vectors.first(where: { ($0["name"] as? String) == name }),
-            let evaluated = entry["evaluated_at"] as? String,
-            let time = ISO8601DateFormatter().date(from: evaluated)
-        else { throw BenchError(description: "\(name): no evaluated_at in index.json") }
-        let verifier = try AndroidAttestationChainVerifier()
-        let result = try verifier.verify(chain: chain, at: time, revocationList: .empty)
-        guard result.isGoogleRoot else { throw BenchError(description: "\(name) does not end at a Google root") }
-        let rate = try measure(seconds: seconds) {
-            _ = try verifier.verify(chain: chain, at: time, revocationList: .empty)
-        }
-        print("android_chains_per_second \(Int(rate.perCPUSecond))")
-        print("android_chains_per_wall_second \(Int(rate.perWallSecond))")
-        print("android_chain_length \(chain.count)")
-    default:
-        throw BenchError(description: "unknown mode \(mode)")
     }
 }
 
