@@ -34,8 +34,11 @@
 #        ios-enroll and android-enroll with ENROLL_KEYS=150): warm-up, counters zeroed, the load,
 #        a dump; user-space instructions per request, the share of OpenSSL's verify
 #        (EVP_PKEY_verify, inclusive; the request signature's ECDSA check) and the ratio android / ios. Defaults
-#        there: CONNS=8 ENFORCED_KEYS=256 (callgrind's latency spikes on a busy machine let a
+#        there: CONNS=8 ENFORCED_KEYS=128 (callgrind's latency spikes on a busy machine let a
 #        key's next request overtake one 64 requests old) ENFORCED_MAX_RPS=2000 INSTR_SECONDS=15;
+#        before counting, every key's first request one at a time (each key fetched and parsed
+#        once, as in steady state: a busy machine's warm-up seconds may not reach them all), then
+#        a 2 s warm-up of the load;
 #        store_command_timeout 5s (a command waiting on the slowed process is not a store
 #        failure); CALLGRIND_KEEP=PATH
 #        keeps the dumps (PATH.<row>).
@@ -48,8 +51,8 @@ SHARED_DIR="${SHARED_DIR:-$ROOT/../shared}"
 CONF="$SHARED_DIR/bench/conf"
 INSTRUCTIONS="${INSTRUCTIONS:-0}"
 if [ "$INSTRUCTIONS" = 1 ]; then
-    CONNS="${CONNS:-8}"; ENFORCED_KEYS="${ENFORCED_KEYS:-256}"; ENFORCED_MAX_RPS="${ENFORCED_MAX_RPS:-2000}"
-    ROUNDS=1; WARMUP=4; DURATION="${INSTR_SECONDS:-15}"; ENROLL_KEYS="${ENROLL_KEYS:-150}"; ENROLL_CONNS="${ENROLL_CONNS:-4}"
+    CONNS="${CONNS:-8}"; ENFORCED_KEYS="${ENFORCED_KEYS:-128}"; ENFORCED_MAX_RPS="${ENFORCED_MAX_RPS:-2000}"
+    ROUNDS=1; WARMUP=2; DURATION="${INSTR_SECONDS:-15}"; ENROLL_KEYS="${ENROLL_KEYS:-150}"; ENROLL_CONNS="${ENROLL_CONNS:-4}"
 fi
 CONNS="${CONNS:-32}"
 DURATION="${DURATION:-6}"
@@ -271,6 +274,28 @@ if [ "$INSTRUCTIONS" = 1 ]; then
         local label="$1" raw="$OUT/$1.instructions.txt" dump requests
         case "$label" in
         *-enforced)
+            # Every key once, one request at a time, so each is fetched and parsed (cached, as
+            # in steady state) before counting; then WARMUP s of the load itself.
+            python3 - "$WORK/signed-${label%-enforced}.txt" "${OFFSET[${label%-enforced}]}" "$KEYS" \
+                "127.0.0.1:$GATEWAY_PORT" "$ENFORCED_PATH" > "$WORK/warm.offset" << 'PY' || die "$label: warming the key cache failed"
+import http.client, sys
+path, offset, keys, hostport, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+host, port = hostport.rsplit(":", 1)
+conn = http.client.HTTPConnection(host, int(port), timeout=60)
+with open(path, "rb") as f:
+    f.seek(offset)
+    for _ in range(keys):
+        line = f.readline()
+        offset += len(line)
+        key_id, assertion = line.decode().split()
+        conn.request("GET", target, headers={"X-App-Attest-Key-Id": key_id, "X-App-Assertion": assertion})
+        answer = conn.getresponse()
+        answer.read()
+        if answer.status != 200:
+            sys.exit("warm-up: HTTP %d" % answer.status)
+print(offset)
+PY
+            OFFSET[${label%-enforced}]=$(cat "$WORK/warm.offset")
             run_enforced "${label%-enforced}" "$WARMUP" /dev/null
             callgrind_control -z "$GW_PID" > /dev/null 2>&1 || die "callgrind_control -z failed"
             run_enforced "${label%-enforced}" "$DURATION" "$raw"
