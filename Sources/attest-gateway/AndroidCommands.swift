@@ -217,7 +217,9 @@ enum SimAndroidEnrollCommand: Subcommand {
         let key = try authority.generateKey(challenge: Array(challenge.utf8), options: options)
         try AndroidSimulatorFiles.save(key, directory)
         let chain = key.chain.map { jsonQuote(encodeBase64($0)) }.joined(separator: ",")
-        let body = #"{"platform":"android","challenge":"# + jsonQuote(challenge) + #","certificate_chain":["# + chain + "]}"
+        let body =
+            #"{"platform":"android","challenge":"# + jsonQuote(challenge) + #","certificate_chain":["# + chain
+            + "]}"
         printJSON([
             ("key_id", jsonQuote(key.keyID)),
             ("root", jsonQuote(AndroidSimulatorFiles.rootPath(directory))),
