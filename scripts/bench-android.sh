@@ -41,7 +41,7 @@
 #        a 2 s warm-up of the load;
 #        store_command_timeout 5s (a command waiting on the slowed process is not a store
 #        failure); CALLGRIND_KEEP=PATH
-#        keeps the dumps (PATH.<row>).
+#        keeps the dumps (PATH.<row>); INSTR_ROWS="ios-enroll android-enroll" counts only those.
 #      PORT_WAIT=300 (seconds to wait for another benchmark to free the ports)
 # Raw output: $BENCH_WORK/android-<timestamp>/ (default /tmp/attest-bench).
 set -uo pipefail
@@ -341,6 +341,7 @@ $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" | grep '^attest_gateway_refusal
     }
     rows=(ios-enforced android-enforced)
     [ "${SKIP_ANDROID_ENROLL:-0}" = 1 ] || rows+=(ios-enroll android-enroll)
+    [ -z "${INSTR_ROWS:-}" ] || read -r -a rows <<< "$INSTR_ROWS"
     : > "$OUT/instructions.tsv"
     for row in "${rows[@]}"; do count_row "$row"; done
     python3 - "$OUT/instructions.tsv" << 'PY' | tee "$OUT/instructions.txt"
