@@ -1,4 +1,4 @@
-# attest-gateway: make deps | build | check | test | run | bench | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | bench-websocket | fuzz | fuzz-long | soak
+# attest-gateway: make deps | build | check | test | run | bench | bench-android | bench-redis | bench-counter-floor | bench-instructions | bench-verify | bench-http | bench-websocket | fuzz | fuzz-long | soak
 # The measuring programs (verify-bench, bench-mint, http-bench) are the Benchmarks/ package's:
 # `swift build` does not build them; the bench scripts do (swift build --package-path Benchmarks).
 SHELL := /bin/bash
@@ -20,7 +20,7 @@ SOAK_PACKAGES := python3-matplotlib
 SOAK_SECONDS ?= 1800
 SOAK_PYTHON ?= /usr/bin/python3
 
-.PHONY: otel-venv deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-redis bench-counter-floor bench-instructions bench-verify bench-http bench-websocket fuzz fuzz-long soak clean
+.PHONY: otel-venv deps run-deps bench-deps instructions-deps soak-deps build release check test run bench bench-android bench-redis bench-counter-floor bench-instructions bench-verify bench-http bench-websocket fuzz fuzz-long soak clean
 
 # Installs the named Debian packages that are missing (idempotent, no prompt); every *deps target.
 install_missing = @missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -87,6 +87,10 @@ run: run-deps
 
 bench: bench-deps release
 	bash scripts/bench.sh
+
+# The Android rows of `make bench` alone (scripts/bench-android.sh; INSTRUCTIONS=1 for callgrind counts).
+bench-android: bench-deps release
+	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} bash scripts/bench-android.sh
 
 # Issue 14's store rows: enforced route on one node, a 3-primary cluster, and a replica with
 # counter_durability: replica (three bench-enforced.sh runs).

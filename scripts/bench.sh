@@ -13,13 +13,16 @@
 # nginx `listen ssl http2`: h2load -c32 -m10 req/s and CPU per request, RSS with 10,000 idle
 # HTTP/2 connections), then scripts/bench-grpc.sh (gRPC unary to an h2c upstream beside nginx
 # grpc_pass), then scripts/bench-tracing.sh (tracing at a 1 % ratio: its share of the
-# passthrough and enforced requests, in callgrind instructions).
+# passthrough and enforced requests, in callgrind instructions). scripts/bench-android.sh runs right
+# after the enforced rows: Android verified requests and enrollments beside iOS's from the same
+# run (CPU per request, the android / ios ratio), and the pure verify cost beside openssl.
 #
 # Env: SHARED_DIR (default: <repo>/../shared), plus the baseline's own (ROUNDS, DURATION,
 #      CONNS, THREADS, ...). ACCESS_LOG=0 runs the gateway with --no-access-log (default: the
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
 #      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 /
-#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 / SKIP_GRPC=1 / SKIP_TRACING=1 leave a part out (SKIP_IDLE also skips
+#      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 / SKIP_GRPC=1 / SKIP_TRACING=1 /
+#      SKIP_ANDROID=1 leave a part out (SKIP_IDLE also skips
 #      the TLS and HTTP/2 idle-connections and idle-tunnels rows).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
@@ -147,6 +150,8 @@ cleanup; trap - EXIT
 # Both sides at their defaults: loops per core / worker_processes auto, access logs to files.
 [ "${SKIP_DEFAULTS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-defaults.sh"
 [ "${SKIP_ENFORCED:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced.sh"
+# Android (issue 32): verified requests and enrollments beside iOS's, pure verify beside openssl.
+[ "${SKIP_ANDROID:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-android.sh"
 # TLS rows (issue 11): termination beside nginx, same certificate, cipher and upstream.
 [ "${SKIP_TLS:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-tls.sh"
 # TLS to the upstream (gateway -> HTTPS nginx upstream vs nginx proxy_ssl).

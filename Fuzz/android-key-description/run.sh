@@ -4,6 +4,7 @@
 #
 #   FUZZ_RUNS       executions (default 1000000)
 #   FUZZ_MAX_TIME   seconds cap (default 600)
+#   FUZZ_SEEDS      0 = from the empty corpus only (no seeds written; fuzz-long.sh sets it)
 #   ANDROID_VECTORS_DIR  the Android vectors (default ../shared/vectors/android)
 # Work dir: .fuzz/android-key-description (binary, corpus seeded from the real chains, crashes).
 set -euo pipefail
@@ -19,6 +20,8 @@ fuzz_build android-key-description
 # Seed corpus: the KeyDescription of every certificate that carries one, every leaf
 # certificate, and a few hand-made edge cases (idempotent: files are named by content hash).
 # Needs python3 with `cryptography`; without it only the hand-made seeds are written.
+# With FUZZ_SEEDS=0 (fuzz-long.sh) nothing is written: the run starts from the empty corpus.
+if [ "${FUZZ_SEEDS:-1}" != "0" ]; then
 python3 - "$WORK/corpus" "$ANDROID_VECTORS_DIR" <<'PY'
 import glob, hashlib, os, sys
 out, vectors = sys.argv[1], sys.argv[2]
@@ -40,5 +43,6 @@ except ImportError:
 for seed in (b"", b"\x30\x00", b"\x30\x80", b"\xbf\x85\x40\x00", b"\x30\x03\x02\x01\x03"):
     put(seed)
 PY
+fi
 
 fuzz_run android-key-description

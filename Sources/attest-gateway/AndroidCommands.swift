@@ -218,8 +218,8 @@ enum SimAndroidEnrollCommand: Subcommand {
         try AndroidSimulatorFiles.save(key, directory)
         let chain = key.chain.map { jsonQuote(encodeBase64($0)) }.joined(separator: ",")
         let body =
-            #"{"platform":"android","challenge":"# + jsonQuote(challenge).dropFirst().dropLast()
-            + #"","certificate_chain":["# + chain + "]}"
+            #"{"platform":"android","challenge":"# + jsonQuote(challenge) + #","certificate_chain":["# + chain
+            + "]}"
         printJSON([
             ("key_id", jsonQuote(key.keyID)),
             ("root", jsonQuote(AndroidSimulatorFiles.rootPath(directory))),
@@ -235,15 +235,18 @@ enum SimAndroidSignCommand: Subcommand {
     static let name = "sim android-sign"
     static let summary = "sign a request with a simulated Android key (X-App-Assertion of the Android protocol)"
     static let usage = """
-        usage: attest-gateway sim android-sign --dir DIR --key-id B64 --method M --target T --counter N [--body TEXT] [--challenge TEXT]
+        usage: attest-gateway sim android-sign --dir DIR --key-id B64 --counter N
+            (--method M --target T [--body TEXT] [--challenge TEXT] | --client-data B64)
           Signs "attest-gateway-android-v1" || counter (8 bytes BE) || SHA256(clientData) with the key
-          `sim android-enroll` made (docs/protocol.md section 8).
+          `sim android-enroll` made (docs/protocol.md section 8). clientData is the `binding: request`
+          one of --method, --target, --body and --challenge, or --client-data's bytes as given (any
+          binding: `head`'s, `body`'s, or a deliberately wrong one).
         Prints {"key_id","assertion","counter"}.
         """
 
     static func run(_ words: [String]) throws -> Int32 {
         let args = try CommandLineArguments(
-            words, valued: ["dir", "key-id", "method", "target", "counter", "body", "challenge"])
+            words, valued: ["dir", "key-id", "method", "target", "counter", "body", "challenge", "client-data"])
         if args.wantsHelp {
             print(self.usage)
             return 0
@@ -255,11 +258,20 @@ enum SimAndroidSignCommand: Subcommand {
         guard let counter = UInt64(try args.required("counter")), counter > 0 else {
             throw UsageError("--counter must be a positive integer")
         }
-        let body = Array((try args.value("body") ?? "").utf8)
-        let digest = SHA256.hash(body).hexString
-        let clientData = Array(
-            "appattest-v1\n\(try args.required("method"))\n\(try args.required("target"))\n\(digest)\n\(try args.value("challenge") ?? "")"
-                .utf8)
+        let clientData: [UInt8]
+        if let given = try args.value("client-data") {
+            for name in ["method", "target", "body", "challenge"] {
+                if try args.value(name) != nil { throw UsageError("--client-data and --\(name) exclude each other") }
+            }
+            guard let bytes = decodeBase64(given) else { throw UsageError("--client-data is not base64") }
+            clientData = bytes
+        } else {
+            let body = Array((try args.value("body") ?? "").utf8)
+            let digest = SHA256.hash(body).hexString
+            clientData = Array(
+                "appattest-v1\n\(try args.required("method"))\n\(try args.required("target"))\n\(digest)\n\(try args.value("challenge") ?? "")"
+                    .utf8)
+        }
         let assertion = try key.assertion(clientDataHash: SHA256.hash(clientData), counter: counter)
         printJSON([
             ("key_id", jsonQuote(keyID)), ("assertion", jsonQuote(encodeBase64(assertion))),

@@ -5,7 +5,9 @@
 
 Started here (free loopback ports, each picked with a socket bound to port 0; all stopped at exit,
 their pids also listed in WORK/pids for the calling script's trap):
-  redis-server, the simulator's CA (`attest-gateway sim init`), two gateways sharing that Redis
+  redis-server, the simulator's CA (`attest-gateway sim init`) and Android test root (`sim
+  android-enroll`; one App Attest key and one Android key are enrolled through the attest endpoint
+  once the gateways run, for @assert and @android), two gateways sharing that Redis
   and a challenge key (one per upstream: `listen`, `authz_listen`, `admin_listen`), the upstreams
   express-upstream.js (Debian's Express 4) and flask-upstream.py (Debian's Flask), both with
   method-override middleware on, one real nginx with the `tested-config: nginx` server block of
@@ -150,6 +152,7 @@ except ImportError:  # reported by World.start as a setup failure
     h2 = None
 
 APP_ID = "ABCDE12345.com.example.app"
+ANDROID_PACKAGE = "com.example.app"  # the package `sim android-enroll` attests by default
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(ROOT, "docs", "integrations.md")
@@ -237,14 +240,34 @@ class Line(object):
             raise ValueError("line %d: expected METHOD TARGET first, got %r" % (number, parts[0]))
         self.method, self.target = unescape(request[0]), unescape(request[1])
         self.headers, self.body = [], None
-        self.assertion = self.challenge = self.debug_token = self.token = False
+        self.assertion = self.challenge = self.debug_token = self.token = self.replay = False
+        self.platform, self.binding, self.counter_bytes = "ios", "request", None
+        self.signed_body = self.signed_target = None
         self.expect, self.front_rewrites, self.unless_warned = None, {}, None
         self.not_h2, self.authority = None, None
         for part in parts[1:]:
             if part.startswith("@body "):
                 self.body = unescape(part[len("@body "):])
-            elif part == "@assert":
+            elif part in ("@assert", "@android"):
+                if self.assertion:
+                    raise ValueError("line %d: one of @assert and @android" % number)
                 self.assertion = True
+                self.platform = "android" if part == "@android" else "ios"
+            elif part == "@replay":
+                self.replay = True
+            elif part.startswith("@signed-body "):
+                self.signed_body = unescape(part[len("@signed-body "):])
+            elif part.startswith("@signed-target "):
+                self.signed_target = unescape(part[len("@signed-target "):])
+            elif part.startswith("@binding "):
+                self.binding = part.split(" ", 1)[1].strip()
+                if self.binding not in ("request", "head"):
+                    raise ValueError("line %d: @binding request or head, not %r" % (number, self.binding))
+            elif part.startswith("@counter-bytes "):
+                try:
+                    self.counter_bytes = bytes.fromhex(part.split(" ", 1)[1].strip())
+                except ValueError:
+                    raise ValueError("line %d: @counter-bytes takes hex digits" % number)
             elif part == "@challenge":
                 self.challenge = True
             elif part == "@debug-token":
@@ -275,6 +298,13 @@ class Line(object):
                 raise ValueError("line %d: unknown field %r" % (number, part))
         if self.challenge and not self.assertion:
             raise ValueError("line %d: @challenge needs @assert" % number)
+        signing = self.replay or self.binding != "request" or self.signed_body is not None \
+            or self.signed_target is not None or self.counter_bytes is not None
+        if signing and not self.assertion:
+            raise ValueError("line %d: @replay, @binding, @signed-body, @signed-target and @counter-bytes need "
+                             "@assert or @android" % number)
+        if self.counter_bytes is not None and self.platform != "android":
+            raise ValueError("line %d: @counter-bytes is for @android lines" % number)
 
     def has_header(self, name):
         return any(n.lower() == name.lower().encode() for n, _ in self.headers)
@@ -623,6 +653,11 @@ class World(object):
             raise SetupError("python3 has no h2 module (the h2 doors): make deps installs python3-h2")
         self.start_redis()
         self.root_ca = json.loads(self.run("sim", "init", "--dir", os.path.join(self.work, "sim")))["root_ca"]
+        # The Android test root (made by the first android-enroll; that key is not used) and the
+        # signing digest its keys claim: the policy's android block.
+        bootstrap = json.loads(self.run("sim", "android-enroll", "--dir", os.path.join(self.work, "sim"),
+                                        "--challenge", "doors-bootstrap"))
+        self.android_root, self.android_digest = bootstrap["root"], bootstrap["signing_digest"]
         with open(os.path.join(self.work, "challenge.key"), "w") as f:
             f.write(os.urandom(32).hex() + "\n")
         with open(os.path.join(self.work, "token-subject"), "w") as f:
@@ -647,6 +682,7 @@ class World(object):
         for name in UPSTREAMS:
             self.start_caddy(name)
         self.attest()
+        self.android_enroll()
         self.debug_token = json.loads(self.run("debug-tokens", "create", "--name", "doors", "--ttl", "1h",
                                                "--redis", self.redis_url))["token"]
         self.token = self.attestation_token()
@@ -708,6 +744,9 @@ redis: %(redis)s
 app_ids: ["%(app)s"]
 environment: development
 trust_roots: [%(root)s]
+android:
+  apps: [{ package: %(android_package)s, signing_digests: ["%(android_digest)s"] }]
+  trust_anchors: [%(android_root)s]
 challenge_key_file: %(key)s
 upstreams:
   app: { url: "http://127.0.0.1:%(upstream)d" }
@@ -723,6 +762,9 @@ routes:
   - { name: publicws, match: { path_prefix: /public/ws/ }, upstream: app, mode: "off", websocket: true }
   - { name: admin, match: { path_prefix: /v1/admin }, upstream: app, mode: enforce, challenge: required }
   - { name: debug, match: { path_prefix: /v1/debug }, upstream: app, mode: enforce, allow_debug_tokens: true }
+  - { name: iosonly, match: { path_prefix: /v1/ios/ }, upstream: app, mode: enforce, platforms: [ios] }
+  - { name: androidonly, match: { path_prefix: /v1/android/ }, upstream: app, mode: enforce, platforms: [android] }
+  - { name: head, match: { path_prefix: /v1/head/ }, upstream: app, mode: enforce, binding: head }
   - { name: api, match: { path_prefix: /v1/ }, upstream: app, mode: enforce }
   - { name: buy, match: { path: /buy, methods: [POST] }, upstream: app, mode: enforce }
   - { name: item, match: { path: /item, methods: [DELETE, PUT] }, upstream: app, mode: enforce }
@@ -731,6 +773,7 @@ routes:
   - { name: rest, match: { path_prefix: / }, upstream: app, mode: "off" }
 """ % {"name": name, "listen": listen, "authz": authz, "admin": admin, "redis": self.redis_url, "app": APP_ID,
        "root": self.root_ca, "key": os.path.join(self.work, "challenge.key"),
+       "android_package": ANDROID_PACKAGE, "android_digest": self.android_digest, "android_root": self.android_root,
        "token_key": os.path.join(self.work, "token-d1.pem"), "subject": os.path.join(self.work, "token-subject"),
        "tls": tls, "cert": self.tls_certificate, "cert_key": os.path.join(self.work, "tls-key.pem"),
        "upstream": self.upstream[name]["port"]}
@@ -832,6 +875,31 @@ http {
             raise SetupError("the simulated device's attestation was refused: %s %s" % (status, body))
         self.key_id = out["key_id"]
 
+    def android_enroll(self):
+        """The simulated Android key (@android lines), enrolled through the attest endpoint."""
+        challenge = self.challenge()
+        out = json.loads(self.run("sim", "android-enroll", "--dir", os.path.join(self.work, "sim"),
+                                  "--challenge", challenge))
+        status, body = http_json("POST", "http://127.0.0.1:%d/app-attest/attest" % self.gateway["express"]["listen"],
+                                 json.loads(out["body"]))
+        if status != 201 or body.get("key_id") != out["key_id"] or body.get("platform") != "android":
+            raise SetupError("the simulated Android key's enrollment was refused: %s %s" % (status, body))
+        self.android_key_id, self.android_counter = out["key_id"], 0
+
+    def sign(self, platform, client_data):
+        """(key ID, X-App-Assertion) over client_data: an App Attest assertion from the simulated
+        device, or an Android signed request (the next counter of the Android key)."""
+        sim = os.path.join(self.work, "sim")
+        encoded = base64.b64encode(client_data).decode()
+        if platform == "android":
+            self.android_counter += 1
+            out = json.loads(self.run("sim", "android-sign", "--dir", sim, "--key-id", self.android_key_id,
+                                      "--counter", str(self.android_counter), "--client-data", encoded))
+            return self.android_key_id, out["assertion"]
+        out = json.loads(self.run("sim", "assert", "--dir", sim, "--key-id", self.key_id, "--app-id", APP_ID,
+                                  "--client-data", encoded))
+        return self.key_id, out["assertion"]
+
     def attestation_token(self):
         """An attestation token for the `doors` audience (@token), from the token endpoint."""
         body = b'{"audience": "doors"}'
@@ -850,11 +918,7 @@ http {
         return token
 
     def assertion(self, method, target, body, challenge):
-        client_data = b"appattest-v1\n" + method + b"\n" + target + b"\n" + \
-            hashlib.sha256(body or b"").hexdigest().encode() + b"\n" + challenge
-        out = json.loads(self.run("sim", "assert", "--dir", os.path.join(self.work, "sim"), "--key-id", self.key_id,
-                                  "--app-id", APP_ID, "--client-data", base64.b64encode(client_data).decode()))
-        return out["assertion"]
+        return self.sign("ios", client_data(method, target, body, challenge))[1]
 
     def decisions(self, name):
         """(allowed, denied) answers of this gateway's authz listener so far."""
@@ -901,15 +965,52 @@ class Outcome(object):
         self.forbidden = None    # h2: why HTTP/2 itself makes the request malformed
 
 
+def client_data(method, target, body, challenge, binding="request"):
+    """docs/protocol.md section 3: `binding: request`'s clientData, or `binding: head`'s (the literal
+    `head` in the body digest's place)."""
+    digest = b"head" if binding == "head" else hashlib.sha256(body or b"").hexdigest().encode()
+    return b"appattest-v1\n" + method + b"\n" + target + b"\n" + digest + b"\n" + challenge
+
+
+def signed_fields(world, line):
+    """An @assert or @android line's X-App-Attest-Key-Id, X-App-Assertion (and
+    X-App-Attest-Challenge), minted afresh, over @signed-target / @signed-body instead of the line's
+    when given, with @binding's clientData; @counter-bytes replaces an Android assertion's 8 counter
+    bytes. With @replay the request is first sent once, as the line says, straight to
+    inline/express, whose answer must be an allow: the door then gets the same bytes again.
+    Returns (fields, problem): problem is why the first use of a @replay line failed, else None."""
+    challenge = world.challenge().encode() if line.challenge else b""
+    target = line.signed_target if line.signed_target is not None else line.target
+    body = line.signed_body if line.signed_body is not None else line.body
+    key_id, assertion = world.sign(line.platform, client_data(line.method, target, body, challenge, line.binding))
+    if line.counter_bytes is not None:
+        assertion = base64.b64encode(line.counter_bytes + base64.b64decode(assertion)[8:]).decode()
+    fields = [(b"X-App-Attest-Key-Id", key_id.encode()), (b"X-App-Assertion", assertion.encode())]
+    if line.challenge:
+        fields.append((b"X-App-Attest-Challenge", challenge))
+    if not line.replay:
+        return fields, None
+    port = world.gateway["express"]["listen"]
+    headers = [(b"Host", b"127.0.0.1:%d" % port), (b"X-Doors-Id", b"replay-first-use")] + fields
+    if line.body is not None:
+        headers.append((b"Content-Length", str(len(line.body)).encode()))
+    headers.append((b"Connection", b"close"))
+    response = exchange(port, serialize(line.method, line.target, headers, line.body))
+    answer = response.json()
+    if response.status is None or (answer is not None and isinstance(answer.get("error"), str)):
+        return fields, "@replay: the first use was not allowed (%s %s)" % (
+            response.status, answer.get("error") if answer else response.error)
+    return fields, None
+
+
 def client_request(world, line, door, kind, port, door_id):
-    """The client's request for this door: (method, target, headers, body), all bytes."""
+    """The client's request for this door: (method, target, headers, body, problem), all bytes
+    but problem (signed_fields')."""
     headers = list(line.headers)
+    problem = None
     if line.assertion:
-        challenge = world.challenge().encode() if line.challenge else b""
-        assertion = world.assertion(line.method, line.target, line.body, challenge)
-        headers += [(b"X-App-Attest-Key-Id", world.key_id.encode()), (b"X-App-Assertion", assertion.encode())]
-        if line.challenge:
-            headers.append((b"X-App-Attest-Challenge", challenge))
+        fields, problem = signed_fields(world, line)
+        headers += fields
     if line.debug_token:
         headers.append((b"X-App-Attest-Debug-Token", world.debug_token.encode()))
     if line.token:
@@ -922,7 +1023,7 @@ def client_request(world, line, door, kind, port, door_id):
         headers.append((b"Content-Length", str(len(line.body)).encode()))
     if not line.has_header("Connection"):
         headers.append((b"Connection", b"close"))
-    return line.method, line.target, defaults + headers, line.body
+    return line.method, line.target, defaults + headers, line.body, problem
 
 
 # ----------------------------------------------------------------------------------------------
@@ -976,12 +1077,10 @@ def h2_client_request(world, line, port, door_id):
     fields = [(b"x-doors-id", door_id.encode())]
     for name, value in line.headers:
         fields.append((b"host", value) if name.lower() == b"host" else (name, value))
+    problem = None
     if line.assertion:
-        challenge = world.challenge().encode() if line.challenge else b""
-        assertion = world.assertion(line.method, line.target, line.body, challenge)
-        fields += [(b"x-app-attest-key-id", world.key_id.encode()), (b"x-app-assertion", assertion.encode())]
-        if line.challenge:
-            fields.append((b"x-app-attest-challenge", challenge))
+        signed, problem = signed_fields(world, line)
+        fields += [(name.lower(), value) for name, value in signed]
     if line.debug_token:
         fields.append((b"x-app-attest-debug-token", world.debug_token.encode()))
     if line.token:
@@ -990,7 +1089,7 @@ def h2_client_request(world, line, port, door_id):
         fields.append((b"content-length", str(len(line.body)).encode()))
     host = next((v for n, v in line.headers if n.lower() == b"host"), None)
     authority = line.authority if line.authority is not None else (host if host is not None else b"127.0.0.1:%d" % port)
-    return line.method, line.target, authority, fields, line.body
+    return line.method, line.target, authority, fields, line.body, problem
 
 
 def h2_exchange(port, method, target, authority, fields, body, timeout=10.0, tls_ca=None):
@@ -1173,8 +1272,10 @@ def run_door(world, line, door, kind, upstream):
         port = world.gateway["express"]["listen"]  # the notional front the app addressed
     if kind in H2_KINDS:
         return run_h2_door(world, line, outcome, upstream, door_id, lower=kind == "h2lc", tls=kind == "h2tls")
-    method, target, headers, body = client_request(world, line, door, kind, port, door_id)
+    method, target, headers, body, problem = client_request(world, line, door, kind, port, door_id)
     outcome.sent = headers
+    if problem:
+        outcome.problems.append(problem)
     if kind == "envoy" and world.dialects.envoy_underscores != "ALLOW":
         underscored = [n for n, _ in headers if b"_" in n]
         if underscored and world.dialects.envoy_underscores == "REJECT_REQUEST":
@@ -1257,10 +1358,12 @@ def run_h2_door(world, line, outcome, upstream, door_id, lower=False, tls=False)
         outcome.notes.append("not sent: " + reason)
         return outcome
     port = world.gateway[upstream]["tls" if tls else "listen"]
-    method, target, authority, fields, body = h2_client_request(world, line, port, door_id)
+    method, target, authority, fields, body, problem = h2_client_request(world, line, port, door_id)
     if lower:
         fields = [(n.lower(), v) for n, v in fields]
     outcome.sent = fields
+    if problem:
+        outcome.problems.append(problem)
     outcome.forbidden = h2_forbids(line, method, target, authority, fields, body)
     response = h2_exchange(port, method, target, authority, fields, body,
                            tls_ca=world.tls_certificate if tls else None)

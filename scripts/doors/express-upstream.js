@@ -142,6 +142,7 @@ app.post('/buy', handler('buy', true));
 app.delete('/item', handler('item-delete', true));
 app.put('/item', handler('item-put', true));
 app.get('/v1/admin/(.*)', handler('v1-admin', true));
+app.post('/v1/head/(.*)', handler('v1-head', true));
 app.get('/v1/(.*)', handler('v1', true));
 app.get('/cs/(.*)', handler('cs', true));
 // Open handlers.

@@ -132,6 +132,7 @@ app.add_url_rule("/buy", view_func=view("buy", True), methods=["POST"])
 app.add_url_rule("/item", view_func=view("item-delete", True), methods=["DELETE"])
 app.add_url_rule("/item", view_func=view("item-put", True), methods=["PUT"], endpoint="item_put")
 app.add_url_rule("/v1/admin/<path:rest>", view_func=view("v1-admin", True), methods=["GET"])
+app.add_url_rule("/v1/head/<path:rest>", view_func=view("v1-head", True), methods=["POST"])
 app.add_url_rule("/v1/<path:rest>", view_func=view("v1", True), methods=["GET"])
 app.add_url_rule("/cs/<path:rest>", view_func=view("cs", True), methods=["GET"])
 # Open handlers.
