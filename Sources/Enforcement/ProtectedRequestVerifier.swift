@@ -358,6 +358,15 @@ final class ProtectedRequestVerifier: Sendable {
         conclude: @escaping @Sendable (ProtectedRequestOutcome) -> Void
     ) -> IdentityHeaders.Identity? {
         let loggedKeyID = request.keyID
+        // The cached counter is at most the stored one, so the local pre-check only refuses what
+        // the store would refuse too (a replay, without a round trip). With a challenge the
+        // store's one-time challenge is redeemed first, so the pre-check stands aside: otherwise a
+        // replay would get `counter_replay` from a gateway whose cache saw the original and
+        // `challenge_already_used` from one whose cache is older, and every gateway must give
+        // the same answer.
+        let lowestRefused =
+            request.challenge == nil
+            ? CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow) : 0
         if let refusal = AndroidRequestCheck.platformRefusal(key.platform, route: request.route) {
             conclude(.failed(refusal, keyID: loggedKeyID))
             return nil
@@ -366,7 +375,7 @@ final class ProtectedRequestVerifier: Sendable {
             let checked = self.androidRequests.identity(
                 keyID: request.keyID, package: key.appID.value, environment: key.environment,
                 assertion: request.assertion, clientDataHash: request.clientDataHash, publicKey: key.publicKey,
-                lowestRefused: CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow))
+                lowestRefused: lowestRefused)
             switch checked {
             case .success(let identity): return identity
             case .failure(let error):
@@ -388,14 +397,12 @@ final class ProtectedRequestVerifier: Sendable {
         }
         let result: AssertionResult
         do throws(VerificationError) {
-            // The cached counter is at most the stored one, so this pre-check only rejects
-            // what the store would reject too (replays, without a round trip).
             result = try self.assertionVerifier.verify(
                 assertionObject: request.assertion,
                 clientDataHash: request.clientDataHash,
                 publicKey: key.publicKey,
                 appID: key.appID,
-                previousCounter: CounterWindow.lowestRefused(highest: key.counter, window: request.route.counterWindow)
+                previousCounter: lowestRefused
             )
         } catch {
             let code = EnforcementError.Code.assertion(error.code)
