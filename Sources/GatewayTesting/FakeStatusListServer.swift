@@ -1,5 +1,6 @@
 // `scripts/fake-google-status.py` for the integration and end-to-end tests.
-package import Foundation
+import Foundation
+import Glibc
 
 /// Google's revocation status list server, faked over real TLS for one test: the script makes
 /// a throwaway CA (`caFile`, to list as `android.revocation.ca_file`) and serves
@@ -51,11 +52,13 @@ package final class FakeStatusListServer: @unchecked Sendable {
 
     deinit { self.stop() }
 
+    /// SIGKILL: the child inherits the test process's blocked signals, SIGTERM included.
     package func stop() {
         if self.process.isRunning {
-            self.process.terminate()
+            kill(self.process.processIdentifier, SIGKILL)
             self.process.waitUntilExit()
         }
+        try? FileManager.default.removeItem(atPath: self.directory)
     }
 
     /// Google's JSON for `entries` (serial → status, with a reason).
