@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import GateContract
 import GatewayIO
+import GoogleClient
 import KeyStore
 import PolicyModel
 import Verification
@@ -32,9 +33,17 @@ final class AndroidEnrollmentVerifier: Sendable {
     private let requirements: AndroidKeyRequirements
     /// By package: the apps whose `play_integrity:` asks for a verdict at enrollment.
     private let playIntegrity: [String: PlayIntegrityVerifier]
+    /// The revocation status list in use (kept current by `AndroidRevocationFetcher`); nil
+    /// with `revocation: off`.
+    let revocation: AndroidRevocationCurrent?
 
-    /// - Parameter policy: the `android:` block (apps and extra anchors).
-    init(policy: AndroidPolicy) throws(AndroidAttestationError) {
+    /// - Parameters:
+    ///   - policy: the `android:` block (apps, extra anchors, revocation).
+    ///   - revocation: the list `serve` keeps current for `policy.revocation`. Without one
+    ///     (a tool, a test) and with `policy.revocation` set, a holder of no list: every
+    ///     enrollment is refused as stale unless `on_stale: allow` (fail closed).
+    init(policy: AndroidPolicy, revocation: AndroidRevocationCurrent? = nil) throws(AndroidAttestationError) {
+        self.revocation = policy.revocation.map { revocation ?? AndroidRevocationCurrent(settings: $0) }
         let apps = policy.apps.map(Self.requirement)
         self.requirements = AndroidKeyRequirements(apps: apps)
         var playIntegrity: [String: PlayIntegrityVerifier] = [:]
@@ -120,8 +129,19 @@ final class AndroidEnrollmentVerifier: Sendable {
     func verify(_ request: Request, at time: Date) -> Result<KeyRecord, EnforcementError> {
         let result: AndroidAttestationResult
         let app: AndroidAppRequirement
+        let revocationList: AndroidRevocationList
+        switch self.revocation?.judgeEnrollment(at: time) {
+        case nil: revocationList = .empty
+        case .list(let list, _): revocationList = list
+        case .stale(let why):
+            return .failure(
+                EnforcementError(
+                    .androidRevocationListStale,
+                    "\(why): Android enrollments are refused until a list is fetched (docs/operations.md, android.revocation)"
+                ))
+        }
         do throws(AndroidAttestationError) {
-            result = try self.chainVerifier.verify(chain: request.chain, at: time, revocationList: .empty)
+            result = try self.chainVerifier.verify(chain: request.chain, at: time, revocationList: revocationList)
             app = try self.requirements.check(result, challenge: Array(request.challenge.utf8))
         } catch {
             let code = EnforcementError.Code.android(error.code)

@@ -3,6 +3,7 @@ import Dispatch
 package import Foundation
 package import GateContract
 package import GatewayIO
+package import GoogleClient
 package import HTTP1
 package import KeyStore
 package import PolicyModel
@@ -84,6 +85,8 @@ package final class AttestGate: RequestGate {
     ///   - deviceCheck: DeviceCheck over the Apple client (`apple:`): the fallback exchange
     ///     and its tokens; nil = the exchange answers 503.
     ///   - tokens: the policy's `tokens:` keys, loaded (`AttestationTokens.load`); nil = none.
+    ///   - androidRevocation: the revocation status list `serve` keeps current for
+    ///     `android.revocation`; nil = a holder of no list (enrollments refused as stale).
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     ///   - monotonicNanoseconds: the endpoint limiter's clock (tests pin it).
     package init(
@@ -97,6 +100,7 @@ package final class AttestGate: RequestGate {
         identitySigner: IdentitySigner? = nil,
         deviceCheck: DeviceCheckClient? = nil,
         tokens: AttestationTokens? = nil,
+        androidRevocation: AndroidRevocationCurrent? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws(VerificationError) {
@@ -158,7 +162,7 @@ package final class AttestGate: RequestGate {
             attestationRateAlert: policy.attestationRateAlert,
             android: try policy.android.map { android throws(VerificationError) in
                 do throws(AndroidAttestationError) {
-                    return try AndroidEnrollmentVerifier(policy: android)
+                    return try AndroidEnrollmentVerifier(policy: android, revocation: androidRevocation)
                 } catch {
                     throw VerificationError(.malformedCertificate, "android.trust_anchors: \(error.reason)")
                 }

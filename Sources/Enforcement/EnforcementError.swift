@@ -199,6 +199,10 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         package static let platformAndroidRefused = Code("platform_android_refused", 403, .appIDMismatch)
         /// 403: an App Attest key on a route whose `platforms` leaves `ios` out.
         package static let platformIOSRefused = Code("platform_ios_refused", 403, .appIDMismatch)
+        /// 503: an Android enrollment while the gateway holds no revocation status list younger
+        /// than `android.revocation.max_age` (fail closed; `on_stale: allow` lets it through).
+        package static let androidRevocationListStale = Code(
+            "android_revocation_list_stale", 503, .internalError)
 
         /// An Android enrollment or signed request that failed a check of the Android verifier
         /// (`AndroidAttestationError`): its own stable code, 403 when the key is genuine but

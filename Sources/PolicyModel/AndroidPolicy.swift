@@ -1,3 +1,5 @@
+public import GoogleClient
+
 /// A platform whose devices prove themselves to the gateway: App Attest keys (`ios`, which
 /// covers every Apple platform App Attest runs on) or Android Keystore keys (`android`).
 public enum AttestPlatform: String, Sendable, Hashable, CaseIterable {
@@ -14,11 +16,19 @@ public struct AndroidPolicy: Sendable, Hashable {
     public var trustAnchorFiles: [String]
     /// The PEM text of each trust anchor file, read when the policy was loaded.
     public var trustAnchorsPEM: [String]
+    /// `android.revocation`: where Google's revocation status list comes from. The decoder's
+    /// default (no `revocation:`) is Google's list (`AndroidRevocationSettings.google`); nil
+    /// (`revocation: off`, or a value built in code) checks no list.
+    public var revocation: AndroidRevocationSettings?
 
-    public init(apps: [AndroidAppPolicy], trustAnchorFiles: [String] = [], trustAnchorsPEM: [String] = []) {
+    public init(
+        apps: [AndroidAppPolicy], trustAnchorFiles: [String] = [], trustAnchorsPEM: [String] = [],
+        revocation: AndroidRevocationSettings? = nil
+    ) {
         self.apps = apps
         self.trustAnchorFiles = trustAnchorFiles
         self.trustAnchorsPEM = trustAnchorsPEM
+        self.revocation = revocation
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GoogleClient
 import Verification
 
 /// Decodes the `android:` block:
@@ -14,11 +15,12 @@ import Verification
 ///       min_patch_level: 202601               # YYYYMM, optional
 ///       play_integrity: {decryption_keys: [...], verification_keys: [...]}  # optional
 ///   trust_anchors: [extra-root.pem]           # optional, relative to the policy file
+///   revocation: {url: …, refresh: 1h, max_age: 24h, on_stale: refuse}   # or off; AndroidRevocationDecoder
 /// ```
 ///
 /// Every error names the file, line and field (`PolicyError`).
 struct AndroidPolicyDecoder {
-    static let keys = ["apps", "trust_anchors"]
+    static let keys = ["apps", "trust_anchors", "revocation"]
     static let appKeys = [
         "package", "signing_digests", "security_level", "require_locked_bootloader", "require_verified_boot",
         "min_patch_level", "play_integrity",
@@ -52,7 +54,11 @@ struct AndroidPolicyDecoder {
             }
             apps.append(app)
         }
-        var policy = AndroidPolicy(apps: apps)
+        var policy = AndroidPolicy(apps: apps, revocation: .google)
+        if let revocationNode = fields["revocation"] {
+            policy.revocation = try AndroidRevocationDecoder(reader: self.reader, files: self.files).decode(
+                revocationNode)
+        }
         if let anchorsNode = fields["trust_anchors"] {
             for anchor in try self.reader.list(anchorsNode, expected: "a list of PEM file paths") {
                 let path = try self.files.readableFile(anchor, what: "Android trust anchor")

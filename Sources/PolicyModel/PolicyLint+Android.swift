@@ -1,3 +1,5 @@
+import GoogleClient
+
 /// The lint of `android:`: settings that admit keys proving less than a locked, verified
 /// device's hardware key, and extra trust anchors (development roots).
 extension PolicyLint {
@@ -30,6 +32,19 @@ extension PolicyLint {
                 warn(
                     "android_boot_state_not_required", item,
                     "\(app.packageName) accepts devices whose bootloader is unlocked or whose OS is not verified: such a device can run an OS that lies to the app"
+                )
+            }
+        }
+        if let node = fields["revocation"] {
+            if android.revocation == nil {
+                warn(
+                    "android_revocation_off", node,
+                    "revocation: off: a certificate Google revoked (a leaked attestation key) still enrolls; development only"
+                )
+            } else if android.revocation?.onStale == .allow {
+                warn(
+                    "android_revocation_on_stale_allow", node,
+                    "on_stale: allow: when no list younger than max_age is at hand, enrollments are checked against an old list or none"
                 )
             }
         }

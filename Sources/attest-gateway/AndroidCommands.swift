@@ -12,7 +12,7 @@ enum VerifyAndroidAttestationCommand: Subcommand {
     static let usage = """
         usage: attest-gateway verify-android-attestation --chain FILE --challenge TEXT --package NAME --digest HEX \
         [--digest HEX ...] [--extra-root PEMFILE ...] [--security-level strongbox|trusted_environment|software] \
-        [--allow-unlocked] [--allow-unverified-boot] [--min-patch-level YYYYMM] [--at ISO8601]
+        [--allow-unlocked] [--allow-unverified-boot] [--min-patch-level YYYYMM] [--revocation-list FILE] [--at ISO8601]
 
           --chain FILE             the chain, leaf first: PEM certificates, or one base64 DER certificate per line
           --challenge TEXT         the attestation challenge the app used (its UTF-8 bytes)
@@ -23,10 +23,14 @@ enum VerifyAndroidAttestationCommand: Subcommand {
           --allow-unlocked         accept an unlocked bootloader
           --allow-unverified-boot  accept a verifiedBootState other than Verified
           --min-patch-level N      the lowest osPatchLevel (YYYYMM)
+          --revocation-list FILE   Google's revocation status list (the JSON of
+                                   https://android.googleapis.com/attestation/status); without it no
+                                   certificate's revocation is checked, and stderr says so
           --at ISO8601             verification time (default now)
 
-        stdout: {"valid":true,"key_id":…,"package":…,"security_level":…,"attestation_version":N,"google_root":BOOL,"public_key":…}
-            or  {"valid":false,"error":"<code>","message":"…"}   exit 0 valid, 1 invalid, 2 usage error
+        stdout: {"valid":true,"key_id":…,"package":…,"security_level":…,"attestation_version":N,"google_root":BOOL,"public_key":…,"revocation_entries":N|null}
+            or  {"valid":false,"error":"<code>","message":"…","revocation_entries":N|null}   exit 0 valid, 1 invalid, 2 usage error
+            revocation_entries: the serials on --revocation-list, null when none was given
         """
 
     static func run(_ words: [String]) throws -> Int32 {
@@ -34,6 +38,7 @@ enum VerifyAndroidAttestationCommand: Subcommand {
             words,
             valued: [
                 "chain", "challenge", "package", "digest", "extra-root", "security-level", "min-patch-level", "at",
+                "revocation-list",
             ],
             switches: ["allow-unlocked", "allow-unverified-boot"])
         if args.wantsHelp {
@@ -72,6 +77,13 @@ enum VerifyAndroidAttestationCommand: Subcommand {
             return String(decoding: data, as: UTF8.self)
         }
         let time = try args.date("at") ?? Date()
+        let revocationList = try Self.readRevocationList(try args.value("revocation-list"))
+        let revocationEntries = revocationList.map { String($0.entries.count) } ?? "null"
+        if revocationList == nil {
+            printError(
+                "verify-android-attestation: no --revocation-list given: no certificate of the chain was checked against Google's revocation status list"
+            )
+        }
         let requirements = AndroidKeyRequirements(apps: [
             AndroidAppRequirement(
                 packageName: package, signingDigests: digests, minimumSecurityLevel: level,
@@ -86,7 +98,7 @@ enum VerifyAndroidAttestationCommand: Subcommand {
             throw UsageError("cannot use the roots given: \(error.reason)")
         }
         do {
-            let result = try verifier.verify(chain: chain, at: time, revocationList: .empty)
+            let result = try verifier.verify(chain: chain, at: time, revocationList: revocationList ?? .empty)
             let app = try requirements.check(result, challenge: challenge)
             let spki = result.leafPublicKey.subjectPublicKeyInfo
             printJSON([
@@ -97,13 +109,33 @@ enum VerifyAndroidAttestationCommand: Subcommand {
                 ("attestation_version", String(result.keyDescription.attestationVersion)),
                 ("google_root", result.isGoogleRoot ? "true" : "false"),
                 ("public_key", jsonQuote(encodeBase64(result.leafPublicKey.p256Point ?? spki))),
+                ("revocation_entries", revocationEntries),
             ])
             return 0
         } catch {
             printJSON([
                 ("valid", "false"), ("error", jsonQuote(error.code.rawValue)), ("message", jsonQuote(error.reason)),
+                ("revocation_entries", revocationEntries),
             ])
             return 1
+        }
+    }
+
+    /// `--revocation-list FILE`: Google's status list JSON (bounded by
+    /// `AndroidRevocationList.maximumSize`); nil when the option is absent.
+    static func readRevocationList(_ path: String?) throws(UsageError) -> AndroidRevocationList? {
+        guard let path else { return nil }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let size = (attributes[.size] as? NSNumber)?.intValue, size <= AndroidRevocationList.maximumSize,
+            let data = FileManager.default.contents(atPath: path)
+        else {
+            throw UsageError(
+                "cannot read --revocation-list \(path) (or it is over \(AndroidRevocationList.maximumSize) bytes)")
+        }
+        do throws(AndroidAttestationError) {
+            return try AndroidRevocationList(json: [UInt8](data))
+        } catch {
+            throw UsageError("--revocation-list \(path): \(error.reason) (\(error.code.rawValue))")
         }
     }
 

@@ -29,9 +29,15 @@ extension EndToEnd {
             let world: E2EWorld
             let authority: SimulatedAndroidAuthority
             let gateway: GatewayInstance
+            /// The `android:` block of the policy without its `revocation:` line (another
+            /// gateway of the same world adds its own).
+            let androidBlock: String
 
-            /// - Parameter appSettings: more keys of the app entry, one line (e.g. `play_integrity: {…}`).
-            init(extraLimits: String = "", appSettings: String = "") throws {
+            /// - Parameters:
+            ///   - appSettings: more keys of the app entry, one line (e.g. `play_integrity: {…}`).
+            ///   - revocation: the `revocation:` line of `android:` (off: no status list; the
+            ///     revocation tests point it at a fake).
+            init(extraLimits: String = "", appSettings: String = "", revocation: String = "revocation: off") throws {
                 let world = try E2EWorld()
                 let authority = try SimulatedAndroidAuthority.generate()
                 let directory = world.directory.file("android")
@@ -51,7 +57,9 @@ extension EndToEnd {
                     """
                 self.world = world
                 self.authority = authority
-                self.gateway = try world.startGateway("gw", extra: android, routes: Android.routes)
+                self.androidBlock = android
+                self.gateway = try world.startGateway(
+                    "gw", extra: android + "\n  " + revocation, routes: Android.routes)
             }
 
             func challenge() throws -> String {

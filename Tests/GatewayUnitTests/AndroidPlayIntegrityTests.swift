@@ -167,6 +167,8 @@ import Verification
             var android = try #require(try PolicyLoader.parse(yaml, sourcePath: "p.yaml").android)
             let authority = try AndroidEnrollmentTests.authority.get()
             android.trustAnchorsPEM = [authority.rootCertificatePEM]
+            // No status list in these tests (AndroidRevocationEnrollmentTests has them).
+            android.revocation = nil
             self.verifier = try AndroidEnrollmentVerifier(policy: android)
             self.key = try authority.generateKey(challenge: Array(AndroidPlayIntegrityEnrollmentTests.challenge.utf8))
             self.client = AndroidReferenceClient(key: self.key)

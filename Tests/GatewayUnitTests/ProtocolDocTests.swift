@@ -8,6 +8,7 @@ import Verification
 @testable import GateContract
 @testable import GatewayIO
 @testable import GatewayServe
+@testable import GoogleClient
 @testable import HTTP1
 @testable import HTTPProxy
 @testable import KeyStore
@@ -386,6 +387,16 @@ struct ClientDataExample: Equatable {
         let apple = AppleClientMetrics(registry: registry)
         apple.record(
             path: "/v1/attestationData", result: .failure(AppleError(.timedOut, "")), nanoseconds: 1)
+        let google = AppleClientMetrics(registry: registry, peer: "google")
+        google.record(
+            service: "android_revocation", result: .failure(AppleError(.timedOut, "")), nanoseconds: 1)
+        google.rejected(service: "android_revocation", outcome: "breaker_open")
+        google.retried(service: "android_revocation")
+        let revocationList = AndroidRevocationCurrent(maximumAge: .seconds(60), onStale: .refuse)
+        revocationList.publish(.init(list: .empty, fetchedAt: Date(), source: "url"))
+        let revocation = AndroidRevocationMetrics(registry: registry, current: { revocationList })
+        revocation.fetch("url", "ok")
+        revocation.staleEnrollments.labels("refused").increment()
         let refresh = FraudRiskRefreshMetrics(registry: registry)
         refresh.refreshed(outcome: "refreshed")
         refresh.riskMetric(3)

@@ -2,6 +2,7 @@ import AppleClient
 import Enforcement
 import Foundation
 package import GatewayIO
+import GoogleClient
 import KeyStore
 package import PolicyModel
 package import RedisClient
@@ -33,6 +34,12 @@ package final class EnforcementGateFactory: Sendable {
     /// The `apple:` block's client and refresher, kept across reloads while the block and the
     /// store are unchanged (`AppleServices`); nil without `apple:`.
     private let apple = Mutex<AppleServices?>(nil)
+    /// The `android.revocation` list and its fetcher, kept across reloads while the settings
+    /// and the store are unchanged (`AndroidRevocationService`); nil without one.
+    private let androidRevocation = AndroidRevocationSlot()
+    /// The revocation list's metrics, registered with the first service (the registry keeps
+    /// the first family of a name; the scrape reads whichever service runs).
+    private let androidRevocationMetrics = Mutex<AndroidRevocationMetrics?>(nil)
     /// Per-address buckets of the anonymous endpoints: process-wide, kept across reloads.
     private let endpointLimiter = AddressRateLimiter(
         ratePerSecond: GatewayLimits().challengeRatePerSecond, burst: GatewayLimits().challengeBurst)
@@ -115,6 +122,13 @@ package final class EnforcementGateFactory: Sendable {
             }
         }
         let apple = try self.appleServices(for: policy, store: store, trustRootsPEM: trustRoots)
+        let revocation: (service: AndroidRevocationService?, fresh: AndroidRevocationService?)
+        do {
+            revocation = try self.androidRevocationService(for: policy, store: store)
+        } catch {
+            if let fresh = apple.fresh { fresh.shutdown() }
+            throw error
+        }
         let deviceCheck = apple.services.map {
             DeviceCheckClient(client: $0.client, configuration: $0.configuration)
         }
@@ -123,12 +137,14 @@ package final class EnforcementGateFactory: Sendable {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
                 challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner,
-                deviceCheck: deviceCheck, tokens: tokens)
+                deviceCheck: deviceCheck, tokens: tokens, androidRevocation: revocation.service?.current)
         } catch {
             if let fresh = apple.fresh { fresh.shutdown() }
+            if let fresh = revocation.fresh { fresh.shutdown() }
             throw BuildError(description: "cannot build the attestation verifier: \(error)")
         }
         self.install(apple)
+        self.install(revocation)
         // Registered after the gate's families, so the store's come last in the exposition.
         self.storeHealth.export(store, through: self.registry)
         let registry = self.registry
@@ -192,7 +208,8 @@ package final class EnforcementGateFactory: Sendable {
         apple.fresh?.start()
     }
 
-    /// Stops the refresher and closes the connections to Apple (`serve` after draining).
+    /// Stops the outbound services (`serve` after draining): Apple's refresher and
+    /// connections, and the Android revocation fetcher and its connections to Google.
     package func shutdownApple() {
         let running = self.apple.withLock { current -> AppleServices? in
             let previous = current
@@ -200,7 +217,62 @@ package final class EnforcementGateFactory: Sendable {
             return previous
         }
         running?.shutdown()
+        let revocation = self.androidRevocation.value.withLock { current -> AndroidRevocationService? in
+            let previous = current
+            current = nil
+            return previous
+        }
+        revocation?.shutdown()
     }
+
+    /// The running `AndroidRevocationService` when `android.revocation` and the store are the
+    /// same, else a new one, built but not started (`install` starts it once the gate is built).
+    private func androidRevocationService(
+        for policy: GatewayPolicy, store: any AttestStore
+    ) throws -> (service: AndroidRevocationService?, fresh: AndroidRevocationService?) {
+        // Tools that build gates without event loops get no fetcher: their enrollments find
+        // no list (refused as stale unless on_stale: allow).
+        guard let settings = policy.android?.revocation, !self.loops.isEmpty else { return (nil, nil) }
+        if let running = self.androidRevocation.value.withLock({ $0 }), running.settings == settings,
+            running.storeIdentity == ObjectIdentifier(store)
+        {
+            return (running, nil)
+        }
+        let slot = self.androidRevocation
+        let registry = self.registry
+        let metrics = self.androidRevocationMetrics.withLock { metrics in
+            if let metrics { return metrics }
+            let made = AndroidRevocationMetrics(registry: registry, current: { slot.value.withLock { $0?.current } })
+            metrics = made
+            return made
+        }
+        do {
+            let service = try AndroidRevocationService(
+                settings: settings, store: store, loops: self.loops, registry: self.registry, metrics: metrics)
+            return (service, service)
+        } catch {
+            throw BuildError(description: "android.revocation: \(error)")
+        }
+    }
+
+    /// Makes `revocation` the running service: a new one starts, the one it replaces stops; a
+    /// kept one looks at its file again (a reload is how an operator says "the file changed").
+    private func install(_ revocation: (service: AndroidRevocationService?, fresh: AndroidRevocationService?)) {
+        let previous = self.androidRevocation.value.withLock { current -> AndroidRevocationService? in
+            let previous = current
+            current = revocation.service
+            return previous
+        }
+        guard previous !== revocation.service else {
+            revocation.service?.fetcher.reloaded()
+            return
+        }
+        previous?.shutdown()
+        revocation.fresh?.start()
+    }
+
+    /// The running revocation list service (tests), nil without `android.revocation`.
+    package var androidRevocationService: AndroidRevocationService? { self.androidRevocation.value.withLock { $0 } }
 
     /// The running client to Apple (tests), nil without `apple:`.
     package var appleServices: AppleServices? { self.apple.withLock { $0 } }
@@ -337,4 +409,9 @@ package final class EnforcementGateFactory: Sendable {
             return String(decoding: data, as: UTF8.self)
         }
     }
+}
+
+/// The running `AndroidRevocationService`, in a box the metrics' scrape closure can hold.
+final class AndroidRevocationSlot: Sendable {
+    let value = Mutex<AndroidRevocationService?>(nil)
 }
