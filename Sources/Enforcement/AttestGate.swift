@@ -84,6 +84,8 @@ package final class AttestGate: RequestGate {
     ///   - deviceCheck: DeviceCheck over the Apple client (`apple:`): the fallback exchange
     ///     and its tokens; nil = the exchange answers 503.
     ///   - tokens: the policy's `tokens:` keys, loaded (`AttestationTokens.load`); nil = none.
+    ///   - playIntegrityDecoders: standard Play Integrity tokens through Google (kept across
+    ///     reloads by the factory); nil = standard tokens cannot be decoded.
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     ///   - monotonicNanoseconds: the endpoint limiter's clock (tests pin it).
     package init(
@@ -97,6 +99,7 @@ package final class AttestGate: RequestGate {
         identitySigner: IdentitySigner? = nil,
         deviceCheck: DeviceCheckClient? = nil,
         tokens: AttestationTokens? = nil,
+        playIntegrityDecoders: PlayIntegrityStandardDecoders? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws(VerificationError) {
@@ -158,7 +161,7 @@ package final class AttestGate: RequestGate {
             attestationRateAlert: policy.attestationRateAlert,
             android: try policy.android.map { android throws(VerificationError) in
                 do throws(AndroidAttestationError) {
-                    return try AndroidEnrollmentVerifier(policy: android)
+                    return try AndroidEnrollmentVerifier(policy: android, decoders: playIntegrityDecoders)
                 } catch {
                     throw VerificationError(.malformedCertificate, "android.trust_anchors: \(error.reason)")
                 }
@@ -194,7 +197,10 @@ package final class AttestGate: RequestGate {
                     keyring: keyring, ttlSeconds: tokenTTL, appIDs: policy.appIDs,
                     environment: $0.configuration.environment)
             },
-            androidPackages: policy.android?.apps.map(\.packageName) ?? []
+            androidPackages: policy.android?.apps.map(\.packageName) ?? [],
+            androidReverifyAfter: Dictionary(
+                policy.android?.apps.compactMap { app in app.playIntegrity?.reverifyAfter.map { (app.packageName, $0) } }
+                    ?? [], uniquingKeysWith: { first, _ in first })
         )
         self.tokenEndpoint = TokenEndpoint(
             path: policy.endpoints.token, tokens: tokens, appIDs: policy.appIDs, environment: policy.environment,
