@@ -14,11 +14,15 @@ package struct PlayIntegrityGoogleCall: Sendable, Hashable {
     package var timeout: Duration
     /// The outbound client's metrics label (`play_integrity_token`, `play_integrity_decode`).
     package var service: String
+    /// PEM of the CAs to verify Google's certificate with (`play_integrity.ca_file`); nil = the
+    /// system's roots.
+    package var caFile: String?
 
     package init(
         endpoint: GoogleEndpoint, path: String, bearer: String?, contentType: String, body: [UInt8], timeout: Duration,
-        service: String
+        service: String, caFile: String? = nil
     ) {
+        self.caFile = caFile
         self.endpoint = endpoint
         self.path = path
         self.bearer = bearer

@@ -88,7 +88,7 @@ final class PlayIntegrityStandardDecoder: Sendable {
             path: self.settings.apiEndpoint.path + PlayIntegrityStandardAnswer.path(packageName: self.packageName),
             bearer: access, contentType: "application/json",
             body: PlayIntegrityStandardAnswer.requestBody(token: token), timeout: self.settings.timeout,
-            service: "play_integrity_decode")
+            service: "play_integrity_decode", caFile: self.settings.caFile)
         self.transport.post(call, on: loop) { [self] reply in
             let invalid = PlayIntegrityError(
                 .badFormat, "Google's decodeIntegrityToken refused the token as invalid (400)")
@@ -165,7 +165,7 @@ final class PlayIntegrityStandardDecoder: Sendable {
         let call = PlayIntegrityGoogleCall(
             endpoint: endpoint, path: endpoint.path.isEmpty ? "/" : endpoint.path, bearer: nil,
             contentType: "application/x-www-form-urlencoded", body: GoogleOAuthAssertion.formBody(assertion: assertion),
-            timeout: self.settings.timeout, service: "play_integrity_token")
+            timeout: self.settings.timeout, service: "play_integrity_token", caFile: self.settings.caFile)
         self.transport.post(call, on: loop) { [self] reply in
             let refused = PlayIntegrityError(
                 .unavailable, "Google's token endpoint refused the service account's assertion (400)")

@@ -85,7 +85,8 @@ public struct GoogleAccessTokenCache: Sendable {
     public mutating func fetched(_ token: GoogleAccessToken, now: Int64) {
         self.fetching = false
         self.token = token.value
-        self.refreshAt = now + max(1, min(token.expiresIn - Self.refreshMarginSeconds, token.expiresIn / 2))
+        let life = token.expiresIn
+        self.refreshAt = now + max(1, life > 2 * Self.refreshMarginSeconds ? life - Self.refreshMarginSeconds : life / 2)
     }
 
     /// The fetch failed: the next request fetches again.
