@@ -135,7 +135,8 @@ final class AndroidEnrollmentVerifier: Sendable {
             guard verified.standard == nil else {
                 return .failure(
                     EnforcementError(
-                        .playIntegrity(.unavailable), "a standard Play Integrity token needs Google's decodeIntegrityToken"))
+                        .playIntegrity(.unavailable),
+                        "a standard Play Integrity token needs Google's decodeIntegrityToken"))
             }
             return .success(verified.record)
         }

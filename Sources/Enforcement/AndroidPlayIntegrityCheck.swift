@@ -82,7 +82,8 @@ struct AndroidPlayIntegrityCheck: Sendable {
 
     /// A standard token, through Google; `completion` runs on `loop`.
     static func checkStandard(
-        _ app: App, token: String?, challenge: String, attestedKeySPKI spki: [UInt8], now: @escaping @Sendable () -> Date,
+        _ app: App, token: String?, challenge: String, attestedKeySPKI spki: [UInt8],
+        now: @escaping @Sendable () -> Date,
         loop: EventLoop, completion: @escaping @Sendable (Result<String, EnforcementError>) -> Void
     ) {
         guard case .standard(let decoder, let onUnavailable) = app.decoding else {
@@ -115,7 +116,8 @@ struct AndroidPlayIntegrityCheck: Sendable {
                 completion(.failure(Self.refusal(error)))
             case .success(let payload):
                 do throws(PlayIntegrityError) {
-                    _ = try app.verifier.verifyStandard(payload: payload, binding: binding, nowMillis: Self.millis(now()))
+                    _ = try app.verifier.verifyStandard(
+                        payload: payload, binding: binding, nowMillis: Self.millis(now()))
                     completion(.success(KeyRecord.playIntegrityVerified))
                 } catch {
                     completion(.failure(Self.refusal(error)))

@@ -166,7 +166,8 @@ final class AndroidPlayIntegrityReverification: Sendable {
             }
         } else {
             AndroidPlayIntegrityCheck.checkStandard(
-                app, token: request.token, challenge: request.challenge, attestedKeySPKI: spki, now: self.now, loop: loop,
+                app, token: request.token, challenge: request.challenge, attestedKeySPKI: spki, now: self.now,
+                loop: loop,
                 completion: store)
         }
     }
@@ -185,7 +186,8 @@ final class AndroidPlayIntegrityReverification: Sendable {
                 finish(.failure(.challengeAlreadyUsed()))
             case .success(true):
                 let time = self.now()
-                self.store.recordPlayIntegrityVerdict(keyID: record.keyID, verdict: verdict, at: time) { [self] stored in
+                self.store.recordPlayIntegrityVerdict(keyID: record.keyID, verdict: verdict, at: time) {
+                    [self] stored in
                     switch stored {
                     case .failure(let error):
                         self.storeFailures.report(

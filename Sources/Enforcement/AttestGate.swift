@@ -199,7 +199,8 @@ package final class AttestGate: RequestGate {
             },
             androidPackages: policy.android?.apps.map(\.packageName) ?? [],
             androidReverifyAfter: Dictionary(
-                policy.android?.apps.compactMap { app in app.playIntegrity?.reverifyAfter.map { (app.packageName, $0) } }
+                policy.android?.apps.compactMap { app in app.playIntegrity?.reverifyAfter.map { (app.packageName, $0) }
+                }
                     ?? [], uniquingKeysWith: { first, _ in first })
         )
         self.tokenEndpoint = TokenEndpoint(

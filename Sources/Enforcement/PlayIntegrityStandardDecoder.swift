@@ -65,7 +65,8 @@ final class PlayIntegrityStandardDecoder: Sendable {
                 self.refundIfUnsent(error)
                 completion(.failure(error))
             case .success(let access):
-                self.decodeCall(token: token, access: access, attempt: 0, renewed: false, on: loop, completion: completion)
+                self.decodeCall(
+                    token: token, access: access, attempt: 0, renewed: false, on: loop, completion: completion)
             }
         }
     }
@@ -180,7 +181,9 @@ final class PlayIntegrityStandardDecoder: Sendable {
                     self.finishFetch(.failure(error))
                 }
             case .retry(let delay):
-                loop.schedule(after: Self.nanoseconds(delay)) { [self] in self.fetchToken(attempt: attempt + 1, on: loop) }
+                loop.schedule(after: Self.nanoseconds(delay)) { [self] in
+                    self.fetchToken(attempt: attempt + 1, on: loop)
+                }
             case .unauthorized:
                 self.finishFetch(
                     .failure(PlayIntegrityError(.unavailable, "Google's token endpoint answered 401 to the assertion")))

@@ -50,7 +50,8 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
     /// and `playIntegrityVerifiedAt`, whole seconds). Completes false when no such key exists
     /// or it is revoked.
     func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
     /// Marks the key revoked. Completes false when no such key exists.
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
@@ -82,7 +83,8 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
 extension AttestStore {
     /// Test doubles that keep no Play Integrity verdicts: the call fails (the caller refuses).
     package func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         completion(.failure(StoreError(.protocolError, "this store keeps no Play Integrity verdicts")))
     }

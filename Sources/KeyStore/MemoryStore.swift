@@ -112,7 +112,8 @@ package final class MemoryStore: AttestStore, AttestationRateCounting {
     }
 
     package func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         let seconds = Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds(time)))
         let recorded = self.state.withLock { state -> Bool in

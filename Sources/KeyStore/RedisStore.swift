@@ -343,7 +343,8 @@ package final class RedisStore: AttestStore {
     }
 
     package func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         self.callerConnection.evaluate(
             Self.recordPlayIntegrityScript, keys: [Self.keyRecordKey(keyID)],

@@ -51,7 +51,8 @@ public struct PlayIntegrityStandardSettings: Sendable, Hashable {
 }
 
 extension PlayIntegrityDecoder {
-    func decodeStandard(_ fields: Fields, material: inout [UInt8]) throws(PolicyError) -> PlayIntegrityStandardSettings {
+    func decodeStandard(_ fields: Fields, material: inout [UInt8]) throws(PolicyError) -> PlayIntegrityStandardSettings
+    {
         guard let fileNode = fields["service_account_file"] else {
             throw self.reader.error(
                 .missingKey, fields.keyMark("service_account_file"), fields.path("service_account_file"),
@@ -84,7 +85,8 @@ extension PlayIntegrityDecoder {
             let text = try self.reader.string(n, expected: "https://host[:port]")
             guard let endpoint = GoogleEndpoint(parsing: text), endpoint.path.isEmpty else {
                 throw self.reader.error(
-                    .invalidValue, n, "expected https://host[:port] without a path; found \(PolicyScalarReader.quote(text))")
+                    .invalidValue, n,
+                    "expected https://host[:port] without a path; found \(PolicyScalarReader.quote(text))")
             }
             apiEndpoint = endpoint
         }

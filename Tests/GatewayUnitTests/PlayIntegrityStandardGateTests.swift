@@ -44,7 +44,8 @@ import Verification
         }
         // DST: 2026-03-08 is a 23-hour day in Pacific time, 2026-11-01 a 25-hour one.
         let quota = PlayIntegrityQuotaBudget(limit: 1)
-        let march8 = quota.dayStart(containing: 1_772_985_600 + 12 * 3600)  // 2026-03-09 04:00 UTC, 21:00 PDT on the 8th
+        // 2026-03-09 04:00 UTC is 21:00 PDT on the 8th.
+        let march8 = quota.dayStart(containing: 1_772_985_600 + 12 * 3600)
         #expect(march8 == 1_772_956_800)  // 2026-03-08 08:00 UTC = 00:00 PST
         #expect(quota.dayStart(containing: march8 + 23 * 3600) == march8 + 23 * 3600)
         #expect(quota.secondsUntilReset(now: march8) == 23 * 3600)
@@ -68,16 +69,33 @@ import Verification
     @Test func retriesTransportFailures429And5xxOnly() {
         let policy = PlayIntegrityRetryPolicy(maximumRetries: 2)
         let invalid = PlayIntegrityError(.badFormat, "")
-        #expect(policy.judge(.answered(status: 200, body: [1], retryAfter: nil), attempt: 0, badRequest: invalid) == .success([1]))
-        #expect(policy.judge(.answered(status: 401, body: [], retryAfter: nil), attempt: 0, badRequest: invalid) == .unauthorized)
-        #expect(policy.judge(.answered(status: 400, body: [], retryAfter: nil), attempt: 0, badRequest: invalid) == .fail(invalid))
-        #expect(policy.judge(.answered(status: 503, body: [], retryAfter: nil), attempt: 0, badRequest: invalid) == .retry(after: .milliseconds(200)))
-        #expect(policy.judge(.answered(status: 429, body: [], retryAfter: .seconds(2)), attempt: 1, badRequest: invalid) == .retry(after: .seconds(2)))
+        #expect(
+            policy.judge(.answered(status: 200, body: [1], retryAfter: nil), attempt: 0, badRequest: invalid)
+                == .success([1]))
+        #expect(
+            policy.judge(.answered(status: 401, body: [], retryAfter: nil), attempt: 0, badRequest: invalid)
+                == .unauthorized)
+        #expect(
+            policy.judge(.answered(status: 400, body: [], retryAfter: nil), attempt: 0, badRequest: invalid)
+                == .fail(invalid))
+        #expect(
+            policy.judge(.answered(status: 503, body: [], retryAfter: nil), attempt: 0, badRequest: invalid)
+                == .retry(after: .milliseconds(200)))
+        #expect(
+            policy.judge(.answered(status: 429, body: [], retryAfter: .seconds(2)), attempt: 1, badRequest: invalid)
+                == .retry(after: .seconds(2)))
         #expect(policy.judge(.failed("reset"), attempt: 1, badRequest: invalid) == .retry(after: .milliseconds(400)))
-        #expect(policy.judge(.answered(status: 500, body: [], retryAfter: nil), attempt: 2, badRequest: invalid) == .fail(PlayIntegrityError(.unavailable, "")))
-        #expect(policy.judge(.failed("timeout"), attempt: 2, badRequest: invalid) == .fail(PlayIntegrityError(.unavailable, "")))
-        #expect(policy.judge(.breakerOpen, attempt: 0, badRequest: invalid) == .fail(PlayIntegrityError(.unavailable, "")))
-        #expect(policy.judge(.answered(status: 403, body: [], retryAfter: nil), attempt: 0, badRequest: invalid) == .fail(PlayIntegrityError(.unavailable, "")))
+        #expect(
+            policy.judge(.answered(status: 500, body: [], retryAfter: nil), attempt: 2, badRequest: invalid)
+                == .fail(PlayIntegrityError(.unavailable, "")))
+        #expect(
+            policy.judge(.failed("timeout"), attempt: 2, badRequest: invalid)
+                == .fail(PlayIntegrityError(.unavailable, "")))
+        #expect(
+            policy.judge(.breakerOpen, attempt: 0, badRequest: invalid) == .fail(PlayIntegrityError(.unavailable, "")))
+        #expect(
+            policy.judge(.answered(status: 403, body: [], retryAfter: nil), attempt: 0, badRequest: invalid)
+                == .fail(PlayIntegrityError(.unavailable, "")))
         #expect(policy.delay(attempt: 10, retryAfter: .seconds(60)) == .seconds(5))
     }
 
@@ -85,7 +103,8 @@ import Verification
 
     /// Answers each call with the next scripted reply for its service; records the calls.
     final class ScriptedGoogle: PlayIntegrityGoogleTransport, @unchecked Sendable {
-        private let state = Mutex<(replies: [String: [PlayIntegrityGoogleReply]], calls: [PlayIntegrityGoogleCall])>(([:], []))
+        private let state = Mutex<(replies: [String: [PlayIntegrityGoogleReply]], calls: [PlayIntegrityGoogleCall])>(
+            ([:], []))
 
         init(token: [PlayIntegrityGoogleReply] = [], decode: [PlayIntegrityGoogleReply] = []) {
             self.state.withLock {
@@ -162,7 +181,9 @@ import Verification
         #expect(calls.map(\.service) == ["play_integrity_token", "play_integrity_decode", "play_integrity_decode"])
         #expect(calls[0].endpoint.host == "oauth2.googleapis.com" && calls[0].path == "/token")
         #expect(calls[0].bearer == nil && calls[0].contentType == "application/x-www-form-urlencoded")
-        #expect(String(decoding: calls[0].body, as: UTF8.self).hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
+        #expect(
+            String(decoding: calls[0].body, as: UTF8.self).hasPrefix(
+                "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
         #expect(calls[1].endpoint == .playIntegrityAPI)
         #expect(calls[1].path == "/v1/com.example.app:decodeIntegrityToken")
         #expect(calls[1].bearer == "ya29.test")
@@ -173,7 +194,9 @@ import Verification
     @Test func retries5xxThenSucceeds() async throws {
         let google = ScriptedGoogle(
             token: [.answered(status: 503, body: [], retryAfter: nil), Self.token],
-            decode: [.failed("connection reset"), .answered(status: 500, body: [], retryAfter: nil), try Self.verdict()])
+            decode: [
+                .failed("connection reset"), .answered(status: 500, body: [], retryAfter: nil), try Self.verdict(),
+            ])
         let decoder = PlayIntegrityStandardDecoder(
             packageName: "com.example.app", settings: try Self.settings(), transport: google, now: { Date() })
         #expect(Self.code(await Self.decode(decoder)) == "ok")
@@ -315,16 +338,19 @@ import Verification
     // MARK: reverify_after
 
     @Test func aVerdictOlderThanReverifyAfterIsRefused() {
-        let check = AndroidRequestCheck(packages: ["com.example.app"], reverifyAfter: ["com.example.app": .seconds(3600)])
+        let check = AndroidRequestCheck(
+            packages: ["com.example.app"], reverifyAfter: ["com.example.app": .seconds(3600)])
         let verified = Date(timeIntervalSince1970: 1_790_000_000)
         #expect(!check.needsReverification(package: "com.example.app", verifiedAt: verified, now: verified + 3600))
         #expect(check.needsReverification(package: "com.example.app", verifiedAt: verified, now: verified + 3601))
         #expect(check.needsReverification(package: "com.example.app", verifiedAt: nil, now: verified))
         #expect(!check.needsReverification(package: "com.example.other", verifiedAt: nil, now: verified))
-        let refusal = check.reverificationRefusal(package: "com.example.app", verifiedAt: verified, now: verified + 7200)
+        let refusal = check.reverificationRefusal(
+            package: "com.example.app", verifiedAt: verified, now: verified + 7200)
         #expect(refusal?.code.rawValue == "play_integrity_reverify_required")
         #expect(refusal?.status == 401)
-        #expect(check.reverificationRefusal(package: "com.example.app", verifiedAt: verified, now: verified + 60) == nil)
+        #expect(
+            check.reverificationRefusal(package: "com.example.app", verifiedAt: verified, now: verified + 60) == nil)
     }
 
     @Test func theMemoryStoreKeepsTheVerdictTime() async throws {

@@ -81,7 +81,9 @@ import Testing
         #expect(try #require(Base64URL.decode(Array(parts[2].utf8))).count == 256)
         // PKCS#1 v1.5 is deterministic: the same input signs the same; another input does not.
         #expect(try GoogleOAuthAssertion.make(account: account, issuedAt: 1_790_000_000) == jwt)
-        #expect(try GoogleOAuthAssertion.make(account: account, issuedAt: 1_790_000_001).split(separator: ".")[2] != parts[2])
+        #expect(
+            try GoogleOAuthAssertion.make(account: account, issuedAt: 1_790_000_001).split(separator: ".")[2]
+                != parts[2])
     }
 
     @Test func formBodyIsTheJWTBearerGrant() {
@@ -163,7 +165,8 @@ import Testing
         #expect(verdict.decryptionKeyName == PlayIntegrityVerdict.googleDecoder)
         #expect(verdict.strongestDeviceLabel == .meetsDeviceIntegrity)
 
-        let other = PlayIntegrityBinding.standardRequestHash(challenge: Array("challenge-2".utf8), attestedKeySPKI: spki)
+        let other = PlayIntegrityBinding.standardRequestHash(
+            challenge: Array("challenge-2".utf8), attestedKeySPKI: spki)
         #expect(throws: PlayIntegrityError(.requestHashMismatch, "")) {
             try Self.verifier.verifyStandard(
                 payload: try PlayIntegrityStandardAnswer.payload(
@@ -203,17 +206,26 @@ import Testing
     @Test func requestBodyAndPath() throws {
         let body = try Self.object(PlayIntegrityStandardAnswer.requestBody(token: "abc.def"))
         #expect(body["integrity_token"] as? String == "abc.def")
-        #expect(PlayIntegrityStandardAnswer.path(packageName: "com.example.app") == "/v1/com.example.app:decodeIntegrityToken")
+        #expect(
+            PlayIntegrityStandardAnswer.path(packageName: "com.example.app")
+                == "/v1/com.example.app:decodeIntegrityToken")
     }
 
     // MARK: Endpoints
 
     @Test func parsesHTTPSEndpoints() {
-        #expect(GoogleEndpoint(parsing: "https://oauth2.googleapis.com/token") == GoogleEndpoint(host: "oauth2.googleapis.com", port: 443, path: "/token"))
-        #expect(GoogleEndpoint(parsing: "https://127.0.0.1:8443/") == GoogleEndpoint(host: "127.0.0.1", port: 8443, path: ""))
+        #expect(
+            GoogleEndpoint(parsing: "https://oauth2.googleapis.com/token")
+                == GoogleEndpoint(host: "oauth2.googleapis.com", port: 443, path: "/token"))
+        #expect(
+            GoogleEndpoint(parsing: "https://127.0.0.1:8443/")
+                == GoogleEndpoint(host: "127.0.0.1", port: 8443, path: ""))
         #expect(GoogleEndpoint(parsing: "https://[::1]:9000/t") == GoogleEndpoint(host: "::1", port: 9000, path: "/t"))
         #expect(GoogleEndpoint(parsing: "https://[::1]:9000/t")?.authority == "[::1]:9000")
-        for bad in ["http://x/token", "https://", "https://u@x/", "https://x/?q", "https://x:0/", "https://x:99999/", "https://x y/"] {
+        for bad in [
+            "http://x/token", "https://", "https://u@x/", "https://x/?q", "https://x:0/", "https://x:99999/",
+            "https://x y/",
+        ] {
             #expect(GoogleEndpoint(parsing: bad) == nil, "\(bad)")
         }
     }

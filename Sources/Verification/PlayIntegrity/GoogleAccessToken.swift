@@ -44,7 +44,8 @@ public struct GoogleAccessToken: Sendable, Hashable {
                 .googleAnswerMalformed, "token_type is \(PlayIntegrityError.printable(type)), not Bearer")
         }
         guard (1...86_400).contains(answer.expiresIn) else {
-            throw PlayIntegrityError(.googleAnswerMalformed, "expires_in \(answer.expiresIn) is not in 1...86400 seconds")
+            throw PlayIntegrityError(
+                .googleAnswerMalformed, "expires_in \(answer.expiresIn) is not in 1...86400 seconds")
         }
         return GoogleAccessToken(value: token, expiresIn: answer.expiresIn)
     }
@@ -86,7 +87,8 @@ public struct GoogleAccessTokenCache: Sendable {
         self.fetching = false
         self.token = token.value
         let life = token.expiresIn
-        self.refreshAt = now + max(1, life > 2 * Self.refreshMarginSeconds ? life - Self.refreshMarginSeconds : life / 2)
+        self.refreshAt =
+            now + max(1, life > 2 * Self.refreshMarginSeconds ? life - Self.refreshMarginSeconds : life / 2)
     }
 
     /// The fetch failed: the next request fetches again.

@@ -40,7 +40,9 @@ public enum GoogleOAuthAssertion {
     }
 
     private static func json(_ object: [String: Any]) throws(PlayIntegrityError) -> [UInt8] {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { throw PlayIntegrityError(.serviceAccountInvalid, "the assertion's JSON cannot be written") }
         return [UInt8](data)
     }

@@ -96,7 +96,8 @@ public final class GoogleServiceAccount: @unchecked Sendable {
         let end = "-----END PRIVATE KEY-----"
         guard let start = pem.range(of: begin), let stop = pem.range(of: end, range: start.upperBound..<pem.endIndex)
         else {
-            throw Self.invalid("\"private_key\" holds no -----BEGIN PRIVATE KEY----- block (PKCS#8, as Google writes it)")
+            throw Self.invalid(
+                "\"private_key\" holds no -----BEGIN PRIVATE KEY----- block (PKCS#8, as Google writes it)")
         }
         let body = pem[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
         guard let data = Data(base64Encoded: String(body)) else {
