@@ -115,7 +115,8 @@ extension EndToEnd.Android {
             expectDenied(try enroll(on: android).1, 503, "play_integrity_unavailable")
         }
         let failedCalls = try google.decodeCalls(500)
-        #expect(failedCalls == 5, "\(try google.stats())")
+        let stats = try google.stats()
+        #expect(failedCalls == 5, "\(stats)")
         expectDenied(try enroll(on: android).1, 503, "play_integrity_unavailable")
         #expect(try google.decodeCalls(500) == failedCalls)
 
