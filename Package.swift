@@ -101,9 +101,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            // Google's side of the outbound HTTPS client (AppleClient's, without Apple's JWT) and
+            // the Android revocation status list: settings, fetch schedule (a value), the fetcher,
+            // the fleet's copy in Redis, the list enrollments read.
+            name: "GoogleClient",
+            dependencies: ["GatewayIO", "HTTP1", "AppleClient", "RedisClient", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             // policies.yaml to `GatewayPolicy` values: routes, listeners, store and Apple settings, lint.
             name: "PolicyModel",
-            dependencies: ["GatewayIO", "AppleClient", "RedisClient", "Verification", "CYAML"],
+            dependencies: ["GatewayIO", "AppleClient", "GoogleClient", "RedisClient", "Verification", "CYAML"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -129,8 +137,8 @@ let package = Package(
             // The gate: assertions, attestations, challenges, DeviceCheck, fraud risk, check-only dialects.
             name: "Enforcement",
             dependencies: [
-                "AppleClient", "GateContract", "GatewayIO", "HTTP1", "KeyStore", "PolicyModel", "RedisClient",
-                "Verification",
+                "AppleClient", "GateContract", "GatewayIO", "GoogleClient", "HTTP1", "KeyStore", "PolicyModel",
+                "RedisClient", "Verification",
             ],
             swiftSettings: swiftSettings
         ),
@@ -138,8 +146,8 @@ let package = Package(
             // The composition root: builds everything from a policy, reloads, signals, admin listener.
             name: "GatewayServe",
             dependencies: [
-                "AppleClient", "Enforcement", "GateContract", "GatewayIO", "HTTP1", "HTTPProxy", "KeyStore",
-                "PolicyModel", "RedisClient", "Verification", "CHiredis", "CYAML",
+                "AppleClient", "Enforcement", "GateContract", "GatewayIO", "GoogleClient", "HTTP1", "HTTPProxy",
+                "KeyStore", "PolicyModel", "RedisClient", "Verification", "CHiredis", "CYAML",
             ],
             swiftSettings: swiftSettings
         ),
@@ -165,6 +173,7 @@ let package = Package(
             name: "attest-gateway",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GoogleClient",
                 "GateContract", "GatewayIO", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings
@@ -242,6 +251,7 @@ let package = Package(
             name: "GatewayUnitTests",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GoogleClient",
                 "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings
@@ -252,6 +262,7 @@ let package = Package(
             name: "GatewayIntegrationTests",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
+                "GoogleClient",
                 "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings

@@ -1,6 +1,8 @@
 package import GatewayIO
 
-/// The HTTPS client's metrics, registered once per registry:
+/// The HTTPS client's metrics, registered once per registry (for Apple's client; Google's
+/// client registers the same families as `attest_gateway_google_*`, services
+/// `android_revocation`, …):
 ///
 /// - `attest_gateway_apple_requests_total{service,outcome}`: every call, by service
 ///   (`devicecheck`, `fraud_risk`) and outcome (Apple's HTTP status, or the `AppleError` code
@@ -19,21 +21,31 @@ package struct AppleClientMetrics: Sendable {
     package let breaker: GaugeFamily
     package let retries: CounterFamily
 
-    package init(registry: MetricsRegistry) {
+    /// The metric name prefix of the client's families: Apple's client (the default) and
+    /// Google's (`google`: `attest_gateway_google_requests_total`, …) count apart.
+    package let peer: String
+
+    /// - Parameter peer: `apple` (names `attest_gateway_apple_*`) or `google`
+    ///   (`attest_gateway_google_*`): the same families for another client's calls.
+    package init(registry: MetricsRegistry, peer: String = "apple") {
+        self.peer = peer
+        let prefix = "attest_gateway_\(peer)"
+        let name = peer == "apple" ? "Apple" : peer.prefix(1).uppercased() + peer.dropFirst()
         self.requests = registry.counter(
-            "attest_gateway_apple_requests_total", help: "Calls to Apple's servers by service and outcome",
+            "\(prefix)_requests_total", help: "Calls to \(name)'s servers by service and outcome",
             labelNames: ["service", "outcome"])
         self.duration = registry.histogram(
-            "attest_gateway_apple_request_duration_seconds", help: "Latency of calls to Apple's servers",
+            "\(prefix)_request_duration_seconds", help: "Latency of calls to \(name)'s servers",
             labelNames: ["service"], buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
         self.rejections = registry.counter(
-            "attest_gateway_apple_requests_rejected_total",
-            help: "Calls to Apple refused by the gateway (open breaker, rate limit)", labelNames: ["service", "reason"])
+            "\(prefix)_requests_rejected_total",
+            help: "Calls to \(name) refused by the gateway (open breaker, rate limit)",
+            labelNames: ["service", "reason"])
         self.breaker = registry.gauge(
-            "attest_gateway_apple_breaker_state", help: "Circuit breaker towards Apple: 0 closed, 1 open, 2 half-open")
+            "\(prefix)_breaker_state", help: "Circuit breaker towards \(name): 0 closed, 1 open, 2 half-open")
         self.retries = registry.counter(
-            "attest_gateway_apple_retries_total",
-            help: "Calls to Apple sent again after a 429, a 5xx or no answer", labelNames: ["service"])
+            "\(prefix)_retries_total",
+            help: "Calls to \(name) sent again after a 429, a 5xx or no answer", labelNames: ["service"])
     }
 
     func retried(service: String) { self.retries.labels(service).increment() }
@@ -47,6 +59,11 @@ package struct AppleClientMetrics: Sendable {
         path == "/v1/attestationData" ? "fraud_risk" : "devicecheck"
     }
 
+    /// The request's own `service` label, else the one its Apple path implies.
+    package static func service(of request: AppleHTTPRequest) -> String {
+        request.service ?? Self.service(path: request.endpoint.path)
+    }
+
     /// The `outcome` label: the status of an answer, or the error code when none came.
     package static func outcome(_ result: Result<AppleHTTPResponse, AppleError>) -> String {
         switch result {
@@ -56,7 +73,10 @@ package struct AppleClientMetrics: Sendable {
     }
 
     func record(path: String, result: Result<AppleHTTPResponse, AppleError>, nanoseconds: UInt64) {
-        let service = Self.service(path: path)
+        self.record(service: Self.service(path: path), result: result, nanoseconds: nanoseconds)
+    }
+
+    func record(service: String, result: Result<AppleHTTPResponse, AppleError>, nanoseconds: UInt64) {
         self.requests.labels(service, Self.outcome(result)).increment()
         self.duration.labels(service).observe(nanoseconds: nanoseconds)
     }

@@ -61,6 +61,8 @@ package struct AppleConnectionStateMachine: Sendable {
     package private(set) var isReused = false
     /// Whether the request in flight was already re-sent once after a stale connection.
     private var wasResent = false
+    /// The method of the request in flight (how its answer is framed).
+    private var method = "POST"
     private var reader: AppleResponseReader
     /// What a timeout or failure interrupts, for the error's reason.
     private var phase: String { Self.phase(of: self.state) }
@@ -72,12 +74,14 @@ package struct AppleConnectionStateMachine: Sendable {
     /// True when a new request can start (no socket yet, or an idle keep-alive one).
     package var acceptsRequest: Bool { self.state == .idle || self.state == .ready }
 
-    /// Starts `request`. Precondition: `acceptsRequest`.
-    package mutating func start(_ request: [UInt8]) -> Action {
+    /// Starts `request` (its bytes; `method` is its request line's). Precondition:
+    /// `acceptsRequest`.
+    package mutating func start(_ request: [UInt8], method: String = "POST") -> Action {
         precondition(self.acceptsRequest, "one request at a time")
         self.request = request
+        self.method = method
         self.wasResent = false
-        self.reader.expectResponse()
+        self.reader.expectResponse(toMethod: method)
         if self.state == .ready {
             self.isReused = true
             self.state = .sending(sent: 0)
@@ -221,7 +225,7 @@ package struct AppleConnectionStateMachine: Sendable {
         self.wasResent = true
         self.isReused = false
         self.reader = AppleResponseReader(maximumBodyBytes: self.reader.maximumBodyBytes)
-        self.reader.expectResponse()
+        self.reader.expectResponse(toMethod: self.method)
         self.state = .resolving
         return .reconnect
     }

@@ -1,4 +1,5 @@
-/// Where one call to Apple goes: TLS host and port, the `Host` header, and the path.
+/// Where one call goes (Apple's servers, or another host of the outbound client): TLS host and
+/// port, the `Host` header, and the path.
 ///
 /// Apple's URLs are fixed per environment; `AppleServerOverride` (policy `apple.devicecheck_url`,
 /// `apple.attest_data_url`) replaces host and port for both environments, so that one local
@@ -14,6 +15,19 @@ public struct AppleEndpoint: Sendable, Hashable, CustomStringConvertible {
         self.host = host
         self.port = port
         self.path = path
+    }
+
+    /// Parses `https://host[:port]/path[?query]` (a path is required; `/` at least): another
+    /// host's URL for the same client (Google's status list, `android.revocation.url`). nil
+    /// for another scheme, user information, a fragment, a bad port, control bytes or spaces.
+    public init?(url text: String) {
+        guard text.hasPrefix("https://"), text.utf8.count <= 2048,
+            text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), !text.contains("#")
+        else { return nil }
+        let rest = text.dropFirst("https://".count)
+        guard let slash = rest.firstIndex(of: "/") else { return nil }
+        guard let server = AppleServerOverride(parsing: "https://" + rest[..<slash]) else { return nil }
+        self.init(host: server.host, port: server.port, path: String(rest[slash...]))
     }
 
     /// The `Host` header: the port only when it is not https' default.

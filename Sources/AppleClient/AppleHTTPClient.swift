@@ -2,11 +2,14 @@ import Dispatch
 package import GatewayIO
 import Synchronization
 
-/// The gateway's HTTPS/1.1 client for Apple's servers (DeviceCheck, fraud-risk receipts), on
-/// the event loops: one keep-alive connection per host per loop (`AppleHTTPConnection`),
-/// requests queued behind it (at most `maximumQueuedPerHost`), a timeout per call, TLS
-/// verified against the system trust store or `apple.ca_file`. The JWT comes from one
-/// `AppleJWTCache` shared by every loop, re-signed every 30 minutes and after a 401.
+/// The gateway's outbound HTTPS/1.1 client, on the event loops: Apple's servers (DeviceCheck,
+/// fraud-risk receipts) and, built without a JWT cache, any other HTTPS host (Google's
+/// revocation status list, Google's APIs). One keep-alive connection per host per loop
+/// (`AppleHTTPConnection`), requests queued behind it (at most `maximumQueuedPerHost`), a
+/// timeout per call, TLS verified against the system trust store or a CA file, a circuit
+/// breaker and an optional token bucket. For Apple, the JWT comes from one `AppleJWTCache`
+/// shared by every loop, re-signed every 30 minutes and after a 401; a request with another
+/// `AppleHTTPRequest.Credential` carries its own (or none).
 ///
 /// `send` may be called from any queue; the completion runs on the chosen loop's queue. The
 /// `async` form is for the CLI and the background refresher. Nothing blocks a loop: DNS runs on
@@ -18,11 +21,13 @@ package final class AppleHTTPClient: Sendable {
     package static let defaultMaximumQueuedPerHost = 256
 
     package let loops: [EventLoop]
-    package let jwt: AppleJWTCache
+    /// nil: no Apple credentials (a client for another host).
+    package let jwt: AppleJWTCache?
     package let metrics: AppleClientMetrics
     private let tls: TLSClientContext
     private let idleTimeout: Duration
     private let maximumQueuedPerHost: Int
+    private let maximumBodyBytes: Int
     /// Per loop (same index): the connections by "host:port"; each dictionary used only on
     /// its loop's queue.
     private let pools: [AppleConnectionPool]
@@ -32,25 +37,31 @@ package final class AppleHTTPClient: Sendable {
     /// - Parameters:
     ///   - requestsPerSecond: the global rate limit of this client (DeviceCheck and fraud-risk
     ///     calls together); nil = none (the CLI's one-off calls).
+    ///   - jwt: Apple's JWT cache; nil for a client of another host (requests then carry
+    ///     `.bearer` or `.none`).
     ///   - breaker: the circuit breaker's thresholds (`AppleCircuitBreaker`).
+    ///   - maximumBodyBytes: the largest answer body kept (Apple's: 128 KiB; Google's status
+    ///     list: `AndroidRevocationList.maximumSize`).
     package init(
-        loops: [EventLoop], jwt: AppleJWTCache, caFile: String?, metrics: AppleClientMetrics,
+        loops: [EventLoop], jwt: AppleJWTCache?, caFile: String?, metrics: AppleClientMetrics,
         idleTimeout: Duration = AppleHTTPClient.defaultIdleTimeout,
         maximumQueuedPerHost: Int = AppleHTTPClient.defaultMaximumQueuedPerHost,
         requestsPerSecond: Int? = nil,
-        breaker: AppleCircuitBreaker = AppleCircuitBreaker()
+        breaker: AppleCircuitBreaker = AppleCircuitBreaker(),
+        maximumBodyBytes: Int = AppleResponseReader.defaultMaximumBodyBytes
     ) throws(AppleError) {
-        precondition(!loops.isEmpty, "an Apple client needs a loop")
+        precondition(!loops.isEmpty, "an outbound HTTPS client needs a loop")
         do {
             self.tls = try TLSClientContext(settings: TLSClientSettings(caFilePath: caFile, sessionCacheCapacity: 8))
         } catch {
-            throw AppleError(.tlsFailed, "TLS settings for Apple: \(error)")
+            throw AppleError(.tlsFailed, "TLS settings for \(metrics.peer): \(error)")
         }
         self.loops = loops
         self.jwt = jwt
         self.metrics = metrics
         self.idleTimeout = idleTimeout
         self.maximumQueuedPerHost = maximumQueuedPerHost
+        self.maximumBodyBytes = maximumBodyBytes
         self.pools = loops.map { _ in AppleConnectionPool() }
         self.guards = Mutex((breaker, requestsPerSecond.map { AppleTokenBucket(ratePerSecond: $0) }))
         metrics.breakerState(.closed)
@@ -85,7 +96,7 @@ package final class AppleHTTPClient: Sendable {
             }
             return (admission, wait)
         }
-        let service = AppleClientMetrics.service(path: request.endpoint.path)
+        let service = AppleClientMetrics.service(of: request)
         guard admission.0 != .reject else {
             self.metrics.rejected(service: service, outcome: "breaker_open")
             loop.execute { completion(.failure(AppleError(.unreachable, "circuit breaker open: Apple is failing"))) }
@@ -105,7 +116,7 @@ package final class AppleHTTPClient: Sendable {
             }
             if let changed {
                 self.metrics.breakerState(changed)
-                Log.warning("apple_breaker_\(changed.rawValue)", [("service", service)])
+                Log.warning("\(self.metrics.peer)_breaker_\(changed.rawValue)", [("service", service)])
             }
             completion(result)
         }
@@ -113,7 +124,8 @@ package final class AppleHTTPClient: Sendable {
             let connection = pool.connection(for: request.endpoint) {
                 AppleHTTPConnection(
                     loop: loop, host: request.endpoint.host, port: request.endpoint.port, tls: self.tls, jwt: self.jwt,
-                    metrics: self.metrics, idleTimeout: self.idleTimeout, maximumQueued: self.maximumQueuedPerHost)
+                    metrics: self.metrics, idleTimeout: self.idleTimeout, maximumQueued: self.maximumQueuedPerHost,
+                    maximumBodyBytes: self.maximumBodyBytes)
             }
             connection.enqueue(request, timeout: timeout, completion: finish)
         }

@@ -2,7 +2,7 @@ import Dispatch
 import GatewayIO
 import Glibc
 
-/// The one connection of one event loop to one of Apple's hosts (`host:port`), and the queue
+/// The one connection of one event loop to one host (`host:port`: Apple's, Google's), and the queue
 /// of requests waiting for it. Runs `AppleConnectionStateMachine`'s actions: DNS on a
 /// resolver queue (getaddrinfo blocks; never on the loop), then an `OutboundConnection` for
 /// the connect, the TLS handshake, and the request and answer bytes on the loop's edges.
@@ -26,18 +26,20 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         var completion: (Result<AppleHTTPResponse, AppleError>) -> Void
     }
 
-    /// Resolves Apple's host names (getaddrinfo blocks), one lookup at a time for the process.
+    /// Resolves host names (getaddrinfo blocks), one lookup at a time for the process.
     static let resolver = HostResolver(label: "attest-gateway.apple.resolver")
 
     let loop: EventLoop
     let host: String
     let port: UInt16
     private let tls: TLSClientContext
-    private let jwt: AppleJWTCache
+    /// nil: a client without Apple credentials (requests with `.appleJWT` fail).
+    private let jwt: AppleJWTCache?
     private let metrics: AppleClientMetrics
     private let idleTimeout: Duration
     private let maximumQueued: Int
-    private var machine = AppleConnectionStateMachine()
+    private let maximumBodyBytes: Int
+    private var machine: AppleConnectionStateMachine
     private var outbound: OutboundConnection?
     private var address: SocketAddress?
     private var current: Pending?
@@ -48,8 +50,9 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
     private var isShutDown = false
 
     init(
-        loop: EventLoop, host: String, port: UInt16, tls: TLSClientContext, jwt: AppleJWTCache,
-        metrics: AppleClientMetrics, idleTimeout: Duration, maximumQueued: Int
+        loop: EventLoop, host: String, port: UInt16, tls: TLSClientContext, jwt: AppleJWTCache?,
+        metrics: AppleClientMetrics, idleTimeout: Duration, maximumQueued: Int,
+        maximumBodyBytes: Int = AppleResponseReader.defaultMaximumBodyBytes
     ) {
         self.loop = loop
         self.host = host
@@ -59,6 +62,8 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         self.metrics = metrics
         self.idleTimeout = idleTimeout
         self.maximumQueued = maximumQueued
+        self.maximumBodyBytes = maximumBodyBytes
+        self.machine = AppleConnectionStateMachine(maximumBodyBytes: maximumBodyBytes)
     }
 
     /// Whether a socket is open (for tests: keep-alive reuse).
@@ -113,8 +118,8 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
                 continue
             }
             let bytes: [UInt8]
-            do {
-                bytes = pending.request.serialized(jwt: try self.jwt.token())
+            do throws(AppleError) {
+                bytes = pending.request.serialized(jwt: try self.currentJWT(for: pending.request))
             } catch {
                 self.finish(pending, .failure(error))
                 continue
@@ -122,8 +127,17 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
             self.current = pending
             self.sequence &+= 1
             self.armTimer(sequence: self.sequence, at: pending.deadline)
-            self.run(self.machine.start(bytes))
+            self.run(self.machine.start(bytes, method: pending.request.method))
         }
+    }
+
+    /// The JWT for a request that needs one (`.appleJWT`), else nil.
+    private func currentJWT(for request: AppleHTTPRequest) throws(AppleError) -> String? {
+        guard request.needsAppleJWT else { return nil }
+        guard let jwt = self.jwt else {
+            throw AppleError(.invalidRequest, "this client has no Apple credentials for \(request.endpoint)")
+        }
+        return try jwt.token()
     }
 
     private func run(_ action: AppleConnectionStateMachine.Action) {
@@ -141,18 +155,21 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
             self.resolve()
         case .close:
             self.closeSocket()
-            self.machine = AppleConnectionStateMachine()
+            self.machine = AppleConnectionStateMachine(maximumBodyBytes: self.maximumBodyBytes)
             self.startNext()
         case .complete(let result, let keepConnection):
             // Apple answered before the whole request was out: the rest must not precede the next one.
             if !keepConnection || self.outbound?.unsentCount ?? 0 > 0 {
                 self.closeSocket()
-                self.machine = AppleConnectionStateMachine()
+                self.machine = AppleConnectionStateMachine(maximumBodyBytes: self.maximumBodyBytes)
             } else {
                 self.armIdleTimer()
             }
             // Apple refused the JWT: the next call signs a new one (after a key or clock fix).
-            if case .success(let response) = result, response.status == 401 { self.jwt.invalidate() }
+            if case .success(let response) = result, response.status == 401, self.current?.request.needsAppleJWT == true
+            {
+                self.jwt?.invalidate()
+            }
             if let pending = self.current {
                 self.current = nil
                 self.finish(pending, result)
@@ -163,7 +180,8 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
 
     private func finish(_ pending: Pending, _ result: Result<AppleHTTPResponse, AppleError>) {
         let elapsed = SystemCalls.monotonicNanoseconds() &- pending.started
-        self.metrics.record(path: pending.request.endpoint.path, result: result, nanoseconds: elapsed)
+        self.metrics.record(
+            service: AppleClientMetrics.service(of: pending.request), result: result, nanoseconds: elapsed)
         pending.completion(result)
     }
 

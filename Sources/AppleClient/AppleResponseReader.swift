@@ -26,9 +26,10 @@ package struct AppleResponseReader: Sendable {
         self.maximumBodyBytes = maximumBodyBytes
     }
 
-    /// Must precede each request (every request to Apple is POST: the answer has a body).
-    package mutating func expectResponse() {
-        self.parser.expectResponse(toMethod: "POST")
+    /// Must precede each request (`method` is the request's: an answer to `GET` or `POST`
+    /// has a body).
+    package mutating func expectResponse(toMethod method: String = "POST") {
+        self.parser.expectResponse(toMethod: method)
         self.hasAnswerBytes = !self.buffered.isEmpty
     }
 

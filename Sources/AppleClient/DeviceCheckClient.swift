@@ -65,7 +65,7 @@ package struct DeviceCheckClient: Sendable {
                 after: result, attempt: attempt, remaining: deadline - clock.now,
                 breakerOpen: self.client.breakerState == .open, jitter: Double.random(in: 0...1))
             guard case .retry(let delay) = decision else { return result }
-            self.client.metrics.retried(service: AppleClientMetrics.service(path: request.endpoint.path))
+            self.client.metrics.retried(service: AppleClientMetrics.service(of: request))
             try? await Task.sleep(for: delay)
             attempt += 1
         }

@@ -110,7 +110,7 @@ import Verification
         let harness = try Harness(fake, signer: try fake.signer(teamID: "ZZZZZ99999"))
         defer { harness.stop() }
         let sent = Date()
-        let first = try harness.client.jwt.token(now: sent)
+        let first = try #require(harness.client.jwt).token(now: sent)
         let response = try await harness.client.send(Self.query(fake), timeout: .seconds(5)).get()
         #expect(response.status == 401)
         #expect(throws: AppleError(.unauthorized, "")) {
@@ -118,7 +118,7 @@ import Verification
         }
         // `invalidate` after the 401: the next token is signed anew (a cached one would be
         // returned unchanged two seconds later).
-        #expect(try harness.client.jwt.token(now: sent.addingTimeInterval(2)) != first)
+        #expect(try #require(harness.client.jwt).token(now: sent.addingTimeInterval(2)) != first)
     }
 
     @Test func everyFraudRiskAnswer() async throws {
