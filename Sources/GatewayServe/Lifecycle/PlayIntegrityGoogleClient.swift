@@ -33,7 +33,8 @@ final class PlayIntegrityGoogleClient: PlayIntegrityGoogleTransport {
             return
         }
         let request = AppleHTTPRequest(
-            method: "POST", endpoint: AppleEndpoint(host: call.endpoint.host, port: call.endpoint.port, path: call.path),
+            method: "POST",
+            endpoint: AppleEndpoint(host: call.endpoint.host, port: call.endpoint.port, path: call.path),
             credential: call.bearer.map { .bearer($0) } ?? .none, service: call.service,
             contentType: call.contentType, body: call.body)
         client.send(request, timeout: call.timeout, on: loop) { result in
