@@ -252,6 +252,44 @@ import Verification
         #expect(Self.code(await Self.decode(decoder)) == "play_integrity_payload_malformed")
     }
 
+    // MARK: on_unavailable
+
+    static func check(onUnavailable: PlayIntegrityStandardSettings.OnUnavailable, replies: [PlayIntegrityGoogleReply])
+        async throws -> Result<String, EnforcementError>
+    {
+        let base = try Self.settings()
+        let settings = PlayIntegrityStandardSettings(
+            serviceAccount: base.serviceAccount, tokenEndpoint: base.tokenEndpoint, apiEndpoint: base.apiEndpoint,
+            caFile: nil, quotaPerDay: 10, quotaResetUTCHour: nil, onUnavailable: onUnavailable, timeout: .seconds(1),
+            maximumRetries: 0, accountFingerprint: base.accountFingerprint)
+        let decoder = PlayIntegrityStandardDecoder(
+            packageName: "com.example.app", settings: settings,
+            transport: ScriptedGoogle(token: [Self.token], decode: replies), now: { Date() })
+        let policy = PlayIntegrityPolicy(
+            packageName: "com.example.app", certificateDigests: [[UInt8](repeating: 7, count: 32)])
+        let app = AndroidPlayIntegrityCheck.App(
+            verifier: PlayIntegrityVerifier(decryptionKeys: [], verificationKeys: [], policy: policy),
+            decoding: .standard(decoder, onUnavailable: onUnavailable), reverifyAfter: nil)
+        return await withCheckedContinuation { continuation in
+            AndroidPlayIntegrityCheck.checkStandard(
+                app, token: "t", challenge: "c", attestedKeySPKI: [1, 2, 3], now: { Date() },
+                loop: TestEventLoop.next()
+            ) { continuation.resume(returning: $0) }
+        }
+    }
+
+    @Test func googleDownRefusesOrEnrolsUnverifiedAsThePolicySays() async throws {
+        let refused = try await Self.check(onUnavailable: .refuse, replies: [.breakerOpen])
+        #expect(throws: EnforcementError(.playIntegrity(.unavailable), "")) { try refused.get() }
+        if case .failure(let error) = refused { #expect(error.status == 503) }
+        let allowed = try await Self.check(onUnavailable: .allow, replies: [.breakerOpen])
+        #expect(try allowed.get() == KeyRecord.playIntegrityUnverified)
+        // A verdict Google decoded and the policy refuses is refused even with `allow`
+        // (the scripted verdict's requestHash is not this binding's).
+        let decided = try await Self.check(onUnavailable: .allow, replies: [try Self.verdict()])
+        #expect(throws: EnforcementError(.playIntegrity(.requestHashMismatch), "")) { try decided.get() }
+    }
+
     // MARK: Policy keys
 
     static var serviceAccountPath: String {
