@@ -119,7 +119,8 @@ package final class FaultInjectingStore: AttestStore {
     }
     /// Forwarded as is (no fault of its own to inject).
     package func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         self.base.recordPlayIntegrityVerdict(keyID: keyID, verdict: verdict, at: time, completion: completion)
     }

@@ -1,6 +1,6 @@
 import Foundation
-import RedisClient
 import GatewayTesting
+import RedisClient
 import Testing
 
 @testable import KeyStore

@@ -125,7 +125,8 @@ final class CallingFromLoop: AttestStore {
         self.loop.execute { [base] in base.revokeKey(keyID: keyID, completion: completion) }
     }
     func recordPlayIntegrityVerdict(
-        keyID: String, verdict: String, at time: Date, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
     ) {
         self.loop.execute { [base] in
             base.recordPlayIntegrityVerdict(keyID: keyID, verdict: verdict, at: time, completion: completion)
