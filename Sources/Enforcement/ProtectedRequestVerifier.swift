@@ -256,8 +256,10 @@ final class ProtectedRequestVerifier: Sendable {
         if let cached = self.keys.value(for: keyID),
             // A verdict too old in this process's copy may be fresh in the store (re-verified
             // through another gateway): the store decides.
-            !self.androidRequests.needsReverification(
-                package: cached.appID.value, verifiedAt: cached.playIntegrityVerifiedAt, now: self.now())
+            // (Only Android keys of apps with `reverify_after`: no clock read on the others' path.)
+            !(cached.platform == .android && !self.androidRequests.reverifyAfter.isEmpty
+                && self.androidRequests.needsReverification(
+                    package: cached.appID.value, verifiedAt: cached.playIntegrityVerifiedAt, now: self.now()))
         {
             // ECDSA on the loop: ~40 µs, cheaper than a hop there and back.
             guard let identity = self.checkAssertion(request, key: cached, conclude: conclude) else { return }
@@ -372,8 +374,9 @@ final class ProtectedRequestVerifier: Sendable {
             return nil
         }
         if key.platform == .android {
-            if let refusal = self.androidRequests.reverificationRefusal(
-                package: key.appID.value, verifiedAt: key.playIntegrityVerifiedAt, now: self.now())
+            if !self.androidRequests.reverifyAfter.isEmpty,
+                let refusal = self.androidRequests.reverificationRefusal(
+                    package: key.appID.value, verifiedAt: key.playIntegrityVerifiedAt, now: self.now())
             {
                 conclude(.failed(refusal, keyID: loggedKeyID))
                 return nil
