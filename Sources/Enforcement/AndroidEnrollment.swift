@@ -27,6 +27,8 @@ final class AndroidEnrollment: Sendable {
     private let verificationQueue: DispatchQueue
     private let now: @Sendable () -> Date
     private let fleetRate: FleetAttestationRate
+    /// Bodies that name a `key_id`: a fresh Play Integrity verdict for an enrolled key.
+    private let reverification: AndroidPlayIntegrityReverification
 
     init(
         verifier: AndroidEnrollmentVerifier, challenges: IssuedChallenges, store: any AttestStore,
@@ -41,9 +43,18 @@ final class AndroidEnrollment: Sendable {
         self.verificationQueue = verificationQueue
         self.now = now
         self.fleetRate = fleetRate
+        self.reverification = AndroidPlayIntegrityReverification(
+            check: verifier.playIntegrity, challenges: challenges, store: store, storeFailures: storeFailures,
+            verificationQueue: verificationQueue, now: now)
     }
 
     func respond(body: [UInt8], loop: EventLoop, completion: @escaping @Sendable (GateDecision) -> Void) {
+        if AndroidPlayIntegrityReverification.isReverification(body) {
+            self.reverification.respond(body: body, loop: loop) { [self] result in
+                completion(self.reverificationDecision(result))
+            }
+            return
+        }
         let finish: @Sendable (Result<KeyRecord, EnforcementError>) -> Void = { [self] result in
             completion(self.decision(result))
         }
@@ -63,11 +74,31 @@ final class AndroidEnrollment: Sendable {
             checked = value
         }
         self.verificationQueue.async { [self] in
-            switch self.verifier.verify(request, at: self.now()) {
+            switch self.verifier.verifyEnrollment(request, at: self.now()) {
             case .failure(let error):
                 finish(.failure(error))
-            case .success(let record):
-                loop.execute { [self] in self.register(record, challenge: checked, finish: finish) }
+            case .success(let verified):
+                loop.execute { [self] in
+                    guard let standard = verified.standard else {
+                        self.register(verified.record, challenge: checked, finish: finish)
+                        return
+                    }
+                    // A standard token: Google decodes it, on this loop, before the key exists.
+                    AndroidPlayIntegrityCheck.checkStandard(
+                        standard, token: request.playIntegrityToken, challenge: request.challenge,
+                        attestedKeySPKI: verified.attestedKeySPKI, now: self.now, loop: loop
+                    ) { [self] outcome in
+                        switch outcome {
+                        case .failure(let error):
+                            finish(.failure(error))
+                        case .success(let verdict):
+                            var record = verified.record
+                            record.playIntegrityVerdict = verdict
+                            record.playIntegrityVerifiedAt = self.now()
+                            self.register(record, challenge: checked, finish: finish)
+                        }
+                    }
+                }
             }
         }
     }
@@ -78,18 +109,47 @@ final class AndroidEnrollment: Sendable {
             self.metrics.attestation(result: AttestVerdict.verified.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
             self.metrics.platformVerified(platform: KeyRecord.androidPlatform, kind: "enrollment")
-            let body = JSONText.object([
+            var members = [
                 ("key_id", JSONText.quote(record.keyID)),
                 ("platform", JSONText.quote(KeyRecord.androidPlatform)),
                 ("app_id", JSONText.quote(record.appID)),
                 ("environment", JSONText.quote(record.environment)),
-            ])
+            ]
+            if let verdict = record.playIntegrityVerdict {
+                members.append(("play_integrity", JSONText.quote(verdict)))
+            }
+            let body = JSONText.object(members)
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
             var info = GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID)
             info.platform = KeyRecord.androidPlatform
             return .respond(response, info)
+        case .failure(let error):
+            self.metrics.attestation(result: error.code.rawValue)
+            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
+            return .respond(error.response, GateLogInfo(verdict: error.verdict))
+        }
+    }
+
+    /// `200 {"key_id", "platform", "play_integrity", "verified_at"}` or the refusal.
+    private func reverificationDecision(_ result: Result<KeyRecord, EnforcementError>) -> GateDecision {
+        switch result {
+        case .success(let record):
+            self.metrics.attestation(result: "play_integrity_reverified")
+            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
+            let seconds = Int64(record.playIntegrityVerifiedAt?.timeIntervalSince1970 ?? 0)
+            let body = JSONText.object([
+                ("key_id", JSONText.quote(record.keyID)),
+                ("platform", JSONText.quote(KeyRecord.androidPlatform)),
+                ("play_integrity", JSONText.quote(record.playIntegrityVerdict ?? "")),
+                ("verified_at", String(seconds)),
+            ])
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            var info = GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID)
+            info.platform = KeyRecord.androidPlatform
+            return .respond(LocalResponse(status: 200, headers: headers, body: Array(body.utf8)), info)
         case .failure(let error):
             self.metrics.attestation(result: error.code.rawValue)
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)

@@ -16,23 +16,36 @@ import Verification
 /// `certificate.publicKey.encoded`). The key record holds the 65-byte X9.62 point, the
 /// package as its app ID and `platform: android`.
 ///
-/// An app with `play_integrity:` also needs a classic Play Integrity token whose nonce is
-/// `PlayIntegrityBinding.classicNonce(challenge, SPKI of the attested leaf key)`, checked after
-/// the chain (so the app and the key are known) with the caller's clock.
+/// An app with `play_integrity:` also needs a Play Integrity token bound to
+/// `PlayIntegrityBinding.classicNonce(challenge, SPKI of the attested leaf key)` (the classic
+/// `nonce`, or the standard `requestHash`: the same value), checked after the chain (so the app
+/// and the key are known): a classic token here with the caller's clock; a standard token is
+/// left to `AndroidEnrollment`, which asks Google (`Verified.standard`).
 final class AndroidEnrollmentVerifier: Sendable {
     /// The parsed body.
     struct Request: Sendable {
         var challenge: String
         /// DER certificates, leaf first.
         var chain: [[UInt8]]
-        /// `play_integrity_token`: a classic Play Integrity token (compact JWE), when sent.
+        /// `play_integrity_token`: a Play Integrity token (classic: a compact JWE; standard:
+        /// Google's opaque token), when sent.
         var playIntegrityToken: String? = nil
+    }
+
+    /// A chain that passed, and what is left to check.
+    struct Verified: Sendable {
+        var record: KeyRecord
+        /// The app's tokens are standard: Google decodes `request.playIntegrityToken` before
+        /// the key is created (`AndroidPlayIntegrityCheck.checkStandard`).
+        var standard: AndroidPlayIntegrityCheck.App?
+        /// The attested key's SPKI, for the standard binding.
+        var attestedKeySPKI: [UInt8]
     }
 
     private let chainVerifier: AndroidAttestationChainVerifier
     private let requirements: AndroidKeyRequirements
-    /// By package: the apps whose `play_integrity:` asks for a verdict at enrollment.
-    private let playIntegrity: [String: PlayIntegrityVerifier]
+    /// The apps whose `play_integrity:` asks for a verdict at enrollment.
+    let playIntegrity: AndroidPlayIntegrityCheck
     /// The revocation status list in use (kept current by `AndroidRevocationFetcher`); nil
     /// with `revocation: off`.
     let revocation: AndroidRevocationCurrent?
@@ -42,15 +55,16 @@ final class AndroidEnrollmentVerifier: Sendable {
     ///   - revocation: the list `serve` keeps current for `policy.revocation`. Without one
     ///     (a tool, a test) and with `policy.revocation` set, a holder of no list: every
     ///     enrollment is refused as stale unless `on_stale: allow` (fail closed).
-    init(policy: AndroidPolicy, revocation: AndroidRevocationCurrent? = nil) throws(AndroidAttestationError) {
+    ///   - decoders: the standard decoders (outbound client to Google) the gateway keeps
+    ///     across reloads; nil = standard tokens cannot be decoded (refused, or unverified).
+    init(
+        policy: AndroidPolicy, revocation: AndroidRevocationCurrent? = nil,
+        decoders: PlayIntegrityStandardDecoders? = nil
+    ) throws(AndroidAttestationError) {
         self.revocation = policy.revocation.map { revocation ?? AndroidRevocationCurrent(settings: $0) }
         let apps = policy.apps.map(Self.requirement)
         self.requirements = AndroidKeyRequirements(apps: apps)
-        var playIntegrity: [String: PlayIntegrityVerifier] = [:]
-        for app in policy.apps {
-            if let configuration = app.playIntegrity { playIntegrity[app.packageName] = configuration.verifier }
-        }
-        self.playIntegrity = playIntegrity
+        self.playIntegrity = AndroidPlayIntegrityCheck(policy: policy, decoders: decoders)
         self.chainVerifier = try AndroidAttestationChainVerifier(
             additionalTrustAnchorsPEM: policy.trustAnchorsPEM,
             allowsSoftwareAttestation: self.requirements.anyAllowsSoftware)
@@ -124,9 +138,24 @@ final class AndroidEnrollmentVerifier: Sendable {
         return Request(challenge: challenge, chain: chain, playIntegrityToken: token)
     }
 
-    /// The verified key record, or the refusal. Pure apart from `now`; runs on the
-    /// verification queue (the chain check is ~1 ms).
+    /// The verified key record, or the refusal, for apps whose verdict (if any) is checked
+    /// here; an app with standard tokens is refused `play_integrity_unavailable` (its verdict
+    /// needs Google: `verifyEnrollment` and `AndroidEnrollment`).
     func verify(_ request: Request, at time: Date) -> Result<KeyRecord, EnforcementError> {
+        self.verifyEnrollment(request, at: time).flatMap { verified in
+            guard verified.standard == nil else {
+                return .failure(
+                    EnforcementError(
+                        .playIntegrity(.unavailable),
+                        "a standard Play Integrity token needs Google's decodeIntegrityToken"))
+            }
+            return .success(verified.record)
+        }
+    }
+
+    /// The chain, the app's requirements and a classic verdict. Pure apart from `now`; runs on
+    /// the verification queue (the chain check is ~1 ms).
+    func verifyEnrollment(_ request: Request, at time: Date) -> Result<Verified, EnforcementError> {
         let result: AndroidAttestationResult
         let app: AndroidAppRequirement
         let revocationList: AndroidRevocationList
@@ -154,15 +183,9 @@ final class AndroidEnrollmentVerifier: Sendable {
             return .failure(
                 EnforcementError(.android(.keyPropertiesRefused), "the leaf certificate's key is not EC P-256"))
         }
-        if let verifier = self.playIntegrity[app.packageName] {
-            if case .failure(let error) = Self.checkPlayIntegrity(
-                request, verifier: verifier, attestedKeySPKI: result.leafPublicKey.subjectPublicKeyInfo, at: time)
-            {
-                return .failure(error)
-            }
-        }
+        let spki = result.leafPublicKey.subjectPublicKeyInfo
         var record = KeyRecord(
-            keyID: Self.keyID(subjectPublicKeyInfo: result.leafPublicKey.subjectPublicKeyInfo),
+            keyID: Self.keyID(subjectPublicKeyInfo: spki),
             publicKey: point,
             counter: 0,
             appID: app.packageName,
@@ -171,33 +194,24 @@ final class AndroidEnrollmentVerifier: Sendable {
             receipt: [],
             attestedAt: time)
         record.platform = KeyRecord.androidPlatform
-        return .success(record)
-    }
-
-    /// The app's Play Integrity verdict: present, bound to this challenge and key
-    /// (`classicNonce`), fresh by `time`, and accepted by the app's policy. The token is never
-    /// echoed: refusals carry the verifier's reason (short printable excerpts of verdict fields).
-    static func checkPlayIntegrity(
-        _ request: Request, verifier: PlayIntegrityVerifier, attestedKeySPKI spki: [UInt8], at time: Date
-    ) -> Result<PlayIntegrityVerdict, EnforcementError> {
-        guard let token = request.playIntegrityToken else {
-            return .failure(
-                EnforcementError(
-                    .playIntegrityTokenMissing,
-                    "this app requires a Play Integrity verdict at enrollment: send play_integrity_token (docs/protocol.md section 8)"
-                ))
-        }
-        let nonce = PlayIntegrityBinding.classicNonce(challenge: Array(request.challenge.utf8), attestedKeySPKI: spki)
-        let nowMillis = Int64((time.timeIntervalSince1970 * 1000).rounded(.down))
-        do throws(PlayIntegrityError) {
-            return .success(try verifier.verify(token: token, expectedNonce: nonce, nowMillis: nowMillis))
-        } catch {
-            let code = EnforcementError.Code.playIntegrity(error.code)
-            if code == .internalError {
-                Log.error("play_integrity_internal_error", [("reason", error.reason)])
+        var standard: AndroidPlayIntegrityCheck.App?
+        if let integrity = self.playIntegrity.apps[app.packageName] {
+            if let classic = AndroidPlayIntegrityCheck.checkClassic(
+                integrity, token: request.playIntegrityToken, challenge: request.challenge, attestedKeySPKI: spki,
+                at: time)
+            {
+                switch classic {
+                case .failure(let error): return .failure(error)
+                case .success(let verdict):
+                    record.playIntegrityVerdict = verdict
+                    record.playIntegrityVerifiedAt = time
+                }
+            } else {
+                guard request.playIntegrityToken != nil else { return .failure(AndroidPlayIntegrityCheck.missing()) }
+                standard = integrity
             }
-            return .failure(EnforcementError(code, error.reason))
         }
+        return .success(Verified(record: record, standard: standard, attestedKeySPKI: spki))
     }
 
     /// Standard base64 of SHA-256 of the DER SubjectPublicKeyInfo.

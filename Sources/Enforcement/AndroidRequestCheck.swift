@@ -1,3 +1,4 @@
+import Foundation
 import GateContract
 import PolicyModel
 import Verification
@@ -12,6 +13,30 @@ struct AndroidRequestCheck: Sendable {
     /// `android.apps[].package` of the current policy: a key of an app removed from the policy
     /// stops passing.
     let packages: Set<String>
+    /// `play_integrity.reverify_after` by package: a key whose last accepted verdict is older
+    /// is refused `play_integrity_reverify_required` until it presents a fresh one.
+    var reverifyAfter: [String: Duration] = [:]
+
+    /// True when `package` asks for verdicts every `reverify_after` and the key's last one
+    /// (nil: never) is older than that at `now`.
+    func needsReverification(package: String, verifiedAt: Date?, now: Date) -> Bool {
+        guard let interval = self.reverifyAfter[package] else { return false }
+        guard let verifiedAt else { return true }
+        let seconds = Double(interval.components.seconds)
+        return now.timeIntervalSince(verifiedAt) > seconds
+    }
+
+    /// The refusal of a key whose verdict is too old, nil when it is fresh enough.
+    func reverificationRefusal(package: String, verifiedAt: Date?, now: Date) -> EnforcementError? {
+        guard self.needsReverification(package: package, verifiedAt: verifiedAt, now: now),
+            let interval = self.reverifyAfter[package]
+        else { return nil }
+        let age = verifiedAt.map { "\(Int64(now.timeIntervalSince($0))) s ago" } ?? "never"
+        return EnforcementError(
+            .playIntegrity(.reverifyRequired),
+            "this key's last Play Integrity verdict was accepted \(age); \(package) asks for one every \(interval.components.seconds) s: present a fresh token at the attest endpoint with key_id (docs/protocol.md, \"Re-verification\")"
+        )
+    }
 
     /// The refusal of a key of `platform` on `route`, nil when the route accepts it.
     static func platformRefusal(_ platform: AttestPlatform, route: RoutePolicy) -> EnforcementError? {

@@ -87,6 +87,8 @@ package final class AttestGate: RequestGate {
     ///   - tokens: the policy's `tokens:` keys, loaded (`AttestationTokens.load`); nil = none.
     ///   - androidRevocation: the revocation status list `serve` keeps current for
     ///     `android.revocation`; nil = a holder of no list (enrollments refused as stale).
+    ///   - playIntegrityDecoders: standard Play Integrity tokens through Google (kept across
+    ///     reloads by the factory); nil = standard tokens cannot be decoded.
     ///   - now: the verification time of attestations and the signature's `t` (tests pin it).
     ///   - monotonicNanoseconds: the endpoint limiter's clock (tests pin it).
     package init(
@@ -101,6 +103,7 @@ package final class AttestGate: RequestGate {
         deviceCheck: DeviceCheckClient? = nil,
         tokens: AttestationTokens? = nil,
         androidRevocation: AndroidRevocationCurrent? = nil,
+        playIntegrityDecoders: PlayIntegrityStandardDecoders? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         monotonicNanoseconds: @escaping @Sendable () -> UInt64 = { SystemCalls.monotonicNanoseconds() }
     ) throws(VerificationError) {
@@ -162,7 +165,8 @@ package final class AttestGate: RequestGate {
             attestationRateAlert: policy.attestationRateAlert,
             android: try policy.android.map { android throws(VerificationError) in
                 do throws(AndroidAttestationError) {
-                    return try AndroidEnrollmentVerifier(policy: android, revocation: androidRevocation)
+                    return try AndroidEnrollmentVerifier(
+                        policy: android, revocation: androidRevocation, decoders: playIntegrityDecoders)
                 } catch {
                     throw VerificationError(.malformedCertificate, "android.trust_anchors: \(error.reason)")
                 }
@@ -198,7 +202,11 @@ package final class AttestGate: RequestGate {
                     keyring: keyring, ttlSeconds: tokenTTL, appIDs: policy.appIDs,
                     environment: $0.configuration.environment)
             },
-            androidPackages: policy.android?.apps.map(\.packageName) ?? []
+            androidPackages: policy.android?.apps.map(\.packageName) ?? [],
+            androidReverifyAfter: Dictionary(
+                policy.android?.apps.compactMap { app in app.playIntegrity?.reverifyAfter.map { (app.packageName, $0) }
+                }
+                    ?? [], uniquingKeysWith: { first, _ in first })
         )
         self.tokenEndpoint = TokenEndpoint(
             path: policy.endpoints.token, tokens: tokens, appIDs: policy.appIDs, environment: policy.environment,

@@ -231,7 +231,8 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
         /// `PlayIntegrityVerifier`: its own stable code; 400 when the token is not a token
         /// (format, algorithm, payload), 401 when it is not authentic or not bound to this
         /// challenge and key now (keys, signature, nonce, freshness), 403 when the verdict is
-        /// authentic but not accepted (app, signer, device, licence, activity); 500 for a
+        /// authentic but not accepted (app, signer, device, licence, activity); 503 when Google
+        /// could not decode a standard token (down, breaker open, daily budget spent); 500 for a
         /// configured key the gateway cannot use.
         package static func playIntegrity(_ code: PlayIntegrityError.Code) -> Code {
             switch code {
@@ -242,7 +243,12 @@ package struct EnforcementError: Error, Hashable, CustomStringConvertible {
                 return Code(code.rawValue, 403, .appIDMismatch)
             case .deviceIntegrityInsufficient, .notLicensed, .deviceActivityExceeded:
                 return Code(code.rawValue, 403, .environmentMismatch)
-            case .invalidKey: return .internalError
+            case .invalidKey, .serviceAccountInvalid: return .internalError
+            // Standard tokens: Google could not be asked, or not today; the app retries later.
+            case .unavailable, .googleAnswerMalformed: return Code(code.rawValue, 503, .internalError)
+            case .quotaExhausted: return Code(code.rawValue, 503, .rateLimited)
+            // A protected request: the key's verdict is too old; the app re-verifies first.
+            case .reverifyRequired: return Code(code.rawValue, 401, .missing)
             default: return Code(code.rawValue, 401, .invalidSignature)
             }
         }

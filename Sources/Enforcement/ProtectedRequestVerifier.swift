@@ -39,6 +39,8 @@ final class ProtectedRequestVerifier: Sendable {
         var keyAccessPolicy: String?
         /// App Attest, or an Android Keystore key (`AndroidRequestCheck`).
         var platform: AttestPlatform = .ios
+        /// Android: when the key's last Play Integrity verdict was accepted (`reverify_after`).
+        var playIntegrityVerifiedAt: Date? = nil
     }
 
     /// Everything `verify` derived from the request, carried across store hops.
@@ -106,9 +108,10 @@ final class ProtectedRequestVerifier: Sendable {
         verificationQueue: DispatchQueue,
         now: @escaping @Sendable () -> Date,
         deviceCheckTokens: DeviceCheckTokenCheck? = nil,
-        androidPackages: [String] = []
+        androidPackages: [String] = [],
+        androidReverifyAfter: [String: Duration] = [:]
     ) {
-        self.androidRequests = AndroidRequestCheck(packages: Set(androidPackages))
+        self.androidRequests = AndroidRequestCheck(packages: Set(androidPackages), reverifyAfter: androidReverifyAfter)
         self.deviceCheckTokens = deviceCheckTokens
         self.environment = environment
         self.acceptedAppIDs = Set(appIDs)
@@ -250,7 +253,14 @@ final class ProtectedRequestVerifier: Sendable {
             storeCall: storeCall
         )
 
-        if let cached = self.keys.value(for: keyID) {
+        if let cached = self.keys.value(for: keyID),
+            // A verdict too old in this process's copy may be fresh in the store (re-verified
+            // through another gateway): the store decides.
+            // (Only Android keys of apps with `reverify_after`: no clock read on the others' path.)
+            !(cached.platform == .android && !self.androidRequests.reverifyAfter.isEmpty
+                && self.androidRequests.needsReverification(
+                    package: cached.appID.value, verifiedAt: cached.playIntegrityVerifiedAt, now: self.now()))
+        {
             // ECDSA on the loop: ~40 µs, cheaper than a hop there and back.
             guard let identity = self.checkAssertion(request, key: cached, conclude: conclude) else { return }
             self.redeemAndAdvance(request, identity: identity, conclude: conclude)
@@ -326,7 +336,8 @@ final class ProtectedRequestVerifier: Sendable {
                             validationCategory: record.validationCategory,
                             bundleVersion: record.bundleVersion,
                             keyAccessPolicy: record.keyAccessPolicy,
-                            platform: record.platform == KeyRecord.androidPlatform ? .android : .ios
+                            platform: record.platform == KeyRecord.androidPlatform ? .android : .ios,
+                            playIntegrityVerifiedAt: record.playIntegrityVerifiedAt
                         )
                     } catch {
                         Log.error(
@@ -372,6 +383,13 @@ final class ProtectedRequestVerifier: Sendable {
             return nil
         }
         if key.platform == .android {
+            if !self.androidRequests.reverifyAfter.isEmpty,
+                let refusal = self.androidRequests.reverificationRefusal(
+                    package: key.appID.value, verifiedAt: key.playIntegrityVerifiedAt, now: self.now())
+            {
+                conclude(.failed(refusal, keyID: loggedKeyID))
+                return nil
+            }
             let checked = self.androidRequests.identity(
                 keyID: request.keyID, package: key.appID.value, environment: key.environment,
                 assertion: request.assertion, clientDataHash: request.clientDataHash, publicKey: key.publicKey,

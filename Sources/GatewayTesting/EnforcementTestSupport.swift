@@ -117,6 +117,13 @@ package final class FaultInjectingStore: AttestStore {
     package func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.intercept(.revokeKey, completion) { self.base.revokeKey(keyID: keyID, completion: completion) }
     }
+    /// Forwarded as is (no fault of its own to inject).
+    package func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.base.recordPlayIntegrityVerdict(keyID: keyID, verdict: verdict, at: time, completion: completion)
+    }
     package func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         self.intercept(.ping, completion) { self.base.ping(completion: completion) }
     }

@@ -46,6 +46,13 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
         keyID: String, to newCounter: UInt32, window: Int, lazyRefreshAt: Date?, limits: KeyLimitCharge?,
         completion: @escaping @Sendable (Result<CounterAdvanceReading, StoreError>) -> Void)
 
+    /// Records a new Play Integrity verdict for the key (`KeyRecord.playIntegrityVerdict`
+    /// and `playIntegrityVerifiedAt`, whole seconds). Completes false when no such key exists
+    /// or it is revoked.
+    func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
+
     /// Marks the key revoked. Completes false when no such key exists.
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void)
 
@@ -74,6 +81,14 @@ package protocol AttestStore: AnyObject, Sendable, StoreHealthReporting {
 }
 
 extension AttestStore {
+    /// Test doubles that keep no Play Integrity verdicts: the call fails (the caller refuses).
+    package func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        completion(.failure(StoreError(.protocolError, "this store keeps no Play Integrity verdicts")))
+    }
+
     /// No fraud-risk state and no per-key limits (test doubles): the counter alone. Asked to
     /// charge limits it cannot keep, it fails (the route's `on_store_error` decides) rather
     /// than admit an unlimited request.
@@ -136,6 +151,17 @@ package struct KeyRecord: Sendable, Hashable {
     /// The platform whose key this is: nil for App Attest (every record written before
     /// Android keys existed), `android` for an Android Keystore key (`KeyRecord.androidPlatform`).
     package var platform: String? = nil
+    /// Android keys of an app with `play_integrity:`: the last Play Integrity verdict the
+    /// gateway accepted for the key (`verified`, or `unverified` when Google could not be
+    /// asked and the policy said `on_unavailable: allow`) and when. nil otherwise.
+    package var playIntegrityVerdict: String? = nil
+    /// Whole Unix seconds (as stored); `reverify_after` is measured from it.
+    package var playIntegrityVerifiedAt: Date? = nil
+
+    /// `playIntegrityVerdict` of an accepted verdict.
+    package static let playIntegrityVerified = "verified"
+    /// `playIntegrityVerdict` of a key enrolled while Google could not be asked.
+    package static let playIntegrityUnverified = "unverified"
 
     /// `platform` of an Android Keystore key.
     package static let androidPlatform = "android"

@@ -100,12 +100,30 @@ package final class MemoryStore: AttestStore, AttestationRateCounting {
     ) {
         var stored = record
         stored.attestedAt = Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds(record.attestedAt)))
+        stored.playIntegrityVerifiedAt = record.playIntegrityVerifiedAt.map {
+            Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds($0)))
+        }
         let outcome = self.state.withLock { state -> KeyCreation in
             if state.keys[record.keyID] != nil { return .alreadyExists }
             state.keys[record.keyID] = stored
             return .created
         }
         self.complete(completion, outcome)
+    }
+
+    package func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        let seconds = Date(timeIntervalSince1970: TimeInterval(RedisStore.unixSeconds(time)))
+        let recorded = self.state.withLock { state -> Bool in
+            guard var record = state.keys[keyID], record.status == .active else { return false }
+            record.playIntegrityVerdict = verdict
+            record.playIntegrityVerifiedAt = seconds
+            state.keys[keyID] = record
+            return true
+        }
+        self.complete(completion, recorded)
     }
 
     package func fetchKey(keyID: String, completion: @escaping @Sendable (Result<KeyRecord?, StoreError>) -> Void) {

@@ -175,7 +175,9 @@ package final class RedisStore: AttestStore {
     /// KEYS[1] = record; ARGV = public_key, counter, app_id, environment, receipt, attested_at, status,
     /// validation_category, bundle_version (these two empty when absent: the field is not set),
     /// idle TTL in ms (`0`: none, the record never expires), key_access_policy (empty when absent),
-    /// platform (empty for App Attest: the field is not set). Returns 1 when created, 0 when the record existed.
+    /// platform (empty for App Attest: the field is not set), play_integrity_verdict and
+    /// play_integrity_verified_at (empty when the app asks no Play Integrity verdict). Returns 1
+    /// when created, 0 when the record existed.
     static let createKeyScript = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -185,6 +187,9 @@ package final class RedisStore: AttestStore {
         if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'bundle_version', ARGV[9]) end
         if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'key_access_policy', ARGV[11]) end
         if ARGV[12] and ARGV[12] ~= '' then redis.call('HSET', KEYS[1], 'platform', ARGV[12]) end
+        if ARGV[13] and ARGV[13] ~= '' then
+          redis.call('HSET', KEYS[1], 'pi_verdict', ARGV[13], 'pi_verified_at', ARGV[14])
+        end
         local ttl = tonumber(ARGV[10])
         if ttl and ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
         return 1
@@ -202,7 +207,19 @@ package final class RedisStore: AttestStore {
         """
     )
 
-    static let scripts = [createKeyScript, advanceCounterScript, revokeKeyScript, useDebugTokenScript]
+    /// KEYS[1] = record; ARGV = verdict, Unix seconds. Returns 1 when recorded, 0 when there
+    /// is no such key or it is revoked. Touches nothing else (not the idle TTL).
+    static let recordPlayIntegrityScript = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], 'status') ~= 'active' then return 0 end
+        redis.call('HSET', KEYS[1], 'pi_verdict', ARGV[1], 'pi_verified_at', ARGV[2])
+        return 1
+        """
+    )
+
+    static let scripts = [
+        createKeyScript, advanceCounterScript, revokeKeyScript, useDebugTokenScript, recordPlayIntegrityScript,
+    ]
 
     // MARK: - AttestStore
 
@@ -287,6 +304,8 @@ package final class RedisStore: AttestStore {
             self.idleTTLArgument,
             Self.bytes(record.keyAccessPolicy ?? ""),
             Self.bytes(record.platform ?? ""),
+            Self.bytes(record.playIntegrityVerdict ?? ""),
+            Self.bytes(record.playIntegrityVerifiedAt.map { String(Self.unixSeconds($0)) } ?? ""),
         ]
         self.callerConnection.evaluate(
             Self.createKeyScript, keys: [Self.keyRecordKey(record.keyID)], arguments: arguments
@@ -320,6 +339,25 @@ package final class RedisStore: AttestStore {
                     completion(.failure(error))
                 }
             }
+        }
+    }
+
+    package func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.callerConnection.evaluate(
+            Self.recordPlayIntegrityScript, keys: [Self.keyRecordKey(keyID)],
+            arguments: [Self.bytes(verdict), Self.bytes(String(Self.unixSeconds(time)))]
+        ) {
+            completion(
+                RedisReplies.interpret($0, command: "EVALSHA record_play_integrity") { reply in
+                    switch reply {
+                    case .integer(1): return true
+                    case .integer(0): return false
+                    default: return nil
+                    }
+                })
         }
     }
 
@@ -422,6 +460,13 @@ package final class RedisStore: AttestStore {
             keyAccessPolicy: fields["key_access_policy"].map { String(decoding: $0, as: UTF8.self) }
         )
         record.platform = fields["platform"].map { String(decoding: $0, as: UTF8.self) }
+        record.playIntegrityVerdict = fields["pi_verdict"].map { String(decoding: $0, as: UTF8.self) }
+        if let seconds = fields["pi_verified_at"] {
+            guard let value = Int64(String(decoding: seconds, as: UTF8.self)) else {
+                throw StoreError(.protocolError, "key record \(keyID.prefix(8))… has a non-numeric pi_verified_at")
+            }
+            record.playIntegrityVerifiedAt = Date(timeIntervalSince1970: TimeInterval(value))
+        }
         return record
     }
 }

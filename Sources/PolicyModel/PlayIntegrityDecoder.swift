@@ -8,7 +8,18 @@ public import Verification
 /// Equal when the keys' names and material, the policy and `reverifyAfter` are equal (a policy
 /// reload compares apps: a rotated key file is a change).
 public struct PlayIntegrityConfiguration: Sendable, Hashable {
-    /// Tried in order: list the newest key first during a rotation.
+    /// Classic tokens are decrypted here with the app's keys; standard tokens are decoded by
+    /// Google's `decodeIntegrityToken`.
+    public enum Mode: String, Sendable, Hashable, CaseIterable {
+        case classic
+        case standard
+    }
+
+    /// `mode:` (default `classic`).
+    public let mode: Mode
+    /// `mode: standard`: the service account, Google's endpoints and the call's limits.
+    public let standard: PlayIntegrityStandardSettings?
+    /// Tried in order (classic only; empty in standard mode): list the newest key first during a rotation.
     public let decryptionKeys: [PlayIntegrityDecryptionKey]
     public let verificationKeys: [PlayIntegrityVerificationKey]
     public let policy: PlayIntegrityPolicy
@@ -20,12 +31,14 @@ public struct PlayIntegrityConfiguration: Sendable, Hashable {
 
     public static func == (lhs: PlayIntegrityConfiguration, rhs: PlayIntegrityConfiguration) -> Bool {
         lhs.keyFingerprint == rhs.keyFingerprint && lhs.policy == rhs.policy && lhs.reverifyAfter == rhs.reverifyAfter
+            && lhs.mode == rhs.mode && lhs.standard == rhs.standard
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(self.keyFingerprint)
         hasher.combine(self.policy)
         hasher.combine(self.reverifyAfter)
+        hasher.combine(self.mode)
     }
 
     /// The verifier these settings describe.
@@ -41,10 +54,19 @@ public struct PlayIntegrityConfiguration: Sendable, Hashable {
 ///
 /// | key | type | default |
 /// |---|---|---|
+/// | `mode` | `classic` (decrypted here) or `standard` (decoded by Google) | `classic` |
 /// | `package_name` | Android package name | the app entry's |
 /// | `certificate_digests` | list of SHA-256 digests, hex (`:` allowed) or base64url | the app entry's |
-/// | `decryption_keys` | list of `{name, key_file}`, 1-8; the file holds Play Console's base64 AES-256 key | required |
-/// | `verification_keys` | list of `{name, key_file}`, 1-8; base64 DER (or PEM) P-256 public key | required |
+/// | `decryption_keys` | list of `{name, key_file}`, 1-8; the file holds Play Console's base64 AES-256 key | required (classic only) |
+/// | `verification_keys` | list of `{name, key_file}`, 1-8; base64 DER (or PEM) P-256 public key | required (classic only) |
+/// | `service_account_file` | Google's service-account JSON key file | required (standard only) |
+/// | `quota_per_day` | integer 1-10,000,000: `decodeIntegrityToken` calls this gateway makes a day | 10000 |
+/// | `quota_reset_utc_hour` | integer 0-23 | none (midnight Pacific, as Google) |
+/// | `on_unavailable` | `refuse` or `allow` (enrol as `unverified`) | `refuse` |
+/// | `timeout` | duration 100ms-30s, per call to Google | 5s |
+/// | `max_retries` | integer 0-5, on 5xx, 429 and transport failures | 2 |
+/// | `api_url` | `https://host[:port]` of the Play Integrity API | `https://playintegrity.googleapis.com` |
+/// | `ca_file` | PEM of CAs to trust for Google's endpoints | the system's |
 /// | `app_recognition` | `play_recognized` or `any` | `play_recognized` |
 /// | `device_recognition` | `meets_basic_integrity`, `meets_device_integrity`, `meets_strong_integrity` | `meets_device_integrity` |
 /// | `require_licensed` | bool | false |
@@ -56,8 +78,16 @@ struct PlayIntegrityDecoder {
     static let keys = [
         "package_name", "certificate_digests", "decryption_keys", "verification_keys", "app_recognition",
         "device_recognition", "require_licensed", "max_device_activity_level", "max_age", "clock_skew",
-        "reverify_after",
+        "reverify_after", "mode", "service_account_file", "quota_per_day", "quota_reset_utc_hour", "on_unavailable",
+        "timeout", "max_retries", "api_url", "ca_file",
     ]
+    /// The keys that only `mode: standard` reads, and those only `mode: classic` reads.
+    static let standardOnlyKeys = [
+        "service_account_file", "quota_per_day", "quota_reset_utc_hour", "on_unavailable", "timeout", "max_retries",
+        "api_url", "ca_file",
+    ]
+    static let classicOnlyKeys = ["decryption_keys", "verification_keys"]
+    static let maximumServiceAccountBytes = GoogleServiceAccount.maximumFileBytes
     static let keyEntryKeys = ["name", "key_file"]
     static let maximumKeys = 8
     static let maximumDigests = 16
@@ -98,14 +128,31 @@ struct PlayIntegrityDecoder {
         let fields = try self.reader.mapping(node, keys: Self.keys)
         let packageName = try self.decodePackageName(fields, default: defaultPackage)
         let digests = try self.decodeDigests(fields, default: defaultDigests)
-        var material: [UInt8] = []
-        let decryptionKeys = try self.decodeKeys(fields, "decryption_keys", material: &material) {
-            name, text throws(PlayIntegrityError) in
-            try PlayIntegrityDecryptionKey(name: name, base64: text)
+        var mode = PlayIntegrityConfiguration.Mode.classic
+        if let n = fields["mode"] { mode = try self.reader.oneOf(n, as: PlayIntegrityConfiguration.Mode.self) }
+        let misplaced = mode == .classic ? Self.standardOnlyKeys : Self.classicOnlyKeys
+        if let key = misplaced.first(where: { fields[$0] != nil }), let n = fields[key] {
+            throw self.reader.error(
+                .conflictingKeys, n,
+                "\(key) is read only with mode: \(mode == .classic ? "standard" : "classic"); this block says mode: \(mode.rawValue)"
+            )
         }
-        let verificationKeys = try self.decodeKeys(fields, "verification_keys", material: &material) {
-            name, text throws(PlayIntegrityError) in
-            try PlayIntegrityVerificationKey(name: name, base64SPKI: text)
+        var material: [UInt8] = []
+        var decryptionKeys: [PlayIntegrityDecryptionKey] = []
+        var verificationKeys: [PlayIntegrityVerificationKey] = []
+        var standard: PlayIntegrityStandardSettings?
+        switch mode {
+        case .classic:
+            decryptionKeys = try self.decodeKeys(fields, "decryption_keys", material: &material) {
+                name, text throws(PlayIntegrityError) in
+                try PlayIntegrityDecryptionKey(name: name, base64: text)
+            }
+            verificationKeys = try self.decodeKeys(fields, "verification_keys", material: &material) {
+                name, text throws(PlayIntegrityError) in
+                try PlayIntegrityVerificationKey(name: name, base64SPKI: text)
+            }
+        case .standard:
+            standard = try self.decodeStandard(fields, material: &material)
         }
         var requirePlayRecognized = true
         if let n = fields["app_recognition"] {
@@ -134,8 +181,8 @@ struct PlayIntegrityDecoder {
             deviceRequirement: device, requireLicensed: requireLicensed, maximumDeviceActivityLevel: maximumActivity,
             maximumAgeSeconds: maximumAge.components.seconds, clockSkewSeconds: clockSkew.components.seconds)
         return PlayIntegrityConfiguration(
-            decryptionKeys: decryptionKeys, verificationKeys: verificationKeys, policy: policy,
-            reverifyAfter: reverifyAfter, keyFingerprint: SHA256.hash(material))
+            mode: mode, standard: standard, decryptionKeys: decryptionKeys, verificationKeys: verificationKeys,
+            policy: policy, reverifyAfter: reverifyAfter, keyFingerprint: SHA256.hash(material))
     }
 
     private func decodePackageName(_ fields: Fields, default defaultPackage: String?) throws(PolicyError) -> String {

@@ -1,4 +1,5 @@
 import GoogleClient
+import Verification
 
 /// The lint of `android:`: settings that admit keys proving less than a locked, verified
 /// device's hardware key, and extra trust anchors (development roots).
@@ -22,10 +23,16 @@ extension PolicyLint {
                     "\(app.packageName) accepts Software Keystore keys, whose attestation key is public: any client can forge one; development only"
                 )
             }
-            if app.playIntegrity?.reverifyAfter != nil {
+            if let standard = app.playIntegrity?.standard, standard.onUnavailable == .allow {
                 warn(
-                    "android_play_integrity_reverify_not_enforced", item,
-                    "\(app.packageName) sets play_integrity.reverify_after, which is decoded but not enforced yet: a verdict is asked at enrollment only"
+                    "android_play_integrity_fail_open", item,
+                    "\(app.packageName) enrols keys without a Play Integrity verdict when Google cannot be asked or the day's budget is spent (on_unavailable: allow): such keys are marked unverified"
+                )
+            }
+            if let standard = app.playIntegrity?.standard, standard.apiEndpoint != .playIntegrityAPI {
+                warn(
+                    "android_play_integrity_api_override", item,
+                    "\(app.packageName) sends standard tokens to \(standard.apiEndpoint), not Google's Play Integrity API: tests and egress proxies only"
                 )
             }
             if !app.requireLockedBootloader || !app.requireVerifiedBoot {

@@ -124,6 +124,14 @@ final class CallingFromLoop: AttestStore {
     func revokeKey(keyID: String, completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void) {
         self.loop.execute { [base] in base.revokeKey(keyID: keyID, completion: completion) }
     }
+    func recordPlayIntegrityVerdict(
+        keyID: String, verdict: String, at time: Date,
+        completion: @escaping @Sendable (Result<Bool, StoreError>) -> Void
+    ) {
+        self.loop.execute { [base] in
+            base.recordPlayIntegrityVerdict(keyID: keyID, verdict: verdict, at: time, completion: completion)
+        }
+    }
     func ping(completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
         self.loop.execute { [base] in base.ping(completion: completion) }
     }

@@ -48,6 +48,9 @@ package final class EnforcementGateFactory: Sendable {
     package let console: EnforcementConsole
     /// When the TLS listeners' certificates expire, read at every build (start and reload).
     private let certificates = ListenerCertificateMetrics()
+    /// Standard Play Integrity tokens: each app's decoder (its day's budget, its access token)
+    /// kept across reloads, over the outbound client to Google (none for tools without loops).
+    private let playIntegrityDecoders: PlayIntegrityStandardDecoders
 
     /// - Parameter loops: the event loops that run the gates; a Redis store opens one
     ///   connection on each (see `RedisStore`).
@@ -61,6 +64,8 @@ package final class EnforcementGateFactory: Sendable {
         self.loops = loops
         self.certificates.export(through: registry)
         self.console = EnforcementConsole(render: { registry.render() })
+        self.playIntegrityDecoders = PlayIntegrityStandardDecoders(
+            transport: loops.isEmpty ? nil : PlayIntegrityGoogleClient(loops: loops, registry: registry))
         // Sampled only where gates serve (`serve` passes its loops; tools build none).
         if !loops.isEmpty { self.console.startSampling() }
     }
@@ -137,7 +142,8 @@ package final class EnforcementGateFactory: Sendable {
             gate = try AttestGate(
                 policy: policy, store: store, trustRootsPEM: trustRoots, metrics: metrics,
                 challengeKeys: keyring, endpointLimiter: self.endpointLimiter, identitySigner: identitySigner,
-                deviceCheck: deviceCheck, tokens: tokens, androidRevocation: revocation.service?.current)
+                deviceCheck: deviceCheck, tokens: tokens, androidRevocation: revocation.service?.current,
+                playIntegrityDecoders: self.playIntegrityDecoders)
         } catch {
             if let fresh = apple.fresh { fresh.shutdown() }
             if let fresh = revocation.fresh { fresh.shutdown() }

@@ -20,4 +20,16 @@ public enum PlayIntegrityBinding: Sendable, Hashable {
     public static func enrollment(challenge: [UInt8], attestedKeySPKI spki: [UInt8]) -> PlayIntegrityBinding {
         .nonce(Self.classicNonce(challenge: challenge, attestedKeySPKI: spki))
     }
+
+    /// The `requestHash` of a standard request at enrollment: the same value as the classic
+    /// nonce (`classicNonce`), so that one binding of challenge and key serves both modes
+    /// (43 characters, well under Google's 500-character limit on `requestHash`).
+    public static func standardRequestHash(challenge: [UInt8], attestedKeySPKI spki: [UInt8]) -> String {
+        Self.classicNonce(challenge: challenge, attestedKeySPKI: spki)
+    }
+
+    /// The binding for `standardRequestHash(challenge:attestedKeySPKI:)`.
+    public static func standardEnrollment(challenge: [UInt8], attestedKeySPKI spki: [UInt8]) -> PlayIntegrityBinding {
+        .requestHash(Self.standardRequestHash(challenge: challenge, attestedKeySPKI: spki))
+    }
 }

@@ -46,6 +46,20 @@ public struct PlayIntegrityError: Error, Hashable, CustomStringConvertible, Send
         public static let deviceActivityExceeded = Code("play_integrity_device_activity_exceeded")
         /// A configured key is not a 32-byte AES key or a P-256 SubjectPublicKeyInfo (policy load).
         public static let invalidKey = Code("play_integrity_invalid_key")
+        /// A service-account key file is not Google's JSON with an RSA PKCS#8 key (policy load),
+        /// or the gateway could not sign an assertion with it.
+        public static let serviceAccountInvalid = Code("play_integrity_service_account_invalid")
+        /// Google's token endpoint or `decodeIntegrityToken` answered something that is not
+        /// the JSON it documents.
+        public static let googleAnswerMalformed = Code("play_integrity_google_answer_malformed")
+        /// Standard tokens: Google could not be asked (breaker open, timeouts, 5xx or 429 after
+        /// the retries, OAuth refused).
+        public static let unavailable = Code("play_integrity_unavailable")
+        /// Standard tokens: the app's daily budget of `decodeIntegrityToken` calls is spent.
+        public static let quotaExhausted = Code("play_integrity_quota_exhausted")
+        /// A protected request of a key whose last good verdict is older than the app's
+        /// `reverify_after`: the app presents a fresh token first.
+        public static let reverifyRequired = Code("play_integrity_reverify_required")
     }
 
     public let code: Code
@@ -71,7 +85,8 @@ public struct PlayIntegrityError: Error, Hashable, CustomStringConvertible, Send
     public static let allCodes: [Code] = [
         .badFormat, .unsupportedAlgorithm, .decryptionFailed, .signatureInvalid, .payloadMalformed, .nonceMismatch,
         .requestHashMismatch, .stale, .packageMismatch, .certificateMismatch, .appNotRecognized,
-        .deviceIntegrityInsufficient, .notLicensed, .deviceActivityExceeded, .invalidKey,
+        .deviceIntegrityInsufficient, .notLicensed, .deviceActivityExceeded, .invalidKey, .serviceAccountInvalid,
+        .googleAnswerMalformed, .unavailable, .quotaExhausted, .reverifyRequired,
     ]
 
     /// At most 64 printable ASCII characters of attacker text, for a reason string.

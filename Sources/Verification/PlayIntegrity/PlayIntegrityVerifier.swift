@@ -148,13 +148,38 @@ public struct PlayIntegrityVerifier: Sendable {
     }
 }
 
-/// An accepted verdict: the payload and which keys opened it.
+/// An accepted verdict: the payload and which keys opened it (a standard token's verdict,
+/// decoded by Google, names `PlayIntegrityVerdict.googleDecoder` and index -1 for both keys).
 public struct PlayIntegrityVerdict: Sendable, Hashable {
     public let payload: PlayIntegrityPayload
     public let decryptionKeyIndex: Int
     public let decryptionKeyName: String
     public let verificationKeyIndex: Int
     public let verificationKeyName: String
+
+    /// The key name of a verdict Google's `decodeIntegrityToken` decoded.
+    public static let googleDecoder = "google:decodeIntegrityToken"
+
+    init(
+        payload: PlayIntegrityPayload, decryptionKeyIndex: Int, decryptionKeyName: String, verificationKeyIndex: Int,
+        verificationKeyName: String
+    ) {
+        self.payload = payload
+        self.decryptionKeyIndex = decryptionKeyIndex
+        self.decryptionKeyName = decryptionKeyName
+        self.verificationKeyIndex = verificationKeyIndex
+        self.verificationKeyName = verificationKeyName
+    }
+
+    /// A standard token's verdict: no key of ours opened it.
+    init(standard payload: PlayIntegrityPayload) {
+        self.init(
+            payload: payload, decryptionKeyIndex: -1, decryptionKeyName: Self.googleDecoder, verificationKeyIndex: -1,
+            verificationKeyName: Self.googleDecoder)
+    }
+
+    /// True when Google decoded the token (standard request).
+    public var isStandard: Bool { self.decryptionKeyIndex < 0 }
 
     /// The strongest device label present, for identity headers and logs.
     public var strongestDeviceLabel: DeviceRecognitionLabel? {
