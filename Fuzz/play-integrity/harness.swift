@@ -4,7 +4,12 @@
 // verdict JSON) and the policy checks on whatever payload decodes. Invariants: decoded parts
 // re-encode to the input's parts, a decoded payload survives an encode/decode round trip, and
 // no input ever verifies under a key whose private half nobody holds (the public key of a real
-// App Attest vector), so no input passes the verifier.
+// App Attest vector), so no input passes the verifier. The standard-token side is fed the same
+// bytes: Google's decodeIntegrityToken answer (PlayIntegrityStandardAnswer, then the same policy
+// checks), the token endpoint's answer (GoogleAccessToken: a decoded token is printable and its
+// lifetime in range) and a service-account key file (GoogleServiceAccount: JSON, then OpenSSL's
+// PEM reader; nothing the fuzzer writes is a usable RSA key, and if it were its signature must
+// verify).
 import Foundation
 import Verification
 
@@ -63,6 +68,22 @@ public func fuzzPlayIntegrityOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int
         for binding in [PlayIntegrityBinding.nonce("n"), .requestHash("h")] {
             _ = try? verifier.check(payload, binding: binding, nowMillis: payload.requestDetails.timestampMillis)
         }
+    }
+    if let payload = try? PlayIntegrityStandardAnswer.payload(bytes) {
+        for binding in [PlayIntegrityBinding.nonce("n"), .requestHash("h")] {
+            _ = try? verifier.verifyStandard(
+                payload: payload, binding: binding, nowMillis: payload.requestDetails.timestampMillis)
+        }
+    }
+    if let token = try? GoogleAccessToken.decode(bytes) {
+        precondition((1...4096).contains(token.value.utf8.count))
+        precondition(token.value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "an access token that is not printable")
+        precondition((1...86_400).contains(token.expiresIn))
+    }
+    if let account = try? GoogleServiceAccount(json: bytes) {
+        precondition(bytes.count <= GoogleServiceAccount.maximumFileBytes)
+        precondition(account.clientEmail.contains("@") && account.tokenURI.hasPrefix("https://"))
+        _ = try? account.signRS256([1, 2, 3])
     }
     OpenSSLErrorQueue.clear()
     return 0

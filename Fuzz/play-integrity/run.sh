@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# libFuzzer target over the Play Integrity classic-token reader (PlayIntegrityJWE, cjose decryption, PlayIntegrityJWS,
-# PlayIntegrityPayload and the policy checks; invariants: Fuzz/play-integrity/harness.swift), with AddressSanitizer.
+# libFuzzer target over the Play Integrity readers (classic: PlayIntegrityJWE, cjose decryption, PlayIntegrityJWS,
+# PlayIntegrityPayload and the policy checks; standard: decodeIntegrityToken, token-endpoint and service-account readers;
+# invariants: Fuzz/play-integrity/harness.swift), with AddressSanitizer.
 #
 #   FUZZ_RUNS       executions (default 1000000)
 #   FUZZ_MAX_TIME   seconds cap (default 300)
