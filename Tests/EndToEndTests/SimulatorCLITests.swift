@@ -92,6 +92,7 @@ extension EndToEnd {
                 android:
                   apps: [{ package: com.example.app, signing_digests: ["\(digest)"] }]
                   trust_anchors: ["\(root)"]
+                  revocation: off
                 """
             let gateway = try world.startGateway("gw", extra: android, routes: TestRoutes.standard)
 

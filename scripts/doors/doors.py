@@ -747,6 +747,7 @@ trust_roots: [%(root)s]
 android:
   apps: [{ package: %(android_package)s, signing_digests: ["%(android_digest)s"] }]
   trust_anchors: [%(android_root)s]
+  revocation: off
 challenge_key_file: %(key)s
 upstreams:
   app: { url: "http://127.0.0.1:%(upstream)d" }
