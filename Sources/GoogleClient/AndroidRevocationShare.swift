@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 package import RedisClient
 
 /// Where a fleet of gateways keeps one copy of the status list, so that one gateway's fetch

@@ -1,7 +1,7 @@
 package import AppleClient
-package import GatewayIO
+import GatewayIO
 package import GoogleClient
-package import KeyStore
+import KeyStore
 import RedisClient
 
 /// What `serve` runs for `android.revocation`: the list enrollments read
