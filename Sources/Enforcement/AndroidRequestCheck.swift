@@ -57,7 +57,7 @@ struct AndroidRequestCheck: Sendable {
     ///   (`CounterWindow.lowestRefused`); the store decides the rest.
     func identity(
         keyID: String, package: String, environment: String, assertion: [UInt8], clientDataHash: [UInt8],
-        publicKey: ECPublicKey, lowestRefused: UInt32
+        publicKey: ECPublicKey, lowestRefused: UInt32, playIntegrityVerdict: String? = nil
     ) -> Result<IdentityHeaders.Identity, EnforcementError> {
         guard self.packages.contains(package) else {
             return .failure(
@@ -79,6 +79,7 @@ struct AndroidRequestCheck: Sendable {
         var identity = IdentityHeaders.Identity(
             keyID: keyID, appID: package, environment: environment, counter: signed.counter)
         identity.platform = AttestPlatform.android.rawValue
+        identity.playIntegrity = playIntegrityVerdict
         return .success(identity)
     }
 }

@@ -46,6 +46,7 @@ package enum GatewayHeaderNamespace {
         Entry(name: IdentityHeaders.riskExceeded, role: .identity),
         Entry(name: IdentityHeaders.debugTokenName, role: .identity),
         Entry(name: IdentityHeaders.platform, role: .identity),
+        Entry(name: IdentityHeaders.playIntegrity, role: .identity),
         Entry(name: IdentitySigner.headerName, role: .identity),
         Entry(name: AuthzAnswer.errorHeader, role: .answer),
     ]

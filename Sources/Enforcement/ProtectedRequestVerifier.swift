@@ -41,6 +41,8 @@ final class ProtectedRequestVerifier: Sendable {
         var platform: AttestPlatform = .ios
         /// Android: when the key's last Play Integrity verdict was accepted (`reverify_after`).
         var playIntegrityVerifiedAt: Date? = nil
+        /// Android: the key's Play Integrity verdict, forwarded as `X-App-Attest-Play-Integrity`.
+        var playIntegrityVerdict: String? = nil
     }
 
     /// Everything `verify` derived from the request, carried across store hops.
@@ -337,7 +339,8 @@ final class ProtectedRequestVerifier: Sendable {
                             bundleVersion: record.bundleVersion,
                             keyAccessPolicy: record.keyAccessPolicy,
                             platform: record.platform == KeyRecord.androidPlatform ? .android : .ios,
-                            playIntegrityVerifiedAt: record.playIntegrityVerifiedAt
+                            playIntegrityVerifiedAt: record.playIntegrityVerifiedAt,
+                            playIntegrityVerdict: record.playIntegrityVerdict
                         )
                     } catch {
                         Log.error(
@@ -393,7 +396,7 @@ final class ProtectedRequestVerifier: Sendable {
             let checked = self.androidRequests.identity(
                 keyID: request.keyID, package: key.appID.value, environment: key.environment,
                 assertion: request.assertion, clientDataHash: request.clientDataHash, publicKey: key.publicKey,
-                lowestRefused: lowestRefused)
+                lowestRefused: lowestRefused, playIntegrityVerdict: key.playIntegrityVerdict)
             switch checked {
             case .success(let identity): return identity
             case .failure(let error):

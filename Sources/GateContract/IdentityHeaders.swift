@@ -46,6 +46,10 @@ package enum IdentityHeaders {
     /// `android` on a request signed by an Android Keystore key; absent for App Attest keys
     /// (whose forwarded heads predate Android support and keep their exact shape).
     package static let platform = "X-App-Attest-Platform"
+    /// The Play Integrity verdict of an Android key whose app asks for one (`play_integrity:`):
+    /// `verified`, or `unverified` for a key enrolled while Google could not be asked
+    /// (`on_unavailable: allow`); absent otherwise.
+    package static let playIntegrity = "X-App-Attest-Play-Integrity"
 
     private static let reservedPrefix = "x-app-attest-"
 
@@ -131,6 +135,8 @@ package enum IdentityHeaders {
         package var riskExceeded: Int?
         /// `android` for an Android Keystore key; nil for App Attest.
         package var platform: String?
+        /// The key's Play Integrity verdict (`KeyRecord.playIntegrityVerdict`), when it has one.
+        package var playIntegrity: String?
 
         package init(
             keyID: String, appID: String, environment: String, counter: UInt32,
@@ -167,10 +173,10 @@ package enum IdentityHeaders {
         _ head: HTTPRequestHead, status: Status, identity: Identity?, arm: RolloutArm?
     ) -> HTTPRequestHead {
         var head = head
-        // One new storage with room for every field added (at most 12): stripping in place
+        // One new storage with room for every field added (at most 14): stripping in place
         // copied the shared storage, and each add past its capacity copied it again.
         var fields: [HTTPField] = []
-        fields.reserveCapacity(head.headers.count + 12)
+        fields.reserveCapacity(head.headers.count + 14)
         for field in head.headers where !Self.isReserved(field.name) { fields.append(field) }
         func add(_ name: String, _ value: String) { fields.append(HTTPField(name: name, value: value)) }
         add(Self.status, status.headerValue)
@@ -180,6 +186,7 @@ package enum IdentityHeaders {
             add(Self.environment, identity.environment)
             add(Self.counter, String(identity.counter))
             if let platform = identity.platform { add(Self.platform, platform) }
+            if let verdict = identity.playIntegrity { add(Self.playIntegrity, verdict) }
             if let category = identity.validationCategory { add(Self.validationCategory, category) }
             if let version = identity.bundleVersion { add(Self.bundleVersion, version) }
             if let policy = identity.keyAccessPolicy { add(Self.keyAccessPolicy, policy) }

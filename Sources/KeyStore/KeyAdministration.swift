@@ -106,6 +106,13 @@ package enum KeyAdministration {
         if let platform = record.platform {
             fields.append(("platform", JSONText.quote(platform)))
         }
+        // Android keys of apps with `play_integrity:`: the verdict and when it was accepted.
+        if let verdict = record.playIntegrityVerdict {
+            fields.append(("play_integrity", JSONText.quote(verdict)))
+            if let verifiedAt = record.playIntegrityVerifiedAt {
+                fields.append(("play_integrity_verified_at", JSONText.quote(Self.rfc3339(verifiedAt))))
+            }
+        }
         return fields
     }
 

@@ -58,6 +58,11 @@ extension EndToEnd.Android {
         #expect(!enrolled.bodyText.contains(try #require(goodToken)))
         let signed = try android.send(client, "GET", "/v1/items")
         #expect(signed.status == 200, "\(signed)")
+        // The upstream learns the verdict (and a client's own copy never reaches it).
+        let forwarded = try android.send(
+            client, "GET", "/v1/items", headers: [("X-App-Attest-Play-Integrity", "forged")])
+        #expect(forwarded.status == 200, "\(forwarded)")
+        #expect(try UpstreamEcho(forwarded).values("x-app-attest-play-integrity") == ["verified"])
 
         // No token at all.
         expectDenied(try attempt(mint: false).2, 400, "play_integrity_token_missing")

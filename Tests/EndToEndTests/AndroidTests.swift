@@ -85,12 +85,13 @@ extension EndToEnd {
 
             func send(
                 _ client: AndroidReferenceClient, _ method: String, _ target: String, body: [UInt8] = [],
-                challenge: String? = nil
+                challenge: String? = nil, headers extra: [(String, String)] = []
             ) throws -> HTTPResponse {
                 let assertion = try client.assertion(
                     method: method, target: target, body: body, challenge: challenge ?? "")
                 return try self.gateway.request(
-                    method, target, headers: client.headers(assertion: assertion, challenge: challenge), body: body)
+                    method, target, headers: client.headers(assertion: assertion, challenge: challenge) + extra,
+                    body: body)
             }
         }
 

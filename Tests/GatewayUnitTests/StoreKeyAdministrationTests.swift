@@ -38,6 +38,20 @@ import Testing
         #expect(!text.contains("\n"))
     }
 
+    /// An Android key of an app with `play_integrity:` shows its platform, verdict and when the
+    /// verdict was accepted (`keys show`).
+    @Test func anAndroidKeyShowsItsPlayIntegrityVerdict() throws {
+        var record = sampleRecord(keyID: "a2V5", counter: 3)
+        record.platform = KeyRecord.androidPlatform
+        record.playIntegrityVerdict = KeyRecord.playIntegrityUnverified
+        record.playIntegrityVerifiedAt = Date(timeIntervalSince1970: 1_763_000_000)
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(KeyAdministration.json(record).utf8)) as? [String: Any])
+        #expect(object["platform"] as? String == "android")
+        #expect(object["play_integrity"] as? String == "unverified")
+        #expect(object["play_integrity_verified_at"] as? String == "2025-11-13T02:13:20Z")
+    }
+
     @Test func blockingCallsReturnTheStoreResult() throws {
         let store = MemoryStore()
         let record = sampleRecord()
