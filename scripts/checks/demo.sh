@@ -52,7 +52,7 @@ expect '^PASS missing challenge: denied with 428 challenge_missing' "missing cha
 expect '^PASS missing assertion: denied with 401 assertion_missing' "request without assertion denied"
 expect '^PASS key record: counter 3' "keys show"
 expect '^PASS revoked key: denied with 401 revoked_key' "revocation"
-expect '^PASS served over HTTPS with the development certificate' "the HTTPS request (curl --cacert)"
+expect '^PASS served over HTTPS and HTTP/2 \(ALPN h2, access log protocol h2\) with the development certificate' "the HTTPS request over HTTP/2 (curl --http2 --cacert)"
 expect '^PASS metrics count the verified and the denied requests' "metrics"
 expect '^demo: [0-9]+ passed, 0 failed' "the summary line"
 if grep -qE '^ +X-App-Attest-App-Id: FORGED' "$work/demo.out"; then problems+=("the forged identity header reached the upstream"); fi
