@@ -43,7 +43,9 @@ http {
 $(nginx_temp_paths grpc)
     upstream grpc_up {
         server 127.0.0.1:18400;
-        keepalive 64;
+        # Every call in flight holds its own upstream connection (grpc_pass does not multiplex):
+        # a pool as large as the calls in flight, or most calls would open and close one.
+        keepalive $((CONNS * STREAMS));
         keepalive_requests 1000000;
     }
     server {
@@ -65,11 +67,24 @@ http {
 $(nginx_temp_paths up)
     server {
         listen 127.0.0.1:18400 http2;
+        # The whole request body is read before the answer, as a gRPC server does: mirror reads
+        # it (precontent phase); the static handler then finds no file (404, not logged), which
+        # error_page turns into the answer. With \`return\` alone nginx answered before the
+        # body's END_STREAM had arrived and reset the stream after the response (RST_STREAM
+        # NO_ERROR), and grpc_pass, on its next call over that kept-alive connection, failed the
+        # call ("upstream sent frame for unknown stream").
         location / {
+            mirror /_read_body;
+            root /nonexistent;
+            log_not_found off;
+            error_page 404 =200 @answer;
+        }
+        location @answer {
             default_type application/grpc;
             add_trailer grpc-status 0 always;
             return 200 "hello";
         }
+        location = /_read_body { internal; return 204; }
     }
 }
 EOF
