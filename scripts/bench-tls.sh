@@ -57,14 +57,7 @@ bench_before_cleanup() { [ -z "$IDLE_PID" ] || kill -TERM "$IDLE_PID" 2>/dev/nul
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 # --- the certificate: a throwaway CA and an ECDSA P-256 leaf for localhost / 127.0.0.1 ---------
-openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/ca.key" 2>/dev/null
-openssl req -x509 -new -key "$WORK/ca.key" -subj "/CN=attest-gateway bench CA" -days 2 \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out "$WORK/ca.pem" 2>/dev/null
-openssl ecparam -name prime256v1 -genkey -noout -out "$WORK/key.pem" 2>/dev/null
-openssl req -new -key "$WORK/key.pem" -subj "/CN=localhost" -out "$WORK/leaf.csr" 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$WORK/leaf.ext"
-openssl x509 -req -in "$WORK/leaf.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca.key" -CAcreateserial -days 2 \
-    -sha256 -extfile "$WORK/leaf.ext" -out "$WORK/cert.pem" 2>/dev/null
+bench_certificate "$WORK"
 
 # The gateway's TLS settings (Sources/GatewayIO/Transport/TLS/TLSCipherPolicy.swift), for nginx.
 TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"

@@ -150,3 +150,17 @@ for target in ("nginx", "gateway"):
 print(goal)
 PY
 }
+
+# bench_certificate DIR: a throwaway CA (DIR/ca.pem) and an ECDSA P-256 leaf for localhost /
+# 127.0.0.1 signed by it (DIR/cert.pem, DIR/key.pem), as the TLS rows use.
+bench_certificate() {
+    local d="$1"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$d/ca.key" 2>/dev/null
+    openssl req -x509 -new -key "$d/ca.key" -subj "/CN=attest-gateway bench CA" -days 2 \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign -out "$d/ca.pem" 2>/dev/null
+    openssl ecparam -name prime256v1 -genkey -noout -out "$d/key.pem" 2>/dev/null
+    openssl req -new -key "$d/key.pem" -subj "/CN=localhost" -out "$d/leaf.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$d/leaf.ext"
+    openssl x509 -req -in "$d/leaf.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+        -sha256 -extfile "$d/leaf.ext" -out "$d/cert.pem" 2>/dev/null
+}
