@@ -244,55 +244,60 @@ if [ "$WHAT" = instructions ] || [ "$WHAT" = all ]; then
     instructions_per_request gateway "$GATEWAY_PID" http://127.0.0.1:28085/
 fi
 
-# TLS keep-alive: user-space instructions per request under callgrind, from two timed wrk runs
-# (wrk is what the bench rows use). Each run connects anew, so each includes CONNS full
-# handshakes; the difference of the two runs divided by the difference of their counts is the
-# steady per-request cost without them.
-callgrind_total() { # dump -> total Ir
-    awk '/^(summary|totals):/ {print $2; exit}' "$1"
+# TLS keep-alive and HTTP/2: user-space instructions per request under callgrind, from two loads
+# of different sizes (callgrind_difference, scripts/bench/common.sh). Each load connects anew, so
+# each includes CONNS full handshakes; the difference of the two totals over the difference of the
+# two counts is the steady per-request cost without them.
+wrk_requests() { # url seconds: a wrk run, prints the requests it completed
+    wrk -t1 -c"$CONNS" -d"${2}s" "$1" > "$WORK/wrk.$2.out"
+    requests_of "$WORK/wrk.$2.out"
+}
+instructions_top() { # label suffix: the longer run's top list, its dump kept with CALLGRIND_KEEP
+    python3 "$ROOT/scripts/callgrind-top.py" "$CALLGRIND_DUMP" "$CALLGRIND_COUNT" "${TOP:-25}" | tail -n +2
+    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$CALLGRIND_DUMP" "$CALLGRIND_KEEP.$1-$2"
 }
 tls_instructions_per_request() { # label pid url
-    local label="$1" pid="$2" url="$3" long="${TLS_SECONDS:-12}" short dump totals=() counts=()
-    short=$(( long / 3 ))
+    local label="$1" pid="$2" url="$3" long="${TLS_SECONDS:-12}"
     for _ in $(seq 600); do curl -skf -o /dev/null "$url" && break; sleep 0.1; done
     wrk -t1 -c"$CONNS" -d2s "$url" > /dev/null
-    for seconds in "$short" "$long"; do
-        callgrind_control -z "$pid" > /dev/null 2>&1
-        wrk -t1 -c"$CONNS" -d"${seconds}s" "$url" > "$WORK/$label.$seconds.wrk"
-        callgrind_control -d "$pid" > /dev/null 2>&1
-        sleep 0.5
-        dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
-        totals+=("$(callgrind_total "$dump")")
-        counts+=("$(requests_of "$WORK/$label.$seconds.wrk")")
-    done
-    echo "## $label (TLS keep-alive, $CONNS connections): runs of ${counts[0]} and ${counts[1]} requests, $CONNS full handshakes each"
-    awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
-        printf "  %10.0f instructions per request, handshakes excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
-        printf "  %10.0f per request of the longer run, its handshakes included\n", b / m }'
-    python3 "$ROOT/scripts/callgrind-top.py" "$dump" "${counts[1]}" "${TOP:-25}" | tail -n +2
-    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label-tls"
+    callgrind_difference "$pid" $(( long / 3 )) "$long" \
+        "## $label (TLS keep-alive, $CONNS connections): runs of %d and %d requests, $CONNS full handshakes each" \
+        wrk_requests "$url"
+    instructions_top "$label" tls
+}
+h2_instructions_per_request() { # label pid url
+    local label="$1" pid="$2" url="$3" long="${H2_REQUESTS:-30000}"
+    for _ in $(seq 600); do curl -skf --http2 -o /dev/null "$url" && break; sleep 0.1; done
+    h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" -n 2000 "$url" > /dev/null
+    callgrind_difference "$pid" $(( long / 3 )) "$long" \
+        "## $label (HTTP/2 over TLS, $CONNS connections, ${STREAMS:-10} streams each): runs of %d and %d requests, $CONNS full handshakes each" \
+        h2load_requests "$url"
+    instructions_top "$label" h2
 }
 
-if [ "$WHAT" = tls-instructions ]; then
+# The TLS rows' setup: a self-signed P-256 certificate, the upstream, and (unless ONLY=gateway)
+# nginx terminating TLS on PORT (`listen` flags LISTEN, e.g. "ssl" or "ssl http2") in front of it,
+# one process under callgrind; its PID in PIDS[-1].
+tls_rows_setup() { # name port listen-flags
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" \
         -out "$WORK/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
     pgrep -f "$WORK/nginx-upstream.conf" > /dev/null || start_nginx nginx-upstream
     wait_http http://127.0.0.1:28080/
-    if [ "$ONLY" != gateway ]; then
-        cat > "$WORK/nginx-tls.conf" << NGINX
+    [ "$ONLY" != gateway ] || return 0
+    cat > "$WORK/$1.conf" << NGINX
 master_process off;
 worker_processes 1;
-pid run/nginx-tls.pid;
-error_log run/nginx-tls.error.log warn;
+pid run/$1.pid;
+error_log run/$1.error.log warn;
 events { worker_connections 4096; }
 http {
     access_log ${NGINX_ACCESS_LOG:-off};
     keepalive_requests 1000000;
     keepalive_timeout 65s;
-$(nginx_temp_paths tls)
+$(nginx_temp_paths "${1#nginx-}")
     upstream up { server 127.0.0.1:28080; keepalive 64; keepalive_requests 1000000; }
     server {
-        listen 127.0.0.1:28091 ssl reuseport backlog=4096;
+        listen 127.0.0.1:$2 $3 reuseport backlog=4096;
         ssl_certificate $WORK/cert.pem;
         ssl_certificate_key $WORK/key.pem;
         ssl_protocols TLSv1.2 TLSv1.3;
@@ -300,71 +305,22 @@ $(nginx_temp_paths tls)
     }
 }
 NGINX
-        start_nginx nginx-tls valgrind --tool=callgrind --compress-strings=no \
-            --callgrind-out-file="$WORK/callgrind.out.%p"
-        tls_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28091/
-    fi
+    start_nginx "$1" valgrind --tool=callgrind --compress-strings=no \
+        --callgrind-out-file="$WORK/callgrind.out.%p"
+}
+
+if [ "$WHAT" = tls-instructions ]; then
+    tls_rows_setup nginx-tls 28091 ssl
+    [ "$ONLY" = gateway ] || tls_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28091/
     write_policy '[{address: "127.0.0.1:28095", tls: {certificate: cert.pem, private_key: key.pem}}]'
     callgrind_gateway_prefix
     start_gateway "${CALLGRIND_GATEWAY[@]}"
     tls_instructions_per_request gateway "$GATEWAY_PID" https://127.0.0.1:28095/
 fi
 
-# HTTP/2 over TLS: as tls_instructions_per_request, with h2load -n (fixed counts) for the load.
-h2_instructions_per_request() { # label pid url
-    local label="$1" pid="$2" url="$3" long="${H2_REQUESTS:-30000}" short dump totals=() counts=() out
-    short=$(( long / 3 ))
-    for _ in $(seq 600); do curl -skf --http2 -o /dev/null "$url" && break; sleep 0.1; done
-    h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" -n 2000 "$url" > /dev/null
-    for n in "$short" "$long"; do
-        callgrind_control -z "$pid" > /dev/null 2>&1
-        out=$(h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" -n "$n" "$url")
-        callgrind_control -d "$pid" > /dev/null 2>&1
-        grep -q '^Application protocol: h2' <<< "$out" || { echo "cpu-per-request: $label did not speak h2" >&2; return 1; }
-        sleep 0.5
-        dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
-        totals+=("$(callgrind_total "$dump")")
-        counts+=("$(awk '/^requests:/{print $8}' <<< "$out")")
-    done
-    echo "## $label (HTTP/2 over TLS, $CONNS connections, ${STREAMS:-10} streams each): runs of ${counts[0]} and ${counts[1]} requests, $CONNS full handshakes each"
-    awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
-        printf "  %10.0f instructions per request, handshakes excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
-        printf "  %10.0f per request of the longer run, its handshakes included\n", b / m }'
-    python3 "$ROOT/scripts/callgrind-top.py" "$dump" "${counts[1]}" "${TOP:-25}" | tail -n +2
-    [ -z "${CALLGRIND_KEEP:-}" ] || cp "$dump" "$CALLGRIND_KEEP.$label-h2"
-}
-
 if [ "$WHAT" = h2-instructions ]; then
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/key.pem" \
-        -out "$WORK/cert.pem" -days 2 -subj /CN=localhost -addext "subjectAltName=IP:127.0.0.1" 2> /dev/null
-    pgrep -f "$WORK/nginx-upstream.conf" > /dev/null || start_nginx nginx-upstream
-    wait_http http://127.0.0.1:28080/
-    if [ "$ONLY" != gateway ]; then
-        cat > "$WORK/nginx-h2.conf" << NGINX
-master_process off;
-worker_processes 1;
-pid run/nginx-h2.pid;
-error_log run/nginx-h2.error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log ${NGINX_ACCESS_LOG:-off};
-    keepalive_requests 1000000;
-    keepalive_timeout 65s;
-$(nginx_temp_paths h2)
-    upstream up { server 127.0.0.1:28080; keepalive 64; keepalive_requests 1000000; }
-    server {
-        listen 127.0.0.1:28092 ssl http2 reuseport backlog=4096;
-        ssl_certificate $WORK/cert.pem;
-        ssl_certificate_key $WORK/key.pem;
-        ssl_protocols TLSv1.2 TLSv1.3;
-        location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-    }
-}
-NGINX
-        start_nginx nginx-h2 valgrind --tool=callgrind --compress-strings=no \
-            --callgrind-out-file="$WORK/callgrind.out.%p"
-        h2_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28092/
-    fi
+    tls_rows_setup nginx-h2 28092 "ssl http2"
+    [ "$ONLY" = gateway ] || h2_instructions_per_request nginx "${PIDS[-1]}" https://127.0.0.1:28092/
     write_policy '[{address: "127.0.0.1:28096", tls: {certificate: cert.pem, private_key: key.pem}}]'
     callgrind_gateway_prefix
     start_gateway "${CALLGRIND_GATEWAY[@]}"

@@ -164,3 +164,47 @@ bench_certificate() {
     openssl x509 -req -in "$d/leaf.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
         -sha256 -extfile "$d/leaf.ext" -out "$d/cert.pem" 2>/dev/null
 }
+
+# callgrind_difference PID SHORT LONG HEADER LOAD...: PID runs under callgrind (dumps in $WORK).
+# For ARG = SHORT, then LONG: counters zeroed, `LOAD... ARG` (a load of ARG seconds or requests,
+# as LOAD takes it; it prints the requests it completed and nothing else), a dump. Prints HEADER
+# (a printf format given the two counts), then the instructions per request of the difference
+# of the two totals over the difference of the two counts (what setting the load's connections
+# up costs each run drops out) and of the longer run alone. Leaves the longer run's dump in
+# CALLGRIND_DUMP and its count in CALLGRIND_COUNT; returns 1 if LOAD fails.
+callgrind_total() { # dump -> total Ir
+    awk '/^(summary|totals):/ {print $2; exit}' "$1"
+}
+callgrind_difference() {
+    local pid="$1" short="$2" long="$3" header="$4" arg count totals=() counts=()
+    shift 4
+    for arg in "$short" "$long"; do
+        callgrind_control -z "$pid" > /dev/null 2>&1
+        count="$("$@" "$arg")" || return 1
+        counts+=("$count")
+        callgrind_control -d "$pid" > /dev/null 2>&1
+        sleep 0.5
+        CALLGRIND_DUMP="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
+        totals+=("$(callgrind_total "$CALLGRIND_DUMP")")
+    done
+    CALLGRIND_COUNT="${counts[1]}"
+    # shellcheck disable=SC2059
+    printf "$header\n" "${counts[0]}" "${counts[1]}"
+    awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
+        printf "  %10.0f instructions per request, setup excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
+        printf "  %10.0f per request of the longer run, its setup included\n", b / m }'
+}
+
+# h2load_requests URL [h2load arguments...] N: `h2load -t1 -cCONNS -mSTREAMS ... -n N URL` (over TLS:
+# ALPN h2 checked); prints the requests that succeeded, fails on any failed or non-2xx one.
+h2load_requests() {
+    local url="$1" n="${@: -1}" out errs
+    set -- "${@:2:$#-2}"
+    out=$(h2load -t1 -c"$CONNS" -m"${STREAMS:-10}" "$@" -n "$n" "$url")
+    case "$url" in
+        https:*) grep -q '^Application protocol: h2' <<< "$out" || { echo "h2load_requests: $url did not speak h2" >&2; return 1; } ;;
+    esac
+    errs=$(awk '/^requests:/{e += $10 + $12 + $14} /^status codes:/{e += $5 + $7 + $9} END{print e + 0}' <<< "$out")
+    [ "$errs" = 0 ] || { echo "h2load_requests: $url: $errs failed or non-2xx requests" >&2; return 1; }
+    awk '/^requests:/{print $8}' <<< "$out"
+}
