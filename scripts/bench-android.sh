@@ -86,21 +86,9 @@ swift build -c release --package-path Benchmarks --product bench-mint >&2 || die
 BIN="$ROOT/.build/release/attest-gateway"
 MINT="$ROOT/Benchmarks/.build/release/bench-mint"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-bench-android.XXXXXX")"
-mkdir -p "$WORK/run" "$OUT"
-STARTED_PIDS=()
-cleanup() {
-    local p
-    for p in "${STARTED_PIDS[@]}"; do kill -TERM "$p" 2> /dev/null; done
-    for p in "${STARTED_PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
-        kill -0 "$p" 2> /dev/null && kill -KILL "$p" 2> /dev/null
-    done
-    STARTED_PIDS=()
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/bench/common.sh"
+bench_scratch bench-android  # $WORK (with run/) and PIDS, stopped and removed on exit
+mkdir -p "$OUT"
 
 # --- one core's ECDSA / RSA verify rate, the yardstick of the rows below (as bench-enforced.sh's)
 PIN=()
@@ -127,9 +115,9 @@ for port in 18080 16379 $GATEWAY_PORT $ADMIN_PORT; do
     done
 done
 nginx -p "$WORK" -e "$WORK/run/nginx-upstream.startup.log" -c "$CONF/nginx-upstream.conf" -g 'daemon off;' &
-UP_PID=$!; STARTED_PIDS+=("$UP_PID")
+UP_PID=$!; PIDS+=("$UP_PID")
 redis-server "$CONF/redis.conf" --dir "$WORK/run" > "$WORK/run/redis.log" 2>&1 &
-REDIS_PID=$!; STARTED_PIDS+=("$REDIS_PID")
+REDIS_PID=$!; PIDS+=("$REDIS_PID")
 for _ in $(seq 50); do redis-cli -p 16379 ping > /dev/null 2>&1 && break; sleep 0.1; done
 for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 http://127.0.0.1:18080/ && break; sleep 0.1; done
 
@@ -176,7 +164,6 @@ EOF
 GATEWAY_PREFIX=()
 if [ "$INSTRUCTIONS" = 1 ]; then
     command -v valgrind > /dev/null || die "valgrind not installed (INSTRUCTIONS=1)"
-    . "$ROOT/scripts/bench/common.sh"
     callgrind_gateway_prefix || die "building the sigsuspend shim failed"
     # valgrind 3.19 cannot read the DWARF 5 the Swift toolchain writes: a copy without it.
     strip --strip-debug -o "$WORK/attest-gateway" "$BIN" || die "strip --strip-debug failed"
@@ -185,7 +172,7 @@ else
     GATEWAY_PREFIX=("$BIN")
 fi
 "${GATEWAY_PREFIX[@]}" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
-GW_PID=$!; STARTED_PIDS+=("$GW_PID")
+GW_PID=$!; PIDS+=("$GW_PID")
 for _ in $(seq 600); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
 grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
 echo "# pids: upstream $UP_PID, redis $REDIS_PID, gateway $GW_PID ($GATEWAY_LOOPS loop(s), access log to /dev/null${GATEWAY_PREFIX[1]:+, under callgrind}); $(nproc) cpus"

@@ -131,21 +131,9 @@ BIN="$ROOT/.build/release/attest-gateway"
 MINT="$ROOT/Benchmarks/.build/release/bench-mint"
 [ -x "$MINT" ] || die "$MINT missing"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/attest-bench-enforced.XXXXXX")"
-mkdir -p "$WORK/run" "$OUT"
-STARTED_PIDS=()
-cleanup() {
-    local p
-    for p in "${STARTED_PIDS[@]}"; do kill -TERM "$p" 2> /dev/null; done
-    for p in "${STARTED_PIDS[@]}"; do
-        for _ in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
-        kill -0 "$p" 2> /dev/null && kill -KILL "$p" 2> /dev/null
-    done
-    STARTED_PIDS=()
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/scripts/bench/common.sh"
+bench_scratch bench-enforced  # $WORK (with run/) and PIDS, stopped and removed on exit
+mkdir -p "$OUT"
 
 port_in_use() { ss -Htln "sport = :$1" | grep -q .; }
 # Another benchmark on these ports (e.g. bench.sh's baseline) would also skew this one: wait
@@ -168,11 +156,11 @@ wait_http() { # url
 
 # --- servers
 nginx -p "$WORK" -e "$WORK/run/nginx-upstream.startup.log" -c "$CONF/nginx-upstream.conf" -g 'daemon off;' &
-UP_PID=$!; STARTED_PIDS+=("$UP_PID")
+UP_PID=$!; PIDS+=("$UP_PID")
 nginx -p "$WORK" -e "$WORK/run/nginx-proxy.startup.log" -c "$CONF/nginx-proxy.conf" -g 'daemon off;' &
-NGX_PID=$!; STARTED_PIDS+=("$NGX_PID")
+NGX_PID=$!; PIDS+=("$NGX_PID")
 redis-server "$CONF/redis.conf" --dir "$WORK/run" > "$WORK/run/redis.log" 2>&1 &
-REDIS_PID=$!; STARTED_PIDS+=("$REDIS_PID")
+REDIS_PID=$!; PIDS+=("$REDIS_PID")
 for _ in $(seq 50); do redis-cli -p 16379 ping > /dev/null 2>&1 && break; sleep 0.1; done
 # Extra Redis processes of the cluster / replica rows (same conf, other ports): their CPU
 # counts in the redis column (REDIS_PID becomes a comma list).
@@ -181,7 +169,7 @@ start_extra_redis() { # port [redis-server arguments...]
     mkdir -p "$WORK/run/redis-$port"
     redis-server "$CONF/redis.conf" --port "$port" --dir "$WORK/run/redis-$port" "$@" \
         > "$WORK/run/redis-$port.log" 2>&1 &
-    STARTED_PIDS+=("$!"); REDIS_PID="$REDIS_PID,$!"
+    PIDS+=("$!"); REDIS_PID="$REDIS_PID,$!"
     for _ in $(seq 50); do redis-cli -p "$port" ping > /dev/null 2>&1 && return 0; sleep 0.1; done
     die "redis-server on $port did not start"
 }
@@ -278,7 +266,6 @@ fi
 GATEWAY_PREFIX=()
 if [ "$INSTRUCTIONS" = 1 ]; then
     command -v valgrind > /dev/null || die "valgrind not installed (INSTRUCTIONS=1)"
-    . "$ROOT/scripts/bench/common.sh"
     callgrind_gateway_prefix || die "building the sigsuspend shim failed"
     # valgrind 3.19 cannot read the DWARF 5 the Swift toolchain writes: a copy without it.
     strip --strip-debug -o "$WORK/attest-gateway" "$BIN" || die "strip --strip-debug failed"
@@ -286,7 +273,7 @@ if [ "$INSTRUCTIONS" = 1 ]; then
     GATEWAY_PREFIX=("${CALLGRIND_GATEWAY[@]}")
 fi
 "${GATEWAY_PREFIX[@]}" "$BIN" serve --config "$WORK/policy.yaml" --loops "$GATEWAY_LOOPS" > /dev/null 2> "$WORK/run/gateway.log" &
-GW_PID=$!; STARTED_PIDS+=("$GW_PID")
+GW_PID=$!; PIDS+=("$GW_PID")
 for _ in $(seq 600); do grep -q '"listening"' "$WORK/run/gateway.log" 2> /dev/null && break; sleep 0.1; done
 grep -q '"listening"' "$WORK/run/gateway.log" || { cat "$WORK/run/gateway.log" >&2; die "gateway did not start"; }
 echo "# store ${ENFORCED_STORE:-redis}; pids: upstream $UP_PID, nginx-proxy $NGX_PID, redis $REDIS_PID, gateway $GW_PID ($GATEWAY_LOOPS loop(s), access log to /dev/null); $(nproc) cpus"

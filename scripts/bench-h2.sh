@@ -52,74 +52,17 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 # --- the certificate: a throwaway CA and an ECDSA P-256 leaf for localhost / 127.0.0.1 ---------
 bench_certificate "$WORK"
 
-# The gateway's TLS settings (Sources/GatewayIO/Transport/TLS/TLSCipherPolicy.swift), as bench-tls.sh.
-TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
-TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
 # --- servers -------------------------------------------------------------------------------------
 sed -e 's/18080/18390/' "$CONF/nginx-upstream.conf" > "$WORK/upstream.conf"
 grep -q 18390 "$WORK/upstream.conf" || { echo "bench-h2: could not derive the upstream config" >&2; exit 1; }
-cat > "$WORK/nginx.conf" <<EOF
-# nginx terminating TLS and HTTP/2 in front of the upstream: 1 worker, keepalive pool of 64.
-worker_processes 1;
-worker_rlimit_nofile $(ulimit -n);
-pid run/nginx-h2.pid;
-error_log run/nginx-h2.error.log warn;
-events { worker_connections 16384; }
-http {
-    $(nginx_access_log)
-    keepalive_requests 1000000;
-    keepalive_timeout 600s;
-    client_header_timeout 600s;
-$(nginx_temp_paths h2)
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_ciphers $TLS12_CIPHERS;
-    ssl_conf_command Ciphersuites $TLS13_SUITES;
-    ssl_ecdh_curve X25519:prime256v1:secp384r1;
-    ssl_prefer_server_ciphers on;
-    ssl_conf_command Options PrioritizeChaCha;
-    ssl_session_tickets on;
-    ssl_session_cache builtin:20480;
-    ssl_session_timeout 12h;
-    upstream up {
-        server 127.0.0.1:18390;
-        keepalive 64;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:18391 ssl http2 reuseport backlog=4096;
-        ssl_certificate $WORK/cert.pem;
-        ssl_certificate_key $WORK/key.pem;
-        location / {
-            proxy_pass http://up;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-EOF
+nginx_tls_front_conf nginx-h2 18390 18391 "ssl http2" "    client_header_timeout 600s;"
 nginx_start upstream "$WORK/upstream.conf"
 nginx_start nginx-h2 "$WORK/nginx.conf"
 NGX_PID="$NGINX_PID"
 
 # The gateway: TLS listener (ALPN h2 is on by default: tls.http2), passthrough route, one loop.
-cat > "$WORK/policy.yaml" <<EOF
-listen:
-  - address: 127.0.0.1:18392
-    tls: { certificate: cert.pem, private_key: key.pem, handshake_timeout: 10s }
-store: memory
-app_ids: ["ABCDE12345.com.example.app"]
-limits:
-  max_connections: 60000
-  keep_alive_idle_timeout: 600s
-upstreams:
-  bench: { url: "http://127.0.0.1:18390", max_connections: 64 }
-routes:
-  - name: passthrough
-    match: { path_prefix: / }
-    upstream: bench
-    mode: off
-EOF
+gateway_tls_passthrough_policy 18392 18390
 gateway_start "$WORK/policy.yaml" "$WORK/gateway.log"
 
 for url in http://127.0.0.1:18390/ https://localhost:18391/ https://localhost:18392/; do

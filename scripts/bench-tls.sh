@@ -59,9 +59,6 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 # --- the certificate: a throwaway CA and an ECDSA P-256 leaf for localhost / 127.0.0.1 ---------
 bench_certificate "$WORK"
 
-# The gateway's TLS settings (Sources/GatewayIO/Transport/TLS/TLSCipherPolicy.swift), for nginx.
-TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
-TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
 # wrk's session shim (see full-hs above).
 gcc -shared -fPIC -O2 -o "$WORK/wrk-tls-sessions.so" "$ROOT/scripts/bench/wrk-tls-sessions.c" -ldl -lssl
@@ -69,67 +66,12 @@ gcc -shared -fPIC -O2 -o "$WORK/wrk-tls-sessions.so" "$ROOT/scripts/bench/wrk-tl
 # --- servers -------------------------------------------------------------------------------------
 sed -e 's/18080/18190/' "$CONF/nginx-upstream.conf" > "$WORK/upstream.conf"
 grep -q 18190 "$WORK/upstream.conf" || { echo "bench-tls: could not derive the upstream config" >&2; exit 1; }
-cat > "$WORK/nginx.conf" <<EOF
-# nginx terminating TLS in front of the upstream: 1 worker, keepalive pool (as nginx-proxy.conf),
-# logging each request as the gateway does (nginx_access_log).
-worker_processes 1;
-worker_rlimit_nofile $(ulimit -n);
-pid run/nginx-tls.pid;
-error_log run/nginx-tls.error.log warn;
-events { worker_connections 16384; }
-http {
-    $(nginx_access_log)
-    keepalive_requests 1000000;
-    keepalive_timeout 600s;
-$(nginx_temp_paths tls)
-    ssl_protocols TLSv1.2 TLSv1.3;
-    ssl_ciphers $TLS12_CIPHERS;
-    ssl_conf_command Ciphersuites $TLS13_SUITES;
-    ssl_ecdh_curve X25519:prime256v1:secp384r1;
-    # The gateway's order: the server's, ChaCha20 first only for clients that list it first.
-    ssl_prefer_server_ciphers on;
-    ssl_conf_command Options PrioritizeChaCha;
-    ssl_session_tickets on;
-    ssl_session_cache builtin:20480;
-    ssl_session_timeout 12h;
-    upstream up {
-        server 127.0.0.1:18190;
-        keepalive 64;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:18191 ssl reuseport backlog=4096;
-        ssl_certificate $WORK/cert.pem;
-        ssl_certificate_key $WORK/key.pem;
-        location / {
-            proxy_pass http://up;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-        }
-    }
-}
-EOF
+nginx_tls_front_conf nginx-tls 18190 18191 ssl
 nginx_start upstream "$WORK/upstream.conf"
 nginx_start nginx-tls "$WORK/nginx.conf"
 NGX_PID="$NGINX_PID"
 
-cat > "$WORK/policy.yaml" <<EOF
-listen:
-  - address: 127.0.0.1:18192
-    tls: { certificate: cert.pem, private_key: key.pem, handshake_timeout: 10s }
-store: memory
-app_ids: ["ABCDE12345.com.example.app"]
-limits:
-  max_connections: 60000
-  keep_alive_idle_timeout: 600s
-upstreams:
-  bench: { url: "http://127.0.0.1:18190", max_connections: 64 }
-routes:
-  - name: passthrough
-    match: { path_prefix: / }
-    upstream: bench
-    mode: off
-EOF
+gateway_tls_passthrough_policy 18192 18190
 gateway_start "$WORK/policy.yaml" "$WORK/gateway.log"
 # COMPARE_ENV: a second gateway (gateway-b, port 18195) with extra environment, in every row.
 URLS="http://127.0.0.1:18190/ https://localhost:18191/ https://localhost:18192/"

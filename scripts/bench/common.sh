@@ -208,3 +208,74 @@ h2load_requests() {
     [ "$errs" = 0 ] || { echo "h2load_requests: $url: $errs failed or non-2xx requests" >&2; return 1; }
     awk '/^requests:/{print $8}' <<< "$out"
 }
+
+# The TLS rows (bench-tls.sh, bench-h2.sh): nginx terminating TLS in front of the upstream on
+# UP_PORT with the gateway's TLS settings (Sources/GatewayIO/Transport/TLS/TLSCipherPolicy.swift),
+# 1 worker, a keep-alive pool of 64 (as nginx-proxy.conf), logging each request as the gateway
+# does (nginx_access_log), the certificate of bench_certificate; and the gateway's policy: a TLS
+# listener (ALPN h2 on by default: tls.http2) and a passthrough route to the same upstream.
+# nginx_tls_front_conf NAME UP_PORT PORT LISTEN_FLAGS [HTTP_LINE]: $WORK/nginx.conf, pid and
+# error log run/NAME.*, `listen 127.0.0.1:PORT LISTEN_FLAGS` (e.g. "ssl" or "ssl http2").
+TLS12_CIPHERS="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+TLS13_SUITES="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+nginx_tls_front_conf() {
+    cat > "$WORK/nginx.conf" <<NGINX
+worker_processes 1;
+worker_rlimit_nofile $(ulimit -n);
+pid run/$1.pid;
+error_log run/$1.error.log warn;
+events { worker_connections 16384; }
+http {
+    $(nginx_access_log)
+    keepalive_requests 1000000;
+    keepalive_timeout 600s;
+${5:-}
+$(nginx_temp_paths "${1#nginx-}")
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers $TLS12_CIPHERS;
+    ssl_conf_command Ciphersuites $TLS13_SUITES;
+    ssl_ecdh_curve X25519:prime256v1:secp384r1;
+    # The gateway's order: the server's, ChaCha20 first only for clients that list it first.
+    ssl_prefer_server_ciphers on;
+    ssl_conf_command Options PrioritizeChaCha;
+    ssl_session_tickets on;
+    ssl_session_cache builtin:20480;
+    ssl_session_timeout 12h;
+    upstream up {
+        server 127.0.0.1:$2;
+        keepalive 64;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$3 $4 reuseport backlog=4096;
+        ssl_certificate $WORK/cert.pem;
+        ssl_certificate_key $WORK/key.pem;
+        location / {
+            proxy_pass http://up;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+NGINX
+}
+# gateway_tls_passthrough_policy PORT UP_PORT: $WORK/policy.yaml.
+gateway_tls_passthrough_policy() {
+    cat > "$WORK/policy.yaml" <<POLICY
+listen:
+  - address: 127.0.0.1:$1
+    tls: { certificate: cert.pem, private_key: key.pem, handshake_timeout: 10s }
+store: memory
+app_ids: ["ABCDE12345.com.example.app"]
+limits:
+  max_connections: 60000
+  keep_alive_idle_timeout: 600s
+upstreams:
+  bench: { url: "http://127.0.0.1:$2", max_connections: 64 }
+routes:
+  - name: passthrough
+    match: { path_prefix: / }
+    upstream: bench
+    mode: off
+POLICY
+}
