@@ -105,12 +105,16 @@ bench-counter-floor: bench-deps release
 
 # User-space instructions per request under callgrind (the same whatever the machine's load,
 # ~6 min): the passthrough route beside nginx, then the enforced route beside gateway-off
-# (issue 14's counter ratio, in instructions). valgrind cannot read the DWARF 5 of the
-# release build: both scripts run a copy stripped of it.
+# (issue 14's counter ratio, in instructions), then issue 31's: gRPC beside grpc_pass and the
+# HTTP/1.1 -> h2c bridge beside the HTTP/1.1 path, the enforced route over HTTP/2 beside
+# HTTP/1.1. valgrind cannot read the DWARF 5 of the release build: the scripts run a copy
+# stripped of it.
 bench-instructions: instructions-deps release
 	strip --strip-debug -o .build/attest-gateway.nodebug .build/release/attest-gateway
 	BIN=$(CURDIR)/.build/attest-gateway.nodebug bash scripts/cpu-per-request.sh instructions
 	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} INSTRUCTIONS=1 bash scripts/bench-enforced.sh
+	INSTRUCTIONS=1 bash scripts/bench-grpc.sh
+	SHARED_DIR=$${SHARED_DIR:-$(CURDIR)/../shared} SKIP_TIMED=1 bash scripts/bench-enforced-h2.sh
 
 bench-verify: deps
 	bash scripts/bench-verify.sh

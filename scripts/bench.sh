@@ -12,7 +12,11 @@
 # tunnels or as many as `ulimit -n` allows), then scripts/bench-h2.sh (HTTP/2 over TLS beside
 # nginx `listen ssl http2`: h2load -c32 -m10 req/s and CPU per request, RSS with 10,000 idle
 # HTTP/2 connections), then scripts/bench-grpc.sh (gRPC unary to an h2c upstream beside nginx
-# grpc_pass), then scripts/bench-tracing.sh (tracing at a 1 % ratio: its share of the
+# grpc_pass, then the bridge row: HTTP/1.1 clients to that h2c upstream beside the gateway's own
+# HTTP/1.1 path), then the same two rows in callgrind instructions (bench-grpc.sh INSTRUCTIONS=1),
+# then scripts/bench-enforced-h2.sh (the enforced route over HTTP/2 beside HTTP/1.1, same gateway:
+# callgrind instructions per verified request, goal within 5 %, and timed CPU per request),
+# then scripts/bench-tracing.sh (tracing at a 1 % ratio: its share of the
 # passthrough and enforced requests, in callgrind instructions). scripts/bench-android.sh runs right
 # after the enforced rows: Android verified requests and enrollments beside iOS's from the same
 # run (CPU per request, the android / ios ratio), and the pure verify cost beside openssl.
@@ -22,7 +26,9 @@
 #      access log is on and goes to /dev/null, so its cost is measured). IDLE_CONNS=10000.
 #      SKIP_BASELINE=1 / SKIP_IDLE=1 / SKIP_DEFAULTS=1 / SKIP_ENFORCED=1 / SKIP_TLS=1 /
 #      SKIP_UPSTREAM_TLS=1 / SKIP_WEBSOCKET=1 / SKIP_H2=1 / SKIP_GRPC=1 / SKIP_TRACING=1 /
-#      SKIP_ANDROID=1 leave a part out (SKIP_IDLE also skips
+#      SKIP_ANDROID=1 / SKIP_BRIDGE=1 (bench-grpc.sh's bridge row) / SKIP_GRPC_INSTRUCTIONS=1 (the
+#      gRPC and bridge rows' callgrind counts) / SKIP_ENFORCED_H2=1 leave a part out (SKIP_GRPC
+#      also leaves out the bridge row and both counts; SKIP_IDLE also skips
 #      the TLS and HTTP/2 idle-connections and idle-tunnels rows).
 #      GATEWAY_LOOPS=1: event-loop queues of the gateway. The baseline's nginx runs 1 worker
 #      and haproxy 1 thread, so 1 loop compares like with like; `serve` defaults to one per core.
@@ -160,5 +166,9 @@ cleanup; trap - EXIT
 [ "${SKIP_WEBSOCKET:-0}" = 1 ] || BIN="$BIN" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-websocket.sh"
 # HTTP/2 rows (issue 31): h2load over TLS beside nginx http2, idle HTTP/2 connections' RSS.
 [ "${SKIP_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" SKIP_IDLE="${SKIP_IDLE:-0}" bash "$ROOT/scripts/bench-h2.sh"
-[ "${SKIP_GRPC:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-grpc.sh"  # gRPC unary to an h2c upstream vs nginx grpc_pass
+# gRPC unary to an h2c upstream vs nginx grpc_pass, and the bridge row (HTTP/1.1 clients -> h2c upstream).
+[ "${SKIP_GRPC:-0}" = 1 ] || BIN="$BIN" bash "$ROOT/scripts/bench-grpc.sh"
+[ "${SKIP_GRPC:-0}" = 1 ] || [ "${SKIP_GRPC_INSTRUCTIONS:-0}" = 1 ] || BIN="$BIN" INSTRUCTIONS=1 bash "$ROOT/scripts/bench-grpc.sh"
+# The enforced route over HTTP/2 beside HTTP/1.1 (issue 31): instructions per verified request, then timed.
+[ "${SKIP_ENFORCED_H2:-0}" = 1 ] || BIN="$BIN" SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-enforced-h2.sh"
 [ "${SKIP_TRACING:-0}" = 1 ] || SHARED_DIR="$SHARED_DIR" bash "$ROOT/scripts/bench-tracing.sh"  # tracing at 1 %: its share of a request (callgrind)
