@@ -191,7 +191,7 @@ callgrind_difference() {
     # shellcheck disable=SC2059
     printf "$header\n" "${counts[0]}" "${counts[1]}"
     awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
-        printf "  %10.0f instructions per request, setup excluded ((%d - %d) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
+        printf "  %10.0f instructions per request, setup excluded ((%.0f - %.0f) / (%d - %d))\n", (b - a) / (m - n), b, a, m, n
         printf "  %10.0f per request of the longer run, its setup included\n", b / m }'
 }
 
