@@ -26,6 +26,8 @@
 #
 # Env: ROUNDS=3 REQUESTS=10000 INSTR_REQUESTS=2000 INSTR_PASSES=2 WARMUP_REQUESTS=300 KEYS=64 H1_CONNS=8
 #      H2_CONNS=2 H2_STREAMS=4 SKIP_INSTRUCTIONS=1 / SKIP_TIMED=1 leave a part out, TOP=25,
+#      SYSCALLS=1 (perf stat around each timed window: the gateway's syscalls and context
+#      switches per request, load-independent; perf's own cost lands in that round's CPU),
 #      CALLGRIND_KEEP=PATH (dumps copied to PATH.<h1|h2>.<pass>), SHARED_DIR, BIN, MINT
 #      (default Benchmarks/.build/release/bench-mint, built if missing), KEEP_WORK=1.
 #      The access log is off on both parts (--no-access-log): the row compares the protocols.
@@ -230,9 +232,20 @@ if [ "${SKIP_TIMED:-0}" != 1 ]; then
     for r in $(seq "$ROUNDS"); do
         order="h1 h2"; [ $((r % 2)) = 1 ] || order="h2 h1"
         for proto in $order; do
+            perf_pid=""
+            if [ "${SYSCALLS:-0}" = 1 ]; then
+                perf stat -x, -e raw_syscalls:sys_enter,context-switches -p "$GW_PID" -o "$WORK/perf.$proto.$r" &
+                perf_pid=$!
+                sleep 0.3
+            fi
             t0=$(tree_ticks "$GW_PID")
             send "$proto" "$REQUESTS"
             t1=$(tree_ticks "$GW_PID")
+            if [ -n "$perf_pid" ]; then
+                kill -INT "$perf_pid"; wait "$perf_pid" || true
+                awk -F, -v n="$REQUESTS" -v p="$proto" -v r="$r" '$3 ~ /sys_enter|context-switches/ {
+                    printf "# round %s %s: %.2f %s per request (perf stat)\n", r, p, $1 / n, $3 }' "$WORK/perf.$proto.$r"
+            fi
             printf '%s\t%s\t%s\t%s\t%s\n' "$r" "$proto" "$REQUESTS" "$SECONDS_TAKEN" $((t1 - t0)) >> "$WORK/timed.tsv"
         done
     done
