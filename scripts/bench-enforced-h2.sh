@@ -18,7 +18,10 @@
 #       BIN without DWARF, the sigsuspend shim); WARMUP_REQUESTS on each protocol, then
 #       INSTR_PASSES passes (h1 then h2, the next pass h2 then h1), each window: counters
 #       zeroed, INSTR_REQUESTS requests, a dump; user-space instructions per verified request
-#       (each window's and the sums'), of which EVP_PKEY_verify (inclusive); h2 / h1 ratio.
+#       (each window's and the sums'), of which EVP_PKEY_verify (inclusive); h2 / h1 ratio of
+#       the sums and of each protocol's lowest window (the admin console's once-a-minute metrics
+#       sample, ~24 M instructions under callgrind, lands in whichever window is running; the
+#       lowest windows are those without it). The goal is met when both are within 5 %.
 #   timed (indicative: it moves with the machine's load): ROUNDS interleaved rounds (order
 #       swapped each round) of REQUESTS requests per protocol; the gateway's CPU (utime+stime,
 #       /proc) per request; h2 / h1 ratio per round and median.
@@ -183,7 +186,7 @@ if [ "${SKIP_INSTRUCTIONS:-0}" != 1 ]; then
     for proto in h1 h2; do keys_and_assertions "$proto" $((WARMUP_REQUESTS + INSTR_PASSES * INSTR_REQUESTS)); done
     start_clients
     send h1 "$WARMUP_REQUESTS"; send h2 "$WARMUP_REQUESTS"
-    declare -A IR VERIFY
+    declare -A IR VERIFY LOWEST
     IR[h1]=0; IR[h2]=0; VERIFY[h1]=0; VERIFY[h2]=0; WINDOWS=""
     for pass in $(seq "$INSTR_PASSES"); do
         order="h1 h2"; [ $((pass % 2)) = 1 ] || order="h2 h1"
@@ -199,6 +202,8 @@ if [ "${SKIP_INSTRUCTIONS:-0}" != 1 ]; then
             read -r total verify <<< "$(python3 "$ROOT/scripts/callgrind-top.py" "$dump" 1 1 '^EVP_PKEY_verify$' --totals)"
             IR[$proto]=$(( IR[$proto] + total )); VERIFY[$proto]=$(( VERIFY[$proto] + verify ))
             WINDOWS="$WINDOWS $proto $(( total / INSTR_REQUESTS )) in ${SECONDS_TAKEN}s,"
+            [ -n "${LOWEST[$proto]:-}" ] && [ "${LOWEST[$proto]}" -le $(( total / INSTR_REQUESTS )) ] \
+                || LOWEST[$proto]=$(( total / INSTR_REQUESTS ))
         done
     done
     # What the gateway runs with no request at all (timers, the loop's waits), per second: a
@@ -213,13 +218,15 @@ if [ "${SKIP_INSTRUCTIONS:-0}" != 1 ]; then
     stop_measured_gateway
     INSTR_LINE=$(awk -v n=$((INSTR_REQUESTS * INSTR_PASSES)) -v a=$(( IR[h1] / (INSTR_REQUESTS * INSTR_PASSES) )) \
         -v b=$(( IR[h2] / (INSTR_REQUESTS * INSTR_PASSES) )) -v va=$(( VERIFY[h1] / (INSTR_REQUESTS * INSTR_PASSES) )) \
-        -v vb=$(( VERIFY[h2] / (INSTR_REQUESTS * INSTR_PASSES) )) -v w="$WINDOWS" -v idle="$IDLE_PER_S" 'BEGIN {
+        -v vb=$(( VERIFY[h2] / (INSTR_REQUESTS * INSTR_PASSES) )) -v w="$WINDOWS" -v idle="$IDLE_PER_S" -v la="${LOWEST[h1]}" -v lb="${LOWEST[h2]}" 'BEGIN {
         r = b / a
         printf "user-space instructions per verified request (callgrind, %d requests each; per window:%s):\n", n, w
         printf "  h1 (HTTP/1.1 over TLS) %9d   of which EVP_PKEY_verify %7d, the rest %7d\n", a, va, a - va
         printf "  h2 (HTTP/2 over TLS)   %9d   of which EVP_PKEY_verify %7d, the rest %7d\n", b, vb, b - vb
         printf "  idle gateway (no request, 2 s window, ~2.5 s with the dump): %d instructions per second\n", idle
-        printf "  h2 / h1: %.3f  (goal: within 5 %%: %s)\n", r, (r <= 1.05 && r >= 0.95) ? "met" : (r < 0.95 ? "met (h2 cheaper)" : "NOT met") }')
+        printf "  h2 / h1, all windows: %.3f; lowest window of each (%d, %d): %.3f\n", r, la, lb, lb / la
+        m = (lb / la > r) ? lb / la : r
+        printf "  goal: within 5 %% (both ratios): %s\n", m <= 1.05 ? "met" : "NOT met" }')
     echo "$INSTR_LINE"
 fi
 
