@@ -149,13 +149,7 @@ limits:
 upstreams:
   bench: { url: "http://127.0.0.1:18080", max_connections: 64 }
 routes:
-  - name: enforced
-    match: { path: $ENFORCED_PATH, methods: [GET] }
-    upstream: bench
-    mode: enforce
-    challenge: none
-    binding: request
-    on_store_error: deny
+$(enforced_route_yaml enforced "$ENFORCED_PATH")
   - name: passthrough
     match: { path_prefix: / }
     upstream: bench

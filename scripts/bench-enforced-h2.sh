@@ -94,13 +94,7 @@ limits:
 upstreams:
   bench: { url: "http://127.0.0.1:18460", max_connections: 64 }
 routes:
-  - name: enforced
-    match: { path: $ENFORCED_PATH, methods: [GET] }
-    upstream: bench
-    mode: enforce
-    challenge: none
-    binding: request
-    on_store_error: deny
+$(enforced_route_yaml enforced "$ENFORCED_PATH")
 EOF
 for _ in $(seq 100); do curl -s -o /dev/null --max-time 1 http://127.0.0.1:18460/ && break; sleep 0.1; done
 

@@ -231,23 +231,8 @@ limits:
 upstreams:
   bench: { url: "http://127.0.0.1:18080", max_connections: 64 }
 routes:
-  - name: enforced
-    match: { path: $ENFORCED_PATH, methods: [GET] }
-    upstream: bench
-    mode: enforce
-    challenge: none
-    binding: request
-    on_store_error: deny
-    $KEY_LIMITS_LINE
-  - name: shuffled
-    match: { path: $SHUFFLED_PATH, methods: [GET] }
-    upstream: bench
-    mode: enforce
-    challenge: none
-    binding: request
-    on_store_error: deny
-    counter_window: 64
-    $KEY_LIMITS_LINE
+$(enforced_route_yaml enforced "$ENFORCED_PATH" "$KEY_LIMITS_LINE")
+$(enforced_route_yaml shuffled "$SHUFFLED_PATH" "counter_window: 64" "$KEY_LIMITS_LINE")
   - name: passthrough
     match: { path_prefix: / }
     upstream: bench

@@ -279,3 +279,14 @@ routes:
     mode: off
 POLICY
 }
+
+# enforced_route_yaml NAME PATH [KEY...]: route NAME of the enforced rows' policies (GET PATH to
+# upstream `bench`, mode enforce, binding request, no challenge, deny on a store error), each
+# non-empty KEY (e.g. "counter_window: 64") one more key of it; indented for a `routes:` list.
+enforced_route_yaml() {
+    local name="$1" path="$2" key
+    shift 2
+    printf '  - name: %s\n    match: { path: %s, methods: [GET] }\n    upstream: bench\n    mode: enforce\n' "$name" "$path"
+    printf '    challenge: none\n    binding: request\n    on_store_error: deny\n'
+    for key in "$@"; do [ -z "$key" ] || printf '    %s\n' "$key"; done
+}
