@@ -317,16 +317,5 @@ if [ "${SKIP_IDLE:-0}" != 1 ]; then
     gw=$(idle_rss gateway 18192 "$GW_PID")
     sleep 2
     ngx=$(idle_rss nginx 18191 "$NGX_WORKER")
-    python3 - "$gw" "$ngx" <<'PY'
-import sys
-rows = [a.split() for a in sys.argv[1:]]
-grow = {r[0]: (int(r[2]) - int(r[1])) for r in rows}
-after = {r[0]: int(r[2]) for r in rows}
-print("%-30s %10s %10s %10s" % ("idle TLS keep-alive conns", "RSS before", "RSS after", "per conn"))
-for label, before, after_kb, n in rows:
-    print("%-30s %7.1f MB %7.1f MB %7.1f KB" % (
-        "%s (%s conns)" % (label, n), int(before) / 1024, int(after_kb) / 1024, grow[label] * 1.024 / int(n)))
-print("RSS with the connections open, gateway / nginx worker: %.2fx (goal <= 1.5x); growth only: %.2fx" % (
-    after["gateway"] / max(after["nginx"], 1), grow["gateway"] / max(grow["nginx"], 1)))
-PY
+    idle_rss_summary "idle TLS keep-alive conns" "$gw" "$ngx"
 fi
