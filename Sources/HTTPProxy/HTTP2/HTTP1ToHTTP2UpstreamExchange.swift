@@ -153,14 +153,9 @@ final class HTTP1ToHTTP2UpstreamExchange: EventHandler, HTTP2UpstreamStreamOwner
             guard let event else { return }
             switch event {
             case .head(let head, let info):
-                let raw = self.input.withUnsafeBytes { UnsafeRawBufferPointer(rebasing: $0[0..<consumed]) }
-                guard
-                    let fields = HTTP2UpstreamHead.fields(
-                        fromHTTP1Head: raw, scheme: self.pool.scheme, keepsTETrailers: false)
-                else {
-                    self.teardown()
-                    return
-                }
+                // This parser's limits are wider than any the plan's head was written within, so
+                // its head is the plan's as written: no second parse of the same bytes.
+                let fields = HTTP2UpstreamHead.fields(head, scheme: self.pool.scheme, keepsTETrailers: false)
                 self.begin(fields, headRequest: head.method == "HEAD", framing: info.framing)
             case .body(let range):
                 // After an early answer the rest of the body is dropped.
