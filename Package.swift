@@ -88,10 +88,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
-            // Apple's DeviceCheck and fraud-risk services: JWT, requests and answers as values,
-            // the HTTPS client on the loops, breaker and token bucket.
-            name: "AppleClient",
+            // The outbound HTTPS/1.1 client on the loops, service-neutral: connections (a state
+            // machine), requests and answers as values, retry policy, breaker, token bucket, the
+            // https origin parser, metrics and errors named after the peer it talks to.
+            name: "OutboundHTTP",
+            // Verification: `GoogleEndpoint`'s https URL parser, the one `OutboundOrigin` uses.
             dependencies: ["GatewayIO", "HTTP1", "Verification"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            // Apple's DeviceCheck and fraud-risk services: JWT, requests and answers as values,
+            // `AppleError` (the `apple_*` codes), over OutboundHTTP's client.
+            name: "AppleClient",
+            dependencies: ["GatewayIO", "HTTP1", "OutboundHTTP", "Verification"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -101,17 +110,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
-            // Google's side of the outbound HTTPS client (AppleClient's, without Apple's JWT) and
-            // the Android revocation status list: settings, fetch schedule (a value), the fetcher,
-            // the fleet's copy in Redis, the list enrollments read.
+            // Google's outbound HTTPS client (OutboundHTTP's, peer `google`) and the Android
+            // revocation status list: settings, fetch schedule (a value), the fetcher, the
+            // fleet's copy in Redis, the list enrollments read.
             name: "GoogleClient",
-            dependencies: ["GatewayIO", "HTTP1", "AppleClient", "RedisClient", "Verification"],
+            dependencies: ["GatewayIO", "HTTP1", "OutboundHTTP", "RedisClient", "Verification"],
             swiftSettings: swiftSettings
         ),
         .target(
             // policies.yaml to `GatewayPolicy` values: routes, listeners, store and Apple settings, lint.
             name: "PolicyModel",
-            dependencies: ["GatewayIO", "AppleClient", "GoogleClient", "RedisClient", "Verification", "CYAML"],
+            dependencies: [
+                "GatewayIO", "AppleClient", "GoogleClient", "OutboundHTTP", "RedisClient", "Verification", "CYAML",
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -137,8 +148,8 @@ let package = Package(
             // The gate: assertions, attestations, challenges, DeviceCheck, fraud risk, check-only dialects.
             name: "Enforcement",
             dependencies: [
-                "AppleClient", "GateContract", "GatewayIO", "GoogleClient", "HTTP1", "KeyStore", "PolicyModel",
-                "RedisClient", "Verification",
+                "AppleClient", "GateContract", "GatewayIO", "GoogleClient", "HTTP1", "KeyStore", "OutboundHTTP",
+                "PolicyModel", "RedisClient", "Verification",
             ],
             swiftSettings: swiftSettings
         ),
@@ -147,7 +158,7 @@ let package = Package(
             name: "GatewayServe",
             dependencies: [
                 "AppleClient", "Enforcement", "GateContract", "GatewayIO", "GoogleClient", "HTTP1", "HTTPProxy",
-                "KeyStore", "PolicyModel", "RedisClient", "Verification", "CHiredis", "CYAML",
+                "KeyStore", "OutboundHTTP", "PolicyModel", "RedisClient", "Verification", "CHiredis", "CYAML",
             ],
             swiftSettings: swiftSettings
         ),
@@ -173,7 +184,7 @@ let package = Package(
             name: "attest-gateway",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
-                "GoogleClient",
+                "GoogleClient", "OutboundHTTP",
                 "GateContract", "GatewayIO", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings
@@ -251,7 +262,7 @@ let package = Package(
             name: "GatewayUnitTests",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
-                "GoogleClient",
+                "GoogleClient", "OutboundHTTP",
                 "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings
@@ -262,7 +273,7 @@ let package = Package(
             name: "GatewayIntegrationTests",
             dependencies: [
                 "GatewayServe", "Enforcement", "HTTPProxy", "KeyStore", "PolicyModel", "RedisClient", "AppleClient",
-                "GoogleClient",
+                "GoogleClient", "OutboundHTTP",
                 "GateContract", "GatewayIO", "GatewayTesting", "HTTP1", "Verification", "Simulator",
             ],
             swiftSettings: swiftSettings

@@ -1,17 +1,24 @@
 package import GatewayIO
+package import OutboundHTTP
 
-/// Builds the HTTPS client to Apple from the policy's `apple:` block: the JWT signer from
-/// `private_key_file`, TLS trust from `ca_file` (or the system store), the global rate limit
-/// from `fraud_risk.requests_per_second` (DeviceCheck and refreshes share it).
+/// Builds the outbound HTTPS client to Apple (`OutboundPeer.apple`) from the policy's `apple:`
+/// block: the JWT signer from `private_key_file` (the client's token source), TLS trust from
+/// `ca_file` (or the system store), the global rate limit from
+/// `fraud_risk.requests_per_second` (DeviceCheck and refreshes share it).
 package enum AppleClientFactory {
     package static func make(
-        _ configuration: AppleConfiguration, loops: [EventLoop], metrics: AppleClientMetrics,
+        _ configuration: AppleConfiguration, loops: [EventLoop], metrics: OutboundClientMetrics,
         rateLimited: Bool = true
-    ) throws(AppleError) -> AppleHTTPClient {
+    ) throws(AppleError) -> OutboundHTTPClient {
         let signer = try AppleJWT.load(
             teamID: configuration.teamID, keyID: configuration.keyID, privateKeyFile: configuration.privateKeyFile)
-        return try AppleHTTPClient(
-            loops: loops, jwt: AppleJWTCache(signer: signer), caFile: configuration.caFile, metrics: metrics,
-            requestsPerSecond: rateLimited ? configuration.fraudRisk.requestsPerSecond : nil)
+        precondition(metrics.peer == .apple, "Apple's client counts as attest_gateway_apple_*")
+        do {
+            return try OutboundHTTPClient(
+                loops: loops, tokens: AppleJWTCache(signer: signer), caFile: configuration.caFile, metrics: metrics,
+                requestsPerSecond: rateLimited ? configuration.fraudRisk.requestsPerSecond : nil)
+        } catch {
+            throw AppleError(error)
+        }
     }
 }

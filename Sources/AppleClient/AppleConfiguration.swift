@@ -1,3 +1,5 @@
+public import OutboundHTTP
+
 /// The `apple:` block of policies.yaml: credentials and settings for Apple's DeviceCheck and
 /// fraud-risk servers. Decoded and checked at load (`PolicyDecoder+Apple`); `AppleServices`
 /// builds the client, the DeviceCheck calls and the fraud-risk refresher from it.
@@ -13,9 +15,9 @@ public struct AppleConfiguration: Sendable, Hashable {
     /// when that is `any`). Fraud-risk refreshes follow each key's own environment instead.
     public var environment: AppleEnvironment
     /// `devicecheck_url`: replaces DeviceCheck's host and port for both environments.
-    public var deviceCheckOverride: AppleServerOverride?
+    public var deviceCheckOverride: OutboundOrigin?
     /// `attest_data_url`: replaces the fraud-risk host and port for both environments.
-    public var attestDataOverride: AppleServerOverride?
+    public var attestDataOverride: OutboundOrigin?
     /// `ca_file`: PEM roots trusted for Apple's endpoints instead of the system store (a local
     /// fake or an egress proxy that terminates TLS); nil = the system's roots.
     public var caFile: String?
@@ -27,8 +29,8 @@ public struct AppleConfiguration: Sendable, Hashable {
         keyID: String,
         privateKeyFile: String,
         environment: AppleEnvironment,
-        deviceCheckOverride: AppleServerOverride? = nil,
-        attestDataOverride: AppleServerOverride? = nil,
+        deviceCheckOverride: OutboundOrigin? = nil,
+        attestDataOverride: OutboundOrigin? = nil,
         caFile: String? = nil,
         deviceCheck: AppleDeviceCheckSettings = AppleDeviceCheckSettings(),
         fraudRisk: AppleFraudRiskSettings = AppleFraudRiskSettings()

@@ -1,3 +1,5 @@
+public import OutboundHTTP
+
 /// The one error type of the calls to Apple's servers (DeviceCheck, fraud-risk receipts) and
 /// of the credentials they need.
 ///
@@ -78,6 +80,24 @@ public struct AppleError: Error, Hashable, CustomStringConvertible, Sendable {
         self.reason = reason
         self.file = file
         self.line = line
+    }
+
+    /// The outbound client's failure of a call to Apple, with Apple's stable code for it
+    /// (`apple_unreachable`, `apple_timeout`, `apple_tls_failed`, `apple_malformed_answer`,
+    /// `apple_throttled`, `apple_invalid_request`, `apple_jwt_signing_failed`): the codes
+    /// operators alert on do not change with the client's module.
+    public init(_ error: OutboundHTTPError, file: String = #fileID, line: Int = #line) {
+        let code: Code =
+            switch error.code {
+            case .unreachable: .unreachable
+            case .timedOut: .timedOut
+            case .tlsFailed: .tlsFailed
+            case .malformedAnswer: .malformedAnswer
+            case .throttled: .throttled
+            case .invalidRequest: .invalidRequest
+            case .jwtSigningFailed: .jwtSigningFailed
+            }
+        self.init(code, status: error.status, error.reason, file: file, line: line)
     }
 
     /// True for outcomes worth retrying later (429, 5xx, malformed answers from a proxy or a

@@ -1,17 +1,19 @@
 package import Foundation
+package import OutboundHTTP
 
-/// DeviceCheck's three calls over `AppleHTTPClient`: builds the request for the configured
+/// DeviceCheck's three calls over `OutboundHTTPClient`: builds the request for the configured
 /// environment (or the one given) and host override, sends it with the DeviceCheck timeout,
 /// and decodes Apple's answer, sending again after a 429, a 5xx or no answer while the timeout
-/// allows (`AppleRetryPolicy`). Used by the `devicecheck` CLI, `apple check`, the fallback
+/// allows (`OutboundRetryPolicy`). Used by the `devicecheck` CLI, `apple check`, the fallback
 /// exchange and the admin API.
 package struct DeviceCheckClient: Sendable {
-    package let client: AppleHTTPClient
+    package let client: OutboundHTTPClient
     package let configuration: AppleConfiguration
-    package let retryPolicy: AppleRetryPolicy
+    package let retryPolicy: OutboundRetryPolicy
 
     package init(
-        client: AppleHTTPClient, configuration: AppleConfiguration, retryPolicy: AppleRetryPolicy = AppleRetryPolicy()
+        client: OutboundHTTPClient, configuration: AppleConfiguration,
+        retryPolicy: OutboundRetryPolicy = OutboundRetryPolicy()
     ) {
         self.client = client
         self.configuration = configuration
@@ -25,7 +27,7 @@ package struct DeviceCheckClient: Sendable {
     ) async -> Result<DeviceCheckAnswer, AppleError> {
         let environment = environment ?? self.configuration.environment
         let override = self.configuration.deviceCheckOverride
-        let request: AppleHTTPRequest
+        let request: OutboundHTTPRequest
         do {
             switch operation {
             case .query:
@@ -45,7 +47,7 @@ package struct DeviceCheckClient: Sendable {
         } catch {
             return .failure(error)
         }
-        let result = await self.send(request)
+        let result = await self.send(request).mapError { AppleError($0) }
         return result.flatMap { response in
             Result { () throws(AppleError) in
                 try DeviceCheckAnswer.decode(operation, status: response.status, body: response.body)
@@ -55,7 +57,7 @@ package struct DeviceCheckClient: Sendable {
 
     /// `request` within the DeviceCheck timeout, sent again after a 429, a 5xx or no answer
     /// while the deadline allows (`retryPolicy`); the wait is a task sleep, never a loop's.
-    private func send(_ request: AppleHTTPRequest) async -> Result<AppleHTTPResponse, AppleError> {
+    private func send(_ request: OutboundHTTPRequest) async -> Result<OutboundHTTPResponse, OutboundHTTPError> {
         let clock = ContinuousClock()
         let deadline = clock.now + self.configuration.deviceCheck.timeout
         var attempt = 1
@@ -65,7 +67,7 @@ package struct DeviceCheckClient: Sendable {
                 after: result, attempt: attempt, remaining: deadline - clock.now,
                 breakerOpen: self.client.breakerState == .open, jitter: Double.random(in: 0...1))
             guard case .retry(let delay) = decision else { return result }
-            self.client.metrics.retried(service: AppleClientMetrics.service(of: request))
+            self.client.metrics.retried(service: request.service)
             try? await Task.sleep(for: delay)
             attempt += 1
         }

@@ -1,4 +1,5 @@
 public import Foundation
+public import OutboundHTTP
 
 /// Builds the DeviceCheck requests (Apple, "Accessing and modifying per-device data"):
 /// a JSON body `{"device_token", "transaction_id", "timestamp"}` (milliseconds since the Unix
@@ -15,8 +16,8 @@ public enum DeviceCheckRequest {
         transactionID: UUID = UUID(),
         timestamp: Date,
         environment: AppleEnvironment,
-        override: AppleServerOverride? = nil
-    ) throws(AppleError) -> AppleHTTPRequest {
+        override: OutboundOrigin? = nil
+    ) throws(AppleError) -> OutboundHTTPRequest {
         try self.make(.query, deviceToken, transactionID, timestamp, bits: nil, environment, override)
     }
 
@@ -27,8 +28,8 @@ public enum DeviceCheckRequest {
         transactionID: UUID = UUID(),
         timestamp: Date,
         environment: AppleEnvironment,
-        override: AppleServerOverride? = nil
-    ) throws(AppleError) -> AppleHTTPRequest {
+        override: OutboundOrigin? = nil
+    ) throws(AppleError) -> OutboundHTTPRequest {
         try self.make(.update, deviceToken, transactionID, timestamp, bits: (bit0, bit1), environment, override)
     }
 
@@ -37,8 +38,8 @@ public enum DeviceCheckRequest {
         transactionID: UUID = UUID(),
         timestamp: Date,
         environment: AppleEnvironment,
-        override: AppleServerOverride? = nil
-    ) throws(AppleError) -> AppleHTTPRequest {
+        override: OutboundOrigin? = nil
+    ) throws(AppleError) -> OutboundHTTPRequest {
         try self.make(.validate, deviceToken, transactionID, timestamp, bits: nil, environment, override)
     }
 
@@ -71,8 +72,8 @@ public enum DeviceCheckRequest {
         _ timestamp: Date,
         bits: (Bool, Bool)?,
         _ environment: AppleEnvironment,
-        _ override: AppleServerOverride?
-    ) throws(AppleError) -> AppleHTTPRequest {
+        _ override: OutboundOrigin?
+    ) throws(AppleError) -> OutboundHTTPRequest {
         try self.checkDeviceToken(deviceToken)
         let milliseconds = Int64((timestamp.timeIntervalSince1970 * 1000).rounded(.down))
         // Built by hand: the keys keep Apple's order (readable in captures) and no escaping is
@@ -82,7 +83,7 @@ public enum DeviceCheckRequest {
             + "\"timestamp\":\(milliseconds)"
         if let (bit0, bit1) = bits { json += ",\"bit0\":\(bit0),\"bit1\":\(bit1)" }
         json += "}"
-        return AppleHTTPRequest(
+        return OutboundHTTPRequest(
             endpoint: .deviceCheck(operation, environment: environment, override: override),
             contentType: "application/json",
             authorizationPrefix: "Bearer ",

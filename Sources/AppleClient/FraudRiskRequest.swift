@@ -1,4 +1,5 @@
 import GatewayIO
+public import OutboundHTTP
 
 /// Builds the fraud-risk receipt request (Apple, "Assessing fraud risk"):
 /// `POST /v1/attestationData` with the current receipt, base64, as the body.
@@ -14,14 +15,14 @@ public enum FraudRiskRequest {
     public static func make(
         receipt: [UInt8],
         environment: AppleEnvironment,
-        override: AppleServerOverride? = nil
-    ) throws(AppleError) -> AppleHTTPRequest {
+        override: OutboundOrigin? = nil
+    ) throws(AppleError) -> OutboundHTTPRequest {
         guard !receipt.isEmpty else { throw AppleError(.invalidRequest, "the receipt is empty") }
         guard receipt.count <= Self.maximumReceiptBytes else {
             throw AppleError(
                 .invalidRequest, "the receipt is \(receipt.count) bytes; at most \(Self.maximumReceiptBytes)")
         }
-        return AppleHTTPRequest(
+        return OutboundHTTPRequest(
             endpoint: .attestationData(environment: environment, override: override),
             contentType: "application/octet-stream",
             authorizationPrefix: "",

@@ -3,6 +3,7 @@ import Foundation
 import GateContract
 import GatewayIO
 import HTTP1
+import OutboundHTTP
 import PolicyModel
 import RedisClient
 import Verification
@@ -21,7 +22,7 @@ import Verification
 /// token formats to one (docs/design-notes.md, "One token format").
 ///
 /// Anonymous: the gate bounds it per client address (the challenge limiter) in `classify` and
-/// caps the body. Apple's calls are async on `AppleHTTPClient` (the event loops); the
+/// caps the body. Apple's calls are async on `OutboundHTTPClient` (the event loops); the
 /// completion runs on the task that awaited them. Immutable; any queue.
 struct DeviceCheckExchangeEndpoint: Sendable {
     /// What the exchange needs from the policy; nil when `apple:` is absent (503).

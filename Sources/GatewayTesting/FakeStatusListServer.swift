@@ -21,43 +21,20 @@ package final class FakeStatusListServer: @unchecked Sendable {
         self.directory = FileManager.default.temporaryDirectory.path + "/fake-google-status-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         try Data(Self.listJSON(entries)).write(to: URL(fileURLWithPath: self.directory + "/list.json"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", Repository.root.appendingPathComponent("scripts/fake-google-status.py").path, "serve",
-            "--tls-dir", self.directory + "/tls", "--list", self.directory + "/list.json", "--max-age",
-            String(maxAge),
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last,
-            let port = UInt16(portText)
-        else {
-            process.terminate()
-            throw FakeStatusListError("fake-google-status.py did not start: \(text)")
-        }
+        let (process, port) = try FakeHTTPSServer.launch(
+            [
+                "python3", Repository.root.appendingPathComponent("scripts/fake-google-status.py").path, "serve",
+                "--tls-dir", self.directory + "/tls", "--list", self.directory + "/list.json", "--max-age",
+                String(maxAge),
+            ], name: "fake-google-status.py")
         self.process = process
         self.port = port
     }
 
     deinit { self.stop() }
 
-    /// SIGKILL: the child inherits the test process's blocked signals, SIGTERM included.
     package func stop() {
-        if self.process.isRunning {
-            kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
-        }
+        FakeHTTPSServer.stop(self.process)
         try? FileManager.default.removeItem(atPath: self.directory)
     }
 

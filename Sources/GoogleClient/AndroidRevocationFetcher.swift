@@ -1,8 +1,8 @@
-package import AppleClient
 import Dispatch
 package import Foundation
 import GatewayIO
 import HTTP1
+package import OutboundHTTP
 import RedisClient
 import Verification
 
@@ -20,7 +20,7 @@ import Verification
 package final class AndroidRevocationFetcher: @unchecked Sendable {
     package let settings: AndroidRevocationSettings
     package let current: AndroidRevocationCurrent
-    private let client: AppleHTTPClient?
+    private let client: OutboundHTTPClient?
     private let share: (any AndroidRevocationShare)?
     private let metrics: AndroidRevocationMetrics
     private let now: @Sendable () -> Date
@@ -39,7 +39,7 @@ package final class AndroidRevocationFetcher: @unchecked Sendable {
     ///   - share: the fleet's copy (nil: this gateway fetches for itself).
     ///   - timing: tests shorten the back-off; default from `settings.refresh`.
     package init(
-        settings: AndroidRevocationSettings, current: AndroidRevocationCurrent, client: AppleHTTPClient?,
+        settings: AndroidRevocationSettings, current: AndroidRevocationCurrent, client: OutboundHTTPClient?,
         share: (any AndroidRevocationShare)?, metrics: AndroidRevocationMetrics,
         timing: AndroidRevocationFetchMachine.Timing? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
@@ -165,7 +165,7 @@ package final class AndroidRevocationFetcher: @unchecked Sendable {
 
     private func fetch(generation: UInt64) {
         guard let client = self.client, case .url(let endpoint) = self.settings.source else { return }
-        let request = AppleHTTPRequest(
+        let request = OutboundHTTPRequest(
             method: "GET", endpoint: endpoint, credential: .none, service: "android_revocation")
         let started = self.now()
         client.send(request, timeout: self.settings.timeout) { result in
@@ -176,7 +176,7 @@ package final class AndroidRevocationFetcher: @unchecked Sendable {
         }
     }
 
-    private func fetched(_ result: Result<AppleHTTPResponse, AppleError>, started: Date, generation: UInt64) {
+    private func fetched(_ result: Result<OutboundHTTPResponse, OutboundHTTPError>, started: Date, generation: UInt64) {
         let outcome: String
         let reason: String
         switch result {
@@ -205,7 +205,8 @@ package final class AndroidRevocationFetcher: @unchecked Sendable {
             case .malformedAnswer: outcome = "malformed"
             default: outcome = "unreachable"
             }
-            reason = error.reason
+            // `google_timeout: …`: the code of the failure, then why.
+            reason = error.description
         }
         self.metrics.fetch("url", outcome)
         let now = self.now()

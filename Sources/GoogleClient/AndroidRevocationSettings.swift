@@ -1,4 +1,4 @@
-public import AppleClient
+public import OutboundHTTP
 
 /// `android.revocation`: where the gateway gets Google's attestation revocation status list,
 /// how often, and what an enrollment does when no recent list is at hand. Decoded by
@@ -24,7 +24,7 @@ public struct AndroidRevocationSettings: Sendable, Hashable {
     public enum Source: Sendable, Hashable {
         /// `url` (default Google's), over the outbound HTTPS client; shared through Redis
         /// when the store is Redis.
-        case url(AppleEndpoint)
+        case url(OutboundHTTPEndpoint)
         /// `file`: a path an operator keeps current (air-gapped sites); re-read when it
         /// changes and at reload. Its modification time is the list's fetch time.
         case file(String)
@@ -60,6 +60,6 @@ public struct AndroidRevocationSettings: Sendable, Hashable {
     /// Google's list with every default.
     public static var google: AndroidRevocationSettings {
         // The constant parses (a unit test holds it to that).
-        AndroidRevocationSettings(source: .url(AppleEndpoint(url: Self.googleURL)!))
+        AndroidRevocationSettings(source: .url(OutboundHTTPEndpoint(url: Self.googleURL)!))
     }
 }

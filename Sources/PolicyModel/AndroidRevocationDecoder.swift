@@ -1,5 +1,5 @@
-import AppleClient
 import GoogleClient
+import OutboundHTTP
 
 /// Decodes `android.revocation`: where Google's revocation status list comes from.
 ///
@@ -42,7 +42,7 @@ struct AndroidRevocationDecoder {
         }
         if let n = fields["url"] {
             let text = try self.reader.string(n, expected: "an https URL")
-            guard let endpoint = AppleEndpoint(url: text) else {
+            guard let endpoint = OutboundHTTPEndpoint(url: text) else {
                 throw self.reader.error(
                     .invalidValue, n,
                     "expected https://host[:port]/path (no user, no fragment); found \(PolicyScalarReader.quote(text))")

@@ -1,4 +1,5 @@
 import AppleClient
+import OutboundHTTP
 
 /// The `apple:` block (rows of `PolicyDecoder`'s table, docs/operations.md "`apple`").
 /// Files are checked at load: the key must be a readable PKCS#8 P-256 `.p8` (its content is
@@ -120,10 +121,10 @@ extension PolicyDecoder {
         return text
     }
 
-    private func appleOverride(_ node: YAMLNode?) throws(PolicyError) -> AppleServerOverride? {
+    private func appleOverride(_ node: YAMLNode?) throws(PolicyError) -> OutboundOrigin? {
         guard let node else { return nil }
         let text = try self.reader.string(node, expected: "https://host[:port]")
-        guard let override = AppleServerOverride(parsing: text) else {
+        guard let override = OutboundOrigin(parsing: text) else {
             throw self.reader.error(
                 .invalidValue, node, "expected https://host[:port] (no path); found \(PolicyScalarReader.quote(text))")
         }

@@ -2,6 +2,7 @@ import AppleClient
 import Dispatch
 import Foundation
 import GatewayIO
+import OutboundHTTP
 import PolicyModel
 
 /// `attest-gateway devicecheck query|update|validate`: one DeviceCheck call with the
@@ -83,14 +84,14 @@ enum DeviceCheckCommandSupport {
     /// Runs `body` with a client on one private event loop, waits for it, then closes both.
     static func withClient<T: Sendable>(
         _ configuration: AppleConfiguration,
-        _ body: @escaping @Sendable (AppleHTTPClient) async -> Result<T, AppleError>
+        _ body: @escaping @Sendable (OutboundHTTPClient) async -> Result<T, AppleError>
     ) -> Result<T, AppleError> {
         let loop: EventLoop
-        let client: AppleHTTPClient
+        let client: OutboundHTTPClient
         do {
             loop = try EventLoop(index: 0)
             client = try AppleClientFactory.make(
-                configuration, loops: [loop], metrics: AppleClientMetrics(registry: MetricsRegistry()))
+                configuration, loops: [loop], metrics: OutboundClientMetrics(registry: MetricsRegistry(), peer: .apple))
         } catch let error as AppleError {
             return .failure(error)
         } catch {
@@ -185,7 +186,7 @@ enum AppleCheckCommand: Subcommand {
             override: configuration.deviceCheckOverride)
         let timeout = configuration.deviceCheck.timeout
         let result = DeviceCheckCommandSupport.withClient(configuration) { client in
-            await client.send(request, timeout: timeout)
+            await client.send(request, timeout: timeout).mapError { AppleError($0) }
         }
         let host = jsonQuote(request.endpoint.hostHeader)
         switch result {

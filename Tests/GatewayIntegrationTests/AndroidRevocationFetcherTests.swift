@@ -6,6 +6,7 @@ import Verification
 @testable import AppleClient
 @testable import GatewayIO
 @testable import GoogleClient
+@testable import OutboundHTTP
 
 /// `AndroidRevocationFetcher` on a real event loop against `scripts/fake-google-status.py` over
 /// real TLS (its throwaway CA as `ca_file`): the first fetch, a refresh that brings a new list,
@@ -14,7 +15,7 @@ import Verification
 @Suite(.serialized) struct AndroidRevocationFetcherTests {
     final class Harness: @unchecked Sendable {
         let loop: EventLoop
-        let client: AppleHTTPClient?
+        let client: OutboundHTTPClient?
         let registry = MetricsRegistry()
         let current: AndroidRevocationCurrent
         let fetcher: AndroidRevocationFetcher
@@ -26,7 +27,7 @@ import Verification
                 // waiting out the default 30 s.
                 self.client = try GoogleClientFactory.make(
                     loops: [self.loop], caFile: settings.caFile, registry: self.registry,
-                    breaker: AppleCircuitBreaker(failureThreshold: 5, openDuration: .milliseconds(500)))
+                    breaker: OutboundCircuitBreaker(failureThreshold: 5, openDuration: .milliseconds(500)))
             } else {
                 self.client = nil
             }
@@ -67,7 +68,7 @@ import Verification
         -> AndroidRevocationSettings
     {
         AndroidRevocationSettings(
-            source: .url(try #require(AppleEndpoint(url: fake.url))), caFile: fake.caFile, refresh: .seconds(1),
+            source: .url(try #require(OutboundHTTPEndpoint(url: fake.url))), caFile: fake.caFile, refresh: .seconds(1),
             maximumAge: maximumAge, timeout: .seconds(5))
     }
 

@@ -3,6 +3,7 @@ import GatewayTesting
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 @testable import PolicyModel
 
 @Suite struct ApplePolicyTests {
@@ -72,8 +73,8 @@ import Testing
             """, keys: keys, environment: "any")
         let apple = try #require(policy.apple)
         #expect(apple.environment == .development)
-        #expect(apple.deviceCheckOverride == AppleServerOverride(host: "127.0.0.1", port: 8443))
-        #expect(apple.attestDataOverride == AppleServerOverride(host: "localhost", port: 9443))
+        #expect(apple.deviceCheckOverride == OutboundOrigin(host: "127.0.0.1", port: 8443))
+        #expect(apple.attestDataOverride == OutboundOrigin(host: "localhost", port: 9443))
         #expect(apple.deviceCheck.timeout == .seconds(3) && apple.deviceCheck.blockedBit == .bit1)
         #expect(apple.fraudRisk.isEnabled && apple.fraudRisk.refresh.refreshInterval == .seconds(2 * 86_400))
         #expect(apple.fraudRisk.refresh.maximumBackoff == .seconds(14 * 86_400))

@@ -6,6 +6,7 @@ import Testing
 @testable import GatewayIO
 @testable import GatewayServe
 @testable import KeyStore
+@testable import OutboundHTTP
 @testable import PolicyModel
 @testable import RedisClient
 
@@ -22,7 +23,7 @@ import Testing
         var policy = EnforcementHarness.gatewayPolicy(store: .redis(url: redis.urlString()))
         var apple = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, attestDataOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         apple.fraudRisk.isEnabled = true
         apple.fraudRisk.sweepInterval = .milliseconds(100)

@@ -3,6 +3,7 @@ import GatewayTesting
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
 /// `DeviceCheckClient` against `scripts/fake-apple.py` over real TLS: a 503 or a 429 is sent
 /// again (Apple's `Retry-After` honoured) and the call succeeds once the fake recovers; a final
@@ -10,10 +11,10 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1))) struct DeviceCheckRetryTests {
     /// A 20 s call deadline: on a loaded machine the fake's first answer (its pure-Python JWT
     /// check) can take seconds, and the deadline must not be what ends the retries here.
-    func deviceCheck(_ fake: FakeAppleServer, _ harness: AppleHTTPClientTests.Harness) -> DeviceCheckClient {
+    func deviceCheck(_ fake: FakeAppleServer, _ harness: OutboundHTTPClientTests.Harness) -> DeviceCheckClient {
         var configuration = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, deviceCheckOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, deviceCheckOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         configuration.deviceCheck.timeout = .seconds(20)
         return DeviceCheckClient(client: harness.client, configuration: configuration)
@@ -22,7 +23,7 @@ import Testing
     @Test func failuresThatHealAreRetriedAndTheCallSucceeds() async throws {
         let fake = try FakeAppleServer()
         defer { fake.stop() }
-        let harness = try AppleHTTPClientTests.Harness(fake)
+        let harness = try OutboundHTTPClientTests.Harness(fake)
         defer { harness.stop() }
         let client = self.deviceCheck(fake, harness)
 
@@ -43,7 +44,7 @@ import Testing
     @Test func finalAnswersAreNotRetriedAndTheDeadlineEndsRetries() async throws {
         let fake = try FakeAppleServer()
         defer { fake.stop() }
-        let harness = try AppleHTTPClientTests.Harness(fake)
+        let harness = try OutboundHTTPClientTests.Harness(fake)
         defer { harness.stop() }
         let client = self.deviceCheck(fake, harness)
 

@@ -5,6 +5,7 @@ import Testing
 import Verification
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
 /// `scripts/fake-apple.py` behaves as Apple documents, proven over real TLS with the
 /// gateway's own request builders, JWT signer, response reader and answer decoders (only the
@@ -19,7 +20,7 @@ import Verification
         _ fake: FakeAppleServer, _ operation: DeviceCheckOperation, _ token: String, bits: (Bool, Bool)? = nil,
         jwt: String? = nil
     ) throws -> Result<DeviceCheckAnswer, AppleError> {
-        let request: AppleHTTPRequest
+        let request: OutboundHTTPRequest
         switch operation {
         case .query:
             request = try DeviceCheckRequest.query(
@@ -86,12 +87,12 @@ import Verification
             return
         }
         #expect(error.code == .badRequest && error.reason.contains("device token"))
-        let endpoint = AppleEndpoint.deviceCheck(.update, environment: .production, override: fake.override)
+        let endpoint = OutboundHTTPEndpoint.deviceCheck(.update, environment: .production, override: fake.override)
         for body in [
             "{", "[]", #"{"device_token":"cGhvbmU6MQ==","transaction_id":"x"}"#,
             #"{"device_token":"cGhvbmU6MQ==","transaction_id":"x","timestamp":1,"bit0":"yes"}"#,
         ] {
-            let request = AppleHTTPRequest(
+            let request = OutboundHTTPRequest(
                 endpoint: endpoint, contentType: "application/json", authorizationPrefix: "Bearer ",
                 body: Array(body.utf8))
             let response = try #require(try fake.send(request))
@@ -243,7 +244,7 @@ import Verification
         ])
         let request = try DeviceCheckRequest.validate(
             deviceToken: Self.token("phone"), timestamp: Date(), environment: .production, override: fake.override)
-        let bytes = request.serialized(jwt: try fake.signer().token(issuedAt: Date()))
+        let bytes = request.serialized(token: try fake.signer().token(issuedAt: Date()))
         #expect(throws: TestFailure.self) { try fake.exchange(bytes, caFile: other.directory + "/ca.pem") }
         #expect(try fake.exchange(bytes)?.status == 200)
     }

@@ -10,6 +10,7 @@ import Verification
 @testable import GatewayIO
 @testable import HTTP1
 @testable import KeyStore
+@testable import OutboundHTTP
 @testable import PolicyModel
 @testable import RedisClient
 
@@ -58,7 +59,7 @@ extension FakeAppleServer {
         policy.routes = [flagged, denied, lenient] + policy.routes
         var apple = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, attestDataOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         apple.fraudRisk.isEnabled = true
         apple.fraudRisk.requestsPerSecond = 100
@@ -140,7 +141,8 @@ extension FakeAppleServer {
         let loop = try EventLoop(index: 0)
         let registry = MetricsRegistry()
         let apple = try #require(policy.apple)
-        let client = try AppleClientFactory.make(apple, loops: [loop], metrics: AppleClientMetrics(registry: registry))
+        let client = try AppleClientFactory.make(
+            apple, loops: [loop], metrics: OutboundClientMetrics(registry: registry, peer: .apple))
         defer { client.shutdown { loop.execute { loop.close() } } }
         let refresher = FraudRiskRefresher(
             store: store, client: client, configuration: apple, verifier: verifier, registry: registry)
@@ -289,17 +291,17 @@ extension FakeAppleServer {
 
         var configuration = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, attestDataOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         configuration.fraudRisk.requestsPerSecond = rate
         configuration.fraudRisk.sweepInterval = .milliseconds(100)
         let loops = [try EventLoop(index: 0), try EventLoop(index: 1)]
         let registry = MetricsRegistry()
-        var clients: [AppleHTTPClient] = []
+        var clients: [OutboundHTTPClient] = []
         var sweepers: [FraudRiskSweeper] = []
         for index in 0..<2 {
             let client = try AppleClientFactory.make(
-                configuration, loops: [loops[index]], metrics: AppleClientMetrics(registry: registry))
+                configuration, loops: [loops[index]], metrics: OutboundClientMetrics(registry: registry, peer: .apple))
             clients.append(client)
             let refresher = FraudRiskRefresher(
                 store: stores[index], client: client, configuration: configuration, verifier: try ReceiptVerifier(),
@@ -338,7 +340,7 @@ extension FakeAppleServer {
             while times[end] - times[start] >= 1 { start += 1 }
             busiest = max(busiest, end - start + 1)
         }
-        let burst = AppleTokenBucket(ratePerSecond: rate).burst
+        let burst = OutboundTokenBucket(ratePerSecond: rate).burst
         #expect(busiest <= rate + burst, "busiest second: \(busiest) calls, limit \(rate)")
         print("fraud-risk sweep: \(keyCount) keys in \(elapsed), busiest second \(busiest) calls (limit \(rate))")
     }

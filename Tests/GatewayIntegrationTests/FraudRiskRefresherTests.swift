@@ -8,6 +8,7 @@ import Verification
 @testable import Enforcement
 @testable import GatewayIO
 @testable import KeyStore
+@testable import OutboundHTTP
 @testable import RedisClient
 
 /// `FraudRiskRefresher` against a real redis-server and `scripts/fake-apple.py` over TLS: a
@@ -58,13 +59,13 @@ import Verification
 
         var configuration = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, attestDataOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         configuration.fraudRisk.requestsPerSecond = 100
         let loop = try EventLoop(index: 0)
         let registry = MetricsRegistry()
         let client = try AppleClientFactory.make(
-            configuration, loops: [loop], metrics: AppleClientMetrics(registry: registry))
+            configuration, loops: [loop], metrics: OutboundClientMetrics(registry: registry, peer: .apple))
         defer {
             client.shutdown { loop.execute { loop.close() } }
         }
@@ -142,13 +143,13 @@ import Verification
         }
         var configuration = AppleConfiguration(
             teamID: FakeAppleServer.teamID, keyID: FakeAppleServer.keyID, privateKeyFile: fake.keys.p8,
-            environment: .production, attestDataOverride: AppleServerOverride(host: "127.0.0.1", port: fake.port),
+            environment: .production, attestDataOverride: OutboundOrigin(host: "127.0.0.1", port: fake.port),
             caFile: fake.caFile)
         configuration.fraudRisk.requestsPerSecond = 5
         let loop = try EventLoop(index: 0)
         let registry = MetricsRegistry()
         let client = try AppleClientFactory.make(
-            configuration, loops: [loop], metrics: AppleClientMetrics(registry: registry))
+            configuration, loops: [loop], metrics: OutboundClientMetrics(registry: registry, peer: .apple))
         defer { client.shutdown { loop.execute { loop.close() } } }
         let refresher = FraudRiskRefresher(
             store: store, client: client, configuration: configuration, verifier: try ReceiptVerifier(),

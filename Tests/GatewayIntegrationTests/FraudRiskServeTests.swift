@@ -7,6 +7,7 @@ import Verification
 @testable import AppleClient
 @testable import HTTP1
 @testable import KeyStore
+@testable import OutboundHTTP
 @testable import RedisClient
 
 /// Fraud risk end to end through the built binary (`attest-gateway serve`), issue 13: a real
@@ -16,7 +17,7 @@ import Verification
 /// `flag` and `deny`; Apple down (requests unchanged, the breaker opens and closes); many due
 /// keys across two gateway processes, each refreshed once under `requests_per_second`.
 /// Not serialized: the breaker test waits out the fixed 30 s open period
-/// (`AppleCircuitBreaker`, not a policy key) while the others run.
+/// (`OutboundCircuitBreaker`, not a policy key) while the others run.
 @Suite(.timeLimit(.minutes(5))) struct FraudRiskServeTests {
     static let appID = EnforcementHarness.appID
 
@@ -319,7 +320,7 @@ import Verification
             while times[end] - times[start] >= 1 { start += 1 }
             busiest = max(busiest, end - start + 1)
         }
-        let burst = AppleTokenBucket(ratePerSecond: rate).burst
+        let burst = OutboundTokenBucket(ratePerSecond: rate).burst
         #expect(busiest <= rate + burst, "busiest second: \(busiest) calls, limit \(rate) + burst \(burst)")
         print(
             "fraud-risk serve e2e: \(keyCount) keys in \(elapsed) across 2 gateways \(counted), "

@@ -2,6 +2,7 @@ import AppleClient
 import Foundation
 import GatewayTesting
 import GoogleClient
+import OutboundHTTP
 import Testing
 
 @testable import PolicyModel
@@ -26,7 +27,8 @@ import Testing
     @Test func absentMeansGooglesListWithTheDefaults() throws {
         var warnings: [PolicyWarning] = []
         let settings = try #require(try Self.parse("", warnings: &warnings))
-        #expect(settings.source == .url(AppleEndpoint(host: "android.googleapis.com", path: "/attestation/status")))
+        #expect(
+            settings.source == .url(OutboundHTTPEndpoint(host: "android.googleapis.com", path: "/attestation/status")))
         #expect(settings == .google)
         #expect(settings.refresh == .seconds(3600))
         #expect(settings.maximumAge == .seconds(86_400))
@@ -54,7 +56,8 @@ import Testing
         var warnings: [PolicyWarning] = []
         let policy = try PolicyLoader.load(path: directory.path + "/p.yaml", warnings: &warnings)
         let settings = try #require(policy.android?.revocation)
-        #expect(settings.source == .url(AppleEndpoint(host: "127.0.0.1", port: 8443, path: "/attestation/status")))
+        #expect(
+            settings.source == .url(OutboundHTTPEndpoint(host: "127.0.0.1", port: 8443, path: "/attestation/status")))
         #expect(settings.caFile == directory.path + "/ca.pem")
         #expect(settings.refresh == .seconds(600))
         #expect(settings.maximumAge == .seconds(72 * 3600))
@@ -122,6 +125,7 @@ import Testing
 
     @Test func googlesURLParses() {
         #expect(
-            AppleEndpoint(url: AndroidRevocationSettings.googleURL)?.description == AndroidRevocationSettings.googleURL)
+            OutboundHTTPEndpoint(url: AndroidRevocationSettings.googleURL)?.description
+                == AndroidRevocationSettings.googleURL)
     }
 }

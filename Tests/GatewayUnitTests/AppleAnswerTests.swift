@@ -1,6 +1,5 @@
 import Foundation
 import GatewayTesting
-import HTTP1
 import Testing
 
 @testable import AppleClient
@@ -86,67 +85,5 @@ import Testing
                 try FraudRiskAnswer.decode(status: 200, body: Self.bytes(malformed))
             }
         }
-    }
-
-    @Test func readerAssemblesAnswersFromAnySplit() throws {
-        let body = "Failed to find bit state"
-        let wire = Self.bytes(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-        for cut in [1, 2, 7, wire.count] {
-            var reader = AppleResponseReader()
-            reader.expectResponse()
-            var response: AppleHTTPResponse?
-            var offset = 0
-            while offset < wire.count {
-                let end = min(offset + cut, wire.count)
-                if let done = try reader.feed(Array(wire[offset..<end])) { response = done }
-                offset = end
-            }
-            let got = try #require(response, "cut \(cut)")
-            #expect(got.status == 200 && got.isKeepAlive)
-            #expect(try DeviceCheckAnswer.decode(.query, status: got.status, body: got.body) == .bitsNeverSet)
-        }
-    }
-
-    @Test func readerHandlesChunkedCloseDelimitedAndRetryAfter() throws {
-        var reader = AppleResponseReader()
-        reader.expectResponse()
-        let chunked = try reader.feed(
-            Self.bytes(
-                "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 120\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
-            ))
-        let response = try #require(chunked)
-        #expect(response.status == 429 && response.body == Self.bytes("abc"))
-        #expect(response.retryAfter == .seconds(120))
-
-        var closing = AppleResponseReader()
-        closing.expectResponse()
-        #expect(try closing.feed(Self.bytes("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nQUJD")) == nil)
-        let closed = try #require(try closing.peerClosed())
-        #expect(closed.body == Self.bytes("QUJD") && !closed.isKeepAlive)
-        #expect(
-            AppleHTTPResponse(
-                status: 503, headers: HTTPHeaders([("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT")]), body: [],
-                isKeepAlive: true
-            ).retryAfter == nil)
-    }
-
-    @Test func readerRefusesOversizedTruncatedAndInvalidAnswers() throws {
-        var small = AppleResponseReader(maximumBodyBytes: 8)
-        small.expectResponse()
-        #expect(throws: AppleError(.malformedAnswer, "")) {
-            try small.feed(Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n123456789"))
-        }
-        var truncated = AppleResponseReader()
-        truncated.expectResponse()
-        #expect(try truncated.feed(Self.bytes("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n1234")) == nil)
-        #expect(throws: AppleError(.malformedAnswer, "")) { try truncated.peerClosed() }
-        var silent = AppleResponseReader()
-        silent.expectResponse()
-        #expect(try silent.feed([]) == nil)
-        #expect(try silent.peerClosed() == nil, "closed before any answer byte: no answer, not a malformed one")
-        var garbage = AppleResponseReader()
-        garbage.expectResponse()
-        #expect(throws: AppleError(.malformedAnswer, "")) { try garbage.feed(Self.bytes("SMTP ready\r\n\r\n")) }
     }
 }

@@ -3,13 +3,14 @@ import GatewayTesting
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
 @Suite struct AppleRequestTests {
     static let time = Date(timeIntervalSince1970: 1_487_716_472.25)
     static let transaction = UUID(uuidString: "5B737CA6-A4C7-488E-B928-8452960C4BE9")!
     static let token = "wlkCDA2Hy/CfrMqVAShs1BAR/0sAiuRIUm5jQg0a+Q=="
 
-    static func json(_ request: AppleHTTPRequest) throws -> [String: Any] {
+    static func json(_ request: OutboundHTTPRequest) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
     }
 
@@ -52,27 +53,27 @@ import Testing
 
     @Test func hostsPerEnvironmentAndOverride() throws {
         #expect(
-            AppleEndpoint.attestationData(environment: .production).description
+            OutboundHTTPEndpoint.attestationData(environment: .production).description
                 == "https://data.appattest.apple.com/v1/attestationData")
         #expect(
-            AppleEndpoint.attestationData(environment: .development).description
+            OutboundHTTPEndpoint.attestationData(environment: .development).description
                 == "https://data-development.appattest.apple.com/v1/attestationData")
-        let local = try #require(AppleServerOverride(parsing: "https://127.0.0.1:8443"))
+        let local = try #require(OutboundOrigin(parsing: "https://127.0.0.1:8443"))
         for environment in AppleEnvironment.allCases {
             #expect(
-                AppleEndpoint.deviceCheck(.query, environment: environment, override: local).description
+                OutboundHTTPEndpoint.deviceCheck(.query, environment: environment, override: local).description
                     == "https://127.0.0.1:8443/v1/query_two_bits")
             #expect(
-                AppleEndpoint.attestationData(environment: environment, override: local).hostHeader
+                OutboundHTTPEndpoint.attestationData(environment: environment, override: local).hostHeader
                     == "127.0.0.1:8443")
         }
-        #expect(AppleServerOverride(parsing: "https://egress.internal/")?.port == 443)
-        #expect(AppleServerOverride(parsing: "https://[::1]:9443")?.description == "https://[::1]:9443")
+        #expect(OutboundOrigin(parsing: "https://egress.internal/")?.port == 443)
+        #expect(OutboundOrigin(parsing: "https://[::1]:9443")?.description == "https://[::1]:9443")
         for bad in [
             "http://127.0.0.1:8443", "https://", "https://h/path", "https://u@h", "https://h:0", "https://h:99999",
             "https://h:x", "https://h h",
         ] {
-            #expect(AppleServerOverride(parsing: bad) == nil, "\(bad)")
+            #expect(OutboundOrigin(parsing: bad) == nil, "\(bad)")
         }
     }
 
@@ -102,7 +103,7 @@ import Testing
     @Test func serializedRequestIsExactHTTP1() throws {
         let request = try DeviceCheckRequest.validate(
             deviceToken: "QUJD", transactionID: Self.transaction, timestamp: Self.time, environment: .production)
-        let bytes = request.serialized(jwt: "h.c.s")
+        let bytes = request.serialized(token: "h.c.s")
         let body =
             #"{"device_token":"QUJD","transaction_id":"5b737ca6-a4c7-488e-b928-8452960c4be9","timestamp":1487716472250}"#
         let expected =
@@ -111,9 +112,9 @@ import Testing
             + "Content-Length: \(body.utf8.count)\r\n" + "Connection: keep-alive\r\n" + "Accept: */*\r\n\r\n" + body
         #expect(String(decoding: bytes, as: UTF8.self) == expected)
 
-        let local = AppleServerOverride(host: "localhost", port: 8443)
+        let local = OutboundOrigin(host: "localhost", port: 8443)
         let fraud = try FraudRiskRequest.make(receipt: [1, 2, 3], environment: .production, override: local)
-        let text = String(decoding: fraud.serialized(jwt: "a.b.c"), as: UTF8.self)
+        let text = String(decoding: fraud.serialized(token: "a.b.c"), as: UTF8.self)
         #expect(text.hasPrefix("POST /v1/attestationData HTTP/1.1\r\nHost: localhost:8443\r\nAuthorization: a.b.c\r\n"))
         #expect(text.hasSuffix("Content-Length: 4\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\nAQID"))
     }

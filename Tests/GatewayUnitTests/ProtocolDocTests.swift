@@ -12,6 +12,7 @@ import Verification
 @testable import HTTP1
 @testable import HTTPProxy
 @testable import KeyStore
+@testable import OutboundHTTP
 @testable import PolicyModel
 @testable import RedisClient
 
@@ -384,12 +385,13 @@ struct ClientDataExample: Equatable {
         gate.storeError(operation: "ping", kind: .timeout)
         gate.launchValidation(category: 4, bundleVersion: "5.2")
         gate.rolloutDecided(route: "r", arm: .monitor, verdict: .verified)
-        let apple = AppleClientMetrics(registry: registry)
+        let apple = OutboundClientMetrics(registry: registry, peer: .apple)
         apple.record(
-            path: "/v1/attestationData", result: .failure(AppleError(.timedOut, "")), nanoseconds: 1)
-        let google = AppleClientMetrics(registry: registry, peer: "google")
+            service: "fraud_risk", result: .failure(OutboundHTTPError(.timedOut, peer: .apple, "")), nanoseconds: 1)
+        let google = OutboundClientMetrics(registry: registry, peer: .google)
         google.record(
-            service: "android_revocation", result: .failure(AppleError(.timedOut, "")), nanoseconds: 1)
+            service: "android_revocation", result: .failure(OutboundHTTPError(.timedOut, peer: .google, "")),
+            nanoseconds: 1)
         google.rejected(service: "android_revocation", outcome: "breaker_open")
         google.retried(service: "android_revocation")
         let revocationList = AndroidRevocationCurrent(maximumAge: .seconds(60), onStale: .refuse)

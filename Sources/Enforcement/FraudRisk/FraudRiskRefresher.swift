@@ -2,6 +2,7 @@ package import AppleClient
 package import Foundation
 package import GatewayIO
 package import KeyStore
+package import OutboundHTTP
 package import RedisClient
 package import Verification
 
@@ -21,7 +22,7 @@ package final class FraudRiskRefresher: Sendable {
     }
 
     package let store: any FraudRiskStore
-    package let client: AppleHTTPClient
+    package let client: OutboundHTTPClient
     package let configuration: AppleConfiguration
     private let verifier: ReceiptVerifier
     /// This gateway's lease holder name.
@@ -29,7 +30,7 @@ package final class FraudRiskRefresher: Sendable {
     private let metrics: FraudRiskRefreshMetrics
 
     package init(
-        store: any FraudRiskStore, client: AppleHTTPClient, configuration: AppleConfiguration,
+        store: any FraudRiskStore, client: OutboundHTTPClient, configuration: AppleConfiguration,
         verifier: ReceiptVerifier,
         registry: MetricsRegistry, owner: String = UUID().uuidString
     ) {
@@ -113,10 +114,11 @@ package final class FraudRiskRefresher: Sendable {
         var state = existing ?? FraudRiskRefresh(attestedAt: record.attestedAt)
         let environment: AppleEnvironment = record.environment == "production" ? .production : .development
         let event: FraudRiskEvent
-        do {
+        do throws(AppleError) {
             let request = try FraudRiskRequest.make(
                 receipt: record.receipt, environment: environment, override: self.configuration.attestDataOverride)
-            let response = try await self.client.send(request, timeout: self.configuration.fraudRisk.timeout).get()
+            let response = try await self.client.send(request, timeout: self.configuration.fraudRisk.timeout)
+                .mapError { AppleError($0) }.get()
             do {
                 switch try FraudRiskAnswer.decode(status: response.status, body: response.body) {
                 case .notModified: event = .notModified

@@ -3,6 +3,7 @@ import Enforcement
 import Foundation
 package import GateContract
 package import HTTP1
+import OutboundHTTP
 
 /// `POST /devicecheck/query` and `POST /devicecheck/update` on the admin listener: DeviceCheck's
 /// two bits for upstream services. Never routed on a public listener: only
@@ -15,7 +16,7 @@ package import HTTP1
 /// (unreachable, throttled) or 504 (timeout). `Authorization: Bearer <token>` is required,
 /// because `update` changes Apple-side state; the token is compared in constant time.
 ///
-/// Apple's calls are async on `AppleHTTPClient` (the event loops): the admin connection waits
+/// Apple's calls are async on `OutboundHTTPClient` (the event loops): the admin connection waits
 /// for its completion and never blocks its loop. Immutable; any queue.
 package struct DeviceCheckAdminAPI: Sendable {
     package static let paths = ["/devicecheck/query", "/devicecheck/update"]

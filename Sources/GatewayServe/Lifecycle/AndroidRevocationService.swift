@@ -1,7 +1,7 @@
-package import AppleClient
 import GatewayIO
 package import GoogleClient
 import KeyStore
+package import OutboundHTTP
 import RedisClient
 
 /// What `serve` runs for `android.revocation`: the list enrollments read
@@ -14,7 +14,7 @@ import RedisClient
 package final class AndroidRevocationService: Sendable {
     package let settings: AndroidRevocationSettings
     package let current: AndroidRevocationCurrent
-    package let client: AppleHTTPClient?
+    package let client: OutboundHTTPClient?
     package let fetcher: AndroidRevocationFetcher
     /// Whether the fleet's copy in Redis is read and written.
     package let isShared: Bool
@@ -26,7 +26,7 @@ package final class AndroidRevocationService: Sendable {
     init(
         settings: AndroidRevocationSettings, store: any AttestStore, loops: [EventLoop], registry: MetricsRegistry,
         metrics: AndroidRevocationMetrics
-    ) throws(AppleError) {
+    ) throws(OutboundHTTPError) {
         self.settings = settings
         self.storeIdentity = ObjectIdentifier(store)
         self.current = AndroidRevocationCurrent(settings: settings, metrics: metrics)

@@ -2,16 +2,17 @@ package import AppleClient
 package import Enforcement
 import GatewayIO
 import KeyStore
+package import OutboundHTTP
 import Verification
 
-/// What `serve` runs for the policy's `apple:` block: one `AppleHTTPClient` on the gateway's
+/// What `serve` runs for the policy's `apple:` block: one `OutboundHTTPClient` on the gateway's
 /// loops and, with `fraud_risk.enabled` and a Redis store, the background refresher
 /// (`FraudRiskSweeper`). `EnforcementGateFactory` keeps one across reloads while the block and
 /// the store are unchanged, and replaces it (stopping the old sweeper and shutting the old
 /// client down) when either changes, so a reload never leaves two refreshers running.
 package final class AppleServices: Sendable {
     package let configuration: AppleConfiguration
-    package let client: AppleHTTPClient
+    package let client: OutboundHTTPClient
     package let sweeper: FraudRiskSweeper?
     /// The store the sweeper works on (identity compared across reloads).
     let storeIdentity: ObjectIdentifier
@@ -25,7 +26,7 @@ package final class AppleServices: Sendable {
         self.configuration = configuration
         self.storeIdentity = ObjectIdentifier(store)
         self.client = try AppleClientFactory.make(
-            configuration, loops: loops, metrics: AppleClientMetrics(registry: registry))
+            configuration, loops: loops, metrics: OutboundClientMetrics(registry: registry, peer: .apple))
         if configuration.fraudRisk.isEnabled, let redis = store.fraudRiskState {
             let refresher = FraudRiskRefresher(
                 store: redis, client: self.client, configuration: configuration, verifier: receiptVerifier,

@@ -1,7 +1,9 @@
 /// `https://host[:port][/path]`: where the gateway reaches Google's token endpoint
 /// (`token_uri` of the service-account file) or the Play Integrity API (`api_url`, for tests
 /// and egress proxies). Strict: https only, no user information, query or fragment, an ASCII
-/// host name or IP literal (IPv6 in brackets).
+/// host name or IP literal (IPv6 in brackets). The gateway's one parser of an https origin:
+/// OutboundHTTP's `OutboundOrigin` (Apple's host overrides, the origin of
+/// `android.revocation.url`) is this parse without a path.
 public struct GoogleEndpoint: Sendable, Hashable, CustomStringConvertible {
     public static let playIntegrityAPI = GoogleEndpoint(host: "playintegrity.googleapis.com", port: 443, path: "")
 

@@ -25,26 +25,7 @@ final class FakeGooglePlayIntegrity: @unchecked Sendable {
             let result = try ToolRun.run(openssl, arguments, in: files)
             guard result.status == 0 else { throw E2EError("openssl \(arguments.first ?? ""): \(result.stderr)") }
         }
-        try run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", directory + "/ca.key"])
-        try run([
-            "req", "-x509", "-new", "-key", directory + "/ca.key", "-subj", "/CN=fake-google test CA", "-days", "2",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-            "-out", directory + "/ca.pem",
-        ])
-        try run([
-            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", directory + "/server.key",
-        ])
-        try run([
-            "req", "-new", "-key", directory + "/server.key", "-subj", "/CN=localhost", "-out",
-            directory + "/server.csr",
-        ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
-            toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
-        try run([
-            "x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey",
-            directory + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", directory + "/server.ext", "-out",
-            directory + "/server.pem",
-        ])
+        try FakeHTTPSServer.makeCertificates(in: directory, caName: "fake-google test CA")
         try run(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", directory + "/sa.key"])
         try run(["pkey", "-in", directory + "/sa.key", "-pubout", "-out", directory + "/sa.pub.pem"])
         let child = try ChildProcess(

@@ -3,13 +3,14 @@ import GatewayTesting
 import Glibc
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
 /// `scripts/fake-apple.py` over real TLS for one test: a throwaway test CA and a server
 /// certificate for `localhost` / 127.0.0.1, an Apple key pair (`AppleTestKeys`) whose public
 /// half the fake checks JWTs against. `exchange` is the tests' plain blocking client: the
 /// request's bytes go over TLS through the script's `exchange` command (which checks the
 /// server certificate against the test CA), and the raw answer comes back through
-/// `AppleResponseReader`. Stopped by `stop()`, and by deinit.
+/// `OutboundResponseReader`. Stopped by `stop()`, and by deinit.
 final class FakeAppleServer: @unchecked Sendable {
     static let teamID = "ABCDE12345"
     static let keyID = "TESTKEY123"
@@ -19,7 +20,7 @@ final class FakeAppleServer: @unchecked Sendable {
     private let process: Process
 
     var caFile: String { self.keys.directory + "/ca.pem" }
-    var override: AppleServerOverride { AppleServerOverride(host: "localhost", port: self.port) }
+    var override: OutboundOrigin { OutboundOrigin(host: "localhost", port: self.port) }
 
     static var scriptPath: String {
         Repository.root.appendingPathComponent("scripts/fake-apple.py").path
@@ -28,29 +29,12 @@ final class FakeAppleServer: @unchecked Sendable {
     init(script: String? = nil) throws {
         let keys = try AppleTestKeys()
         let directory = keys.directory
-        let openssl = { (arguments: [String]) throws in _ = try AppleTestKeys.openssl(arguments) }
-        try openssl([
-            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", directory + "/ca.key",
-        ])
-        try openssl([
-            "req", "-x509", "-new", "-key", directory + "/ca.key", "-subj", "/CN=fake-apple test CA", "-days", "2",
-            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-            "-out", directory + "/ca.pem",
-        ])
-        try openssl([
-            "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", directory + "/server.key",
-        ])
-        try openssl([
-            "req", "-new", "-key", directory + "/server.key", "-subj", "/CN=localhost", "-out",
-            directory + "/server.csr",
-        ])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n".write(
-            toFile: directory + "/server.ext", atomically: true, encoding: .utf8)
-        try openssl([
-            "x509", "-req", "-in", directory + "/server.csr", "-CA", directory + "/ca.pem", "-CAkey",
-            directory + "/ca.key", "-CAcreateserial", "-days", "2", "-extfile", directory + "/server.ext", "-out",
-            directory + "/server.pem",
-        ])
+        do {
+            try FakeHTTPSServer.makeCertificates(in: directory, caName: "fake-apple test CA")
+        } catch {
+            keys.remove()
+            throw error
+        }
         var arguments = [
             "python3", Self.scriptPath, "serve", "--cert", directory + "/server.pem", "--key",
             directory + "/server.key", "--public-key", keys.publicPEM, "--team-id", Self.teamID, "--key-id",
@@ -60,41 +44,22 @@ final class FakeAppleServer: @unchecked Sendable {
             try script.write(toFile: directory + "/script.json", atomically: true, encoding: .utf8)
             arguments += ["--script", directory + "/script.json"]
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last,
-            let port = UInt16(portText)
-        else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        let started: (process: Process, port: UInt16)
+        do {
+            started = try FakeHTTPSServer.launch(arguments, name: "fake-apple.py")
+        } catch {
             keys.remove()
-            throw TestFailure("fake-apple.py did not start: \(text)")
+            throw error
         }
         self.keys = keys
-        self.port = port
-        self.process = process
+        self.port = started.port
+        self.process = started.process
     }
 
     deinit { self.stop() }
 
     func stop() {
-        if self.process.isRunning {
-            kill(self.process.processIdentifier, SIGKILL)
-            self.process.waitUntilExit()
-        }
+        FakeHTTPSServer.stop(self.process)
         self.keys.remove()
     }
 
@@ -104,7 +69,7 @@ final class FakeAppleServer: @unchecked Sendable {
     }
 
     /// Sends `bytes` over TLS and reads one answer; nil when the server closed without one.
-    func exchange(_ bytes: [UInt8], caFile: String? = nil) throws -> AppleHTTPResponse? {
+    func exchange(_ bytes: [UInt8], caFile: String? = nil) throws -> OutboundHTTPResponse? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
@@ -123,16 +88,16 @@ final class FakeAppleServer: @unchecked Sendable {
         guard process.terminationStatus == 0 else {
             throw TestFailure("exchange failed with status \(process.terminationStatus)")
         }
-        var reader = AppleResponseReader()
+        var reader = OutboundResponseReader(peer: .apple)
         reader.expectResponse()
         if let response = try reader.feed(raw) { return response }
         return try reader.peerClosed()
     }
 
     /// Sends `request` with a fresh JWT from `signer` (or the given token).
-    func send(_ request: AppleHTTPRequest, jwt: String? = nil) throws -> AppleHTTPResponse? {
+    func send(_ request: OutboundHTTPRequest, jwt: String? = nil) throws -> OutboundHTTPResponse? {
         let token = try jwt ?? self.signer().token(issuedAt: Date())
-        return try self.exchange(request.serialized(jwt: token))
+        return try self.exchange(request.serialized(token: token))
     }
 
     /// POSTs JSON to a `/_fake/...` control path.

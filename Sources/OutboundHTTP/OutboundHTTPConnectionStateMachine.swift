@@ -1,8 +1,8 @@
 import GatewayIO
 
-/// One HTTPS/1.1 connection to one of Apple's hosts, as a value: which step comes next for
-/// the request in flight, and what to do with what the socket reported. No I/O: the owner
-/// (`AppleHTTPConnection`) runs the returned `Action`s and reports each outcome back.
+/// One HTTPS/1.1 connection of the outbound client to one host, as a value: which step comes
+/// next for the request in flight, and what to do with what the socket reported. No I/O: the
+/// owner (`OutboundHTTPConnection`) runs the returned `Action`s and reports each outcome back.
 ///
 /// Life of a connection: `idle` (no socket) → `resolving` (DNS, off the loop) → `connecting`
 /// (non-blocking connect) → `sending` (the TLS handshake runs inside the first writes) →
@@ -11,10 +11,11 @@ import GatewayIO
 ///
 /// A request sent on a *reused* connection that the peer closes before the first byte of an
 /// answer is sent again once on a fresh connection: the server dropped an idle connection
-/// while the request was in flight (RFC 9112 §9.3.1; Apple's calls can be repeated: a query,
-/// a validate, an update to the same bits, a receipt refresh). Any other failure ends the
-/// request with an `AppleError` and closes the connection.
-package struct AppleConnectionStateMachine: Sendable {
+/// while the request was in flight (RFC 9112 §9.3.1; the client's calls can be repeated:
+/// Apple's query, validate, update to the same bits, receipt refresh; Google's reads and token
+/// calls). Any other failure ends the request with an `OutboundHTTPError` (its code naming the
+/// peer) and closes the connection.
+package struct OutboundHTTPConnectionStateMachine: Sendable {
     package enum State: Equatable, Sendable {
         /// No socket.
         case idle
@@ -45,7 +46,7 @@ package struct AppleConnectionStateMachine: Sendable {
         /// Wait for the socket (read, or write when the transport says so).
         case wait
         /// The request ended: deliver `result`; `keepConnection` false means close the socket.
-        case complete(Result<AppleHTTPResponse, AppleError>, keepConnection: Bool)
+        case complete(Result<OutboundHTTPResponse, OutboundHTTPError>, keepConnection: Bool)
         /// Close the socket and start the same request again on a new connection.
         case reconnect
         /// Close an idle connection (closed by the peer, idle timeout, unasked bytes).
@@ -63,12 +64,15 @@ package struct AppleConnectionStateMachine: Sendable {
     private var wasResent = false
     /// The method of the request in flight (how its answer is framed).
     private var method = "POST"
-    private var reader: AppleResponseReader
+    private var reader: OutboundResponseReader
     /// What a timeout or failure interrupts, for the error's reason.
     private var phase: String { Self.phase(of: self.state) }
 
-    package init(maximumBodyBytes: Int = AppleResponseReader.defaultMaximumBodyBytes) {
-        self.reader = AppleResponseReader(maximumBodyBytes: maximumBodyBytes)
+    /// Whom the connection talks to (the errors' codes name it).
+    package var peer: OutboundPeer { self.reader.peer }
+
+    package init(peer: OutboundPeer, maximumBodyBytes: Int = OutboundResponseReader.defaultMaximumBodyBytes) {
+        self.reader = OutboundResponseReader(peer: peer, maximumBodyBytes: maximumBodyBytes)
     }
 
     /// True when a new request can start (no socket yet, or an idle keep-alive one).
@@ -103,7 +107,7 @@ package struct AppleConnectionStateMachine: Sendable {
     package mutating func connected(errno: Int32) -> Action {
         guard self.state == .connecting else { return .none }
         guard errno == 0 else {
-            return self.fail(AppleError(.unreachable, "\(IOError("connect", errno: errno))"))
+            return self.fail(OutboundHTTPError(.unreachable, peer: self.peer, "\(IOError("connect", errno: errno))"))
         }
         self.state = .sending(sent: 0)
         return .write(offset: 0)
@@ -125,7 +129,7 @@ package struct AppleConnectionStateMachine: Sendable {
     package mutating func received(_ bytes: [UInt8]) -> Action {
         switch self.state {
         case .sending, .receiving:
-            // An answer may come before the whole request is out (Apple refusing it early).
+            // An answer may come before the whole request is out (the server refusing it early).
             do {
                 guard let response = try self.reader.feed(bytes) else { return .wait }
                 self.request = []
@@ -164,7 +168,9 @@ package struct AppleConnectionStateMachine: Sendable {
                 // A stale keep-alive connection: once more on a fresh one.
                 return self.resend()
             }
-            return self.fail(AppleError(.unreachable, "Apple closed the connection without an answer"))
+            return self.fail(
+                OutboundHTTPError(
+                    .unreachable, peer: self.peer, "\(self.peer.displayName) closed the connection without an answer"))
         case .ready:
             self.state = .closed
             return .close
@@ -187,9 +193,12 @@ package struct AppleConnectionStateMachine: Sendable {
                 return self.resend()
             }
             if isTLS {
-                return self.fail(AppleError(.tlsFailed, "TLS with Apple failed while \(self.phase): \(reason)"))
+                return self.fail(
+                    OutboundHTTPError(
+                        .tlsFailed, peer: self.peer,
+                        "TLS with \(self.peer.displayName) failed while \(self.phase): \(reason)"))
             }
-            return self.fail(AppleError(.unreachable, "\(self.phase) failed: \(reason)"))
+            return self.fail(OutboundHTTPError(.unreachable, peer: self.peer, "\(self.phase) failed: \(reason)"))
         }
     }
 
@@ -203,7 +212,8 @@ package struct AppleConnectionStateMachine: Sendable {
             self.state = .closed
             return .close
         case .resolving, .connecting, .sending, .receiving:
-            return self.fail(AppleError(.timedOut, "no answer within \(timeout) (while \(self.phase))"))
+            return self.fail(
+                OutboundHTTPError(.timedOut, peer: self.peer, "no answer within \(timeout) (while \(self.phase))"))
         }
     }
 
@@ -217,20 +227,20 @@ package struct AppleConnectionStateMachine: Sendable {
             self.state = .closed
             return .close
         case .resolving, .connecting, .sending, .receiving:
-            return self.fail(AppleError(.unreachable, "the gateway is shutting down"))
+            return self.fail(OutboundHTTPError(.unreachable, peer: self.peer, "the gateway is shutting down"))
         }
     }
 
     private mutating func resend() -> Action {
         self.wasResent = true
         self.isReused = false
-        self.reader = AppleResponseReader(maximumBodyBytes: self.reader.maximumBodyBytes)
+        self.reader = OutboundResponseReader(peer: self.reader.peer, maximumBodyBytes: self.reader.maximumBodyBytes)
         self.reader.expectResponse(toMethod: self.method)
         self.state = .resolving
         return .reconnect
     }
 
-    private mutating func fail(_ error: AppleError) -> Action {
+    private mutating func fail(_ error: OutboundHTTPError) -> Action {
         self.state = .closed
         self.request = []
         return .complete(.failure(error), keepConnection: false)

@@ -2,13 +2,14 @@ import GatewayTesting
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
-/// The breaker and the token bucket in front of Apple, as values: no socket, no clock.
-@Suite struct AppleCircuitBreakerTests {
+/// The outbound client's breaker and token bucket, as values: no socket, no clock.
+@Suite struct OutboundCircuitBreakerTests {
     static let second: UInt64 = 1_000_000_000
 
     @Test func opensAfterConsecutiveFailuresOnly() {
-        var breaker = AppleCircuitBreaker(failureThreshold: 3, openDuration: .seconds(30))
+        var breaker = OutboundCircuitBreaker(failureThreshold: 3, openDuration: .seconds(30))
         #expect(breaker.admit(now: 0) == .proceed)
         #expect(breaker.record(success: false, now: 0) == nil)
         #expect(breaker.record(success: false, now: 0) == nil)
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func halfOpenLetsOneProbeThroughAndItsSuccessCloses() {
-        var breaker = AppleCircuitBreaker(failureThreshold: 1, openDuration: .seconds(10))
+        var breaker = OutboundCircuitBreaker(failureThreshold: 1, openDuration: .seconds(10))
         #expect(breaker.record(success: false, now: 0) == .open)
         let later = 10 * Self.second
         #expect(breaker.admit(now: later) == .probe)
@@ -36,7 +37,7 @@ import Testing
     }
 
     @Test func aFailedProbeOpensAgainForAnotherPeriod() {
-        var breaker = AppleCircuitBreaker(failureThreshold: 2, openDuration: .seconds(5))
+        var breaker = OutboundCircuitBreaker(failureThreshold: 2, openDuration: .seconds(5))
         breaker.record(success: false, now: 0)
         breaker.record(success: false, now: 0)
         #expect(breaker.admit(now: 5 * Self.second) == .probe)
@@ -46,22 +47,23 @@ import Testing
     }
 
     @Test func onlyMissingAnswersAndServerErrorsCountAsFailures() {
-        func answer(_ status: Int) -> Result<AppleHTTPResponse, AppleError> {
-            .success(AppleHTTPResponse(status: status, body: [], isKeepAlive: true))
+        func answer(_ status: Int) -> Result<OutboundHTTPResponse, OutboundHTTPError> {
+            .success(OutboundHTTPResponse(status: status, body: [], isKeepAlive: true))
         }
         for status in [200, 304, 400, 401, 404, 429] {
-            #expect(!AppleCircuitBreaker.isFailure(answer(status)), "status \(status)")
+            #expect(!OutboundCircuitBreaker.isFailure(answer(status)), "status \(status)")
         }
-        #expect(AppleCircuitBreaker.isFailure(answer(500)))
-        #expect(AppleCircuitBreaker.isFailure(answer(503)))
-        #expect(AppleCircuitBreaker.isFailure(.failure(AppleError(.timedOut, "slow"))))
-        #expect(AppleCircuitBreaker.isFailure(.failure(AppleError(.unreachable, "down"))))
-        #expect(AppleCircuitBreaker.isFailure(.failure(AppleError(.tlsFailed, "bad certificate"))))
-        #expect(!AppleCircuitBreaker.isFailure(.failure(AppleError(.throttled, "queue full"))))
+        #expect(OutboundCircuitBreaker.isFailure(answer(500)))
+        #expect(OutboundCircuitBreaker.isFailure(answer(503)))
+        #expect(OutboundCircuitBreaker.isFailure(.failure(OutboundHTTPError(.timedOut, peer: .apple, "slow"))))
+        #expect(OutboundCircuitBreaker.isFailure(.failure(OutboundHTTPError(.unreachable, peer: .apple, "down"))))
+        #expect(
+            OutboundCircuitBreaker.isFailure(.failure(OutboundHTTPError(.tlsFailed, peer: .apple, "bad certificate"))))
+        #expect(!OutboundCircuitBreaker.isFailure(.failure(OutboundHTTPError(.throttled, peer: .apple, "queue full"))))
     }
 
     @Test func bucketSpacesCallsAtTheRateAfterTheBurst() {
-        var bucket = AppleTokenBucket(ratePerSecond: 10, burst: 2)
+        var bucket = OutboundTokenBucket(ratePerSecond: 10, burst: 2)
         let interval = Self.second / 10
         #expect(bucket.take(now: 0, maximumWait: Self.second) == 0)
         #expect(bucket.take(now: 0, maximumWait: Self.second) == 0)
@@ -78,7 +80,7 @@ import Testing
     }
 
     @Test func bucketNeverExceedsItsRateOverAnyWindow() {
-        var bucket = AppleTokenBucket(ratePerSecond: 50)
+        var bucket = OutboundTokenBucket(ratePerSecond: 50)
         var sendTimes: [UInt64] = []
         var now: UInt64 = 0
         // 1,000 calls arriving every millisecond: each goes out after its wait.

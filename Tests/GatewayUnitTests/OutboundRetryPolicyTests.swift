@@ -3,19 +3,21 @@ import HTTP1
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
-@Suite struct AppleRetryPolicyTests {
-    let policy = AppleRetryPolicy()
+@Suite struct OutboundRetryPolicyTests {
+    let policy = OutboundRetryPolicy()
 
-    func answer(_ status: Int, retryAfter: String? = nil) -> Result<AppleHTTPResponse, AppleError> {
+    func answer(_ status: Int, retryAfter: String? = nil) -> Result<OutboundHTTPResponse, OutboundHTTPError> {
         var headers = HTTPHeaders()
         if let retryAfter { headers.add(name: "Retry-After", value: retryAfter) }
-        return .success(AppleHTTPResponse(status: status, headers: headers, body: [], isKeepAlive: true))
+        return .success(OutboundHTTPResponse(status: status, headers: headers, body: [], isKeepAlive: true))
     }
 
     @Test func throttlingServerErrorsAndNoAnswerAreRetriedWithGrowingJitteredBackoff() {
         for outcome in [
-            self.answer(429), self.answer(500), self.answer(503), .failure(AppleError(.unreachable, "reset")),
+            self.answer(429), self.answer(500), self.answer(503),
+            .failure(OutboundHTTPError(.unreachable, peer: .apple, "reset")),
         ] {
             #expect(
                 self.policy.decide(after: outcome, attempt: 1, remaining: .seconds(5), breakerOpen: false, jitter: 0)
@@ -27,18 +29,20 @@ import Testing
                 self.policy.decide(after: outcome, attempt: 2, remaining: .seconds(5), breakerOpen: false, jitter: 1)
                     == .retry(after: .milliseconds(400)))
         }
-        let capped = AppleRetryPolicy(maximumAttempts: 30)
+        let capped = OutboundRetryPolicy(maximumAttempts: 30)
         #expect(
             capped.decide(after: self.answer(503), attempt: 20, remaining: .seconds(60), breakerOpen: false, jitter: 1)
                 == .retry(after: .seconds(2)))
     }
 
     @Test func finalAnswersAndLocalRefusalsAreNotRetried() {
-        let final: [Result<AppleHTTPResponse, AppleError>] = [
+        let final: [Result<OutboundHTTPResponse, OutboundHTTPError>] = [
             self.answer(200), self.answer(400), self.answer(401), self.answer(404),
-            .failure(AppleError(.timedOut, "deadline")), .failure(AppleError(.tlsFailed, "bad certificate")),
-            .failure(AppleError(.malformedAnswer, "framing")),
-            .failure(AppleError(.throttled, "the gateway's requests_per_second towards Apple is spent")),
+            .failure(OutboundHTTPError(.timedOut, peer: .apple, "deadline")),
+            .failure(OutboundHTTPError(.tlsFailed, peer: .apple, "bad certificate")),
+            .failure(OutboundHTTPError(.malformedAnswer, peer: .apple, "framing")),
+            .failure(
+                OutboundHTTPError(.throttled, peer: .apple, "the gateway's requests_per_second towards Apple is spent")),
         ]
         for outcome in final {
             #expect(

@@ -1,11 +1,12 @@
-/// The global rate limit towards Apple (`apple.fraud_risk.requests_per_second`), one bucket per
-/// gateway shared by DeviceCheck and fraud-risk calls: a value, the caller passes the time.
+/// The global rate limit of an outbound client (Apple's: `apple.fraud_risk.requests_per_second`,
+/// one bucket per gateway shared by DeviceCheck and fraud-risk calls): a value, the caller
+/// passes the time.
 ///
 /// A call takes a token; when none is left it is told how long to wait for the next one (the
 /// client defers it on its loop, never blocking) or, when that wait exceeds what the call can
-/// afford, refused (`apple_throttled`, without asking Apple). Tokens are reserved ahead: the
+/// afford, refused (`<peer>_throttled`, without asking the peer). Tokens are reserved ahead: the
 /// waiting calls go out spaced by 1/rate, not all at once when one token appears.
-package struct AppleTokenBucket: Sendable, Hashable {
+package struct OutboundTokenBucket: Sendable, Hashable {
     package let ratePerSecond: Int
     package let burst: Int
     /// Nanoseconds: when the bucket is back to `burst` tokens if nothing else is taken. Each

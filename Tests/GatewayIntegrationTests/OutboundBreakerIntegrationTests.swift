@@ -5,21 +5,22 @@ import Testing
 
 @testable import AppleClient
 @testable import GatewayIO
+@testable import OutboundHTTP
 
 /// The client's breaker against `scripts/fake-apple.py` over real TLS: Apple down → the
 /// breaker opens after its threshold and later calls fail at once without reaching Apple; Apple
 /// back → the half-open probe succeeds and the breaker closes (gauge and counters).
-@Suite(.serialized, .timeLimit(.minutes(1))) struct AppleBreakerIntegrationTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct OutboundBreakerIntegrationTests {
     @Test func appleDownOpensTheBreakerAndItClosesWhenAppleIsBack() async throws {
         let fake = try FakeAppleServer()
         defer { fake.stop() }
         try fake.control("/_fake/script", #"[{"status":304}]"#)
         let loop = try EventLoop(index: 0)
         let registry = MetricsRegistry()
-        let client = try AppleHTTPClient(
-            loops: [loop], jwt: AppleJWTCache(signer: try fake.signer()), caFile: fake.caFile,
-            metrics: AppleClientMetrics(registry: registry), requestsPerSecond: 100,
-            breaker: AppleCircuitBreaker(failureThreshold: 3, openDuration: .seconds(3)))
+        let client = try OutboundHTTPClient(
+            loops: [loop], tokens: AppleJWTCache(signer: try fake.signer()), caFile: fake.caFile,
+            metrics: OutboundClientMetrics(registry: registry, peer: .apple), requestsPerSecond: 100,
+            breaker: OutboundCircuitBreaker(failureThreshold: 3, openDuration: .seconds(3)))
         defer {
             let done = DispatchSemaphore(value: 0)
             client.shutdown {
@@ -31,14 +32,14 @@ import Testing
         }
         let request = try FraudRiskRequest.make(
             receipt: [1, 2, 3], environment: .production,
-            override: AppleServerOverride(host: "127.0.0.1", port: fake.port))
+            override: OutboundOrigin(host: "127.0.0.1", port: fake.port))
         func gauge() -> Bool { registry.render().contains("attest_gateway_apple_breaker_state 1") }
 
         #expect(try await client.send(request, timeout: .seconds(5)).get().status == 304)
         try fake.control("/_fake/mode", #"{"down":true}"#)
         for _ in 0..<3 {
             let result = await client.send(request, timeout: .seconds(5))
-            #expect(throws: AppleError(.unreachable, "")) { try result.get() }
+            #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try result.get() }
         }
         #expect(client.breakerState == .open)
         #expect(gauge())
@@ -51,7 +52,8 @@ import Testing
         let sentBefore = sent()
         let started = ContinuousClock.now
         let rejected = await client.send(request, timeout: .seconds(5))
-        #expect(throws: AppleError(.unreachable, "")) { try rejected.get() }
+        #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try rejected.get() }
+        #expect(rejected.failure?.isBreakerOpen == true)
         // Loose: the call's own timeout is 5 s; a busy 2-core machine delays the loop hop.
         #expect(ContinuousClock.now - started < .seconds(1), "an open breaker fails at once")
         #expect(sent() == sentBefore, "nothing went out to Apple")

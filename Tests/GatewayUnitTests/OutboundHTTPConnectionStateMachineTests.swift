@@ -2,17 +2,18 @@ import GatewayTesting
 import Testing
 
 @testable import AppleClient
+@testable import OutboundHTTP
 
-/// `AppleConnectionStateMachine` without sockets: the steps of a call, keep-alive reuse, the
+/// `OutboundHTTPConnectionStateMachine` without sockets: the steps of a call, keep-alive reuse, the
 /// one re-send after a stale connection, and each failure's typed error.
-@Suite struct AppleConnectionStateMachineTests {
+@Suite struct OutboundHTTPConnectionStateMachineTests {
     static let request = Array("POST /v1/query_two_bits HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}".utf8)
     static let okAnswer = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}".utf8)
     static let closeAnswer = Array("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8)
 
     /// Runs a fresh machine to `.receiving` through DNS, connect and a write in two parts.
-    static func sent() -> AppleConnectionStateMachine {
-        var machine = AppleConnectionStateMachine()
+    static func sent() -> OutboundHTTPConnectionStateMachine {
+        var machine = OutboundHTTPConnectionStateMachine(peer: .apple)
         #expect(machine.start(Self.request).isResolve)
         #expect(machine.resolved().isConnect)
         #expect(machine.connected(errno: 0).writeOffset == 0)
@@ -59,7 +60,7 @@ import Testing
         // A second close without an answer is an error, not another retry.
         let (result, keep) = try #require(machine.peerClosed().completion)
         #expect(!keep)
-        #expect(throws: AppleError(.unreachable, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try result.get() }
     }
 
     @Test func aResetOnAReusedConnectionIsRetriedToo() throws {
@@ -72,7 +73,7 @@ import Testing
     @Test func aCloseWithoutAnswerOnAFreshConnectionIsUnreachable() throws {
         var machine = Self.sent()
         let (result, _) = try #require(machine.peerClosed().completion)
-        #expect(throws: AppleError(.unreachable, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try result.get() }
     }
 
     @Test func aTruncatedAnswerIsMalformed() throws {
@@ -80,35 +81,35 @@ import Testing
         #expect(machine.received(Array(Self.okAnswer.dropLast(1))).isWait)
         let (result, keep) = try #require(machine.peerClosed().completion)
         #expect(!keep)
-        #expect(throws: AppleError(.malformedAnswer, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.malformedAnswer, peer: .apple, "")) { try result.get() }
     }
 
     @Test func garbageIsMalformed() throws {
         var machine = Self.sent()
         let (result, _) = try #require(machine.received(Array("SMTP ready\r\n\r\n".utf8)).completion)
-        #expect(throws: AppleError(.malformedAnswer, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.malformedAnswer, peer: .apple, "")) { try result.get() }
         #expect(machine.state == .closed)
     }
 
     @Test func anOversizedBodyIsMalformed() throws {
-        var machine = AppleConnectionStateMachine(maximumBodyBytes: 4)
+        var machine = OutboundHTTPConnectionStateMachine(peer: .apple, maximumBodyBytes: 4)
         _ = machine.start(Self.request)
         _ = machine.resolved()
         _ = machine.connected(errno: 0)
         _ = machine.wrote(Self.request.count)
         let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789".utf8)
         let (result, _) = try #require(machine.received(answer).completion)
-        #expect(throws: AppleError(.malformedAnswer, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.malformedAnswer, peer: .apple, "")) { try result.get() }
     }
 
     @Test(arguments: [
-        ("resolve", AppleError.Code.unreachable), ("connect", .unreachable), ("tls", .tlsFailed),
+        ("resolve", OutboundHTTPError.Code.unreachable), ("connect", .unreachable), ("tls", .tlsFailed),
         ("timeout", .timedOut),
     ])
-    func failuresAreTyped(step: String, code: AppleError.Code) throws {
-        var machine = AppleConnectionStateMachine()
+    func failuresAreTyped(step: String, code: OutboundHTTPError.Code) throws {
+        var machine = OutboundHTTPConnectionStateMachine(peer: .apple)
         _ = machine.start(Self.request)
-        let action: AppleConnectionStateMachine.Action
+        let action: OutboundHTTPConnectionStateMachine.Action
         switch step {
         case "resolve":
             action = machine.failed("getaddrinfo failed")
@@ -129,7 +130,10 @@ import Testing
         #expect(!keep)
         let error = try #require(result.failure)
         #expect(error.code == code)
-        #expect(error.isTransient)
+        #expect(error.stableCode == "apple_\(code.rawValue)")
+        // Apple's codes and their retry class stay what docs/protocol.md says.
+        #expect(AppleError(error).code.description == error.stableCode)
+        #expect(AppleError(error).isTransient)
         #expect(machine.state == .closed)
     }
 
@@ -145,7 +149,7 @@ import Testing
     }
 
     @Test func lateEventsAreIgnored() {
-        var machine = AppleConnectionStateMachine()
+        var machine = OutboundHTTPConnectionStateMachine(peer: .apple)
         #expect(machine.resolved().isNone)
         #expect(machine.connected(errno: 0).isNone)
         #expect(machine.wrote(3).isNone)
@@ -153,7 +157,7 @@ import Testing
     }
 }
 
-extension AppleConnectionStateMachine.Action {
+extension OutboundHTTPConnectionStateMachine.Action {
     var isResolve: Bool { if case .resolve = self { true } else { false } }
     var isConnect: Bool { if case .connect = self { true } else { false } }
     var isWait: Bool { if case .wait = self { true } else { false } }
@@ -161,7 +165,7 @@ extension AppleConnectionStateMachine.Action {
     var isClose: Bool { if case .close = self { true } else { false } }
     var isNone: Bool { if case .none = self { true } else { false } }
     var writeOffset: Int? { if case .write(let offset) = self { offset } else { nil } }
-    var completion: (Result<AppleHTTPResponse, AppleError>, Bool)? {
+    var completion: (Result<OutboundHTTPResponse, OutboundHTTPError>, Bool)? {
         if case .complete(let result, let keep) = self { (result, keep) } else { nil }
     }
 }

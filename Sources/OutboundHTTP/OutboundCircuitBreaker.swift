@@ -1,22 +1,23 @@
-/// The circuit breaker in front of Apple's servers: a value, no clock of its own (the caller
+/// The circuit breaker of an outbound client, in front of its peer's servers (Apple's,
+/// Google's): a value, no clock of its own (the caller
 /// passes `now`), so every transition is tested without sockets.
 ///
 /// - closed: calls go through; `failureThreshold` consecutive failures (no answer, timeout,
-///   TLS failure, 5xx) open it. An answer that is Apple's verdict on the request (200, 304,
-///   400, 401, 404, 429) counts as a success: Apple is up.
-/// - open: calls fail at once (`apple_unreachable`, "breaker open") until `openDuration`
+///   TLS failure, 5xx) open it. An answer that is the peer's verdict on the request (200,
+///   304, 400, 401, 404, 429) counts as a success: the peer is up.
+/// - open: calls fail at once (`<peer>_unreachable`, `isBreakerOpen`) until `openDuration`
 ///   has passed; then one call is let through as a probe (half-open).
 /// - half-open: the probe's success closes the breaker; its failure opens it again for
 ///   another `openDuration`. Other calls fail at once while the probe is out.
 ///
-/// Why: when Apple is down every refresh would otherwise wait out its timeout, holding the
-/// refresher's lease and Apple-bound connections; failing fast costs nothing.
-package struct AppleCircuitBreaker: Sendable, Hashable {
+/// Why: when the peer is down every call would otherwise wait out its timeout, holding the
+/// refresher's lease and the peer's connections; failing fast costs nothing.
+package struct OutboundCircuitBreaker: Sendable, Hashable {
     package enum State: String, Sendable, Hashable {
         case closed, open
         case halfOpen = "half_open"
 
-        /// The `attest_gateway_apple_breaker_state` gauge's value: 0 closed, 1 open, 2 half-open.
+        /// The `attest_gateway_<peer>_breaker_state` gauge's value: 0 closed, 1 open, 2 half-open.
         package var gaugeValue: Int64 {
             switch self {
             case .closed: 0
@@ -66,7 +67,7 @@ package struct AppleCircuitBreaker: Sendable, Hashable {
         }
     }
 
-    /// The outcome of an admitted call: `success` means Apple answered (any documented status
+    /// The outcome of an admitted call: `success` means the peer answered (any documented status
     /// but 5xx). Returns the new state when it changed (for the log and the gauge).
     @discardableResult
     package mutating func record(success: Bool, now: UInt64) -> State? {
@@ -94,8 +95,8 @@ package struct AppleCircuitBreaker: Sendable, Hashable {
         self.reopensAt = now &+ self.openNanoseconds
     }
 
-    /// Whether Apple's answer (or the absence of one) counts against Apple's health.
-    package static func isFailure(_ result: Result<AppleHTTPResponse, AppleError>) -> Bool {
+    /// Whether the answer (or the absence of one) counts against the peer's health.
+    package static func isFailure(_ result: Result<OutboundHTTPResponse, OutboundHTTPError>) -> Bool {
         switch result {
         case .success(let response): return response.status >= 500
         case .failure(let error):

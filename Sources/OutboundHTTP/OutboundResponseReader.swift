@@ -1,19 +1,22 @@
 import HTTP1
 
-/// Reads one HTTP/1.1 response to a request sent to Apple from the bytes the transport
+/// Reads one HTTP/1.1 response to a request of the outbound client from the bytes the transport
 /// delivers, in any split, through the project's `HTTPResponseParser`.
 ///
 /// Bounded: the head by the parser's limits, the body by `maximumBodyBytes` (Apple's answers
-/// are at most a receipt). A framing error, an oversized body or a truncated response is
-/// `apple_malformed_answer`; the connection must then be closed, not reused.
+/// are at most a receipt; Google's status list is larger). A framing error, an oversized body
+/// or a truncated response is `malformed_answer` (`apple_malformed_answer`,
+/// `google_malformed_answer`); the connection must then be closed, not reused.
 ///
 /// Usage (one per connection; one request in flight): `expectResponse()` before sending,
 /// `feed` each read until it returns a response, `peerClosed()` when the read gives EOF.
-package struct AppleResponseReader: Sendable {
+package struct OutboundResponseReader: Sendable {
     /// Largest body kept (a base64 receipt is well under it).
     package static let defaultMaximumBodyBytes = 128 * 1024
 
     package var maximumBodyBytes: Int
+    /// Whom the answers come from (the errors' codes name it).
+    package let peer: OutboundPeer
     private var parser = HTTPResponseParser()
     private var buffered: [UInt8] = []
     private var head: HTTPResponseHead?
@@ -22,7 +25,8 @@ package struct AppleResponseReader: Sendable {
     /// Bytes of the awaited answer seen yet: a close before the first one is "no answer".
     private var hasAnswerBytes = false
 
-    package init(maximumBodyBytes: Int = Self.defaultMaximumBodyBytes) {
+    package init(peer: OutboundPeer, maximumBodyBytes: Int = Self.defaultMaximumBodyBytes) {
+        self.peer = peer
         self.maximumBodyBytes = maximumBodyBytes
     }
 
@@ -34,9 +38,9 @@ package struct AppleResponseReader: Sendable {
     }
 
     /// Consumes `bytes`; returns the response once it is complete, nil while more is needed.
-    /// Bytes after a complete response stay buffered for the next one (Apple never sends any
+    /// Bytes after a complete response stay buffered for the next one (a server never sends any
     /// unasked, so a caller may treat leftovers as a reason to close).
-    package mutating func feed(_ bytes: [UInt8]) throws(AppleError) -> AppleHTTPResponse? {
+    package mutating func feed(_ bytes: [UInt8]) throws(OutboundHTTPError) -> OutboundHTTPResponse? {
         self.buffered.append(contentsOf: bytes)
         if !bytes.isEmpty { self.hasAnswerBytes = true }
         while true {
@@ -45,8 +49,8 @@ package struct AppleResponseReader: Sendable {
             if case .body(let range) = event { bodyRange = range }
             if let bodyRange {
                 guard self.body.count + bodyRange.count <= self.maximumBodyBytes else {
-                    throw AppleError(
-                        .malformedAnswer, status: self.head?.status,
+                    throw OutboundHTTPError(
+                        .malformedAnswer, peer: self.peer, status: self.head?.status,
                         "answer body exceeds \(self.maximumBodyBytes) bytes")
                 }
                 self.body.append(contentsOf: self.buffered[bodyRange])
@@ -62,14 +66,14 @@ package struct AppleResponseReader: Sendable {
 
     /// The peer closed the connection: completes a body framed by the close; nil when it closed
     /// before the first byte of an answer (or none was awaited): no answer, which the client
-    /// reports as `apple_unreachable`; a truncation error when it closed mid-answer.
-    package mutating func peerClosed() throws(AppleError) -> AppleHTTPResponse? {
+    /// reports as `<peer>_unreachable`; a truncation error when it closed mid-answer.
+    package mutating func peerClosed() throws(OutboundHTTPError) -> OutboundHTTPResponse? {
         if !self.hasAnswerBytes && self.head == nil { return nil }
         guard let event = self.parser.peerClosed() else { return nil }
         return try self.handle(event)
     }
 
-    private mutating func handle(_ event: HTTPResponseEvent) throws(AppleError) -> AppleHTTPResponse? {
+    private mutating func handle(_ event: HTTPResponseEvent) throws(OutboundHTTPError) -> OutboundHTTPResponse? {
         switch event {
         case .head(let head, let info):
             self.head = head
@@ -83,15 +87,16 @@ package struct AppleResponseReader: Sendable {
             return nil
         case .end:
             guard let head = self.head else {
-                throw AppleError(.malformedAnswer, "answer ended before its head")
+                throw OutboundHTTPError(.malformedAnswer, peer: self.peer, "answer ended before its head")
             }
             self.head = nil
-            let response = AppleHTTPResponse(
+            let response = OutboundHTTPResponse(
                 status: head.status, headers: head.headers, body: self.body, isKeepAlive: self.isKeepAlive)
             self.body = []
             return response
         case .error(let error):
-            throw AppleError(.malformedAnswer, status: self.head?.status, "answer is not valid HTTP/1.1: \(error)")
+            throw OutboundHTTPError(
+                .malformedAnswer, peer: self.peer, status: self.head?.status, "answer is not valid HTTP/1.1: \(error)")
         }
     }
 }

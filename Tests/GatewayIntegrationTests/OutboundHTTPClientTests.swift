@@ -6,23 +6,25 @@ import Verification
 
 @testable import AppleClient
 @testable import GatewayIO
+@testable import OutboundHTTP
 
-/// `AppleHTTPClient` on a real event loop against `scripts/fake-apple.py` over real TLS (a
+/// `OutboundHTTPClient` on a real event loop against `scripts/fake-apple.py` over real TLS (a
 /// throwaway CA in `ca_file`): every documented answer, keep-alive reuse, and each way a call
 /// can fail without an answer (timeout, TLS, refused, closed).
-@Suite(.serialized) struct AppleHTTPClientTests {
+@Suite(.serialized) struct OutboundHTTPClientTests {
     /// A client on its own loop, trusting the fake's CA (or `caFile`), signing with the fake's key.
     final class Harness: @unchecked Sendable {
         let loop: EventLoop
-        let client: AppleHTTPClient
+        let client: OutboundHTTPClient
         let registry = MetricsRegistry()
 
         init(_ fake: FakeAppleServer, caFile: String?? = .none, signer: AppleJWT? = nil) throws {
             self.loop = try EventLoop(index: 0)
             let jwt = AppleJWTCache(signer: try signer ?? fake.signer())
             let ca: String? = caFile ?? fake.caFile
-            self.client = try AppleHTTPClient(
-                loops: [self.loop], jwt: jwt, caFile: ca, metrics: AppleClientMetrics(registry: self.registry))
+            self.client = try OutboundHTTPClient(
+                loops: [self.loop], tokens: jwt, caFile: ca,
+                metrics: OutboundClientMetrics(registry: self.registry, peer: .apple))
         }
 
         func stop() {
@@ -40,11 +42,11 @@ import Verification
     }
 
     /// The fake's address as an IP literal (its certificate names 127.0.0.1 too).
-    static func override(_ fake: FakeAppleServer) -> AppleServerOverride {
-        AppleServerOverride(host: "127.0.0.1", port: fake.port)
+    static func override(_ fake: FakeAppleServer) -> OutboundOrigin {
+        OutboundOrigin(host: "127.0.0.1", port: fake.port)
     }
 
-    static func query(_ fake: FakeAppleServer, device: String = "phone") throws -> AppleHTTPRequest {
+    static func query(_ fake: FakeAppleServer, device: String = "phone") throws -> OutboundHTTPRequest {
         try DeviceCheckRequest.query(
             deviceToken: FakeAppleServerTests.token(device), timestamp: Date(), environment: .production,
             override: Self.override(fake))
@@ -110,7 +112,7 @@ import Verification
         let harness = try Harness(fake, signer: try fake.signer(teamID: "ZZZZZ99999"))
         defer { harness.stop() }
         let sent = Date()
-        let first = try #require(harness.client.jwt).token(now: sent)
+        let first = try #require(harness.client.tokens as? AppleJWTCache).token(now: sent)
         let response = try await harness.client.send(Self.query(fake), timeout: .seconds(5)).get()
         #expect(response.status == 401)
         #expect(throws: AppleError(.unauthorized, "")) {
@@ -118,7 +120,7 @@ import Verification
         }
         // `invalidate` after the 401: the next token is signed anew (a cached one would be
         // returned unchanged two seconds later).
-        #expect(try #require(harness.client.jwt).token(now: sent.addingTimeInterval(2)) != first)
+        #expect(try #require(harness.client.tokens as? AppleJWTCache).token(now: sent.addingTimeInterval(2)) != first)
     }
 
     @Test func everyFraudRiskAnswer() async throws {
@@ -182,7 +184,7 @@ import Verification
         let started = ContinuousClock.now
         let result = await harness.client.send(try Self.query(fake), timeout: .milliseconds(700))
         let elapsed = ContinuousClock.now - started
-        #expect(throws: AppleError(.timedOut, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.timedOut, peer: .apple, "")) { try result.get() }
         #expect(elapsed < .seconds(2))
         #expect(harness.metric(#"outcome="apple_timeout"} 1"#))
         try fake.control("/_fake/mode", "{}")
@@ -210,7 +212,7 @@ import Verification
         defer { harness.stop() }
         try fake.control("/_fake/mode", #"{"down":true}"#)
         let result = await harness.client.send(try Self.query(fake), timeout: .seconds(5))
-        #expect(throws: AppleError(.unreachable, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try result.get() }
     }
 
     @Test func anUntrustedCertificateIsATLSFailure() async throws {
@@ -220,7 +222,7 @@ import Verification
         let harness = try Harness(fake, caFile: .some(nil))
         defer { harness.stop() }
         let result = await harness.client.send(try Self.query(fake), timeout: .seconds(5))
-        #expect(throws: AppleError(.tlsFailed, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.tlsFailed, peer: .apple, "")) { try result.get() }
         #expect(harness.metric(#"outcome="apple_tls_failed"} 1"#))
     }
 
@@ -232,9 +234,9 @@ import Verification
         fake.stop()
         let request = try DeviceCheckRequest.query(
             deviceToken: FakeAppleServerTests.token("phone"), timestamp: Date(), environment: .production,
-            override: AppleServerOverride(host: "127.0.0.1", port: port))
+            override: OutboundOrigin(host: "127.0.0.1", port: port))
         let result = await harness.client.send(request, timeout: .seconds(5))
-        #expect(throws: AppleError(.unreachable, "")) { try result.get() }
+        #expect(throws: OutboundHTTPError(.unreachable, peer: .apple, "")) { try result.get() }
     }
 
     @Test func anUnknownHostIsUnreachable() async throws {
@@ -244,7 +246,7 @@ import Verification
         defer { harness.stop() }
         let request = try DeviceCheckRequest.query(
             deviceToken: FakeAppleServerTests.token("phone"), timestamp: Date(), environment: .production,
-            override: AppleServerOverride(host: "no-such-host.invalid", port: 443))
+            override: OutboundOrigin(host: "no-such-host.invalid", port: 443))
         let result = await harness.client.send(request, timeout: .seconds(5))
         let error = try #require(result.failure)
         #expect(error.code == .unreachable || error.code == .timedOut)

@@ -1,11 +1,12 @@
-/// When a DeviceCheck call is sent to Apple once more: after a 429, a 5xx or no answer at all,
-/// with exponential backoff and jitter, never sooner than Apple's `Retry-After`, and only while
+/// When a call of the outbound client is sent once more (Apple's DeviceCheck calls): after a
+/// 429, a 5xx or no answer at all, with exponential backoff and jitter, never sooner than the
+/// answer's `Retry-After`, and only while
 /// the call's own deadline leaves room for another attempt.
 ///
 /// Fraud-risk refreshes do not use it: their answers are kept per key in `FraudRiskRefresh`,
 /// which backs off over hours and days instead of seconds. A value, tested without sockets
-/// (`AppleRetryPolicyTests`).
-package struct AppleRetryPolicy: Sendable, Equatable {
+/// (`OutboundRetryPolicyTests`).
+package struct OutboundRetryPolicy: Sendable, Equatable {
     /// Attempts in all, the first included.
     package var maximumAttempts: Int
     /// The backoff before the second attempt; it doubles for each further one.
@@ -38,7 +39,8 @@ package struct AppleRetryPolicy: Sendable, Equatable {
     ///   - jitter: a number in 0...1 (random in production), spreading the backoff over its
     ///     upper half so that gateways retrying together do not arrive together.
     package func decide(
-        after outcome: Result<AppleHTTPResponse, AppleError>, attempt: Int, remaining: Duration, breakerOpen: Bool,
+        after outcome: Result<OutboundHTTPResponse, OutboundHTTPError>, attempt: Int, remaining: Duration,
+        breakerOpen: Bool,
         jitter: Double
     ) -> Decision {
         guard attempt < self.maximumAttempts, !breakerOpen, let floor = Self.retryFloor(outcome) else { return .done }
@@ -50,9 +52,9 @@ package struct AppleRetryPolicy: Sendable, Equatable {
         return .retry(after: delay)
     }
 
-    /// nil when the outcome is final; else the least wait before another attempt (Apple's
+    /// nil when the outcome is final; else the least wait before another attempt (the answer's
     /// `Retry-After`, or zero).
-    private static func retryFloor(_ outcome: Result<AppleHTTPResponse, AppleError>) -> Duration? {
+    private static func retryFloor(_ outcome: Result<OutboundHTTPResponse, OutboundHTTPError>) -> Duration? {
         switch outcome {
         case .success(let response):
             guard response.status == 429 || (500...599).contains(response.status) else { return nil }
@@ -60,7 +62,7 @@ package struct AppleRetryPolicy: Sendable, Equatable {
         case .failure(let error):
             // No answer came: the connection failed or was dropped. A timeout spent the
             // deadline, a TLS or framing failure will not heal in a second, and the gateway's
-            // own rate limit (`apple_throttled` without a status) is a decision, not a failure.
+            // own rate limit (`<peer>_throttled` without a status) is a decision, not a failure.
             return error.code == .unreachable ? .zero : nil
         }
     }

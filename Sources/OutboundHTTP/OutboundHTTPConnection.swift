@@ -3,7 +3,7 @@ import GatewayIO
 import Glibc
 
 /// The one connection of one event loop to one host (`host:port`: Apple's, Google's), and the queue
-/// of requests waiting for it. Runs `AppleConnectionStateMachine`'s actions: DNS on a
+/// of requests waiting for it. Runs `OutboundHTTPConnectionStateMachine`'s actions: DNS on a
 /// resolver queue (getaddrinfo blocks; never on the loop), then an `OutboundConnection` for
 /// the connect, the TLS handshake, and the request and answer bytes on the loop's edges.
 /// When the socket closes, the next queued request opens a new one; nothing here blocks the
@@ -15,31 +15,32 @@ import Glibc
 /// idle keep-alive connection is closed after `idleTimeout`.
 ///
 /// Confinement: every member is used only on `loop` (hence `@unchecked Sendable`);
-/// `AppleHTTPClient` hops there with `loop.execute`.
-final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable {
+/// `OutboundHTTPClient` hops there with `loop.execute`.
+final class OutboundHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable {
     struct Pending {
-        var request: AppleHTTPRequest
+        var request: OutboundHTTPRequest
         var timeout: Duration
-        /// Monotonic ns after which the request fails with `apple_timeout`.
+        /// Monotonic ns after which the request fails with `<peer>_timeout`.
         var deadline: UInt64
         var started: UInt64
-        var completion: (Result<AppleHTTPResponse, AppleError>) -> Void
+        var completion: (Result<OutboundHTTPResponse, OutboundHTTPError>) -> Void
     }
 
     /// Resolves host names (getaddrinfo blocks), one lookup at a time for the process.
-    static let resolver = HostResolver(label: "attest-gateway.apple.resolver")
+    static let resolver = HostResolver(label: "attest-gateway.outbound.resolver")
 
     let loop: EventLoop
     let host: String
     let port: UInt16
     private let tls: TLSClientContext
-    /// nil: a client without Apple credentials (requests with `.appleJWT` fail).
-    private let jwt: AppleJWTCache?
-    private let metrics: AppleClientMetrics
+    /// nil: a client without a token source (requests with `.clientToken` fail).
+    private let tokens: (any OutboundTokenSource)?
+    private let metrics: OutboundClientMetrics
+    private var peer: OutboundPeer { self.metrics.peer }
     private let idleTimeout: Duration
     private let maximumQueued: Int
     private let maximumBodyBytes: Int
-    private var machine: AppleConnectionStateMachine
+    private var machine: OutboundHTTPConnectionStateMachine
     private var outbound: OutboundConnection?
     private var address: SocketAddress?
     private var current: Pending?
@@ -50,20 +51,20 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
     private var isShutDown = false
 
     init(
-        loop: EventLoop, host: String, port: UInt16, tls: TLSClientContext, jwt: AppleJWTCache?,
-        metrics: AppleClientMetrics, idleTimeout: Duration, maximumQueued: Int,
-        maximumBodyBytes: Int = AppleResponseReader.defaultMaximumBodyBytes
+        loop: EventLoop, host: String, port: UInt16, tls: TLSClientContext, tokens: (any OutboundTokenSource)?,
+        metrics: OutboundClientMetrics, idleTimeout: Duration, maximumQueued: Int,
+        maximumBodyBytes: Int = OutboundResponseReader.defaultMaximumBodyBytes
     ) {
         self.loop = loop
         self.host = host
         self.port = port
         self.tls = tls
-        self.jwt = jwt
+        self.tokens = tokens
         self.metrics = metrics
         self.idleTimeout = idleTimeout
         self.maximumQueued = maximumQueued
         self.maximumBodyBytes = maximumBodyBytes
-        self.machine = AppleConnectionStateMachine(maximumBodyBytes: maximumBodyBytes)
+        self.machine = OutboundHTTPConnectionStateMachine(peer: metrics.peer, maximumBodyBytes: maximumBodyBytes)
     }
 
     /// Whether a socket is open (for tests: keep-alive reuse).
@@ -73,17 +74,20 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
 
     /// Queues `request`; `completion` runs on the loop exactly once.
     func enqueue(
-        _ request: AppleHTTPRequest, timeout: Duration,
-        completion: @escaping (Result<AppleHTTPResponse, AppleError>) -> Void
+        _ request: OutboundHTTPRequest, timeout: Duration,
+        completion: @escaping (Result<OutboundHTTPResponse, OutboundHTTPError>) -> Void
     ) {
         self.loop.assertInLoop()
         let now = SystemCalls.monotonicNanoseconds()
         guard !self.isShutDown else {
-            completion(.failure(AppleError(.unreachable, "the gateway is shutting down")))
+            completion(.failure(OutboundHTTPError(.unreachable, peer: self.peer, "the gateway is shutting down")))
             return
         }
         guard self.queue.count < self.maximumQueued else {
-            completion(.failure(AppleError(.throttled, "more than \(self.maximumQueued) calls to \(self.host) queued")))
+            completion(
+                .failure(
+                    OutboundHTTPError(
+                        .throttled, peer: self.peer, "more than \(self.maximumQueued) calls to \(self.host) queued")))
             return
         }
         self.queue.append(
@@ -103,7 +107,8 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         let waiting = self.queue
         self.queue = []
         for pending in waiting {
-            pending.completion(.failure(AppleError(.unreachable, "the gateway is shutting down")))
+            pending.completion(
+                .failure(OutboundHTTPError(.unreachable, peer: self.peer, "the gateway is shutting down")))
         }
     }
 
@@ -114,12 +119,15 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
             let pending = self.queue.removeFirst()
             let now = SystemCalls.monotonicNanoseconds()
             if now >= pending.deadline {
-                self.finish(pending, .failure(AppleError(.timedOut, "no answer within \(pending.timeout) (queued)")))
+                self.finish(
+                    pending,
+                    .failure(
+                        OutboundHTTPError(.timedOut, peer: self.peer, "no answer within \(pending.timeout) (queued)")))
                 continue
             }
             let bytes: [UInt8]
-            do throws(AppleError) {
-                bytes = pending.request.serialized(jwt: try self.currentJWT(for: pending.request))
+            do throws(OutboundHTTPError) {
+                bytes = pending.request.serialized(token: try self.clientToken(for: pending.request))
             } catch {
                 self.finish(pending, .failure(error))
                 continue
@@ -131,16 +139,17 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         }
     }
 
-    /// The JWT for a request that needs one (`.appleJWT`), else nil.
-    private func currentJWT(for request: AppleHTTPRequest) throws(AppleError) -> String? {
-        guard request.needsAppleJWT else { return nil }
-        guard let jwt = self.jwt else {
-            throw AppleError(.invalidRequest, "this client has no Apple credentials for \(request.endpoint)")
+    /// The client's token for a request that needs one (`.clientToken`), else nil.
+    private func clientToken(for request: OutboundHTTPRequest) throws(OutboundHTTPError) -> String? {
+        guard request.needsClientToken else { return nil }
+        guard let tokens = self.tokens else {
+            throw OutboundHTTPError(
+                .invalidRequest, peer: self.peer, "this client has no token source for \(request.endpoint)")
         }
-        return try jwt.token()
+        return try tokens.currentToken()
     }
 
-    private func run(_ action: AppleConnectionStateMachine.Action) {
+    private func run(_ action: OutboundHTTPConnectionStateMachine.Action) {
         switch action {
         case .none, .wait:
             break
@@ -155,20 +164,23 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
             self.resolve()
         case .close:
             self.closeSocket()
-            self.machine = AppleConnectionStateMachine(maximumBodyBytes: self.maximumBodyBytes)
+            self.machine = OutboundHTTPConnectionStateMachine(peer: self.peer, maximumBodyBytes: self.maximumBodyBytes)
             self.startNext()
         case .complete(let result, let keepConnection):
-            // Apple answered before the whole request was out: the rest must not precede the next one.
+            // The server answered before the whole request was out: the rest must not precede the next one.
             if !keepConnection || self.outbound?.unsentCount ?? 0 > 0 {
                 self.closeSocket()
-                self.machine = AppleConnectionStateMachine(maximumBodyBytes: self.maximumBodyBytes)
+                self.machine = OutboundHTTPConnectionStateMachine(
+                    peer: self.peer, maximumBodyBytes: self.maximumBodyBytes)
             } else {
                 self.armIdleTimer()
             }
-            // Apple refused the JWT: the next call signs a new one (after a key or clock fix).
-            if case .success(let response) = result, response.status == 401, self.current?.request.needsAppleJWT == true
+            // The peer refused the client's token: the next call signs a new one (after a key or
+            // clock fix).
+            if case .success(let response) = result, response.status == 401,
+                self.current?.request.needsClientToken == true
             {
-                self.jwt?.invalidate()
+                self.tokens?.invalidate()
             }
             if let pending = self.current {
                 self.current = nil
@@ -178,10 +190,9 @@ final class AppleHTTPConnection: OutboundConnectionDelegate, @unchecked Sendable
         }
     }
 
-    private func finish(_ pending: Pending, _ result: Result<AppleHTTPResponse, AppleError>) {
+    private func finish(_ pending: Pending, _ result: Result<OutboundHTTPResponse, OutboundHTTPError>) {
         let elapsed = SystemCalls.monotonicNanoseconds() &- pending.started
-        self.metrics.record(
-            service: AppleClientMetrics.service(of: pending.request), result: result, nanoseconds: elapsed)
+        self.metrics.record(service: pending.request.service, result: result, nanoseconds: elapsed)
         pending.completion(result)
     }
 

@@ -1,12 +1,13 @@
 package import HTTP1
 
-/// One complete answer from Apple: what `DeviceCheckAnswer` / `FraudRiskAnswer` decode, plus
-/// what the HTTPS client needs to manage the connection and its backoff.
-package struct AppleHTTPResponse: Sendable {
+/// One complete answer to a call of the outbound client: what the services' decoders read
+/// (`DeviceCheckAnswer`, `FraudRiskAnswer`, the status list, Google's JSON), plus what the
+/// client needs to manage the connection and its backoff.
+package struct OutboundHTTPResponse: Sendable {
     package var status: Int
     package var headers: HTTPHeaders
     package var body: [UInt8]
-    /// False when Apple (or a proxy) asked to close, or the body ran until close.
+    /// False when the server (or a proxy) asked to close, or the body ran until close.
     package var isKeepAlive: Bool
 
     package init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8], isKeepAlive: Bool) {
