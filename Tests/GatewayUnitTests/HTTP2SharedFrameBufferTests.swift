@@ -58,7 +58,14 @@ import Testing
         func http2DataEnded(_ streamID: Int32) {}
         func http2StreamClosed(_ streamID: Int32, errorCode: UInt32) { self.closed.append(streamID) }
         func http2FrameReceived(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, length: Int) -> Bool { true }
-        func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, errorCode: UInt32) {}
+        /// Run (once) from the next frame-sent callback.
+        var whenFrameSent: (() -> Void)?
+
+        func http2FrameSent(_ kind: HTTP2FrameKind, streamID: Int32, flags: UInt8, errorCode: UInt32) {
+            let action = self.whenFrameSent
+            self.whenFrameSent = nil
+            action?()
+        }
         func http2ResponseBody(
             _ streamID: Int32, into buffer: UnsafeMutableRawBufferPointer
         ) -> (count: Int, last: Bool, trailers: [(String, String)])? {
@@ -213,5 +220,17 @@ import Testing
         peer = nil
         // The session's pages went back to the pool (and to the kernel) with it.
         #expect(HTTP2Library.threadMemoryStats.poolPagesGivenBack == before.poolPagesGivenBack + 2)
+    }
+
+    @Test func aSendNestedInAnotherSessionsCallbackFailsInsteadOfCorruptingAFrame() throws {
+        let outer = Peer(shared: true)
+        let inner = Peer(shared: true)
+        // Both have their SETTINGS to send; the outer one's frame-sent callback makes the inner
+        // one send into the buffer they share before the outer chunk was copied.
+        outer.responder.whenFrameSent = { _ = try? inner.sendOneChunk() }
+        #expect(throws: HTTP2Session.Failure.self) { try outer.sendOneChunk() }
+        #expect(inner.output.count == 9 + 3 * 6)
+        // Without the nesting, a send goes through.
+        #expect(try Peer(shared: true).sendOneChunk())
     }
 }
