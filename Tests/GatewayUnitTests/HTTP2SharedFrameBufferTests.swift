@@ -2,7 +2,7 @@ import Testing
 
 @testable import HTTPProxy
 
-/// The server sessions' allocator (`HTTP2Library.serverSessionMemory`, CGatewayShims'
+/// The server sessions' allocator (`HTTP2Library.newServerSession`, CGatewayShims'
 /// h2_session_memory.c): the sessions one thread creates share one outbound frame buffer. A
 /// differential test: two sessions on the shared buffer, driven with the same input as two
 /// sessions on libnghttp2's default allocator and their frames drained one chunk at a time in

@@ -76,8 +76,9 @@ enum HTTP2Library {
     }
 
     /// Hands what the session has to send to `sink`, chunk by chunk (each valid only during the
-    /// call: a server session's chunk is in the frame buffer its thread's sessions share), at most `limit` bytes and then the chunk that crosses it: how many bytes went, or
-    /// the reason the session cannot go on.
+    /// call: a server session's chunk is in the frame buffer its thread's sessions share), at
+    /// most `limit` bytes and then the chunk that crosses it: how many bytes went, or the reason
+    /// the session cannot go on.
     static func send(
         _ session: OpaquePointer, limit: Int, to sink: (UnsafeRawBufferPointer) -> Void
     ) -> Result<Int, SendFailure> {
@@ -88,7 +89,7 @@ enum HTTP2Library {
             let count = nghttp2_session_mem_send(session, &data)
             if count < 0 { return .failure(SendFailure(reason: Self.reason(Int32(count)))) }
             // Another server session sent from inside this one's callbacks: the chunk, in the
-            // frame buffer they share, may hold its frame now (`serverSessionMemory`).
+            // frame buffer they share, may hold its frame now (`newServerSession`).
             guard CGatewayShims_h2_send_generation() == generation else {
                 return .failure(SendFailure(reason: "nested send on a shared frame buffer"))
             }

@@ -101,8 +101,8 @@ final class HTTP2Session {
     unowned(unsafe) let delegate: any HTTP2SessionDelegate
 
     /// `sharedFrameBuffer`: libnghttp2's memory is `HTTP2Library.newServerSession`'s (the
-    /// outbound frame buffer shared by this thread's sessions, the stream map on a page of its
-    /// own); false: libnghttp2's default allocator (the tests' reference).
+    /// outbound frame buffer shared by this thread's sessions, the stream map and HPACK rings on
+    /// pool pages); false: libnghttp2's default allocator (the tests' reference).
     init(delegate: any HTTP2SessionDelegate, settings: Settings, sharedFrameBuffer: Bool = true) {
         self.delegate = delegate
         let session = HTTP2Library.newSession(
@@ -129,7 +129,7 @@ final class HTTP2Session {
             create: {
                 sharedFrameBuffer
                     ? HTTP2Library.newServerSession($0, $1, $2, $3) : nghttp2_session_server_new2($0, $1, $2, $3)
-            }, createName: "nghttp2_session_server_new3")
+            }, createName: sharedFrameBuffer ? "nghttp2_session_server_new3" : "nghttp2_session_server_new2")
         self.session = session
         HTTP2Library.submitSettings(
             session,
