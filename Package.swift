@@ -141,7 +141,9 @@ let package = Package(
         .target(
             // HTTP/1.1 proxy connections, listeners, upstream pools, header rewriting, access log.
             name: "HTTPProxy",
-            dependencies: ["GateContract", "GatewayIO", "HTTP1", "PolicyModel", "Verification", "CNGHTTP2"],
+            dependencies: [
+                "GateContract", "GatewayIO", "HTTP1", "PolicyModel", "Verification", "CNGHTTP2", "CGatewayShims",
+            ],
             swiftSettings: swiftSettings
         ),
         .target(

@@ -23,7 +23,9 @@
 # Env: ROUNDS=3 DURATION=5 WARMUP=1 CONNS=32 STREAMS=10 IDLE_CONNS=10000 IDLE_REQUEST=0
 #      SKIP_H2_LOAD=1 / SKIP_IDLE=1 leave a row out, SYSCALLS=1 (perf stat around each timed
 #      h2load run: syscalls and context switches per request of each server, load-independent), ACCESS_LOG=0, SHARED_DIR, BIN (default
-#      .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir.
+#      .build/release/attest-gateway, built if missing), KEEP_WORK=1 keeps the scratch dir,
+#      IDLE_TRIM=1 (idle rows: then malloc_trim(0) in each server through gdb, and its RSS again:
+#      how much of it is glibc's free-but-resident heap).
 # Ports: upstream 127.0.0.1:18390, nginx h2 18391, gateway h2 18392.
 set -euo pipefail
 
@@ -131,6 +133,11 @@ idle_rss() { # label port pid
     done
     sleep 1
     after=$(rss_kb "$pid")
+    local trimmed=""
+    if [ "${IDLE_TRIM:-0}" = 1 ]; then  # what glibc's free-but-resident heap is: malloc_trim(0) in the server, RSS again
+        gdb -p "$pid" -batch -ex 'call (int)malloc_trim(0)' > "$WORK/trim.$label" 2>&1 || true
+        trimmed=$(rss_kb "$pid")
+    fi
     local connected
     connected=$(awk '/^connected/{print $2}' "$WORK/idle.$label.out")
     grep '^failed' "$WORK/idle.$label.out" | sed "s/^/# $label idle clients: /" >&2 || true
@@ -138,7 +145,7 @@ idle_rss() { # label port pid
     wait "$IDLE_PID" 2>/dev/null || true
     IDLE_PID=""
     [ -n "$connected" ] && [ "$connected" -gt 0 ] || { echo "bench-h2: idle clients against $label failed: $(tail -n 3 "$WORK/idle.$label.out")" >&2; return 1; }
-    echo "$label $before $after $connected"
+    echo "$label $before $after $connected $trimmed"
 }
 if [ "${SKIP_IDLE:-0}" != 1 ]; then
     echo "# idle HTTP/2 connections: $IDLE_CONNS asked (ulimit -n $(ulimit -n)), $( [ "${IDLE_REQUEST:-0}" = 1 ] && echo "one GET each first" || echo "preface and SETTINGS only"), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -292,7 +292,7 @@ enforced_route_yaml() {
 }
 
 # idle_rss_summary TITLE GATEWAY_ROW NGINX_ROW: the idle-connections table of the TLS and HTTP/2
-# rows; a row is "label rss_kb_before rss_kb_after connections".
+# rows; a row is "label rss_kb_before rss_kb_after connections [rss_kb_after_malloc_trim]".
 idle_rss_summary() {
     python3 - "$@" <<'PY'
 import sys
@@ -301,9 +301,12 @@ rows = [a.split() for a in sys.argv[2:]]
 grow = {r[0]: (int(r[2]) - int(r[1])) for r in rows}
 after = {r[0]: int(r[2]) for r in rows}
 print("%-30s %10s %10s %10s" % (title, "RSS before", "RSS after", "per conn"))
-for label, before, after_kb, n in rows:
+for label, before, after_kb, n, *trimmed in rows:
     print("%-30s %7.1f MB %7.1f MB %7.1f KB" % (
         "%s (%s conns)" % (label, n), int(before) / 1024, int(after_kb) / 1024, grow[label] * 1.024 / int(n)))
+    if trimmed:  # bench-h2.sh IDLE_TRIM=1
+        print("%-30s %10s %7.1f MB %7.1f KB" % (
+            "  after malloc_trim(0)", "", int(trimmed[0]) / 1024, (int(trimmed[0]) - int(before)) * 1.024 / int(n)))
 print("RSS with the connections open, gateway / nginx worker: %.2fx (goal <= 1.5x); growth only: %.2fx" % (
     after["gateway"] / max(after["nginx"], 1), grow["gateway"] / max(grow["nginx"], 1)))
 PY

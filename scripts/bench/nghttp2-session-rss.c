@@ -6,12 +6,25 @@
    measuring only; the gateway uses libnghttp2's default allocator): every block it allocates
    and frees, at creation and during the handshake, with the bytes it holds after each step.
    gcc -O2 -o /tmp/nghttp2-session-rss scripts/bench/nghttp2-session-rss.c -lnghttp2 && /tmp/nghttp2-session-rss 10000
-   MEM_LOG=1 /tmp/nghttp2-session-rss */
+   MEM_LOG=1 /tmp/nghttp2-session-rss
+   SHARED=1: the sessions through nghttp2_session_server_new3 with the gateway's allocator
+   (Sources/CGatewayShims/h2_session_memory.c: one shared outbound frame buffer, the stream map
+   on a page of its own), compiled in:
+   gcc -O2 -DWITH_GATEWAY_MEMORY -D_GNU_SOURCE -I Sources/CGatewayShims/include -o /tmp/nghttp2-session-rss \
+     scripts/bench/nghttp2-session-rss.c Sources/CGatewayShims/h2_session_memory.c -lnghttp2
+   SHARED=1 /tmp/nghttp2-session-rss 10000
+   CHURN=1 [SHARED=1]: instead, N sessions one after the other, each created, fed a preface,
+   SETTINGS and one GET's HEADERS, drained and deleted: microseconds per session (wall clock,
+   so load-dependent: compare the two in one run). */
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <malloc.h>
+#include <time.h>
+#ifdef WITH_GATEWAY_MEMORY
+#include "CGatewayShims.h"
+#endif
 static long live, blocks; static const char *phase = "new";
 static void *log_malloc(size_t n, void *u) { (void)u; void *p = malloc(n);
   live += malloc_usable_size(p); blocks++; printf("  %-9s malloc  %6zu\n", phase, n); return p; }
@@ -46,8 +59,40 @@ int main(int argc, char **argv) {
     printf("after the preface, SETTINGS both ways and their ACKs: %ld blocks, %ld bytes\n", blocks, live);
     return 0;
   }
+  if (getenv("CHURN")) {
+    static const unsigned char get[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" "\0\0\0\x04\0\0\0\0\0"
+      "\0\0\x0f\x01\x05\0\0\0\x01" "\x82\x87\x84\x41\x0alocalhost:";
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < n; i++) {
+      nghttp2_session *one;
+#ifdef WITH_GATEWAY_MEMORY
+      if (getenv("SHARED")) {
+        CGatewayShims_h2_creating(1);
+        nghttp2_session_server_new3(&one, cb, NULL, opt, CGatewayShims_h2_server_memory());
+        CGatewayShims_h2_creating(0);
+      } else
+#endif
+      nghttp2_session_server_new2(&one, cb, NULL, opt);
+      if (nghttp2_session_mem_recv(one, get, sizeof get - 1) < 0) return 1;
+      const uint8_t *d; while (nghttp2_session_mem_send(one, &d) > 0) {}
+      nghttp2_session_del(one);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%d libnghttp2 %s server sessions%s, one after the other (new, preface, SETTINGS, one GET, del): "
+           "%.2f us each\n", n, NGHTTP2_VERSION, getenv("SHARED") ? " (the gateway's allocator)" : "",
+           ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / n);
+    return 0;
+  }
   long before = rss_kb();
   for (int i = 0; i < n; i++) {
+#ifdef WITH_GATEWAY_MEMORY
+    if (getenv("SHARED")) {
+      CGatewayShims_h2_creating(1);
+      nghttp2_session_server_new3(&s[i], cb, NULL, opt, CGatewayShims_h2_server_memory());
+      CGatewayShims_h2_creating(0);
+    } else
+#endif
     nghttp2_session_server_new2(&s[i], cb, NULL, opt);
     nghttp2_settings_entry e[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 65535}, {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, 20000}};
@@ -56,7 +101,7 @@ int main(int argc, char **argv) {
     const uint8_t *d; while (nghttp2_session_mem_send(s[i], &d) > 0) {}
   }
   long after = rss_kb();
-  printf("%d idle libnghttp2 %s server sessions: RSS %ld -> %ld KB, %.1f KB each\n", n,
-         NGHTTP2_VERSION, before, after, (double)(after - before) / n);
+  printf("%d idle libnghttp2 %s server sessions%s: RSS %ld -> %ld KB, %.1f KB each\n", n,
+         NGHTTP2_VERSION, getenv("SHARED") ? " (the gateway's allocator)" : "", before, after, (double)(after - before) / n);
   return 0;
 }

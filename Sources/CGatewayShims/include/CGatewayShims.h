@@ -113,4 +113,34 @@ typedef long (*CGatewayShims_stream_write)(void *context, const void *buffer, lo
 int CGatewayShims_SSL_set_stream(struct ssl_st *ssl, void *context, CGatewayShims_stream_read read,
                                  CGatewayShims_stream_write write);
 
+// MARK: - libnghttp2's memory for server sessions (h2_session_memory.c)
+//
+// An `nghttp2_mem` for nghttp2_session_server_new3: malloc's, except that the sessions a
+// thread (an event loop) creates share one outbound frame buffer, and each session's stream
+// map and HPACK rings are on pages that stay zero and not resident until written. Why the
+// sharing is safe is written in h2_session_memory.c. The type is nghttp2's (this header does
+// not include nghttp2.h): the pointer is an `nghttp2_mem *`.
+
+/// The allocator (an `nghttp2_mem *`, static: valid for the process's life).
+void *CGatewayShims_h2_server_memory(void);
+/// 1 just before nghttp2_session_server_new3 and 0 just after it, on the creating thread:
+/// only blocks made inside it are shared or pooled.
+void CGatewayShims_h2_creating(int inside);
+/// Around each nghttp2_session_mem_send of a server session: begin returns this thread's new
+/// send generation; if the generation differs after mem_send returned, another server
+/// session's mem_send ran inside it (from a callback) and the returned chunk may have been
+/// overwritten: the send must fail.
+uint64_t CGatewayShims_h2_send_begin(void);
+uint64_t CGatewayShims_h2_send_generation(void);
+/// On this thread, ever: sessions that got the shared frame buffer, pool pages (stream maps,
+/// HPACK rings) taken and given back (for the tests: other threads' sessions do not count).
+void CGatewayShims_h2_thread_memory_stats(long *framebuf_handouts, long *pool_pages_taken,
+                                          long *pool_pages_given_back);
+/// This thread's shared frame buffer, or NULL before its first server session.
+const void *CGatewayShims_h2_thread_framebuf(void);
+/// Whether the last stream map page this thread handed out is a page of its own, written
+/// (/proc/self/pagemap): 1 or 0 (never touched, given back, or only read: the kernel's zero
+/// page, not in RSS); -1 when none was handed out or pagemap cannot be read. For the tests.
+int CGatewayShims_h2_last_map_page_resident(void);
+
 #endif

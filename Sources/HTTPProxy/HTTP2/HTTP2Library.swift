@@ -1,3 +1,4 @@
+private import CGatewayShims
 internal import CNGHTTP2
 
 /// The libnghttp2 plumbing the two sides share: `HTTP2Session` (server) and `HTTP2ClientSession`
@@ -75,16 +76,23 @@ enum HTTP2Library {
     }
 
     /// Hands what the session has to send to `sink`, chunk by chunk (each valid only during the
-    /// call), at most `limit` bytes and then the chunk that crosses it: how many bytes went, or
-    /// the reason the session cannot go on.
+    /// call: a server session's chunk is in the frame buffer its thread's sessions share), at
+    /// most `limit` bytes and then the chunk that crosses it: how many bytes went, or the reason
+    /// the session cannot go on.
     static func send(
         _ session: OpaquePointer, limit: Int, to sink: (UnsafeRawBufferPointer) -> Void
     ) -> Result<Int, SendFailure> {
         var sent = 0
         while sent < limit {
             var data: UnsafePointer<UInt8>?
+            let generation = CGatewayShims_h2_send_begin()
             let count = nghttp2_session_mem_send(session, &data)
             if count < 0 { return .failure(SendFailure(reason: Self.reason(Int32(count)))) }
+            // Another server session sent from inside this one's callbacks: the chunk, in the
+            // frame buffer they share, may hold its frame now (`newServerSession`).
+            guard CGatewayShims_h2_send_generation() == generation else {
+                return .failure(SendFailure(reason: "nested send on a shared frame buffer"))
+            }
             guard count > 0, let data else { break }
             sink(UnsafeRawBufferPointer(start: data, count: count))
             sent += count
@@ -210,6 +218,51 @@ struct NameValueBuilder {
             self.add(
                 name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
                 value: UnsafeRawBufferPointer(value))
+        }
+    }
+}
+
+// MARK: - libnghttp2's memory for server sessions
+
+extension HTTP2Library {
+    /// `nghttp2_session_server_new3` with CGatewayShims' allocator (h2_session_memory.c, which
+    /// has the proof from libnghttp2 1.52's source): the server sessions one thread (one loop)
+    /// creates share one 16 KB outbound frame buffer, written and returned within one
+    /// `nghttp2_session_mem_send` and copied by `send`'s sink before the next; the stream map's
+    /// table and the two HPACK rings are on pool pages, zero and not resident until written.
+    /// The rest is malloc's. The session must stay on its creating thread (as a loop's sessions do).
+    static func newServerSession(
+        _ session: UnsafeMutablePointer<OpaquePointer?>, _ callbacks: OpaquePointer,
+        _ userData: UnsafeMutableRawPointer, _ option: OpaquePointer
+    ) -> Int32 {
+        CGatewayShims_h2_creating(1)
+        defer { CGatewayShims_h2_creating(0) }
+        let memory = CGatewayShims_h2_server_memory().assumingMemoryBound(to: nghttp2_mem.self)
+        return nghttp2_session_server_new3(session, callbacks, userData, option, memory)
+    }
+
+    /// This thread's shared frame buffer (nil before its first server session).
+    static var threadFrameBuffer: UnsafeRawPointer? {
+        CGatewayShims_h2_thread_framebuf()
+    }
+
+    /// On this thread, ever: server sessions that got the shared frame buffer, pool pages
+    /// (stream maps, HPACK rings) taken and given back.
+    static var threadMemoryStats: (frameBufferHandouts: Int, poolPagesTaken: Int, poolPagesGivenBack: Int) {
+        var handouts = 0
+        var taken = 0
+        var givenBack = 0
+        CGatewayShims_h2_thread_memory_stats(&handouts, &taken, &givenBack)
+        return (handouts, taken, givenBack)
+    }
+
+    /// Whether the last stream map page this thread handed out is written, a page of its own in
+    /// RSS (nil: none yet, or /proc/self/pagemap unreadable).
+    static var lastStreamMapPageResident: Bool? {
+        switch CGatewayShims_h2_last_map_page_resident() {
+        case 0: false
+        case 1: true
+        default: nil
         }
     }
 }

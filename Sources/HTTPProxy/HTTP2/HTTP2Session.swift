@@ -100,7 +100,10 @@ final class HTTP2Session {
     /// runs inside one of its calls (`receive`, `send`), so it is alive whenever one is made.
     unowned(unsafe) let delegate: any HTTP2SessionDelegate
 
-    init(delegate: any HTTP2SessionDelegate, settings: Settings) {
+    /// `sharedFrameBuffer`: libnghttp2's memory is `HTTP2Library.newServerSession`'s (the
+    /// outbound frame buffer shared by this thread's sessions, the stream map and HPACK rings on
+    /// pool pages); false: libnghttp2's default allocator (the tests' reference).
+    init(delegate: any HTTP2SessionDelegate, settings: Settings, sharedFrameBuffer: Bool = true) {
         self.delegate = delegate
         let session = HTTP2Library.newSession(
             owner: self,
@@ -123,7 +126,10 @@ final class HTTP2Session {
                 nghttp2_option_set_stream_reset_rate_limit(
                     option, settings.streamResetBurst, settings.streamResetRate)
             },
-            create: { nghttp2_session_server_new2($0, $1, $2, $3) }, createName: "nghttp2_session_server_new2")
+            create: {
+                sharedFrameBuffer
+                    ? HTTP2Library.newServerSession($0, $1, $2, $3) : nghttp2_session_server_new2($0, $1, $2, $3)
+            }, createName: sharedFrameBuffer ? "nghttp2_session_server_new3" : "nghttp2_session_server_new2")
         self.session = session
         HTTP2Library.submitSettings(
             session,
