@@ -25,15 +25,7 @@ extension AttestedClient {
     ///   `ws`, `wss`, `http` or `https` URL, or a route that wants its challenge in the body
     ///   (`binding: body`), which a handshake cannot carry.
     public func webSocketRequest(for request: URLRequest) async throws(AttestedClientError) -> URLRequest {
-        do {
-            return try await self.signHandshake(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch is CancellationError {
-            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
+        try await self.throwingClientErrors { try await self.signHandshake(request) }
     }
 
     private func signHandshake(_ original: URLRequest) async throws -> URLRequest {

@@ -108,15 +108,7 @@ public actor AttestedClient {
     /// - Throws: `AttestedClientError`; its `code` is the gateway's when the gateway refused.
     ///   A request with an `httpBodyStream` is refused (`streamedBody`): set `httpBody`.
     public func data(for request: URLRequest) async throws(AttestedClientError) -> (Data, HTTPURLResponse) {
-        do {
-            return try await self.perform(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch is CancellationError {
-            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
+        try await self.throwingClientErrors { try await self.perform(request) }
     }
 
     /// Forgets the key (any state, `revoked` included): the next protected request enrolls a
@@ -129,6 +121,20 @@ public actor AttestedClient {
     /// The policy document, fetched now (ignoring the cache). nil when unavailable.
     public func refreshPolicy() async -> GatewayPolicyDocument? {
         await self.policy.document(force: true)
+    }
+
+    /// Runs `operation` with what it throws as the client's one error type: an
+    /// `AttestedClientError` as it is, cancellation and anything else as `transport`.
+    func throwingClientErrors<Value>(_ operation: () async throws -> Value) async throws(AttestedClientError) -> Value {
+        do {
+            return try await operation()
+        } catch let error as AttestedClientError {
+            throw error
+        } catch is CancellationError {
+            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
+        } catch {
+            throw AttestedClientError(.transport, "\(error)", underlying: error)
+        }
     }
 
     // MARK: - Request flow
