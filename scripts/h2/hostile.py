@@ -94,29 +94,55 @@ def wait_outcome(sock, conn, stream_id, seconds=5):
                 return f"goaway:{int(event.error_code)}"
 
 
+def read_more(sock):
+    """The next bytes read, or the outcome that ends the reading ("timeout" or "closed")."""
+    try:
+        data = sock.recv(65536)
+    except socket.timeout:
+        return None, "timeout"
+    except ConnectionResetError:
+        return None, "closed"
+    return (data, None) if data else (None, "closed")
+
+
+def whole_frames(buffer):
+    """The complete frames at the start of `buffer` as (type, flags, stream, payload), and the rest."""
+    frames = []
+    while len(buffer) >= 9:
+        length = int.from_bytes(buffer[0:3], "big")
+        if len(buffer) < 9 + length:
+            break
+        stream = struct.unpack(">I", buffer[5:9])[0] & 0x7FFFFFFF
+        frames.append((buffer[3], buffer[4], stream, buffer[9:9 + length]))
+        buffer = buffer[9 + length:]
+    return frames, buffer
+
+
 def raw_outcome(sock, seconds=5):
     """Reads raw frames after a flood: the first GOAWAY's code, or closed."""
     sock.settimeout(seconds)
     buffer = b""
     while True:
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            return "timeout"
-        except ConnectionResetError:
-            return "closed"
-        if not data:
-            return "closed"
-        buffer += data
-        while len(buffer) >= 9:
-            length = int.from_bytes(buffer[0:3], "big")
-            frame_type = buffer[3]
-            if len(buffer) < 9 + length:
-                break
-            payload = buffer[9:9 + length]
-            buffer = buffer[9 + length:]
+        data, end = read_more(sock)
+        if end:
+            return end
+        frames, buffer = whole_frames(buffer + data)
+        for frame_type, _, _, payload in frames:
             if frame_type == 7:  # GOAWAY
                 return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+
+
+def flood_outcome(sock, chunks):
+    """Sends a flood's `chunks`, then reads what the gateway made of it (raw_outcome); closes."""
+    try:
+        try:
+            for chunk in chunks:
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            return "closed"
+        return raw_outcome(sock)
+    finally:
+        sock.close()
 
 
 def frame(frame_type, flags, stream_id, payload=b""):
@@ -144,14 +170,7 @@ def rapid_reset(host, port):
         conn.send_headers(stream_id, base_headers(), end_stream=True)
         conn.reset_stream(stream_id, error_code=8)
         out += conn.data_to_send()
-    try:
-        sock.sendall(out)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [out])
 
 
 def continuation_flood(host, port):
@@ -161,14 +180,7 @@ def continuation_flood(host, port):
     filler = conn.encoder.encode([(b"x-filler", b"a" * 64)])
     for _ in range(10000):
         out += frame(9, 0x0, 1, filler)  # CONTINUATION, never ending
-    try:
-        sock.sendall(out)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [out])
 
 
 def control_flood(host, port, kind):
@@ -177,15 +189,7 @@ def control_flood(host, port, kind):
         unit = frame(6, 0x0, 0, b"12345678")
     else:
         unit = frame(4, 0x0, 0, struct.pack(">HI", 0x4, 65535))  # SETTINGS_INITIAL_WINDOW_SIZE
-    try:
-        for _ in range(20):
-            sock.sendall(unit * 100)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [unit * 100] * 20)
 
 
 def slow_reader(host, port):
@@ -251,14 +255,11 @@ def raw_stream_outcome(sock, stream_id, decoder, seconds=5):
     sock.settimeout(seconds)
     buffer = b""
     while True:
-        while len(buffer) >= 9:
-            length = int.from_bytes(buffer[0:3], "big")
-            if len(buffer) < 9 + length:
-                break
-            frame_type, flags = buffer[3], buffer[4]
-            stream = struct.unpack(">I", buffer[5:9])[0] & 0x7FFFFFFF
-            payload = buffer[9:9 + length]
-            buffer = buffer[9 + length:]
+        data, end = read_more(sock)
+        if end:
+            return end
+        frames, buffer = whole_frames(buffer + data)
+        for frame_type, flags, stream, payload in frames:
             if frame_type == 7:
                 return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
             if frame_type == 3 and stream == stream_id:
@@ -275,15 +276,6 @@ def raw_stream_outcome(sock, stream_id, decoder, seconds=5):
                     return f"status:{status}"
             if frame_type == 4 and not flags & 0x1:
                 sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            return "timeout"
-        except ConnectionResetError:
-            return "closed"
-        if not data:
-            return "closed"
-        buffer += data
 
 
 def stream_id_exhaustion(host, port, second):
