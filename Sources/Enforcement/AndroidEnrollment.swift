@@ -142,17 +142,9 @@ final class AndroidEnrollment: Sendable {
         finish: @escaping @Sendable (Result<KeyRecord, EnforcementError>) -> Void
     ) {
         self.challenges.redeem(challenge, storeFailures: self.storeFailures, finish: finish) { [self] in
-            self.store.createKey(record) { [self] created in
-                switch created {
-                case .failure(let error):
-                    self.storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
-                    finish(.failure(.stateUnavailable()))
-                case .success(.alreadyExists):
-                    finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
-                case .success(.created):
-                    finish(.success(record))
-                    self.fleetRate.attested(appID: record.appID)
-                }
+            self.store.createKey(record, storeFailures: self.storeFailures, finish: finish) { [self] in
+                finish(.success(record))
+                self.fleetRate.attested(appID: record.appID)
             }
         }
     }

@@ -186,18 +186,10 @@ final class AttestEndpoint: Sendable {
         receipt: Receipt?,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
-        self.store.createKey(record) { [self] created in
-            switch created {
-            case .failure(let error):
-                self.storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
-                finish(.failure(.stateUnavailable()))
-            case .success(.alreadyExists):
-                finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
-            case .success(.created):
-                self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
-                finish(.success(attested))
-                self.fleetRate.attested(appID: record.appID)
-            }
+        self.store.createKey(record, storeFailures: self.storeFailures, finish: finish) { [self] in
+            self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
+            finish(.success(attested))
+            self.fleetRate.attested(appID: record.appID)
         }
     }
 }

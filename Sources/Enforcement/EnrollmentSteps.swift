@@ -5,9 +5,10 @@ import KeyStore
 
 // The steps the attest endpoint's three answers take alike (`AttestEndpoint` for App Attest,
 // `AndroidEnrollment`, `AndroidPlayIntegrityReverification`): parse the body and check its
-// challenge without I/O first; redeem the challenge once all else verified; answer JSON, and
-// count a refusal. One piece, so that the three cannot drift apart on which error a used
-// challenge gives, which operation a store failure is reported under, or what a refusal counts.
+// challenge without I/O first; redeem the challenge once all else verified; create the key;
+// answer JSON, and count a refusal. One piece, so that the three cannot drift apart on which
+// error a used challenge or a key ID attested twice gives, which operation a store failure is
+// reported under, or what a refusal counts.
 
 extension IssuedChallenges {
     /// Parses `body` and checks the challenge it carries (tag, expiry; no I/O): the request and
@@ -47,6 +48,28 @@ extension IssuedChallenges {
             case .success(false):
                 finish(.failure(.challengeAlreadyUsed()))
             case .success(true):
+                next()
+            }
+        }
+    }
+}
+
+extension AttestStore {
+    /// Creates the key `record` describes, then runs `next`; a store failure (reported as
+    /// `create_key` on the attest route) or a key ID already attested ends in `finish`.
+    func createKey<Success>(
+        _ record: KeyRecord, storeFailures: StoreFailureReporter,
+        finish: @escaping @Sendable (Result<Success, EnforcementError>) -> Void,
+        next: @escaping @Sendable () -> Void
+    ) {
+        self.createKey(record) { created in
+            switch created {
+            case .failure(let error):
+                storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
+                finish(.failure(.stateUnavailable()))
+            case .success(.alreadyExists):
+                finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
+            case .success(.created):
                 next()
             }
         }
