@@ -118,8 +118,9 @@ def whole_frames(buffer):
     return frames, buffer
 
 
-def raw_outcome(sock, seconds=5):
-    """Reads raw frames after a flood: the first GOAWAY's code, or closed."""
+def read_until(sock, seconds, judge):
+    """Reads raw frames until `judge(type, flags, stream, payload)` returns an outcome for one,
+    or the reading ends ("timeout", "closed")."""
     sock.settimeout(seconds)
     buffer = b""
     while True:
@@ -127,9 +128,20 @@ def raw_outcome(sock, seconds=5):
         if end:
             return end
         frames, buffer = whole_frames(buffer + data)
-        for frame_type, _, _, payload in frames:
-            if frame_type == 7:  # GOAWAY
-                return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+        for frame_type, flags, stream, payload in frames:
+            outcome = judge(frame_type, flags, stream, payload)
+            if outcome is not None:
+                return outcome
+
+
+def goaway_code(payload):
+    return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+
+
+def raw_outcome(sock, seconds=5):
+    """Reads raw frames after a flood: the first GOAWAY's code, or closed."""
+    return read_until(sock, seconds, lambda frame_type, _f, _s, payload: (
+        goaway_code(payload) if frame_type == 7 else None))
 
 
 def flood_outcome(sock, chunks):
@@ -252,30 +264,26 @@ def raw_stream_outcome(sock, stream_id, decoder, seconds=5):
     """Reads raw frames until `stream_id` gets a response HEADERS (status:N; `decoder` is the
     connection's HPACK decoder, fed every response header block in order), a RST_STREAM
     (reset:CODE), or the connection a GOAWAY (goaway:CODE) or its end (closed)."""
-    sock.settimeout(seconds)
-    buffer = b""
-    while True:
-        data, end = read_more(sock)
-        if end:
-            return end
-        frames, buffer = whole_frames(buffer + data)
-        for frame_type, flags, stream, payload in frames:
-            if frame_type == 7:
-                return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
-            if frame_type == 3 and stream == stream_id:
-                return f"reset:{struct.unpack('>I', payload[0:4])[0]}"
-            if frame_type == 1:
-                block = payload
-                if flags & 0x8:  # PADDED
-                    block = block[1:len(block) - block[0]]
-                if flags & 0x20:  # PRIORITY
-                    block = block[5:]
-                fields = decoder.decode(block, raw=True)
-                if stream == stream_id:
-                    status = next((v.decode() for n, v in fields if n == b":status"), "?")
-                    return f"status:{status}"
-            if frame_type == 4 and not flags & 0x1:
-                sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
+    def judge(frame_type, flags, stream, payload):
+        if frame_type == 7:
+            return goaway_code(payload)
+        if frame_type == 3 and stream == stream_id:
+            return f"reset:{struct.unpack('>I', payload[0:4])[0]}"
+        if frame_type == 1:
+            block = payload
+            if flags & 0x8:  # PADDED
+                block = block[1:len(block) - block[0]]
+            if flags & 0x20:  # PRIORITY
+                block = block[5:]
+            fields = decoder.decode(block, raw=True)
+            if stream == stream_id:
+                status = next((v.decode() for n, v in fields if n == b":status"), "?")
+                return f"status:{status}"
+        if frame_type == 4 and not flags & 0x1:
+            sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
+        return None
+
+    return read_until(sock, seconds, judge)
 
 
 def stream_id_exhaustion(host, port, second):
