@@ -205,6 +205,11 @@ let package = Package(
             exclude: ["run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(
+            // HTTPCacheControl.maxAge: the Cache-Control header of Google's status list answer.
+            name: "fuzz-cache-control", dependencies: ["FuzzSupport", "GoogleClient"], path: "Fuzz/cache-control",
+            exclude: ["cache-control.dict", "run.sh", "seeds"], sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
             name: "fuzz-correlation",
             dependencies: ["FuzzSupport", "HTTPProxy", "GateContract", "PolicyModel", "GatewayIO", "HTTP1"],
             path: "Fuzz/correlation", exclude: ["correlation.dict", "run.sh", "seeds"],
@@ -244,6 +249,12 @@ let package = Package(
         .executableTarget(
             name: "fuzz-request-rules", dependencies: ["FuzzSupport", "Enforcement", "GateContract", "HTTP1"],
             path: "Fuzz/request-rules", exclude: ["request-rules.dict", "run.sh", "seeds"],
+            sources: ["harness.swift", "main.swift"],
+            swiftSettings: swiftSettings),
+        .executableTarget(
+            // AndroidRevocationSharedCopy: the revocation list's copy in Redis (header + JSON).
+            name: "fuzz-revocation-share", dependencies: ["FuzzSupport", "GoogleClient"],
+            path: "Fuzz/revocation-share", exclude: ["revocation-share.dict", "run.sh", "seeds"],
             sources: ["harness.swift", "main.swift"],
             swiftSettings: swiftSettings),
         .executableTarget(

@@ -58,21 +58,10 @@ final class AndroidEnrollment: Sendable {
         let finish: @Sendable (Result<KeyRecord, EnforcementError>) -> Void = { [self] result in
             completion(self.decision(result))
         }
-        let request: AndroidEnrollmentVerifier.Request
-        do throws(EnforcementError) {
-            request = try AndroidEnrollmentVerifier.parse(body)
-        } catch {
-            finish(.failure(error))
-            return
-        }
-        let checked: ChallengeTokens.Checked
-        switch self.challenges.check(request.challenge) {
-        case .failure(let error):
-            finish(.failure(error))
-            return
-        case .success(let value):
-            checked = value
-        }
+        guard
+            let (request, checked) = self.challenges.admit(
+                body, parse: AndroidEnrollmentVerifier.parse, challenge: \.challenge, finish: finish)
+        else { return }
         self.verificationQueue.async { [self] in
             switch self.verifier.verifyEnrollment(request, at: self.now()) {
             case .failure(let error):
@@ -118,17 +107,11 @@ final class AndroidEnrollment: Sendable {
             if let verdict = record.playIntegrityVerdict {
                 members.append(("play_integrity", JSONText.quote(verdict)))
             }
-            let body = JSONText.object(members)
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: "application/json")
-            let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
             var info = GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID)
             info.platform = KeyRecord.androidPlatform
-            return .respond(response, info)
+            return .respond(.attestJSON(status: 201, members), info)
         case .failure(let error):
-            self.metrics.attestation(result: error.code.rawValue)
-            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
-            return .respond(error.response, GateLogInfo(verdict: error.verdict))
+            return error.attestRefusal(metrics: self.metrics)
         }
     }
 
@@ -139,21 +122,17 @@ final class AndroidEnrollment: Sendable {
             self.metrics.attestation(result: "play_integrity_reverified")
             self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: .verified)
             let seconds = Int64(record.playIntegrityVerifiedAt?.timeIntervalSince1970 ?? 0)
-            let body = JSONText.object([
+            let members = [
                 ("key_id", JSONText.quote(record.keyID)),
                 ("platform", JSONText.quote(KeyRecord.androidPlatform)),
                 ("play_integrity", JSONText.quote(record.playIntegrityVerdict ?? "")),
                 ("verified_at", String(seconds)),
-            ])
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: "application/json")
+            ]
             var info = GateLogInfo(verdict: AttestVerdict.verified, keyID: record.keyID)
             info.platform = KeyRecord.androidPlatform
-            return .respond(LocalResponse(status: 200, headers: headers, body: Array(body.utf8)), info)
+            return .respond(.attestJSON(status: 200, members), info)
         case .failure(let error):
-            self.metrics.attestation(result: error.code.rawValue)
-            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
-            return .respond(error.response, GateLogInfo(verdict: error.verdict))
+            return error.attestRefusal(metrics: self.metrics)
         }
     }
 
@@ -162,26 +141,10 @@ final class AndroidEnrollment: Sendable {
         _ record: KeyRecord, challenge: ChallengeTokens.Checked,
         finish: @escaping @Sendable (Result<KeyRecord, EnforcementError>) -> Void
     ) {
-        self.challenges.redeem(challenge) { [self] redeemed in
-            switch redeemed {
-            case .failure(let error):
-                self.storeFailures.report(error, operation: "redeem_challenge", route: AttestGate.RouteLabel.attest)
-                finish(.failure(.stateUnavailable()))
-            case .success(false):
-                finish(.failure(.challengeAlreadyUsed()))
-            case .success(true):
-                self.store.createKey(record) { [self] created in
-                    switch created {
-                    case .failure(let error):
-                        self.storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
-                        finish(.failure(.stateUnavailable()))
-                    case .success(.alreadyExists):
-                        finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
-                    case .success(.created):
-                        finish(.success(record))
-                        self.fleetRate.attested(appID: record.appID)
-                    }
-                }
+        self.challenges.redeem(challenge, storeFailures: self.storeFailures, finish: finish) { [self] in
+            self.store.createKey(record, storeFailures: self.storeFailures, finish: finish) { [self] in
+                finish(.success(record))
+                self.fleetRate.attested(appID: record.appID)
             }
         }
     }

@@ -93,21 +93,10 @@ final class AndroidPlayIntegrityReverification: Sendable {
     func respond(
         body: [UInt8], loop: EventLoop, finish: @escaping @Sendable (Result<KeyRecord, EnforcementError>) -> Void
     ) {
-        let request: Request
-        do throws(EnforcementError) {
-            request = try Self.parse(body)
-        } catch {
-            finish(.failure(error))
-            return
-        }
-        let checked: ChallengeTokens.Checked
-        switch self.challenges.check(request.challenge) {
-        case .failure(let error):
-            finish(.failure(error))
-            return
-        case .success(let value):
-            checked = value
-        }
+        guard
+            let (request, checked) = self.challenges.admit(
+                body, parse: Self.parse, challenge: \.challenge, finish: finish)
+        else { return }
         self.store.fetchKey(keyID: request.keyID) { [self] result in
             switch result {
             case .failure(let error):
@@ -177,30 +166,21 @@ final class AndroidPlayIntegrityReverification: Sendable {
         _ verdict: String, for record: KeyRecord, challenge: ChallengeTokens.Checked,
         finish: @escaping @Sendable (Result<KeyRecord, EnforcementError>) -> Void
     ) {
-        self.challenges.redeem(challenge) { [self] redeemed in
-            switch redeemed {
-            case .failure(let error):
-                self.storeFailures.report(error, operation: "redeem_challenge", route: AttestGate.RouteLabel.attest)
-                finish(.failure(.stateUnavailable()))
-            case .success(false):
-                finish(.failure(.challengeAlreadyUsed()))
-            case .success(true):
-                let time = self.now()
-                self.store.recordPlayIntegrityVerdict(keyID: record.keyID, verdict: verdict, at: time) {
-                    [self] stored in
-                    switch stored {
-                    case .failure(let error):
-                        self.storeFailures.report(
-                            error, operation: "record_play_integrity", route: AttestGate.RouteLabel.attest)
-                        finish(.failure(.stateUnavailable()))
-                    case .success(false):
-                        finish(.failure(.revokedKey()))
-                    case .success(true):
-                        var updated = record
-                        updated.playIntegrityVerdict = verdict
-                        updated.playIntegrityVerifiedAt = time
-                        finish(.success(updated))
-                    }
+        self.challenges.redeem(challenge, storeFailures: self.storeFailures, finish: finish) { [self] in
+            let time = self.now()
+            self.store.recordPlayIntegrityVerdict(keyID: record.keyID, verdict: verdict, at: time) { [self] stored in
+                switch stored {
+                case .failure(let error):
+                    self.storeFailures.report(
+                        error, operation: "record_play_integrity", route: AttestGate.RouteLabel.attest)
+                    finish(.failure(.stateUnavailable()))
+                case .success(false):
+                    finish(.failure(.revokedKey()))
+                case .success(true):
+                    var updated = record
+                    updated.playIntegrityVerdict = verdict
+                    updated.playIntegrityVerifiedAt = time
+                    finish(.success(updated))
                 }
             }
         }

@@ -82,21 +82,10 @@ final class AttestEndpoint: Sendable {
             android.respond(body: body ?? [], loop: loop, completion: completion)
             return
         }
-        let request: EndpointRequests.AttestRequest
-        do throws(EnforcementError) {
-            request = try EndpointRequests.parseAttestRequest(body ?? [])
-        } catch {
-            finish(.failure(error))
-            return
-        }
-        let checked: ChallengeTokens.Checked
-        switch self.challenges.check(request.challenge) {
-        case .failure(let error):
-            finish(.failure(error))
-            return
-        case .success(let value):
-            checked = value
-        }
+        guard
+            let (request, checked) = self.challenges.admit(
+                body ?? [], parse: EndpointRequests.parseAttestRequest, challenge: \.challenge, finish: finish)
+        else { return }
         self.verificationQueue.async { [self] in
             self.verify(request, challenge: checked, loop: loop, finish: finish)
         }
@@ -124,16 +113,10 @@ final class AttestEndpoint: Sendable {
             if let policy = attested.keyAccessPolicy {
                 fields.append(("key_access_policy", JSONText.quote(policy.rawValue)))
             }
-            let body = JSONText.object(fields)
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: "application/json")
-            let response = LocalResponse(status: 201, headers: headers, body: Array(body.utf8))
             return .respond(
-                response, GateLogInfo(verdict: AttestVerdict.verified, keyID: keyID))
+                .attestJSON(status: 201, fields), GateLogInfo(verdict: AttestVerdict.verified, keyID: keyID))
         case .failure(let error):
-            self.metrics.attestation(result: error.code.rawValue)
-            self.metrics.requestDecided(route: AttestGate.RouteLabel.attest, verdict: error.verdict)
-            return .respond(error.response, GateLogInfo(verdict: error.verdict))
+            return error.attestRefusal(metrics: self.metrics)
         }
     }
 
@@ -192,16 +175,8 @@ final class AttestEndpoint: Sendable {
         receipt: Receipt?,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
-        self.challenges.redeem(challenge) { [self] redeemed in
-            switch redeemed {
-            case .failure(let error):
-                self.storeFailures.report(error, operation: "redeem_challenge", route: AttestGate.RouteLabel.attest)
-                finish(.failure(.stateUnavailable()))
-            case .success(false):
-                finish(.failure(.challengeAlreadyUsed()))
-            case .success(true):
-                self.createKey(record, attested: attested, receipt: receipt, finish: finish)
-            }
+        self.challenges.redeem(challenge, storeFailures: self.storeFailures, finish: finish) { [self] in
+            self.createKey(record, attested: attested, receipt: receipt, finish: finish)
         }
     }
 
@@ -211,18 +186,10 @@ final class AttestEndpoint: Sendable {
         receipt: Receipt?,
         finish: @escaping @Sendable (Result<AttestedKey, EnforcementError>) -> Void
     ) {
-        self.store.createKey(record) { [self] created in
-            switch created {
-            case .failure(let error):
-                self.storeFailures.report(error, operation: "create_key", route: AttestGate.RouteLabel.attest)
-                finish(.failure(.stateUnavailable()))
-            case .success(.alreadyExists):
-                finish(.failure(EnforcementError(.keyAlreadyAttested, "this key ID is already attested")))
-            case .success(.created):
-                self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
-                finish(.success(attested))
-                self.fleetRate.attested(appID: record.appID)
-            }
+        self.store.createKey(record, storeFailures: self.storeFailures, finish: finish) { [self] in
+            self.fraudRisk.keyCreated(keyID: record.keyID, attestedAt: record.attestedAt, receipt: receipt)
+            finish(.success(attested))
+            self.fleetRate.attested(appID: record.appID)
         }
     }
 }

@@ -2,15 +2,17 @@
 /// malformed, or when `no-store`/`no-cache` says the answer must not be reused as is.
 package enum HTTPCacheControl {
     /// Longest header looked at, and largest `max-age` kept (a year).
-    static let maximumHeaderBytes = 1024
-    static let maximumSeconds = 365 * 24 * 3600
+    package static let maximumHeaderBytes = 1024
+    package static let maximumSeconds = 365 * 24 * 3600
 
     package static func maxAge(_ header: String?) -> Duration? {
         guard let header, header.utf8.count <= Self.maximumHeaderBytes else { return nil }
         var maxAge: Int?
         for directive in header.split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1)
-            let name = parts[0].trimmingASCIISpaces().lowercased()
+            // A directive of "=" alone splits into nothing (found by Fuzz/cache-control).
+            guard let first = parts.first else { continue }
+            let name = first.trimmingASCIISpaces().lowercased()
             if name == "no-store" || name == "no-cache" { return nil }
             guard name == "max-age", parts.count == 2 else { continue }
             var value = parts[1].trimmingASCIISpaces()

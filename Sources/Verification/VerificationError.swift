@@ -3,11 +3,10 @@
 /// `code` is stable (it is what the CLI prints, what the gateway puts in JSON error
 /// bodies and metrics); `reason` says what was checked and what differed. Equality
 /// compares `code` only, so tests assert on codes.
-public struct VerificationError: Error, Hashable, CustomStringConvertible, Sendable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct VerificationError: StableCodedError {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { self.rawValue }
 
         // Decoding
         public static let malformedCBOR = Code("malformed_cbor")
@@ -65,9 +64,4 @@ public struct VerificationError: Error, Hashable, CustomStringConvertible, Senda
         self.file = file
         self.line = line
     }
-
-    public static func == (lhs: VerificationError, rhs: VerificationError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
-
-    public var description: String { "VerificationError.\(self.code): \(self.reason) (\(self.file):\(self.line))" }
 }

@@ -122,13 +122,7 @@ import Verification
         ("10/s", .wrongType, "routes[0].key_limits"),
     ])
     func badKeyLimitsNameTheField(setting: String, code: PolicyError.Code, field: String) {
-        let error = policyError(
-            Self.header + """
-                routes:
-                  - match: { path_prefix: / }
-                    upstream: api
-                    key_limits: \(setting)
-                """)
+        let error = RiskMetricPolicyTests.routeError("key_limits: \(setting)")
         #expect(error?.code == code, "\(String(describing: error))")
         #expect(error?.field == field, "\(String(describing: error))")
         #expect((error?.line ?? 0) >= 8, "\(String(describing: error))")

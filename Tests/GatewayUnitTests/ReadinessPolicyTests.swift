@@ -55,14 +55,23 @@ import Testing
             ("readiness: { store_ping_timeout: 10ms }", .outOfRange, "readiness.store_ping_timeout"),
             ("readiness: { require_upstream: true }", .unknownKey, "readiness.require_upstream"),
         ]
+        Self.expectRefusals(cases)
+    }
+
+    /// Each `(block, code, field)`: `base` with `block` on its line 7 is refused with that code,
+    /// naming that field, line 7 and the file.
+    static func expectRefusals(
+        _ cases: [(String, PolicyError.Code, String)], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for (block, code, field) in cases {
             do {
                 _ = try PolicyLoader.parse(Self.base + block, sourcePath: "/p.yaml")
-                Issue.record("accepted: \(block)")
+                Issue.record("accepted: \(block)", sourceLocation: sourceLocation)
             } catch {
-                #expect(error.code == code, "\(block): \(error)")
-                #expect(error.field == field, "\(block)")
-                #expect(error.line == 7, "\(block)")
+                #expect(error.code == code, "\(block): \(error)", sourceLocation: sourceLocation)
+                #expect(error.field == field, "\(block): \(error)", sourceLocation: sourceLocation)
+                #expect(error.line == 7, "\(block)", sourceLocation: sourceLocation)
+                #expect(error.file == "/p.yaml", "\(block)", sourceLocation: sourceLocation)
             }
         }
     }

@@ -12,6 +12,18 @@ import Verification
 @Suite struct RiskMetricPolicyTests {
     static let header = RequestProofPolicyTests.header
 
+    /// The error of the policy whose one route (`/` to `api`) has `lines` as its further keys
+    /// (each line after the first indented as a route key).
+    static func routeError(_ lines: String, sourceLocation: SourceLocation = #_sourceLocation) -> PolicyError? {
+        policyError(
+            Self.header + """
+                routes:
+                  - match: { path_prefix: / }
+                    upstream: api
+                    \(lines.replacingOccurrences(of: "\n", with: "\n    "))
+                """, sourceLocation: sourceLocation)
+    }
+
     @Test func keysAreReadWithFlagAsTheDefaultAction() throws {
         let policy = try PolicyLoader.parse(
             Self.header + """
@@ -42,26 +54,13 @@ import Verification
         ("action: deny", .invalidValue, "routes[0].action"),
     ])
     func badValuesNameTheField(setting: String, code: PolicyError.Code, field: String) {
-        let error = policyError(
-            Self.header + """
-                routes:
-                  - match: { path_prefix: / }
-                    upstream: api
-                    \(setting)
-                """)
+        let error = Self.routeError(setting)
         #expect(error?.code == code, "\(String(describing: error))")
         #expect(error?.field == field, "\(String(describing: error))")
     }
 
     @Test func anUnknownActionIsRefused() {
-        let error = policyError(
-            Self.header + """
-                routes:
-                  - match: { path_prefix: / }
-                    upstream: api
-                    max_risk_metric: 3
-                    action: block
-                """)
+        let error = Self.routeError("max_risk_metric: 3\naction: block")
         #expect(error?.code == .invalidValue)
         #expect(error?.field == "routes[0].action")
     }

@@ -235,15 +235,7 @@ import Testing
 
     // MARK: - Configuration
 
-    static let base = """
-        listen: 127.0.0.1:8080
-        store: memory
-        upstreams:
-          api: { url: "http://127.0.0.1:9000" }
-        routes:
-          - { name: public, match: { path_prefix: / }, upstream: api, mode: "off" }
-
-        """
+    static let base = ReadinessPolicyTests.base
 
     @Test func endpointsParseAsCollectorURLs() {
         #expect(
@@ -299,17 +291,7 @@ import Testing
             ("tracing: { batch_size: 10, queue_size: 5 }", .conflictingKeys, "tracing.batch_size"),
             ("tracing: { sampler: always_on }", .unknownKey, "tracing.sampler"),
         ]
-        for (block, code, field) in cases {
-            do {
-                _ = try PolicyLoader.parse(Self.base + block, sourcePath: "/p.yaml")
-                Issue.record("accepted: \(block)")
-            } catch {
-                #expect(error.code == code, "\(block): \(error)")
-                #expect(error.field == field, "\(block): \(error)")
-                #expect(error.line == 7, "\(block)")
-                #expect(error.file == "/p.yaml", "\(block)")
-            }
-        }
+        ReadinessPolicyTests.expectRefusals(cases)
     }
 
     @Test func headersSentInClearToARemoteCollectorAreWarnedAbout() throws {

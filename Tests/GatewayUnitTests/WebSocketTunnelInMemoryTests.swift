@@ -31,6 +31,19 @@ import Testing
 
     static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
+    /// A tunnel through `harness`: the client's upgrade reached the upstream, which answered 101.
+    static func openTunnel(_ harness: InMemoryProxyHarness, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws -> (client: InMemoryHTTPPeer, upstream: InMemoryHTTPPeer)
+    {
+        let client = try harness.connect()
+        client.send(Self.upgrade)
+        let upstream = try #require(await harness.upstream.accept(), sourceLocation: sourceLocation)
+        _ = try await upstream.readRequest()
+        upstream.send(Self.switching)
+        #expect(try await client.readResponse().status == 101, sourceLocation: sourceLocation)
+        return (client, upstream)
+    }
+
     /// Plain and over TLS (the relay reads and writes through the client's TLS session).
     @Test(arguments: [false, true])
     func anAnsweredUpgradeTunnelsBytesBothWaysUntilBothSidesClose(tls: Bool) async throws {
@@ -192,12 +205,7 @@ import Testing
     @Test func aSilentTunnelIsClosedAtItsIdleTimeout() async throws {
         let harness = try Self.harness(
             tunnels: TunnelPolicy(idleTimeout: .milliseconds(50), maxLifetime: .seconds(3600)))
-        let client = try harness.connect()
-        client.send(Self.upgrade)
-        let upstream = try #require(await harness.upstream.accept())
-        _ = try await upstream.readRequest()
-        upstream.send(Self.switching)
-        #expect(try await client.readResponse().status == 101)
+        let (client, upstream) = try await Self.openTunnel(harness)
         #expect(await client.waitForEndOfStream())
         #expect(await upstream.waitForEndOfStream())
         #expect(harness.server.metrics.tunnels.closedCount(.idleTimeout) == 1)
@@ -211,12 +219,7 @@ import Testing
     @Test func aTunnelIsClosedAtItsMaximumLifetimeWhateverItsTraffic() async throws {
         let harness = try Self.harness(
             tunnels: TunnelPolicy(idleTimeout: .seconds(3600), maxLifetime: .milliseconds(100)))
-        let client = try harness.connect()
-        client.send(Self.upgrade)
-        let upstream = try #require(await harness.upstream.accept())
-        _ = try await upstream.readRequest()
-        upstream.send(Self.switching)
-        #expect(try await client.readResponse().status == 101)
+        let (client, upstream) = try await Self.openTunnel(harness)
         let closed = await eventually(timeout: InMemoryHTTPPeer.patience, interval: .milliseconds(5)) {
             () async -> Bool in
             client.send("x")
@@ -235,12 +238,7 @@ import Testing
     @Test func aFastSenderIsHeldBackAndEveryByteArrives() async throws {
         let harness = try InMemoryProxyHarness(pipeCapacity: 16 * 1024)
         harness.server.update { $0.websocketRoutes = ["all"] }
-        let client = try harness.connect()
-        client.send(Self.upgrade)
-        let upstream = try #require(await harness.upstream.accept())
-        _ = try await upstream.readRequest()
-        upstream.send(Self.switching)
-        #expect(try await client.readResponse().status == 101)
+        let (client, upstream) = try await Self.openTunnel(harness)
         let payload = (0..<2_000_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         client.send(payload)
         // The upstream does not read yet: however long the gateway is given, it stops reading

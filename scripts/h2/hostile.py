@@ -94,29 +94,67 @@ def wait_outcome(sock, conn, stream_id, seconds=5):
                 return f"goaway:{int(event.error_code)}"
 
 
-def raw_outcome(sock, seconds=5):
-    """Reads raw frames after a flood: the first GOAWAY's code, or closed."""
+def read_more(sock):
+    """The next bytes read, or the outcome that ends the reading ("timeout" or "closed")."""
+    try:
+        data = sock.recv(65536)
+    except socket.timeout:
+        return None, "timeout"
+    except ConnectionResetError:
+        return None, "closed"
+    return (data, None) if data else (None, "closed")
+
+
+def whole_frames(buffer):
+    """The complete frames at the start of `buffer` as (type, flags, stream, payload), and the rest."""
+    frames = []
+    while len(buffer) >= 9:
+        length = int.from_bytes(buffer[0:3], "big")
+        if len(buffer) < 9 + length:
+            break
+        stream = struct.unpack(">I", buffer[5:9])[0] & 0x7FFFFFFF
+        frames.append((buffer[3], buffer[4], stream, buffer[9:9 + length]))
+        buffer = buffer[9 + length:]
+    return frames, buffer
+
+
+def read_until(sock, seconds, judge):
+    """Reads raw frames until `judge(type, flags, stream, payload)` returns an outcome for one,
+    or the reading ends ("timeout", "closed")."""
     sock.settimeout(seconds)
     buffer = b""
     while True:
+        data, end = read_more(sock)
+        if end:
+            return end
+        frames, buffer = whole_frames(buffer + data)
+        for frame_type, flags, stream, payload in frames:
+            outcome = judge(frame_type, flags, stream, payload)
+            if outcome is not None:
+                return outcome
+
+
+def goaway_code(payload):
+    return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+
+
+def raw_outcome(sock, seconds=5):
+    """Reads raw frames after a flood: the first GOAWAY's code, or closed."""
+    return read_until(sock, seconds, lambda frame_type, _f, _s, payload: (
+        goaway_code(payload) if frame_type == 7 else None))
+
+
+def flood_outcome(sock, chunks):
+    """Sends a flood's `chunks`, then reads what the gateway made of it (raw_outcome); closes."""
+    try:
         try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            return "timeout"
-        except ConnectionResetError:
+            for chunk in chunks:
+                sock.sendall(chunk)
+        except (BrokenPipeError, ConnectionResetError):
             return "closed"
-        if not data:
-            return "closed"
-        buffer += data
-        while len(buffer) >= 9:
-            length = int.from_bytes(buffer[0:3], "big")
-            frame_type = buffer[3]
-            if len(buffer) < 9 + length:
-                break
-            payload = buffer[9:9 + length]
-            buffer = buffer[9 + length:]
-            if frame_type == 7:  # GOAWAY
-                return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
+        return raw_outcome(sock)
+    finally:
+        sock.close()
 
 
 def frame(frame_type, flags, stream_id, payload=b""):
@@ -144,14 +182,7 @@ def rapid_reset(host, port):
         conn.send_headers(stream_id, base_headers(), end_stream=True)
         conn.reset_stream(stream_id, error_code=8)
         out += conn.data_to_send()
-    try:
-        sock.sendall(out)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [out])
 
 
 def continuation_flood(host, port):
@@ -161,14 +192,7 @@ def continuation_flood(host, port):
     filler = conn.encoder.encode([(b"x-filler", b"a" * 64)])
     for _ in range(10000):
         out += frame(9, 0x0, 1, filler)  # CONTINUATION, never ending
-    try:
-        sock.sendall(out)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [out])
 
 
 def control_flood(host, port, kind):
@@ -177,15 +201,7 @@ def control_flood(host, port, kind):
         unit = frame(6, 0x0, 0, b"12345678")
     else:
         unit = frame(4, 0x0, 0, struct.pack(">HI", 0x4, 65535))  # SETTINGS_INITIAL_WINDOW_SIZE
-    try:
-        for _ in range(20):
-            sock.sendall(unit * 100)
-    except (BrokenPipeError, ConnectionResetError):
-        return "closed"
-    try:
-        return raw_outcome(sock)
-    finally:
-        sock.close()
+    return flood_outcome(sock, [unit * 100] * 20)
 
 
 def slow_reader(host, port):
@@ -248,42 +264,26 @@ def raw_stream_outcome(sock, stream_id, decoder, seconds=5):
     """Reads raw frames until `stream_id` gets a response HEADERS (status:N; `decoder` is the
     connection's HPACK decoder, fed every response header block in order), a RST_STREAM
     (reset:CODE), or the connection a GOAWAY (goaway:CODE) or its end (closed)."""
-    sock.settimeout(seconds)
-    buffer = b""
-    while True:
-        while len(buffer) >= 9:
-            length = int.from_bytes(buffer[0:3], "big")
-            if len(buffer) < 9 + length:
-                break
-            frame_type, flags = buffer[3], buffer[4]
-            stream = struct.unpack(">I", buffer[5:9])[0] & 0x7FFFFFFF
-            payload = buffer[9:9 + length]
-            buffer = buffer[9 + length:]
-            if frame_type == 7:
-                return f"goaway:{struct.unpack('>I', payload[4:8])[0]}"
-            if frame_type == 3 and stream == stream_id:
-                return f"reset:{struct.unpack('>I', payload[0:4])[0]}"
-            if frame_type == 1:
-                block = payload
-                if flags & 0x8:  # PADDED
-                    block = block[1:len(block) - block[0]]
-                if flags & 0x20:  # PRIORITY
-                    block = block[5:]
-                fields = decoder.decode(block, raw=True)
-                if stream == stream_id:
-                    status = next((v.decode() for n, v in fields if n == b":status"), "?")
-                    return f"status:{status}"
-            if frame_type == 4 and not flags & 0x1:
-                sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
-        try:
-            data = sock.recv(65536)
-        except socket.timeout:
-            return "timeout"
-        except ConnectionResetError:
-            return "closed"
-        if not data:
-            return "closed"
-        buffer += data
+    def judge(frame_type, flags, stream, payload):
+        if frame_type == 7:
+            return goaway_code(payload)
+        if frame_type == 3 and stream == stream_id:
+            return f"reset:{struct.unpack('>I', payload[0:4])[0]}"
+        if frame_type == 1:
+            block = payload
+            if flags & 0x8:  # PADDED
+                block = block[1:len(block) - block[0]]
+            if flags & 0x20:  # PRIORITY
+                block = block[5:]
+            fields = decoder.decode(block, raw=True)
+            if stream == stream_id:
+                status = next((v.decode() for n, v in fields if n == b":status"), "?")
+                return f"status:{status}"
+        if frame_type == 4 and not flags & 0x1:
+            sock.sendall(frame(4, 0x1, 0))  # ACK the server's SETTINGS
+        return None
+
+    return read_until(sock, seconds, judge)
 
 
 def stream_id_exhaustion(host, port, second):

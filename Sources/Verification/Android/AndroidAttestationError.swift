@@ -3,11 +3,10 @@
 /// Modelled on `VerificationError`: `code` is stable (logs, metrics, JSON error bodies);
 /// `reason` says what was checked and what differed. Equality compares `code` only, so
 /// tests assert on codes.
-package struct AndroidAttestationError: Error, Hashable, CustomStringConvertible, Sendable {
-    package struct Code: Hashable, Sendable, CustomStringConvertible {
+package struct AndroidAttestationError: StableCodedError {
+    package struct Code: StableErrorCode {
         package let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        package var description: String { self.rawValue }
 
         /// Empty or too long a chain, a signature that does not verify, an issuer name that is
         /// not the next certificate's subject.
@@ -97,14 +96,5 @@ package struct AndroidAttestationError: Error, Hashable, CustomStringConvertible
         self.reason = reason
         self.file = file
         self.line = line
-    }
-
-    package static func == (lhs: AndroidAttestationError, rhs: AndroidAttestationError) -> Bool {
-        lhs.code == rhs.code
-    }
-    package func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
-
-    package var description: String {
-        "AndroidAttestationError.\(self.code): \(self.reason) (\(self.file):\(self.line))"
     }
 }

@@ -4,11 +4,10 @@
 /// `code` is stable: the gateway puts it in JSON refusals and metrics, and docs/protocol.md
 /// lists each one. `reason` says what was checked; it never repeats token bytes. Equality
 /// compares `code` only, so tests assert on codes.
-public struct TokenError: Error, Hashable, CustomStringConvertible, Sendable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct TokenError: StableCodedError {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { self.rawValue }
 
         /// Not three strict base64url parts of JSON objects, over the size cap, or a claim of
         /// the wrong type or missing.
@@ -44,9 +43,4 @@ public struct TokenError: Error, Hashable, CustomStringConvertible, Sendable {
         self.file = file
         self.line = line
     }
-
-    public static func == (lhs: TokenError, rhs: TokenError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
-
-    public var description: String { "TokenError.\(self.code): \(self.reason) (\(self.file):\(self.line))" }
 }

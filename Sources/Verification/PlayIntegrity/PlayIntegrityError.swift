@@ -5,11 +5,10 @@
 /// ("Play Integrity") lists each one. `reason` says what was checked and what differed; it
 /// never repeats token bytes beyond a short printable excerpt. Equality compares `code` only,
 /// so tests assert on codes.
-public struct PlayIntegrityError: Error, Hashable, CustomStringConvertible, Sendable {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+public struct PlayIntegrityError: StableCodedError {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         private init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { self.rawValue }
 
         /// Not a compact JWE of five strict base64url parts within the size cap, a part of the
         /// wrong length, a header that is not a JSON object, or an inner JWS that is not three
@@ -72,13 +71,6 @@ public struct PlayIntegrityError: Error, Hashable, CustomStringConvertible, Send
         self.reason = reason
         self.file = file
         self.line = line
-    }
-
-    public static func == (lhs: PlayIntegrityError, rhs: PlayIntegrityError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
-
-    public var description: String {
-        "PlayIntegrityError.\(self.code): \(self.reason) (\(self.file):\(self.line))"
     }
 
     /// Every code, for the documentation test.

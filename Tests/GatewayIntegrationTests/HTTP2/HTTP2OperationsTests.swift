@@ -18,29 +18,14 @@ final class SheddingUpstreamProcess: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = [Repository.root.appendingPathComponent("scripts/h2/goaway_upstream.py").path, mode]
-        let output = Pipe()
         let input = Pipe()
         let errors = Pipe()
-        process.standardOutput = output
         process.standardInput = input
         process.standardError = errors
-        try process.run()
+        self.port = try process.runAnnouncingPort("goaway_upstream.py")
         self.process = process
         self.input = input
         self.errors = errors
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else {
-            process.terminate()
-            throw TestFailure("goaway_upstream.py did not start: \(text)")
-        }
-        self.port = port
     }
 
     func configuration(idleTimeout: Duration = .seconds(60), pingInterval: Duration? = nil) -> UpstreamConfiguration {

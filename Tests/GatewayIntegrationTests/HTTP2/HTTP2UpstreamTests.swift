@@ -7,6 +7,29 @@ import Testing
 @testable import HTTPProxy
 @testable import PolicyModel
 
+extension Process {
+    /// Runs a server of scripts/h2 (its stdin and stderr already set) and reads the `PORT <n>`
+    /// line it prints on stdout once it listens; terminates it and throws on any other line.
+    func runAnnouncingPort(_ name: String) throws -> UInt16 {
+        let output = Pipe()
+        self.standardOutput = output
+        try self.run()
+        var line = [UInt8]()
+        let handle = output.fileHandleForReading
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
+            line.append(byte[0])
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else {
+            self.terminate()
+            throw TestFailure("\(name) did not start: \(text)")
+        }
+        return port
+    }
+}
+
 /// A real gRPC server (grpcio, `scripts/h2/grpc_upstream.py`) on h2c, started for one test.
 final class GRPCUpstreamProcess: @unchecked Sendable {
     let process: Process
@@ -21,27 +44,12 @@ final class GRPCUpstreamProcess: @unchecked Sendable {
             [Repository.root.appendingPathComponent("scripts/h2/grpc_upstream.py").path]
             + (maxConcurrentStreams.map { ["--max-concurrent-streams", String($0)] } ?? [])
             + (tls.map { ["--tls", $0.certificateChainPath, $0.privateKeyPath] } ?? [])
-        let output = Pipe()
         let input = Pipe()
-        process.standardOutput = output
         process.standardInput = input
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        self.port = try process.runAnnouncingPort("grpc_upstream.py")
         self.process = process
         self.input = input
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else {
-            process.terminate()
-            throw TestFailure("grpc_upstream.py did not start: \(text)")
-        }
-        self.port = port
     }
 
     func configuration(maxConnections: Int = 4) -> UpstreamConfiguration {

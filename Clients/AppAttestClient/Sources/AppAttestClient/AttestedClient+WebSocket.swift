@@ -25,15 +25,7 @@ extension AttestedClient {
     ///   `ws`, `wss`, `http` or `https` URL, or a route that wants its challenge in the body
     ///   (`binding: body`), which a handshake cannot carry.
     public func webSocketRequest(for request: URLRequest) async throws(AttestedClientError) -> URLRequest {
-        do {
-            return try await self.signHandshake(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch is CancellationError {
-            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
+        try await self.throwingClientErrors { try await self.signHandshake(request) }
     }
 
     private func signHandshake(_ original: URLRequest) async throws -> URLRequest {
@@ -62,16 +54,7 @@ extension AttestedClient {
         var rules = RequestRetryRules(backoff: self.configuration.requestRetry)
         while true {
             let keyID = try await self.keys.attestedKeyID()
-            var challenge: String?
-            if route.challenge == .required {
-                do {
-                    challenge = try await self.api.challenge(at: await self.policy.challengePath)
-                } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
-                    guard let delay = rules.backOff(after: error, jitter: Double.random(in: 0...1)) else { throw error }
-                    try await self.clock.sleep(for: delay)
-                    continue
-                }
-            }
+            guard case .ready(let challenge) = try await self.challenge(for: route, rules: &rules) else { continue }
             var handshake = original
             handshake.httpMethod = "GET"
             let (request, clientData) = try RequestSigner.prepare(

@@ -108,15 +108,7 @@ public actor AttestedClient {
     /// - Throws: `AttestedClientError`; its `code` is the gateway's when the gateway refused.
     ///   A request with an `httpBodyStream` is refused (`streamedBody`): set `httpBody`.
     public func data(for request: URLRequest) async throws(AttestedClientError) -> (Data, HTTPURLResponse) {
-        do {
-            return try await self.perform(request)
-        } catch let error as AttestedClientError {
-            throw error
-        } catch is CancellationError {
-            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
-        } catch {
-            throw AttestedClientError(.transport, "\(error)", underlying: error)
-        }
+        try await self.throwingClientErrors { try await self.perform(request) }
     }
 
     /// Forgets the key (any state, `revoked` included): the next protected request enrolls a
@@ -129,6 +121,20 @@ public actor AttestedClient {
     /// The policy document, fetched now (ignoring the cache). nil when unavailable.
     public func refreshPolicy() async -> GatewayPolicyDocument? {
         await self.policy.document(force: true)
+    }
+
+    /// Runs `operation` with what it throws as the client's one error type: an
+    /// `AttestedClientError` as it is, cancellation and anything else as `transport`.
+    func throwingClientErrors<Value>(_ operation: () async throws -> Value) async throws(AttestedClientError) -> Value {
+        do {
+            return try await operation()
+        } catch let error as AttestedClientError {
+            throw error
+        } catch is CancellationError {
+            throw AttestedClientError(.transport, "cancelled", underlying: CancellationError())
+        } catch {
+            throw AttestedClientError(.transport, "\(error)", underlying: error)
+        }
     }
 
     // MARK: - Request flow
@@ -191,6 +197,29 @@ public actor AttestedClient {
         }
     }
 
+    enum ChallengeStep {
+        /// The route's fresh challenge, nil when it asks none.
+        case ready(String?)
+        /// The challenge endpoint answered 503 or 429 and the back-off was waited out: try again.
+        case retry
+    }
+
+    /// The challenge `route` asks for, fetched now. A 503 (challenges unavailable: store down)
+    /// or 429 is waited out as `rules` allow (nothing was sent yet) and thrown once they allow
+    /// no more.
+    func challenge(for route: GatewayPolicyDocument.Route, rules: inout RequestRetryRules) async throws
+        -> ChallengeStep
+    {
+        guard route.challenge == .required else { return .ready(nil) }
+        do {
+            return .ready(try await self.api.challenge(at: await self.policy.challengePath))
+        } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
+            guard let delay = rules.backOff(after: error, jitter: Double.random(in: 0...1)) else { throw error }
+            try await self.clock.sleep(for: delay)
+            return .retry
+        }
+    }
+
     private enum AttemptResult {
         case done(Data, HTTPURLResponse)
         case retry
@@ -206,17 +235,7 @@ public actor AttestedClient {
         rules: inout RequestRetryRules
     ) async throws -> AttemptResult {
         let keyID = try await self.keys.attestedKeyID()
-        var challenge: String?
-        if route.challenge == .required {
-            do {
-                challenge = try await self.api.challenge(at: await self.policy.challengePath)
-            } catch let error as AttestedClientError where error.status == 503 || error.status == 429 {
-                // Challenges unavailable (store down) or rate-limited: nothing was sent yet.
-                guard let delay = rules.backOff(after: error, jitter: Double.random(in: 0...1)) else { throw error }
-                try await self.clock.sleep(for: delay)
-                return .retry
-            }
-        }
+        guard case .ready(let challenge) = try await self.challenge(for: route, rules: &rules) else { return .retry }
         let (request, clientData) = try RequestSigner.prepare(
             original, method: method, target: target, route: route, challenge: challenge)
         let result: (Data, HTTPURLResponse)
