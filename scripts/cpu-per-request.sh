@@ -325,6 +325,7 @@ h2_instructions_per_request() { # label pid url
         dump="$(ls -t "$WORK"/callgrind.out."$pid".* | head -n1)"
         totals+=("$(callgrind_total "$dump")")
         counts+=("$(awk '/^requests:/{print $8}' <<< "$out")")
+        grep -q '^requests: .* 0 failed' <<< "$out" || grep '^requests:' <<< "$out" >&2
     done
     echo "## $label (HTTP/2 over TLS, $CONNS connections, ${STREAMS:-10} streams each): runs of ${counts[0]} and ${counts[1]} requests, $CONNS full handshakes each"
     awk -v a="${totals[0]}" -v b="${totals[1]}" -v n="${counts[0]}" -v m="${counts[1]}" 'BEGIN {
