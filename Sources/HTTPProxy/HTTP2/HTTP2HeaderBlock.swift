@@ -39,8 +39,10 @@ package struct HTTP2HeaderBlock: Sendable {
 
     package mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let start = self.bytes.count
-        self.bytes.append(contentsOf: name)
-        self.bytes.append(contentsOf: value)
+        // Typed buffers: appending an `UnsafeRawBufferPointer` (a generic `Sequence`) instantiated
+        // its metadata on every call.
+        self.bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+        self.bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
         self.spans.append(Span(nameStart: start, nameCount: name.count, valueCount: value.count))
     }
 

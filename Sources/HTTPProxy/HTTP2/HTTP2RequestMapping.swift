@@ -91,10 +91,11 @@ package enum HTTP2RequestMapping {
             throw HTTP2RequestError(.headersTooLarge, "the header list exceeds \(limits.maxHeaderListBytes) bytes")
         }
 
-        var method: String?
-        var scheme: String?
-        var path: String?
-        var authority: String?
+        // The pseudo-headers stay bytes until they are checked; `String`s only for what the head keeps.
+        var methodField: UnsafeBufferPointer<UInt8>?
+        var scheme: UnsafeBufferPointer<UInt8>?
+        var pathField: UnsafeBufferPointer<UInt8>?
+        var authority: UnsafeBufferPointer<UInt8>?
         // Host first (filled in below), then the fields in order: one array, sized once.
         var regular: [HTTPField] = []
         regular.reserveCapacity(spans.count + 1)
@@ -108,27 +109,28 @@ package enum HTTP2RequestMapping {
         for span in spans {
             let name = HTTP2HeaderBlock.slice(bytes, span.nameStart, span.nameCount)
             let rawValue = HTTP2HeaderBlock.slice(bytes, span.valueStart, span.valueCount)
-            try Self.checkValue(rawValue)
-            guard let value = String(validating: rawValue, as: UTF8.self) else {
+            // ASCII (the usual case) needs no UTF-8 validation beyond the byte check.
+            let isASCII = try Self.checkValue(rawValue)
+            if !isASCII && String(validating: rawValue, as: UTF8.self) == nil {
                 throw HTTP2RequestError(.invalidHeaderValue, "a field value is not valid UTF-8")
             }
             if name.first == UInt8(ascii: ":") {
                 guard !sawRegular else {
                     throw HTTP2RequestError(.pseudoHeaderAfterField, "a pseudo-header follows a regular field")
                 }
-                func setOnce(_ slot: inout String?) throws(HTTP2RequestError) {
+                func setOnce(_ slot: inout UnsafeBufferPointer<UInt8>?) throws(HTTP2RequestError) {
                     guard slot == nil else {
                         throw HTTP2RequestError(
                             .pseudoHeaderDuplicate, "\(String(decoding: name, as: UTF8.self)) appears twice")
                     }
-                    slot = value
+                    slot = rawValue
                 }
                 if Self.equals(name, ":method") {
-                    try setOnce(&method)
+                    try setOnce(&methodField)
                 } else if Self.equals(name, ":scheme") {
                     try setOnce(&scheme)
                 } else if Self.equals(name, ":path") {
-                    try setOnce(&path)
+                    try setOnce(&pathField)
                 } else if Self.equals(name, ":authority") {
                     try setOnce(&authority)
                 } else {
@@ -144,8 +146,10 @@ package enum HTTP2RequestMapping {
                     .connectionSpecificField,
                     "\(Self.printable(name)) is connection-specific and not allowed in HTTP/2")
             }
+            // Valid UTF-8 (checked above): decoding repairs nothing.
+            let value = String(decoding: rawValue, as: UTF8.self)
             if Self.equals(name, "te") {
-                guard value == "trailers" else {
+                guard Self.equals(rawValue, "trailers") else {
                     throw HTTP2RequestError(.invalidTE, "te may only be \"trailers\" in HTTP/2")
                 }
             } else if Self.equals(name, "host") {
@@ -162,7 +166,7 @@ package enum HTTP2RequestMapping {
                     throw HTTP2RequestError(.invalidContentLength, "content-length is not a decimal length")
                 }
                 contentLength = length
-            } else if name.contains(UInt8(ascii: "_")) {
+            } else if Self.holds(name, UInt8(ascii: "_")) {
                 // As the HTTP/1.1 parser: a name with `_` is not interpreted (CGI reads it as `-`).
                 continue
             } else if contentType == nil && Self.equals(name, "content-type") {
@@ -172,25 +176,37 @@ package enum HTTP2RequestMapping {
             regular.append(HTTPField(name: String(decoding: name, as: UTF8.self), value: value))
         }
 
-        guard let method, !method.isEmpty else { throw HTTP2RequestError(.pseudoHeaderMissing, ":method is missing") }
-        guard method.utf8.allSatisfy(HTTPByte.isToken) else {
+        guard let methodBytes = methodField, !methodBytes.isEmpty else {
+            throw HTTP2RequestError(.pseudoHeaderMissing, ":method is missing")
+        }
+        for byte in methodBytes where !HTTPByte.isToken(byte) {
             throw HTTP2RequestError(.invalidMethod, ":method is not a token")
         }
-        if method == "CONNECT" {
+        if Self.equals(methodBytes, "CONNECT") {
             throw HTTP2RequestError(.connectNotSupported, "CONNECT is not supported: the gateway is not a tunnel")
         }
         guard let scheme else { throw HTTP2RequestError(.pseudoHeaderMissing, ":scheme is missing") }
-        guard scheme == "https" || scheme == "http" else {
+        guard Self.equals(scheme, "https") || Self.equals(scheme, "http") else {
             throw HTTP2RequestError(.invalidScheme, ":scheme must be https or http")
         }
-        guard let path, !path.isEmpty else { throw HTTP2RequestError(.pseudoHeaderMissing, ":path is missing") }
-        guard path.utf8.first == UInt8(ascii: "/"), path.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+        guard let pathBytes = pathField, !pathBytes.isEmpty else {
+            throw HTTP2RequestError(.pseudoHeaderMissing, ":path is missing")
+        }
+        guard pathBytes[0] == UInt8(ascii: "/") else {
             throw HTTP2RequestError(.invalidRequestTarget, ":path must be an origin-form target of visible ASCII")
         }
+        for byte in pathBytes where byte < 0x21 || byte > 0x7E {
+            throw HTTP2RequestError(.invalidRequestTarget, ":path must be an origin-form target of visible ASCII")
+        }
+        // Tokens and visible ASCII: decoding repairs nothing.
+        let method = String(decoding: methodBytes, as: UTF8.self)
+        let path = String(decoding: pathBytes, as: UTF8.self)
 
         // One authority: `:authority` and every `host` must name the same one.
         let host: String
-        if let authority {
+        if let authorityBytes = authority {
+            // Valid UTF-8 (checked with the other values).
+            let authority = String(decoding: authorityBytes, as: UTF8.self)
             for other in hosts where !other.caseInsensitiveEquals(authority) {
                 throw HTTP2RequestError(.authorityHostMismatch, ":authority and host name different hosts")
             }
@@ -204,7 +220,8 @@ package enum HTTP2RequestMapping {
         } else {
             throw HTTP2RequestError(.missingHost, "neither :authority nor host names the host")
         }
-        guard !host.isEmpty, !host.utf8.contains(UInt8(ascii: "@")) else {
+        var hostBytes = host
+        guard !host.isEmpty, !hostBytes.withUTF8({ Self.holds($0, UInt8(ascii: "@")) }) else {
             throw HTTP2RequestError(.missingHost, "the authority is empty or holds userinfo")
         }
 
@@ -223,10 +240,14 @@ package enum HTTP2RequestMapping {
     }
 
     /// RFC 9113 §8.2.1: no NUL, CR or LF anywhere; no leading or trailing space or tab.
-    private static func checkValue(_ value: UnsafeBufferPointer<UInt8>) throws(HTTP2RequestError) {
-        for byte in value
-        where byte == 0 || byte == 0x0A || byte == 0x0D || byte == 0x7F || (byte < 0x20 && byte != 0x09) {
-            throw HTTP2RequestError(.invalidHeaderValue, "a field value holds a control byte")
+    /// Returns whether every byte is ASCII (then the value needs no UTF-8 validation).
+    private static func checkValue(_ value: UnsafeBufferPointer<UInt8>) throws(HTTP2RequestError) -> Bool {
+        var highBits: UInt8 = 0
+        for byte in value {
+            if byte == 0 || byte == 0x0A || byte == 0x0D || byte == 0x7F || (byte < 0x20 && byte != 0x09) {
+                throw HTTP2RequestError(.invalidHeaderValue, "a field value holds a control byte")
+            }
+            highBits |= byte
         }
         if let first = value.first, first == 0x20 || first == 0x09 {
             throw HTTP2RequestError(.invalidHeaderValue, "a field value starts with whitespace")
@@ -234,6 +255,7 @@ package enum HTTP2RequestMapping {
         if let last = value.last, last == 0x20 || last == 0x09 {
             throw HTTP2RequestError(.invalidHeaderValue, "a field value ends with whitespace")
         }
+        return highBits < 0x80
     }
 
     /// A regular field name: one or more lower-case token characters.
@@ -263,8 +285,19 @@ package enum HTTP2RequestMapping {
     /// The bytes are exactly `literal` (ASCII).
     @inline(__always)
     static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-        bytes.count == literal.utf8CodeUnitCount
-            && bytes.elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count == count else { return false }
+        // An indexed loop: `elementsEqual` cost ~160 instructions a call here.
+        let expected = literal.utf8Start
+        for index in 0..<count where bytes[index] != expected[index] { return false }
+        return true
+    }
+
+    /// `bytes` holds `byte` somewhere.
+    @inline(__always)
+    static func holds(_ bytes: UnsafeBufferPointer<UInt8>, _ byte: UInt8) -> Bool {
+        for index in 0..<bytes.count where bytes[index] == byte { return true }
+        return false
     }
 
     /// One of `connectionSpecificNames` (lower case, as HTTP/2 names are).

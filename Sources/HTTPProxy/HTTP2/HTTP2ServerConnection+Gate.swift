@@ -99,7 +99,7 @@ extension HTTP2ServerConnection {
     }
 
     func decisionArrived(_ decision: GateDecision, for stream: HTTP2Stream) {
-        guard !self.isClosed, stream.phase == .deciding, self.streams[stream.id] === stream else { return }
+        guard !self.isClosed, stream.phase == .deciding, self.streams.contains(stream) else { return }
         switch decision {
         case .forward(let head, let info):
             stream.exchange.logInfo = info

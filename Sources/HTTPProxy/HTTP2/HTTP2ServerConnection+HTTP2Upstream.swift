@@ -84,7 +84,7 @@ extension HTTP2ServerConnection {
 
     func http2UpstreamOpened(_ upstream: HTTP2UpstreamConnection, streamID: Int32, for stream: HTTP2Stream) {
         stream.http2WaitingPool = nil
-        guard !self.isClosed, stream.phase == .connecting, self.streams[stream.id] === stream else {
+        guard !self.isClosed, stream.phase == .connecting, self.streams.contains(stream) else {
             upstream.cancel(streamID)
             return
         }
@@ -215,6 +215,6 @@ extension HTTP2ServerConnection {
 
     /// The stream is still this connection's and open.
     private func isLive(_ stream: HTTP2Stream) -> Bool {
-        !self.isClosed && self.streams[stream.id] === stream
+        !self.isClosed && self.streams.contains(stream)
     }
 }

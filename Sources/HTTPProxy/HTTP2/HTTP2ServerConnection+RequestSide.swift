@@ -19,7 +19,12 @@ extension HTTP2ServerConnection {
         let stream = HTTP2Stream(
             id: streamID, connection: self, exchange: exchange, client: self.owner.forwardedClient)
         stream.exchange.requestStart = SystemCalls.monotonicNanoseconds()
-        self.streams[streamID] = stream
+        guard self.adopt(stream) else {
+            // Never: nghttp2 opens the stream before it reports its header block.
+            self.session.reset(streamID, .internalError)
+            self.headerBlock.reset(streamID: 0)
+            return
+        }
         self.headerBlock.reset(streamID: streamID)
     }
 
@@ -42,7 +47,7 @@ extension HTTP2ServerConnection {
     }
 
     func http2HeadersEnded(_ streamID: Int32, endStream: Bool) {
-        guard let stream = self.streams[streamID], stream.phase == .head else { return }
+        guard let stream = self.stream(streamID), stream.phase == .head else { return }
         stream.requestEnded = endStream
         // A block that is not this stream's (never, as HTTP/2 does not interleave blocks) maps as empty.
         if self.headerBlock.streamID != streamID { self.headerBlock.reset(streamID: streamID) }
@@ -70,7 +75,7 @@ extension HTTP2ServerConnection {
     }
 
     func http2Data(_ streamID: Int32, _ bytes: UnsafeRawBufferPointer) {
-        guard let stream = self.streams[streamID] else {
+        guard let stream = self.stream(streamID) else {
             self.session.consume(streamID, bytes.count)
             return
         }
@@ -107,7 +112,7 @@ extension HTTP2ServerConnection {
     }
 
     func http2DataEnded(_ streamID: Int32) {
-        guard let stream = self.streams[streamID], !stream.requestEnded else { return }
+        guard let stream = self.stream(streamID), !stream.requestEnded else { return }
         stream.requestEnded = true
         if let declared = stream.mapped?.contentLength, stream.bodyBytesReceived != declared,
             stream.phase != .responded
@@ -133,7 +138,8 @@ extension HTTP2ServerConnection {
 
     func http2StreamClosed(_ streamID: Int32, errorCode: UInt32) {
         if self.headerBlock.streamID == streamID { self.headerBlock.reset(streamID: 0) }
-        guard let stream = self.streams.removeValue(forKey: streamID) else { return }
+        guard let stream = self.stream(streamID) else { return }
+        self.forget(stream)
         stream.promise = nil
         if let upstream = stream.upstream {
             stream.upstream = nil
@@ -147,8 +153,7 @@ extension HTTP2ServerConnection {
         self.releaseHTTP2Upstream(stream)
         self.record(stream)
         if self.streams.isEmpty {
-            // An idle connection holds no stream table or header block storage.
-            self.streams = [:]
+            // An idle connection holds no stream table (`HTTP2StreamTable` lets it go) or header block storage.
             if self.headerBlock.streamID == 0 { self.headerBlock.release() }
         }
         self.repump = true
@@ -177,7 +182,7 @@ extension HTTP2ServerConnection {
         // The whole response is out while the client is still sending its request (a refusal
         // before the body ended, an upstream that answered early): RST_STREAM NO_ERROR tells it
         // to stop (RFC 9113 §8.1), and the stream does not stay open to hold a drain.
-        if kind == .data || kind == .headers, flags & 0x1 != 0, let stream = self.streams[streamID],
+        if kind == .data || kind == .headers, flags & 0x1 != 0, let stream = self.stream(streamID),
             !stream.requestEnded
         {
             self.session.reset(streamID, .noError)

@@ -9,7 +9,7 @@ extension HTTP2ServerConnection {
     func http2ResponseBody(
         _ streamID: Int32, into buffer: UnsafeMutableRawBufferPointer
     ) -> (count: Int, last: Bool, trailers: [(String, String)])? {
-        guard let stream = self.streams[streamID] else { return (0, true, []) }
+        guard let stream = self.stream(streamID) else { return (0, true, []) }
         let count = min(buffer.count, stream.pendingResponseBytes)
         if count == 0 && !stream.responseComplete { return nil }
         if count > 0 {

@@ -68,7 +68,7 @@ extension HTTP2ServerConnection {
     }
 
     func upstreamReady(_ connection: UpstreamConnection, for stream: HTTP2Stream) {
-        guard !self.isClosed, stream.phase == .connecting, self.streams[stream.id] === stream else {
+        guard !self.isClosed, stream.phase == .connecting, self.streams.contains(stream) else {
             connection.pool.release(connection, reusable: true)
             return
         }
@@ -78,7 +78,7 @@ extension HTTP2ServerConnection {
     }
 
     func upstreamFailed(_ failure: ProxyConnectionStateMachine.UpstreamFailure, for stream: HTTP2Stream) {
-        guard !self.isClosed, self.streams[stream.id] === stream else { return }
+        guard !self.isClosed, self.streams.contains(stream) else { return }
         stream.waitingPool = nil
         self.countUpstreamError(failure, stream)
         self.respondLocally(stream, Self.upstreamError(failure).response)
@@ -90,7 +90,7 @@ extension HTTP2ServerConnection {
         let anyByte = connection.receivedResponseByte
         if stream.upstream === connection { stream.upstream = nil }
         connection.pool.release(connection, reusable: false)
-        guard self.streams[stream.id] === stream else { return }
+        guard self.streams.contains(stream) else { return }
         // A pooled connection that died idle, before any response byte: send the whole request again once.
         let replayable =
             stream.exchange.requestEncoding == .none || stream.exchange.classification?.bufferBodyUpTo != nil
@@ -143,7 +143,9 @@ extension HTTP2ServerConnection {
                 extra: stream.exchange.correlation.map { (name: "x-request-id", value: $0.requestID.text) },
                 hasBody: hasBody)
         case .body(let range):
-            stream.responseBody.append(contentsOf: UnsafeRawBufferPointer(rebasing: slice[range]))
+            // Typed: an `UnsafeRawBufferPointer` append instantiates generic metadata per call.
+            stream.responseBody.append(
+                contentsOf: UnsafeRawBufferPointer(rebasing: slice[range]).assumingMemoryBound(to: UInt8.self))
             self.session.resume(stream.id)
         case .end(let trailers):
             if let trailers = HeaderRewriting.forwardedTrailers(trailers) {

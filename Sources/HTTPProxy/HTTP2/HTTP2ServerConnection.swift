@@ -45,7 +45,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     let loop: EventLoop
     let client: SocketChannel
     var session: HTTP2Session!
-    var streams: [Int32: HTTP2Stream] = [:]
+    var streams = HTTP2StreamTable<HTTP2Stream>()
     var floodGuard = HTTP2FloodGuard()
     /// The header block being received (one at a time per connection), its storage reused.
     var headerBlock = HTTP2HeaderBlock()
@@ -110,10 +110,10 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         }
         guard !self.isClosed else { return }
         let now = self.loop.now
-        for stream in Array(self.streams.values) where stream.upstreamDeadline != 0 && stream.upstreamDeadline <= now {
+        for stream in self.streams.all where stream.upstreamDeadline != 0 && stream.upstreamDeadline <= now {
             self.upstreamTimedOut(stream)
         }
-        for stream in Array(self.streams.values) where stream.bodyDeadline != 0 && stream.bodyDeadline <= now {
+        for stream in self.streams.all where stream.bodyDeadline != 0 && stream.bodyDeadline <= now {
             self.bufferedBodyTimedOut(stream)
         }
         guard self.idleDeadline <= now else {
@@ -215,18 +215,25 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     }
 
     /// Every stream with an HTTP/1.1 upstream reads its response and writes its request body.
-    /// The IDs are taken first (on the stack: no allocation per pass), as a relay may end streams.
+    /// Only streams with something to do are visited: a readable upstream, request bytes not yet
+    /// written, a window owed to the client (else a visit reads nothing, writes nothing and
+    /// acknowledges nothing; most passes have one such stream among many). Their IDs are taken
+    /// first (on the stack: no allocation per pass), as a relay may end streams; each is then
+    /// looked up again (`stream(_:)`: nil once it ended).
     private func relayUpstreams() {
         let count = self.streams.count
         guard count > 0 else { return }
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: count) { ids in
             var attached = 0
-            for (id, stream) in self.streams where stream.upstream != nil {
-                ids.initializeElement(at: attached, to: id)
+            for stream in self.streams.all {
+                guard let upstream = stream.upstream,
+                    upstream.channel.mayRead || upstream.channel.hasUnsentOutput || stream.owedWindow > 0
+                else { continue }
+                ids.initializeElement(at: attached, to: stream.id)
                 attached += 1
             }
             for index in 0..<attached {
-                guard let stream = self.streams[ids[index]], let upstream = stream.upstream else { continue }
+                guard let stream = self.stream(ids[index]), let upstream = stream.upstream else { continue }
                 upstream.relayResponse(to: stream)
                 self.flushUpstream(stream)
             }
@@ -355,7 +362,7 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     /// One loop deadline for the connection: the idle one or the earliest stream's upstream one.
     func updateDeadline() {
         var deadline = self.idleDeadline
-        for stream in self.streams.values {
+        for stream in self.streams.all {
             if stream.upstreamDeadline != 0 { deadline = min(deadline, stream.upstreamDeadline) }
             if stream.bodyDeadline != 0 { deadline = min(deadline, stream.bodyDeadline) }
         }
@@ -403,7 +410,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
 
     /// Every stream's lease, wait and decision is let go; each is logged once.
     func abandonStreams() {
-        for stream in self.streams.values {
+        for stream in self.streams.removeAll() {
+            self.session.setStreamObject(stream.id, nil)
             stream.promise = nil
             if let upstream = stream.upstream {
                 stream.upstream = nil
@@ -416,6 +424,31 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
             self.releaseHTTP2Upstream(stream)
             self.record(stream)
         }
-        self.streams.removeAll()
+    }
+
+    // MARK: - Streams by ID
+
+    /// Opens `stream`: the table holds it, nghttp2's stream user data points at it (unretained:
+    /// the table's reference keeps it alive, and `forget` clears the pointer before letting go).
+    /// False if nghttp2 has no such stream.
+    func adopt(_ stream: HTTP2Stream) -> Bool {
+        guard self.session.setStreamObject(stream.id, Unmanaged.passUnretained(stream).toOpaque()) else {
+            return false
+        }
+        self.streams.insert(stream)
+        return true
+    }
+
+    /// The stream leaves the table; its user data is cleared first.
+    func forget(_ stream: HTTP2Stream) {
+        guard self.streams.contains(stream) else { return }
+        self.session.setStreamObject(stream.id, nil)
+        self.streams.remove(stream)
+    }
+
+    /// The open stream `streamID` (nghttp2's stream user data: no hashing), if it is one of ours.
+    func stream(_ streamID: Int32) -> HTTP2Stream? {
+        guard let object = self.session.streamObject(streamID) else { return nil }
+        return Unmanaged<HTTP2Stream>.fromOpaque(object).takeUnretainedValue()
     }
 }

@@ -250,6 +250,20 @@ final class HTTP2Session {
         }
     }
 
+    /// Sets what the owner keeps for `streamID` (nghttp2's stream user data, nil to clear it): a
+    /// lookup by stream ID without hashing. False if nghttp2 has no such open stream.
+    @discardableResult
+    func setStreamObject(_ streamID: Int32, _ object: UnsafeMutableRawPointer?) -> Bool {
+        guard let session else { return false }
+        return nghttp2_session_set_stream_user_data(session, streamID, object) == 0
+    }
+
+    /// What `setStreamObject` left for `streamID`; nil once nghttp2 closed the stream.
+    func streamObject(_ streamID: Int32) -> UnsafeMutableRawPointer? {
+        guard let session else { return nil }
+        return nghttp2_session_get_stream_user_data(session, streamID)
+    }
+
     fileprivate static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
         HTTP2Library.owner(userData, as: HTTP2Session.self)
     }

@@ -8,7 +8,7 @@ import HTTP1
 ///
 /// Every stream has its own `GateDecisionPromise` and its own lease, so a slow gate decision
 /// or a slow upstream holds this stream only. Confined to its connection's loop.
-final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendable {
+final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, HTTP2StreamTableEntry, @unchecked Sendable {
     enum Phase: Equatable {
         /// Reading the header block.
         case head
@@ -25,6 +25,8 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, @unchecked Sendab
     }
 
     let id: Int32
+    /// Its place in the connection's `HTTP2StreamTable` (-1: not there).
+    var tableIndex = -1
     /// Strong: a stream still leased or waiting (a connect in flight, a gate's promise) keeps
     /// its connection, which then sees `isClosed` and drops what arrives. The cycle through
     /// `streams` ends when the stream leaves it.
