@@ -61,17 +61,8 @@ package enum FakeHTTPSServer {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last,
-            let port = UInt16(portText)
-        else {
+        let text = ServerAnnouncement.firstLine(of: output.fileHandleForReading)
+        guard let port = ServerAnnouncement.listeningPort(text) else {
             Self.stop(process)
             throw FakeHTTPSServerError("\(name) did not start: \(text)")
         }

@@ -30,16 +30,8 @@ import Verification
             self.process.standardOutput = output
             self.process.standardError = FileHandle.nullDevice
             try self.process.run()
-            // First line: `listening HOST:PORT` (bounded: the read ends when the process dies).
-            var line = [UInt8]()
-            while line.last != 0x0a {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                guard let b = byte.first else { break }
-                line.append(b)
-            }
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard text.hasPrefix("listening "), let port = text.split(separator: ":").last.flatMap({ UInt16($0) })
-            else {
+            let text = ServerAnnouncement.firstLine(of: output.fileHandleForReading)
+            guard let port = ServerAnnouncement.listeningPort(text) else {
                 self.process.terminate()
                 throw RedisServerError("upstream.py did not start: \(text)")
             }

@@ -14,15 +14,8 @@ extension Process {
         let output = Pipe()
         self.standardOutput = output
         try self.run()
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("PORT "), let port = UInt16(text.dropFirst(5)) else {
+        let text = ServerAnnouncement.firstLine(of: output.fileHandleForReading)
+        guard let port = ServerAnnouncement.announcedPort(text) else {
             self.terminate()
             throw TestFailure("\(name) did not start: \(text)")
         }

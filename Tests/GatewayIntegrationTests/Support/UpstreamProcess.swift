@@ -29,19 +29,8 @@ final class UpstreamProcess: @unchecked Sendable {
         try process.run()
         self.process = process
         self.output = output
-        // First line: "listening HOST:PORT".
-        var line = [UInt8]()
-        let handle = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            if byte[0] == UInt8(ascii: "\n") { break }
-            line.append(byte[0])
-        }
-        let text = String(decoding: line, as: UTF8.self)
-        guard text.hasPrefix("listening "), let portText = text.split(separator: ":").last, let bound = UInt16(portText)
-        else {
+        let text = ServerAnnouncement.firstLine(of: output.fileHandleForReading)
+        guard let bound = ServerAnnouncement.listeningPort(text) else {
             process.terminate()
             throw TestFailure("upstream.py did not start: \(text)")
         }
