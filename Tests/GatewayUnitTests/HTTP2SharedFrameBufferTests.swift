@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HTTPProxy
@@ -232,5 +233,35 @@ import Testing
         #expect(inner.output.count == 9 + 3 * 6)
         // Without the nesting, a send goes through.
         #expect(try Peer(shared: true).sendOneChunk())
+    }
+
+    /// A session driven from a thread that did not create it would pack frames into a buffer
+    /// that thread's own sessions write: the send is refused and the session ends.
+    @Test func aSessionSendingOffItsCreatingThreadIsRefused() throws {
+        final class Box: @unchecked Sendable {
+            let peer = Peer(shared: true)
+            var failure: HTTP2Session.Failure?
+            var sent = false
+        }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do throws(HTTP2Session.Failure) {
+                box.sent = try box.peer.session.send(limit: 1) { _ in } > 0
+            } catch {
+                box.failure = error
+            }
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        #expect(!box.sent)
+        guard case .sessionEnded(let reason) = box.failure else {
+            Issue.record("expected the off-thread send to be refused, got \(String(describing: box.failure))")
+            return
+        }
+        #expect(reason.contains("off its loop's thread"))
+        // On its own thread the same session sends its SETTINGS.
+        #expect(try box.peer.sendOneChunk())
     }
 }

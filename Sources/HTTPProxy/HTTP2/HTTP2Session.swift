@@ -99,6 +99,9 @@ final class HTTP2Session {
     /// Unowned without a reference count: the delegate owns this session and every callback
     /// runs inside one of its calls (`receive`, `send`), so it is alive whenever one is made.
     unowned(unsafe) let delegate: any HTTP2SessionDelegate
+    /// The frame buffer this session's sends write into: its creating thread's, shared with that
+    /// thread's other sessions (nil on libnghttp2's default allocator).
+    private var frameBuffer: UnsafeRawPointer?
 
     /// `sharedFrameBuffer`: libnghttp2's memory is `HTTP2Library.newServerSession`'s (the
     /// outbound frame buffer shared by this thread's sessions, the stream map and HPACK rings on
@@ -131,6 +134,7 @@ final class HTTP2Session {
                     ? HTTP2Library.newServerSession($0, $1, $2, $3) : nghttp2_session_server_new2($0, $1, $2, $3)
             }, createName: sharedFrameBuffer ? "nghttp2_session_server_new3" : "nghttp2_session_server_new2")
         self.session = session
+        if sharedFrameBuffer { self.frameBuffer = HTTP2Library.threadFrameBuffer }
         HTTP2Library.submitSettings(
             session,
             [
@@ -161,6 +165,11 @@ final class HTTP2Session {
     /// client stops here): how many went.
     func send(limit: Int, to sink: (UnsafeRawBufferPointer) -> Void) throws(Failure) -> Int {
         guard let session else { return 0 }
+        // On another thread its frames would be packed into a buffer that thread's own sessions
+        // write at the same time: refused (the connection ends) rather than risked.
+        guard self.frameBuffer == nil || self.frameBuffer == HTTP2Library.threadFrameBuffer else {
+            throw .sessionEnded(reason: "session used off its loop's thread")
+        }
         switch HTTP2Library.send(session, limit: limit, to: sink) {
         case .success(let sent): return sent
         case .failure(let failure): throw .sessionEnded(reason: failure.reason)
