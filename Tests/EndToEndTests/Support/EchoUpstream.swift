@@ -18,10 +18,8 @@ final class EchoUpstream: @unchecked Sendable {
         var port: UInt16?
         eventually(timeout: .seconds(15)) {
             // First stdout line: "listening HOST:PORT".
-            if let line = child.stdout.split(separator: "\n").first, line.hasPrefix("listening "),
-                let text = line.split(separator: ":").last
-            {
-                port = UInt16(text)
+            if let line = child.stdout.split(separator: "\n").first {
+                port = ServerAnnouncement.listeningPort(String(line))
             }
             return port != nil || !child.isRunning
         }

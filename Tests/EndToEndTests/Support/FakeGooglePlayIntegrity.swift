@@ -39,10 +39,8 @@ final class FakeGooglePlayIntegrity: @unchecked Sendable {
             directory: files)
         var port: UInt16?
         eventually(timeout: .seconds(15)) {
-            if let line = child.stdout.split(separator: "\n").first, line.hasPrefix("listening "),
-                let text = line.split(separator: ":").last
-            {
-                port = UInt16(text)
+            if let line = child.stdout.split(separator: "\n").first {
+                port = ServerAnnouncement.listeningPort(String(line))
             }
             return port != nil || !child.isRunning
         }
