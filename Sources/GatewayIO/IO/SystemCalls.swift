@@ -44,14 +44,7 @@ package enum SystemCalls {
     package static func read(_ fd: Int32, into pointer: UnsafeMutableRawPointer, count: Int) throws(IOError) -> IOResult
     {
         while true {
-            let n = Glibc.read(fd, pointer, count)
-            if n > 0 { return .processed(n) }
-            if n == 0 { return .endOfFile }
-            let err = Glibc.errno
-            if err == EINTR { continue }
-            if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
-            self.checkBug(err, "read")
-            throw IOError("read", errno: err)
+            if let result = try self.readResult(Glibc.read(fd, pointer, count), "read") { return result }
         }
     }
 
@@ -64,15 +57,20 @@ package enum SystemCalls {
         -> IOResult
     {
         while true {
-            let n = Glibc.recv(fd, pointer, count, 0)
-            if n > 0 { return .processed(n) }
-            if n == 0 { return .endOfFile }
-            let err = Glibc.errno
-            if err == EINTR { continue }
-            if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
-            self.checkBug(err, "recv")
-            throw IOError("recv", errno: err)
+            if let result = try self.readResult(Glibc.recv(fd, pointer, count, 0), "recv") { return result }
         }
+    }
+
+    /// What `read`'s or `recv`'s return `n` (errno just set) means: nil after EINTR (call again).
+    @inline(__always)
+    private static func readResult(_ n: Int, _ call: StaticString) throws(IOError) -> IOResult? {
+        if n > 0 { return .processed(n) }
+        if n == 0 { return .endOfFile }
+        let err = Glibc.errno
+        if err == EINTR { return nil }
+        if err == EAGAIN || err == EWOULDBLOCK { return .wouldBlock }
+        self.checkBug(err, call)
+        throw IOError("\(call)", errno: err)
     }
 
     /// `recv(MSG_PEEK)`: the bytes waiting on the socket, left there (the PROXY protocol
