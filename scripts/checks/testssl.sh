@@ -68,8 +68,9 @@ routes:
 EOF
 "$bin" serve --config "$work/policy.yaml" --loops 1 > /dev/null 2> "$work/gateway.log" &
 pids+=($!)
+# -f: a 502 means the gateway is up but scripts/upstream.py is not yet listening; wait for both.
 for _ in $(seq 100); do
-  curl -s -o /dev/null --max-time 1 --cacert "$work/ca.pem" "https://localhost:$port/" && break
+  curl -sf -o /dev/null --max-time 1 --cacert "$work/ca.pem" "https://localhost:$port/" && break
   sleep 0.2
 done
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$work/ca.pem" "https://localhost:$port/") || true
