@@ -198,8 +198,7 @@ final class UpstreamPool: @unchecked Sendable {
     @exclusivity(unchecked) private var idle: [UpstreamConnection] = []
     /// Connecting + idle + leased.
     @exclusivity(unchecked) private(set) var openCount = 0
-    @exclusivity(unchecked) private var waiters: [any UpstreamLessee] = []
-    @exclusivity(unchecked) private var waiterHead = 0
+    @exclusivity(unchecked) private var waiters = FIFOQueue<any UpstreamLessee>()
     @exclusivity(unchecked) private var isRetired = false
 
     init(
@@ -248,7 +247,7 @@ final class UpstreamPool: @unchecked Sendable {
     }
 
     var idleCount: Int { self.idle.count }
-    var waiterCount: Int { self.waiters.count - self.waiterHead }
+    var waiterCount: Int { self.waiters.count }
 
     /// A connection for `lessee`: an idle pooled one (most recently used first), a new one,
     /// or a place in the queue. `fresh` skips idle connections (the retry after a stale one).
@@ -285,19 +284,11 @@ final class UpstreamPool: @unchecked Sendable {
     /// The lessee no longer waits (its client went away).
     func cancelWait(_ lessee: any UpstreamLessee) {
         self.loop.assertInLoop()
-        guard let index = self.waiters[self.waiterHead...].firstIndex(where: { $0 === lessee }) else { return }
-        self.waiters.remove(at: index)
+        self.waiters.removeFirst(where: { $0 === lessee })
     }
 
     private func popWaiter() -> (any UpstreamLessee)? {
-        guard self.waiterHead < self.waiters.count else { return nil }
-        let waiter = self.waiters[self.waiterHead]
-        self.waiterHead += 1
-        if self.waiterHead > 64 && self.waiterHead * 2 > self.waiters.count {
-            self.waiters.removeFirst(self.waiterHead)
-            self.waiterHead = 0
-        }
-        return waiter
+        self.waiters.removeFirst()
     }
 
     /// The lessee is done with `connection`: keep it for reuse or close it.
