@@ -130,6 +130,7 @@ extension HTTP2ServerConnection {
                 var framing: [UInt8] = []
                 HTTPSerializer.writeLastChunk(trailers: nil, into: &framing)
                 upstream.send(framing)
+                self.needsRelay(stream)
             }
         case .head, .deciding, .connecting, .responded:
             break

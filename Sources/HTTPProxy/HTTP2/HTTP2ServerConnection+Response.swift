@@ -27,7 +27,10 @@ extension HTTP2ServerConnection {
                 stream.responseOffset = 0
             }
             // Room again: its upstream may be read further.
-            if stream.upstream != nil { self.repump = true }
+            if stream.upstream != nil {
+                self.needsRelay(stream)
+                self.repump = true
+            }
         }
         let last = stream.responseComplete && stream.pendingResponseBytes == 0
         return (count, last, last ? stream.responseTrailers : [])

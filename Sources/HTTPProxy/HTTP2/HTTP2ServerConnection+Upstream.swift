@@ -35,6 +35,7 @@ extension HTTP2ServerConnection {
             HTTPSerializer.writeLastChunk(trailers: nil, into: &framing)
             connection.send(framing)
         }
+        self.needsRelay(stream)
         self.repump = true
     }
 
@@ -52,6 +53,7 @@ extension HTTP2ServerConnection {
         } else {
             self.session.consume(stream.id, bytes.count)
         }
+        self.needsRelay(stream)
     }
 
     func flushUpstream(_ stream: HTTP2Stream) {

@@ -27,6 +27,8 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, HTTP2StreamTableE
     let id: Int32
     /// Its place in the connection's `HTTP2StreamTable` (-1: not there).
     var tableIndex = -1
+    /// In the connection's relay queue (`HTTP2ServerConnection.needsRelay`).
+    var relayQueued = false
     /// Strong: a stream still leased or waiting (a connect in flight, a gate's promise) keeps
     /// its connection, which then sees `isClosed` and drops what arrives. The cycle through
     /// `streams` ends when the stream leaves it.
@@ -117,6 +119,7 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, HTTP2StreamTableE
 
     func upstreamEvents(_ connection: UpstreamConnection) {
         guard connection === self.upstream else { return }
+        self.connection.needsRelay(self)
         self.connection.pump()
     }
 
