@@ -194,7 +194,8 @@ struct NameValueBuilder {
             UnsafeMutableRawPointer(valueStart).copyMemory(from: source, byteCount: value.count)
         }
         self.used += value.count
-        let flags = Self.isUniquePerMessage(UnsafeRawBufferPointer(start: nameStart, count: name.count))
+        let flags =
+            Self.isUniquePerMessage(UnsafeRawBufferPointer(start: nameStart, count: name.count))
             ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE
         self.pairs.initializeElement(
             at: self.count,
