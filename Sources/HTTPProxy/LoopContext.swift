@@ -16,6 +16,10 @@ final class LoopContext: @unchecked Sendable {
     @exclusivity(unchecked) private var headerReaders: [ObjectIdentifier: ProxyHeaderReader] = [:]
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
     @exclusivity(unchecked) var scratchBytes: [UInt8] = []
+    /// HTTP/2 connections to pump once this batch of events is handled (`pumpAtBatchEnd`), and
+    /// the array the last run drained, kept for its storage.
+    @exclusivity(unchecked) private var batchEndPumps: [HTTP2ServerConnection] = []
+    @exclusivity(unchecked) private var drainedBatchEndPumps: [HTTP2ServerConnection] = []
     @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
         byteCount: 16 * 1024, alignment: 16)
 
@@ -39,6 +43,7 @@ final class LoopContext: @unchecked Sendable {
         // unowned read of the freed context aborted the process (seen as exit status 134).
         self.loop.onBatchEnd = { [weak self] isTick in
             guard let self else { return }
+            self.runBatchEndPumps()
             // Hand lines over once 16 KiB have gathered, or at the next tick (<= 100 ms later):
             // one log-queue wake-up and one write(2) per many requests, not per batch.
             if isTick || self.logBuffer.byteCount >= Self.accessLogFlushBytes { self.flushAccessLog() }
@@ -47,6 +52,31 @@ final class LoopContext: @unchecked Sendable {
     }
 
     static let accessLogFlushBytes = 16 * 1024
+
+    /// `connection` pumps after the events of this turn (each at most once: its own flag).
+    func pumpAtBatchEnd(_ connection: HTTP2ServerConnection) {
+        self.batchEndPumps.append(connection)
+    }
+
+    /// A pump may queue more: a few rounds run here; what is still queued after them runs on the
+    /// loop's next turn (submitted work wakes the loop, so nothing waits for a timer).
+    private func runBatchEndPumps() {
+        var rounds = 0
+        while !self.batchEndPumps.isEmpty {
+            guard rounds < Self.batchEndPumpRounds else {
+                self.loop.execute { [self] in self.runBatchEndPumps() }
+                return
+            }
+            rounds += 1
+            var due = self.batchEndPumps
+            self.batchEndPumps = self.drainedBatchEndPumps
+            for connection in due { connection.runPumpAtBatchEnd() }
+            due.removeAll(keepingCapacity: true)
+            self.drainedBatchEndPumps = due
+        }
+    }
+
+    static let batchEndPumpRounds = 4
 
     func flushAccessLog() {
         guard !self.logBuffer.isEmpty, let accessLog = self.accessLog else { return }

@@ -51,8 +51,8 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     var headerBlock = HTTP2HeaderBlock()
     var recorder: ExchangeRecorder
     private var pumping = false
-    /// A pass is queued on the loop (`schedulePump`).
-    private var pumpScheduled = false
+    /// A pass is queued for the end of the loop's batch (`pumpAtBatchEnd`).
+    private var batchEndPumpQueued = false
     var repump = false
     /// The streams whose HTTP/1.1 upstream may have work (`needsRelay`), each once
     /// (`HTTP2Stream.relayQueued`), and the array the last pass drained, kept for its storage.
@@ -254,18 +254,30 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
         self.relayQueue.append(stream.id)
     }
 
-    /// A pass on the loop's next turn (from an HTTP/2 upstream's callbacks, never nested in them).
+    /// A pass once the loop has handled this turn's events (`LoopContext.pumpAtBatchEnd`): the
+    /// upstream responses of one connection that arrive in one batch go out together, in one
+    /// relay pass, one run of nghttp2's sender and one TLS write, as nginx posts its HTTP/2
+    /// writes to the end of its event batch. (Pumping per upstream event wrote a TLS record per
+    /// response: issue 31's HTTP/2 row.)
+    func pumpAtBatchEnd() {
+        guard !self.batchEndPumpQueued, !self.isClosed else { return }
+        self.batchEndPumpQueued = true
+        self.owner.loopContext.pumpAtBatchEnd(self)
+    }
+
+    func runPumpAtBatchEnd() {
+        self.batchEndPumpQueued = false
+        self.pump()
+    }
+
+    /// A pass after the callbacks of an HTTP/2 upstream, never nested in them: another round of
+    /// the pass running now, else one at the end of the loop's batch.
     func schedulePump() {
         if self.pumping {
             self.repump = true
             return
         }
-        guard !self.pumpScheduled else { return }
-        self.pumpScheduled = true
-        self.loop.execute { [self] in
-            self.pumpScheduled = false
-            self.pump()
-        }
+        self.pumpAtBatchEnd()
     }
 
     /// Reads and feeds the session while the socket has bytes and the client's output is not

@@ -120,7 +120,7 @@ final class HTTP2Stream: UpstreamLessee, GateDecisionReceiver, HTTP2StreamTableE
     func upstreamEvents(_ connection: UpstreamConnection) {
         guard connection === self.upstream else { return }
         self.connection.needsRelay(self)
-        self.connection.pump()
+        self.connection.pumpAtBatchEnd()
     }
 
     /// The client takes more of this stream's response: its queue is short and the connection's
