@@ -16,10 +16,8 @@ final class LoopContext: @unchecked Sendable {
     @exclusivity(unchecked) private var headerReaders: [ObjectIdentifier: ProxyHeaderReader] = [:]
     /// Serialization scratch (heads, chunk framing); used and emptied within one call.
     @exclusivity(unchecked) var scratchBytes: [UInt8] = []
-    /// HTTP/2 connections to pump once this batch of events is handled (`pumpAtBatchEnd`), and
-    /// the array the last run drained, kept for its storage.
-    @exclusivity(unchecked) private var batchEndPumps: [HTTP2ServerConnection] = []
-    @exclusivity(unchecked) private var drainedBatchEndPumps: [HTTP2ServerConnection] = []
+    /// HTTP/2 connections to pump once this batch of events is handled (`pumpAtBatchEnd`).
+    private let batchEndPumps = BatchEndQueue<HTTP2ServerConnection>()
     @exclusivity(unchecked) private var headScratchMemory = UnsafeMutableRawBufferPointer.allocate(
         byteCount: 16 * 1024, alignment: 16)
 
@@ -61,19 +59,9 @@ final class LoopContext: @unchecked Sendable {
     /// A pump may queue more: a few rounds run here; what is still queued after them runs on the
     /// loop's next turn (submitted work wakes the loop, so nothing waits for a timer).
     private func runBatchEndPumps() {
-        var rounds = 0
-        while !self.batchEndPumps.isEmpty {
-            guard rounds < Self.batchEndPumpRounds else {
-                self.loop.execute { [self] in self.runBatchEndPumps() }
-                return
-            }
-            rounds += 1
-            var due = self.batchEndPumps
-            self.batchEndPumps = self.drainedBatchEndPumps
-            for connection in due { connection.runPumpAtBatchEnd() }
-            due.removeAll(keepingCapacity: true)
-            self.drainedBatchEndPumps = due
-        }
+        guard !self.batchEndPumps.isEmpty else { return }
+        let left = self.batchEndPumps.run(rounds: Self.batchEndPumpRounds) { $0.runPumpAtBatchEnd() }
+        if left { self.loop.execute { [self] in self.runBatchEndPumps() } }
     }
 
     static let batchEndPumpRounds = 4
