@@ -124,15 +124,10 @@ import Verification
     }
 
     @Test func everyFraudRiskAnswer() async throws {
-        let root = Repository.root
-        let data = try Data(contentsOf: root.appendingPathComponent("Tests/VerificationTests/Fixtures/receipts.json"))
-        let vectors = try #require(
-            (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["vectors"] as? [[String: Any]])
-        let vector = try #require(vectors.first { $0["id"] as? String == "rcpt-02" })
+        let vector = try FakeAppleServer.receiptVector("rcpt-02")
         let fake = try FakeAppleServer()
         defer { fake.stop() }
-        let receiptFile = fake.keys.directory + "/receipt.b64"
-        try (vector["receipt"] as? String ?? "").write(toFile: receiptFile, atomically: true, encoding: .utf8)
+        let receiptFile = try fake.receiptFile(for: vector)
         try fake.control(
             "/_fake/script",
             #"[{"status":200,"receipt_file":"\#(receiptFile)"},{"status":304},{"status":400},{"status":404},"#

@@ -108,3 +108,23 @@ final class FakeAppleServer: @unchecked Sendable {
         guard response?.status == 200 else { throw TestFailure("control \(path) failed") }
     }
 }
+
+extension FakeAppleServer {
+    /// The receipt vector `id` of Tests/VerificationTests/Fixtures/receipts.json (real receipts).
+    static func receiptVector(_ id: String) throws -> [String: Any] {
+        let data = try Data(
+            contentsOf: Repository.root.appendingPathComponent("Tests/VerificationTests/Fixtures/receipts.json"))
+        let vectors = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["vectors"] as? [[String: Any]]
+        guard let vector = vectors?.first(where: { $0["id"] as? String == id }) else {
+            throw TestFailure("no receipt vector \(id) in receipts.json")
+        }
+        return vector
+    }
+
+    /// Writes `vector`'s receipt into the fake's directory, for a script's `receipt_file`: its path.
+    func receiptFile(for vector: [String: Any]) throws -> String {
+        let path = self.keys.directory + "/receipt.b64"
+        try (vector["receipt"] as? String ?? "").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}
