@@ -1,13 +1,13 @@
-/// Work a loop runs once it has handled a turn's events (`EventLoop.onBatchEnd`): today the
-/// HTTP/2 connections whose upstreams answered in that turn, so that their responses leave in
-/// one pass each (`HTTP2ServerConnection.pumpAtBatchEnd`). An item's run may queue more (its
-/// own or another's): those run in the next round, up to `rounds`; what is queued after the
-/// last round is left for the caller to run on the next turn, so an item that kept queueing
-/// itself could not hold a turn.
+/// Work gathered during a pass and run after it, in rounds: the HTTP/2 connections a loop pumps
+/// once it has handled a turn's events (`LoopContext.pumpAtBatchEnd`, so that the responses of
+/// one batch leave in one pass each), and the streams an HTTP/2 connection's pump relays
+/// (`HTTP2ServerConnection.needsRelay`). An item's run may queue more (its own or another's):
+/// those run in the next round, up to `rounds`; what is queued after the last round is left for
+/// the caller's next pass, so an item that kept queueing itself could not hold a turn.
 ///
-/// Items are not deduplicated here (the connection's own flag does that). A class, so that an
-/// item's run may append while `run` is draining. Confined to its loop.
-final class BatchEndQueue<Item: AnyObject> {
+/// Items are not deduplicated here (their owners' flags do that). A class, so that an item's
+/// run may append while `run` is draining. Confined to its loop.
+final class BatchEndQueue<Item> {
     private var queued: [Item] = []
     /// The array the last round drained, kept for its storage.
     private var drained: [Item] = []

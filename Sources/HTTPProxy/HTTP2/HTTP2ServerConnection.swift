@@ -54,10 +54,9 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     /// A pass is queued for the end of the loop's batch (`pumpAtBatchEnd`).
     private var batchEndPumpQueued = false
     var repump = false
-    /// The streams whose HTTP/1.1 upstream may have work (`needsRelay`), each once
-    /// (`HTTP2Stream.relayQueued`), and the array the last pass drained, kept for its storage.
-    private var relayQueue: [Int32] = []
-    private var relayBatch: [Int32] = []
+    /// The IDs of the streams whose HTTP/1.1 upstream may have work (`needsRelay`), each once
+    /// (`HTTP2Stream.relayQueued`).
+    private let relayQueue = BatchEndQueue<Int32>()
     private(set) var isClosed = false
     /// Closing after a GOAWAY: input is read and dropped (`closeAfterGoAway`).
     private var lingering = false
@@ -229,12 +228,11 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
     /// streams: each is looked up by ID (`stream(_:)`: nil once it ended).
     private func relayUpstreams() {
         guard !self.relayQueue.isEmpty else { return }
-        var batch = self.relayQueue
-        self.relayQueue = self.relayBatch
-        for id in batch {
-            guard let stream = self.stream(id) else { continue }
+        // One round: a stream queued again during it waits for the next pass.
+        _ = self.relayQueue.run(rounds: 1) { id in
+            guard let stream = self.stream(id) else { return }
             stream.relayQueued = false
-            guard let upstream = stream.upstream else { continue }
+            guard let upstream = stream.upstream else { return }
             upstream.relayResponse(to: stream)
             self.flushUpstream(stream)
             if let upstream = stream.upstream,
@@ -243,8 +241,6 @@ final class HTTP2ServerConnection: HTTP2SessionDelegate, @unchecked Sendable {
                 self.needsRelay(stream)
             }
         }
-        batch.removeAll(keepingCapacity: true)
-        self.relayBatch = batch
     }
 
     /// `stream`'s upstream may have work: the next pass visits it.
